@@ -1,0 +1,1 @@
+"""trnspec: speculative-decoding vLLM serving on AWS Trainium2 (config, checks, rendering)."""

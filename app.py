@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""CDK entry point: reads context once into typed settings, then builds the platform stack and
+the serving stack on its cluster.
+
+`cdk synth -c profile=NAME -c dotted.key=value ...`; a bad profile or value exits with status 2
+and one message listing every problem (no traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from aws_cdk import App
+from trnspec.config import ConfigError
+
+from infra.composition import compose
+from infra.serving_settings import ServingSettingsError
+from infra.settings import SettingsError, load_settings, settings_overrides
+from infra.workload.spec import WorkloadError
+
+
+def main() -> int:
+    app = App()
+    context = app.node.get_all_context()
+    profile = str(context.get("profile", "default"))
+    try:
+        settings = load_settings(profile, settings_overrides(context))
+        compose(app, settings)
+    except ConfigError as err:
+        print(
+            f"serving engine config (serving.profile / serving.overrides):\n{err}", file=sys.stderr
+        )
+        return 2
+    except (SettingsError, ServingSettingsError, WorkloadError) as err:
+        print(err, file=sys.stderr)
+        return 2
+    app.synth()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""`python -m trnspec`."""
+
+import sys
+
+from trnspec.cli import main
+
+sys.exit(main())

@@ -1,0 +1,274 @@
+"""The serving config: one typed, frozen model per concern, loaded from YAML profiles.
+
+The same `ServingConfig` feeds the rendered vLLM command, the pod's serve entrypoint and the CDK
+app (which imports this schema), so there is one source of truth for what a server runs. Schema
+errors (wrong types, unknown fields) surface here as `ConfigError`; the cross-field rules that
+need topology or model shapes live in `trnspec.checks`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from trnspec.images import ImageGeneration
+
+SpeculationMethod = Literal["draft_model", "eagle3", "none"]
+Dtype = Literal["bfloat16", "float16", "float32"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad field: where, what value, and a concrete fix the user can apply."""
+
+    field: str
+    value: object
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.field}={_show(self.value)}: {self.fix}"
+
+
+def _show(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, ImageGeneration):
+        return value.value
+    return repr(value) if value is None or isinstance(value, (dict, list)) else str(value)
+
+
+class ConfigError(ValueError):
+    """Bad user input; carries every problem so the user fixes them all in one go."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems: list[Problem] = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class _Frozen(BaseModel):
+    # Numbers become strings for str fields: `--set target.revision=123456` parses as an int.
+    model_config = ConfigDict(frozen=True, extra="forbid", coerce_numbers_to_str=True)
+
+
+class ModelRef(_Frozen):
+    """A model as the server sees it: the name clients ask for and where its weights live."""
+
+    name: str = Field(min_length=1, description="Served model name (what clients put in 'model').")
+    source: str = Field(
+        min_length=1,
+        description="Where the weights are: s3://bucket/prefix, a local directory, or a hub id.",
+    )
+    revision: str | None = Field(
+        default=None, description="Hub revision (branch, tag or commit); ignored for S3/local."
+    )
+
+
+class SpeculationConfig(_Frozen):
+    """How the target is sped up: method, draft (a small model or an EAGLE head) and window k."""
+
+    method: SpeculationMethod = Field(
+        default="none",
+        description="draft_model (separate small model), eagle3 (EAGLE3 head) or none (baseline).",
+    )
+    draft: ModelRef | None = Field(
+        default=None, description="The draft model or EAGLE head; required unless method is none."
+    )
+    num_speculative_tokens: int = Field(
+        default=4, ge=1, description="k: tokens the draft proposes per target step."
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra keys merged into vLLM's --speculative-config JSON (method-specific).",
+    )
+
+
+class HardwareConfig(_Frozen):
+    """Where the server runs: a Trn2 instance type at a logical-core size, or "cpu"."""
+
+    instance_type: str = Field(
+        default="trn2.48xlarge", description='A trn2 instance type, or "cpu" for the local engine.'
+    )
+    lnc: Literal[1, 2] = Field(
+        default=2, description="Logical NeuronCore size: 2 fuses two physical cores (Trn2 default)."
+    )
+    check_hbm: bool = Field(
+        default=True,
+        description=(
+            "Run the HBM fit check. Set false only for a model with no local config.json and no "
+            "entry in trnspec.model_shapes (its size is then unknown)."
+        ),
+    )
+
+
+class ServerConfig(_Frozen):
+    """The OpenAI-compatible HTTP endpoint."""
+
+    host: str = Field(default="0.0.0.0", description="Address the server binds.")
+    port: int = Field(default=8000, ge=1, le=65535, description="TCP port the server binds.")
+
+
+class ServingConfig(_Frozen):
+    """Everything that decides what one vLLM server runs."""
+
+    name: str = Field(min_length=1, description="Config name (the profile name for profiles).")
+    description: str = Field(default="", description="One line shown by `trnspec profiles`.")
+    image: ImageGeneration = Field(
+        default=ImageGeneration.NEURON_FORK,
+        description="vLLM build: neuron-fork (draft model), neuron-plugin (EAGLE3) or cpu.",
+    )
+    target: ModelRef = Field(description="The model whose output the server returns.")
+    speculation: SpeculationConfig = Field(
+        default_factory=SpeculationConfig, description="Speculative decoding settings."
+    )
+    tensor_parallel_size: int = Field(
+        default=64, ge=1, description="Logical NeuronCores one model replica is sharded over."
+    )
+    max_model_len: int = Field(
+        default=8192, ge=16, description="Longest prompt + output, in tokens, per sequence."
+    )
+    max_num_seqs: int = Field(default=4, ge=1, description="Sequences decoded together (batch).")
+    sequence_buckets: list[int] = Field(
+        default_factory=list,
+        description=(
+            "Neuron sequence-length buckets, ascending, the last equal to max_model_len; "
+            "each bucket is one compiled graph. Empty lets the runtime choose."
+        ),
+    )
+    dtype: Dtype = Field(default="bfloat16", description="Weight and activation dtype.")
+    hardware: HardwareConfig = Field(
+        default_factory=HardwareConfig, description="Instance type and LNC."
+    )
+    server: ServerConfig = Field(default_factory=ServerConfig, description="HTTP endpoint.")
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def _problems_from_validation(err: ValidationError) -> list[Problem]:
+    problems = []
+    for e in err.errors():
+        field = ".".join(str(p) for p in e["loc"]) or "<config>"
+        kind = e["type"]
+        if kind == "missing":
+            fix = "required; add it"
+        elif kind == "extra_forbidden":
+            fix = "unknown field; remove it (see `trnspec profiles` and the ServingConfig fields)"
+        else:
+            fix = e["msg"][0].lower() + e["msg"][1:]
+        problems.append(Problem(field, e.get("input") if kind != "missing" else None, fix))
+    return problems
+
+
+def parse_config(data: object) -> ServingConfig:
+    """Build a config from parsed YAML/JSON; every schema problem in one ConfigError."""
+    if not isinstance(data, Mapping):
+        raise ConfigError([Problem("<config>", data, "must be a mapping of fields to values")])
+    try:
+        return ServingConfig.model_validate(dict(data))
+    except ValidationError as err:
+        raise ConfigError(_problems_from_validation(err)) from None
+
+
+def _load_yaml(text: str, origin: str) -> object:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError([Problem(origin, "<yaml>", f"not valid YAML: {err}")]) from None
+
+
+def load_config(path: str | Path) -> ServingConfig:
+    """Load a config file (YAML or JSON)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(
+            [Problem("--config", str(p), f"cannot read it ({err.strerror})")]
+        ) from None
+    return parse_config(_load_yaml(text, "--config"))
+
+
+def _profiles_dir() -> resources.abc.Traversable:
+    return resources.files("trnspec").joinpath("profiles")
+
+
+def list_profiles() -> list[str]:
+    """Names of the shipped profiles, sorted."""
+    return sorted(
+        entry.name.removesuffix(".yaml")
+        for entry in _profiles_dir().iterdir()
+        if entry.name.endswith(".yaml")
+    )
+
+
+def load_profile(name: str) -> ServingConfig:
+    """Load a shipped profile by name."""
+    if name not in list_profiles():
+        raise ConfigError(
+            [
+                Problem(
+                    "--profile", name, f"unknown profile; use one of: {', '.join(list_profiles())}"
+                )
+            ]
+        )
+    text = _profiles_dir().joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+    return parse_config(_load_yaml(text, f"profile {name}"))
+
+
+# --- overrides -----------------------------------------------------------------------------
+
+
+def _parse_override(item: str) -> tuple[list[str], object] | Problem:
+    path, sep, raw = item.partition("=")
+    path = path.strip()
+    if not sep or not path or any(not part for part in path.split(".")):
+        return Problem(
+            "--set", item, "use dotted.path=value, e.g. speculation.num_speculative_tokens=5"
+        )
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw  # not a YAML scalar: take the text as-is
+    return path.split("."), value
+
+
+def apply_overrides(cfg: ServingConfig, overrides: Sequence[str]) -> ServingConfig:
+    """Apply `--set dotted.path=value` items (values parsed as YAML scalars); returns a new config.
+
+    A path through a field that is currently unset (e.g. speculation.draft on a baseline) creates
+    it, so `--set speculation.draft.name=x --set speculation.draft.source=y` works.
+    """
+    data: dict[str, Any] = cfg.model_dump(mode="json")
+    problems: list[Problem] = []
+    for item in overrides:
+        parsed = _parse_override(item)
+        if isinstance(parsed, Problem):
+            problems.append(parsed)
+            continue
+        parts, value = parsed
+        node: Any = data
+        for depth, key in enumerate(parts[:-1]):
+            child = node.get(key) if isinstance(node, dict) else None
+            if child is None and isinstance(node, dict):
+                child = node[key] = {}
+            if not isinstance(child, dict):
+                problems.append(
+                    Problem(
+                        ".".join(parts[: depth + 1]),
+                        child,
+                        f"is not a section, so {'.'.join(parts)} cannot be set",
+                    )
+                )
+                break
+            node = child
+        else:
+            node[parts[-1]] = value
+    if problems:
+        raise ConfigError(problems)
+    return parse_config(data)

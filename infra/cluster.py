@@ -1,0 +1,132 @@
+"""The EKS control plane (aws_eks_v2), its core add-ons, kubectl provider and system nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk.lambda_layer_kubectl_v36 import KubectlV36Layer
+from constructs import Construct
+
+from infra.settings import DeploymentSettings
+
+#: Add-ons every node needs; versions are left to EKS's default for the cluster version,
+#: which EKS keeps compatible (a pinned add-on version would break on a version bump).
+CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
+#: Label on system nodes; controllers select it so they never wait for a Trn2 node.
+SYSTEM_LABEL = {"trnspec.io/role": "system"}
+#: What a worker node needs: join the cluster, pull images, run the CNI, be reachable by SSM
+#: (no SSH keys on Trn2 nodes).
+NODE_MANAGED_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonEKS_CNI_Policy",
+    "AmazonSSMManagedInstanceCore",
+)
+ENDPOINT_ACCESS = {
+    "public-and-private": eks.EndpointAccess.PUBLIC_AND_PRIVATE,
+    "private": eks.EndpointAccess.PRIVATE,
+}
+CONTROL_PLANE_LOGS = (
+    eks.ClusterLoggingTypes.API,
+    eks.ClusterLoggingTypes.AUDIT,
+    eks.ClusterLoggingTypes.AUTHENTICATOR,
+    eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
+    eks.ClusterLoggingTypes.SCHEDULER,
+)
+
+
+@dataclass(frozen=True)
+class ClusterProps:
+    """Inputs of the control plane."""
+
+    settings: DeploymentSettings
+    """Version, name, endpoint access, admins, system node group."""
+    vpc: ec2.IVpc
+    """Where the control plane ENIs and nodes live."""
+    subnets: ec2.SubnetSelection
+    """Private subnets for the cluster and the system nodes."""
+
+
+class Cluster(Construct):
+    """EKS with KMS-encrypted secrets, full control-plane logging and access entries."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: ClusterProps) -> None:
+        super().__init__(scope, construct_id)
+        s = props.settings
+        self.secrets_key = kms.Key(
+            self,
+            "SecretsKey",
+            description=f"EKS secrets envelope encryption for {s.cluster_name}",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.kubectl_layer = KubectlV36Layer(self, "KubectlLayer")
+        self.cluster = eks.Cluster(
+            self,
+            "Cluster",
+            cluster_name=s.cluster_name,
+            version=eks.KubernetesVersion.of(s.kubernetes_version),
+            vpc=props.vpc,
+            vpc_subnets=[props.subnets],
+            default_capacity=0,
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            endpoint_access=ENDPOINT_ACCESS[s.endpoint_access],
+            cluster_logging=list(CONTROL_PLANE_LOGS),
+            secrets_encryption_key=self.secrets_key,
+            bootstrap_cluster_creator_admin_permissions=True,
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=self.kubectl_layer,
+                private_subnets=props.vpc.select_subnets(
+                    subnet_type=props.subnets.subnet_type
+                ).subnets
+                if s.endpoint_access == "private"
+                else None,
+            ),
+            tags=dict(s.tags),
+        )
+        for i, arn in enumerate(s.admin_principal_arns):
+            self.cluster.grant_access(
+                f"Admin{i}",
+                arn,
+                [
+                    eks.AccessPolicy.from_access_policy_name(
+                        "AmazonEKSClusterAdminPolicy",
+                        access_scope_type=eks.AccessScopeType.CLUSTER,
+                    )
+                ],
+            )
+        self.addons = {
+            name: eks.Addon(self, f"Addon-{name}", addon_name=name, cluster=self.cluster)
+            for name in CORE_ADDONS
+        }
+        self.node_role = iam.Role(
+            self,
+            "SystemNodeRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name(n) for n in NODE_MANAGED_POLICIES
+            ],
+        )
+        sn = s.system_nodes
+        self.system_nodegroup = eks.Nodegroup(
+            self,
+            "SystemNodes",
+            cluster=self.cluster,
+            nodegroup_name=f"{s.cluster_name}-system",
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            instance_types=[ec2.InstanceType(sn.instance_type)],
+            min_size=sn.min_size,
+            desired_size=sn.desired_size,
+            max_size=sn.max_size,
+            disk_size=sn.disk_gib,
+            labels=dict(SYSTEM_LABEL),
+            node_role=self.node_role,
+            subnets=props.subnets,
+        )
+        # CoreDNS needs a node to become ACTIVE; without this the add-on waits on nothing.
+        self.addons["coredns"].node.add_dependency(self.system_nodegroup)

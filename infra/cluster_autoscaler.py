@@ -1,0 +1,146 @@
+"""Cluster Autoscaler: the official chart with a least-privilege Pod Identity role."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Stack
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra.asg_tags import AsgNodeTemplateTags, AsgNodeTemplateTagsProps
+from infra.cluster import SYSTEM_LABEL
+from infra.neuron_node import node_template_tags
+from infra.trn2_nodegroup import Trn2Nodegroup
+
+CHART_REPOSITORY = "https://kubernetes.github.io/autoscaler"
+CHART = "cluster-autoscaler"
+#: Chart 9.59.0 defaults to image v1.35.0; the image is chosen below per Kubernetes minor.
+CHART_VERSION = "9.59.0"
+#: The autoscaler minor must match the cluster minor (its scheduler simulation is vendored).
+IMAGE_TAGS = {"1.34": "v1.34.2", "1.35": "v1.35.0", "1.36": "v1.36.1"}
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "cluster-autoscaler"
+
+
+@dataclass(frozen=True)
+class ClusterAutoscalerProps:
+    """Inputs of the Cluster Autoscaler."""
+
+    cluster: eks.Cluster
+    """Cluster to install into."""
+    cluster_name: str
+    """Literal name: auto-discovery tag and IAM condition."""
+    kubernetes_version: str
+    """Picks the matching autoscaler image."""
+    nodegroups: tuple[Trn2Nodegroup, ...]
+    """Trn2 groups whose ASGs get node-template tags."""
+
+
+class ClusterAutoscaler(Construct):
+    """Auto-discovers the cluster's node groups and scales Trn2 groups from and to zero."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: ClusterAutoscalerProps) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
+            description="Cluster Autoscaler (Pod Identity)",
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="Discover",
+                actions=[
+                    "autoscaling:DescribeAutoScalingGroups",
+                    "autoscaling:DescribeAutoScalingInstances",
+                    "autoscaling:DescribeLaunchConfigurations",
+                    "autoscaling:DescribeScalingActivities",
+                    "autoscaling:DescribeTags",
+                    "ec2:DescribeImages",
+                    "ec2:DescribeInstanceTypes",
+                    "ec2:DescribeLaunchTemplateVersions",
+                    "ec2:GetInstanceTypesFromInstanceRequirements",
+                ],
+                resources=["*"],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadNodegroups",
+                actions=["eks:DescribeNodegroup"],
+                resources=[
+                    stack.format_arn(
+                        service="eks",
+                        resource="nodegroup",
+                        resource_name=f"{props.cluster_name}/*",
+                    )
+                ],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ScaleOwnGroupsOnly",
+                actions=[
+                    "autoscaling:SetDesiredCapacity",
+                    "autoscaling:TerminateInstanceInAutoScalingGroup",
+                ],
+                resources=["*"],
+                conditions={
+                    "StringEquals": {
+                        f"aws:ResourceTag/k8s.io/cluster-autoscaler/{props.cluster_name}": "owned"
+                    }
+                },
+            )
+        )
+        self.pod_identity = eks.CfnPodIdentityAssociation(
+            self,
+            "PodIdentity",
+            cluster_name=props.cluster.cluster_name,
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
+            role_arn=self.role.role_arn,
+        )
+        self.chart = eks.HelmChart(
+            self,
+            "Chart",
+            cluster=props.cluster,
+            chart=CHART,
+            repository=CHART_REPOSITORY,
+            version=CHART_VERSION,
+            release="cluster-autoscaler",
+            namespace=NAMESPACE,
+            values={
+                "cloudProvider": "aws",
+                "awsRegion": stack.region,
+                "autoDiscovery": {"clusterName": props.cluster_name},
+                "image": {"tag": IMAGE_TAGS[props.kubernetes_version]},
+                "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
+                "nodeSelector": dict(SYSTEM_LABEL),
+                "extraArgs": {
+                    "balance-similar-node-groups": True,
+                    "skip-nodes-with-system-pods": False,
+                    "expander": "least-waste",
+                    # Trn2 nodes take minutes to boot and pull multi-GB images.
+                    "max-node-provision-time": "25m",
+                    "scale-down-unneeded-time": "15m",
+                },
+            },
+        )
+        self.chart.node.add_dependency(self.pod_identity)
+        self.asg_tags = [
+            AsgNodeTemplateTags(
+                self,
+                f"NodeTemplateTags-{ng.pool.name}",
+                AsgNodeTemplateTagsProps(
+                    cluster_name=props.cluster_name,
+                    nodegroup_name=ng.nodegroup_name,
+                    tags=node_template_tags(ng.pool),
+                ),
+            )
+            for ng in props.nodegroups
+        ]
+        for tagger, ng in zip(self.asg_tags, props.nodegroups, strict=True):
+            tagger.node.add_dependency(ng.nodegroup)

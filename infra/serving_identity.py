@@ -1,0 +1,142 @@
+"""Pod identities of the serving workload: one role to serve, one to compile.
+
+EKS Pod Identity (not IRSA): the trust policy names the `pods.eks.amazonaws.com` service instead
+of the cluster's OIDC issuer, so the roles need no per-cluster OIDC provider and the association
+is a plain CloudFormation resource.
+
+Least privilege, by prefix:
+- serve role: read models/ and compile-cache/ (it starts from the cache), write nothing;
+- compile role: read models/, read and write compile-cache/ only;
+- neither may list, read or write anything else in the bucket, and KMS use is limited to S3
+  calls for this bucket's key.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Aws
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.workload.constants import COMPILE_CACHE_PREFIX, MODELS_PREFIX
+
+READ_OBJECT_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
+WRITE_OBJECT_ACTIONS = ["s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]
+
+
+def _list_statement(bucket: s3.IBucket, prefixes: list[str]) -> iam.PolicyStatement:
+    return iam.PolicyStatement(
+        sid="ListOwnPrefixes",
+        actions=["s3:ListBucket"],
+        resources=[bucket.bucket_arn],
+        conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in prefixes]}},
+    )
+
+
+def _kms_statement(key: kms.IKey, actions: list[str]) -> iam.PolicyStatement:
+    return iam.PolicyStatement(
+        sid="BucketKeyViaS3",
+        actions=actions,
+        resources=[key.key_arn],
+        conditions={"StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"}},
+    )
+
+
+def serve_statements(bucket: s3.IBucket, key: kms.IKey) -> list[iam.PolicyStatement]:
+    return [
+        iam.PolicyStatement(
+            sid="ReadModelsAndCompileCache",
+            actions=READ_OBJECT_ACTIONS,
+            resources=[
+                bucket.arn_for_objects(f"{MODELS_PREFIX}*"),
+                bucket.arn_for_objects(f"{COMPILE_CACHE_PREFIX}*"),
+            ],
+        ),
+        _list_statement(bucket, [MODELS_PREFIX, COMPILE_CACHE_PREFIX]),
+        _kms_statement(key, ["kms:Decrypt"]),
+    ]
+
+
+def compile_statements(bucket: s3.IBucket, key: kms.IKey) -> list[iam.PolicyStatement]:
+    return [
+        iam.PolicyStatement(
+            sid="ReadModelsAndCompileCache",
+            actions=READ_OBJECT_ACTIONS,
+            resources=[
+                bucket.arn_for_objects(f"{MODELS_PREFIX}*"),
+                bucket.arn_for_objects(f"{COMPILE_CACHE_PREFIX}*"),
+            ],
+        ),
+        iam.PolicyStatement(
+            sid="WriteCompileCacheOnly",
+            actions=WRITE_OBJECT_ACTIONS,
+            resources=[bucket.arn_for_objects(f"{COMPILE_CACHE_PREFIX}*")],
+        ),
+        _list_statement(bucket, [MODELS_PREFIX, COMPILE_CACHE_PREFIX]),
+        _kms_statement(key, ["kms:Decrypt", "kms:GenerateDataKey"]),
+    ]
+
+
+class ServingIdentity(Construct):
+    """A Kubernetes service account bound to an IAM role through EKS Pod Identity.
+
+    Built from its parts (role, PodIdentityAssociation, ServiceAccount manifest) rather than
+    with aws_eks_v2.ServiceAccount: that construct also adds an `eks-pod-identity-agent` add-on
+    to the cluster's stack, which the platform stack already installs (two add-ons of one name
+    fail the deployment). The policy is explicit, not bucket grants, whose `s3:List*` on the
+    whole bucket would reach past the prefixes. The EKS Pod Identity agent must run on the
+    cluster (the platform installs it).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: eks.ICluster,
+        name: str,
+        namespace: str,
+        statements: list[iam.PolicyStatement],
+    ) -> None:
+        super().__init__(scope, id)
+        self.service_account_name = name
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com"),
+            description=f"EKS Pod Identity role of {namespace}/{name}",
+        )
+        # Pod Identity also tags the session; the trust policy must allow it.
+        self.role.assume_role_policy.add_statements(  # type: ignore[union-attr]
+            iam.PolicyStatement(
+                actions=["sts:TagSession"],
+                principals=[iam.ServicePrincipal("pods.eks.amazonaws.com")],
+            )
+        )
+        self.policy = iam.Policy(self, "Policy", statements=statements, roles=[self.role])
+        self.association = eks.CfnPodIdentityAssociation(
+            self,
+            "Association",
+            cluster_name=cluster.cluster_name,
+            namespace=namespace,
+            service_account=name,
+            role_arn=self.role.role_arn,
+        )
+        self.manifest = eks.KubernetesManifest(
+            self,
+            "ServiceAccount",
+            cluster=cluster,
+            manifest=[
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {
+                        "name": name,
+                        "namespace": namespace,
+                        "labels": {"app.kubernetes.io/name": name},
+                    },
+                }
+            ],
+        )

@@ -1,0 +1,189 @@
+"""Typed settings for the serving workload: the `serving:` section of a deployment profile.
+
+The serving *engine* is described by the engine's own schema (`trnspec.config`: a profile plus
+`--set` overrides); these settings only say how the cluster runs it (namespace, replicas,
+autoscaling target, exposure, monitoring, storage). Keeping the two apart means infra/ never
+re-defines a vLLM flag.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_OVERRIDE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*=.*$", re.DOTALL)
+_SECTION = "serving"
+
+
+class ServingSettingsError(ValueError):
+    """Every problem of a `serving:` section, one per line: `serving.<field>=<value>: <fix>`.
+
+    Raised together so one run shows all of them.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("invalid serving settings:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+class ServingSettings(BaseModel):
+    """How the cluster runs one serving profile."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    profile: str = Field("qwen3-32b-draft", description="Engine profile (trnspec.config).")
+    overrides: tuple[str, ...] = Field(
+        (), description="Engine `--set dotted.path=value` overrides applied to the profile."
+    )
+    name: str | None = Field(
+        None, description="Kubernetes object name; defaults to the profile name."
+    )
+    namespace: str = Field("trnspec", description="Namespace of the serving objects.")
+    min_replicas: int = Field(1, ge=1, le=64, description="Replicas kept while there is no load.")
+    max_replicas: int = Field(2, ge=1, le=64, description="Upper bound for the autoscaler.")
+    scale_to_zero: bool = Field(
+        False, description="Let KEDA remove the last replica when idle (see docs/workload.md)."
+    )
+    waiting_requests_per_replica: int = Field(
+        4, ge=1, le=1024, description="Target of vllm:num_requests_waiting per replica."
+    )
+    internal_nlb: bool = Field(
+        False, description="Also expose the service on an internal NLB (AWS LB Controller)."
+    )
+    prometheus: Literal["in-cluster", "existing"] = Field(
+        "in-cluster",
+        description="in-cluster: install kube-prometheus-stack; existing: use prometheus_url.",
+    )
+    prometheus_url: str | None = Field(
+        None, description="Prometheus HTTP API base URL, only with prometheus: existing."
+    )
+    monitoring_namespace: str = Field("monitoring", description="Namespace of Prometheus/Grafana.")
+    weights_storage: Literal["node-local", "ebs"] = Field(
+        "node-local",
+        description="node-local: emptyDir on the kubelet's disk; ebs: ephemeral PVC per pod.",
+    )
+    weights_volume_gib: int = Field(
+        300,
+        ge=10,
+        le=16384,
+        description="Scratch for staged weights + compiled graphs (Llama-3.1-70B bf16 is 141 GB); "
+        "with node-local it must fit the node's disk next to the images.",
+    )
+    ebs_storage_class: str = Field("gp3", description="StorageClass for weights_storage: ebs.")
+    shm_gib: int = Field(32, ge=1, le=512, description="Size of the /dev/shm memory emptyDir.")
+    max_startup_minutes: int = Field(
+        90, ge=5, le=24 * 60, description="Startup probe budget: staging + load (+ compile)."
+    )
+    max_request_seconds: int = Field(
+        600, ge=10, le=3600, description="Longest request to drain before a pod is killed."
+    )
+    precompile_on_deploy: bool = Field(
+        True, description="Run the precompile Job at deploy; otherwise it is created suspended."
+    )
+    precompile_timeout_hours: int = Field(
+        6, ge=1, le=48, description="Deadline of the precompile Job."
+    )
+    compile_cache_retention_days: int = Field(
+        30, ge=1, le=3650, description="Compiled artifacts not rewritten for this long expire."
+    )
+    models_from_bucket: bool = Field(
+        True,
+        description="Point target/draft sources at s3://<model bucket>/models/<served name>/.",
+    )
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> ServingSettings:
+        """Collect every cross-field problem so one run shows all of them."""
+        problems: list[str] = []
+        for field in ("namespace", "monitoring_namespace"):
+            value = getattr(self, field)
+            if not _DNS_LABEL.match(value) or len(value) > 63:
+                problems.append(
+                    f"{_SECTION}.{field}={value!r}: use a DNS-1123 label "
+                    "(lowercase letters, digits and '-', at most 63 characters)"
+                )
+        if self.name is not None and (not _DNS_LABEL.match(self.name) or len(self.name) > 40):
+            problems.append(
+                f"{_SECTION}.name={self.name!r}: use a DNS-1123 label of at most 40 characters "
+                "(suffixes such as '-precompile-<hash>' are appended)"
+            )
+        if self.max_replicas < self.min_replicas:
+            problems.append(
+                f"{_SECTION}.max_replicas={self.max_replicas}: must be >= min_replicas "
+                f"({self.min_replicas})"
+            )
+        for i, item in enumerate(self.overrides):
+            if not _OVERRIDE.match(item):
+                problems.append(
+                    f"{_SECTION}.overrides[{i}]={item!r}: use 'dotted.path=value', "
+                    "e.g. 'speculation.num_speculative_tokens=5'"
+                )
+        if self.prometheus == "existing" and not self.prometheus_url:
+            problems.append(
+                f"{_SECTION}.prometheus_url=None: required with prometheus: existing "
+                "(e.g. http://prometheus-server.monitoring.svc:9090)"
+            )
+        if self.prometheus == "in-cluster" and self.prometheus_url is not None:
+            problems.append(
+                f"{_SECTION}.prometheus_url={self.prometheus_url!r}: only allowed with "
+                "prometheus: existing (in-cluster derives the address)"
+            )
+        if self.prometheus_url is not None and not self.prometheus_url.startswith(
+            ("http://", "https://")
+        ):
+            problems.append(
+                f"{_SECTION}.prometheus_url={self.prometheus_url!r}: use an http:// or https:// URL"
+            )
+        if self.shm_gib >= self.weights_volume_gib and self.weights_storage == "node-local":
+            problems.append(
+                f"{_SECTION}.shm_gib={self.shm_gib}: must be smaller than weights_volume_gib "
+                f"({self.weights_volume_gib})"
+            )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @property
+    def app_name(self) -> str:
+        """Kubernetes name of the workload: `name`, or the profile name made DNS-safe."""
+        if self.name:
+            return self.name
+        return re.sub(r"[^a-z0-9-]+", "-", self.profile.lower()).strip("-")[:40].strip("-")
+
+
+def _format(error: ValidationError) -> list[str]:
+    problems: list[str] = []
+    for err in error.errors():
+        if err["type"] == "value_error":
+            message = str(err["ctx"]["error"]) if "ctx" in err else err["msg"]
+            problems.extend(message.splitlines())
+            continue
+        field = ".".join(str(p) for p in err["loc"])
+        value = err.get("input")
+        if err["type"] == "extra_forbidden":
+            allowed = ", ".join(sorted(ServingSettings.model_fields))
+            fix = f"unknown setting; allowed: {allowed}"
+        else:
+            fix = err["msg"]
+        problems.append(f"{_SECTION}.{field}={value!r}: {fix}")
+    return problems
+
+
+def load_serving_settings(raw: dict[str, Any] | None) -> ServingSettings:
+    """Build settings from the `serving:` section of a deployment profile (None means defaults).
+
+    Raises ServingSettingsError listing every problem, never a bare pydantic traceback.
+    """
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ServingSettingsError(
+            [f"{_SECTION}={raw!r}: must be a mapping of settings (or omitted for defaults)"]
+        )
+    try:
+        return ServingSettings.model_validate(raw)
+    except ValidationError as error:
+        raise ServingSettingsError(_format(error)) from None

@@ -1,0 +1,203 @@
+"""The serving stack: model bucket, image, pod identities and the workload on the platform cluster.
+
+A separate stack rather than constructs inside the platform stack, because:
+- the workload changes often (profile, k, replicas, image) and the cluster rarely; a separate
+  stack deploys and rolls back without CloudFormation touching the cluster or its node groups;
+- the image tag is derived from the image generation through this stack's synthesizer
+  (`docker_tag_prefix`), which is per stack;
+- the snapshot, nag and cfn-lint tests of the platform stay independent of serving choices.
+The cost is cross-stack references (cluster name, kubectl provider) exported by the platform stack,
+so that stack must be deployed first (`add_serving` declares the dependency).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Acknowledgment as Ack
+from aws_cdk import (
+    Aws,
+    CfnOutput,
+    CfnResource,
+    DefaultStackSynthesizer,
+    Environment,
+    Stack,
+    Token,
+    Validations,
+)
+from aws_cdk import aws_eks_v2 as eks
+from constructs import Construct
+
+from infra.model_bucket import ModelBucket
+from infra.serving import ServingWorkload
+from infra.serving_identity import ServingIdentity, compile_statements, serve_statements
+from infra.serving_image import IMAGE_DIR, ServingImage, docker_tag_prefix
+from infra.serving_settings import ServingSettings
+from infra.workload.constants import COMPILE_CACHE_PREFIX, MODELS_PREFIX
+from infra.workload.manifests import build_manifests
+from infra.workload.pod import PRECOMPILE_COMPONENT, SERVE_COMPONENT, service_account_name
+from infra.workload.precompile import precompile_job_name
+from infra.workload.service import SERVICE_PORT, nlb_service_name
+from infra.workload.spec import derive_workload, resolve_serving_config
+
+#: Stands in for the bucket name while the engine validates the config: the real name is a
+#: CloudFormation token, substituted into the rendered YAML afterwards.
+BUCKET_PLACEHOLDER = "trnspec-model-bucket-placeholder"
+
+
+class ServingStack(Stack):
+    """One serving profile on an existing cluster (read-only attributes: spec, model_bucket,
+    image, serve_identity, compile_identity, workload, serving_config, settings)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: eks.ICluster,
+        settings: ServingSettings,
+        system_node_selector: dict[str, str] | None = None,
+        image_directory: Path = IMAGE_DIR,
+        **kwargs: Any,
+    ) -> None:
+        # Resolve and validate the engine config before creating anything: a bad profile or
+        # override fails synth with the engine's full problem list.
+        cfg = resolve_serving_config(settings, BUCKET_PLACEHOLDER)
+        kwargs.setdefault(
+            "synthesizer", DefaultStackSynthesizer(docker_tag_prefix=docker_tag_prefix(cfg.image))
+        )
+        kwargs.setdefault("description", f"trnspec serving workload ({settings.profile})")
+        super().__init__(scope, id, **kwargs)
+        self.settings = settings
+        self.serving_config = cfg
+
+        self.model_bucket = ModelBucket(
+            self, "ModelBucket", compile_cache_retention_days=settings.compile_cache_retention_days
+        )
+        bucket = self.model_bucket.bucket
+        self.image = ServingImage(self, "Image", generation=cfg.image, directory=image_directory)
+
+        spec = derive_workload(
+            cfg,
+            settings,
+            image_uri=self.image.image_uri,
+            bucket_name=BUCKET_PLACEHOLDER,
+            region=Aws.REGION,
+        )
+        self.spec = dataclasses.replace(
+            spec,
+            config_yaml=spec.config_yaml.replace(BUCKET_PLACEHOLDER, bucket.bucket_name),
+            bucket_name=bucket.bucket_name,
+        )
+        manifests = build_manifests(self.spec, settings)
+
+        self.serve_identity = ServingIdentity(
+            self,
+            "ServeIdentity",
+            cluster=cluster,
+            name=service_account_name(self.spec, SERVE_COMPONENT),
+            namespace=settings.namespace,
+            statements=serve_statements(bucket, self.model_bucket.key),
+        )
+        self.compile_identity = ServingIdentity(
+            self,
+            "CompileIdentity",
+            cluster=cluster,
+            name=service_account_name(self.spec, PRECOMPILE_COMPONENT),
+            namespace=settings.namespace,
+            statements=compile_statements(bucket, self.model_bucket.key),
+        )
+        self.workload = ServingWorkload(
+            self,
+            "Workload",
+            cluster=cluster,
+            manifests=manifests,
+            settings=settings,
+            service_accounts=[self.serve_identity, self.compile_identity],
+            system_node_selector=system_node_selector,
+        )
+        self._outputs(cluster)
+        self._acknowledge()
+
+    def _outputs(self, cluster: eks.ICluster) -> None:
+        spec = self.spec
+        CfnOutput(self, "ModelBucketName", value=self.model_bucket.bucket.bucket_name)
+        CfnOutput(
+            self,
+            "ModelsUri",
+            value=f"s3://{self.model_bucket.bucket.bucket_name}/{MODELS_PREFIX}",
+            description="Upload weights to <this><served model name>/",
+        )
+        CfnOutput(self, "ImageUri", value=self.image.image_uri)
+        CfnOutput(
+            self,
+            "ServiceEndpoint",
+            value=f"http://{spec.name}.{spec.namespace}.svc.cluster.local:{SERVICE_PORT}",
+            description="OpenAI-compatible endpoint inside the cluster",
+        )
+        CfnOutput(
+            self,
+            "PrecompileJob",
+            value=f"{spec.namespace}/{precompile_job_name(spec)}",
+            description="Job that fills the compile cache (docs/workload.md)",
+        )
+        if self.settings.internal_nlb:
+            hostname = eks.KubernetesObjectValue(
+                self,
+                "NlbHostname",
+                cluster=cluster,
+                object_type="service",
+                object_name=nlb_service_name(spec),
+                object_namespace=spec.namespace,
+                json_path=".status.loadBalancer.ingress[0].hostname",
+            )
+            hostname.node.add_dependency(self.workload.core)
+            CfnOutput(
+                self,
+                "InternalNlbEndpoint",
+                value=f"http://{hostname.value}:{SERVICE_PORT}",
+                description="OpenAI-compatible endpoint on the internal NLB",
+            )
+
+    def _acknowledge(self) -> None:
+        """cdk-nag findings that are the design, each acknowledged by its exact finding id."""
+        bucket = self.model_bucket.bucket.node.default_child
+        assert isinstance(bucket, CfnResource)
+        arn = f"<{self.get_logical_id(bucket)}.Arn>"
+        for prefix in (MODELS_PREFIX, COMPILE_CACHE_PREFIX):
+            Validations.of(self).acknowledge(
+                Ack(
+                    id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{arn}/{prefix}*]",
+                    reason=(
+                        f"objects under '{prefix}' only: the prefix is the permission boundary "
+                        "(s3:ListBucket is limited to the same prefixes by an s3:prefix condition)"
+                    ),
+                )
+            )
+
+
+def add_serving(scope: Construct, platform_stack: Stack, settings: ServingSettings) -> ServingStack:
+    """Compose the serving stack on the platform stack's cluster (same env, deployed after it).
+
+    `platform_stack` must expose `cluster` (aws_eks_v2 cluster with a kubectl provider) and may
+    expose `system_node_selector` (where KEDA and Prometheus run). Raises the engine's
+    ConfigError or WorkloadError (every problem listed) for a profile that cannot be served.
+    """
+    cluster: eks.ICluster = platform_stack.cluster  # type: ignore[attr-defined]
+    # Same environment as the platform (cross-stack references need it), including the partial
+    # one of a region-pinned profile whose account is left to deploy time.
+    account = None if Token.is_unresolved(platform_stack.account) else platform_stack.account
+    region = None if Token.is_unresolved(platform_stack.region) else platform_stack.region
+    env = Environment(account=account, region=region) if (account or region) else None
+    stack = ServingStack(
+        scope,
+        f"{platform_stack.stack_name}-serving",
+        cluster=cluster,
+        settings=settings,
+        system_node_selector=getattr(platform_stack, "system_node_selector", None),
+        env=env,
+    )
+    stack.add_stack_dependency(platform_stack)
+    return stack

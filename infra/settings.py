@@ -1,0 +1,481 @@
+"""Typed deployment settings: one profile file plus `cdk -c key=value` overrides, validated once.
+
+`app.py` is the only reader of CDK context; every construct receives these frozen models, so a
+bad value fails before any construct exists, with one message naming every bad field.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from trnspec.topology import INSTANCE_TYPES
+
+#: Kubernetes minors this app deploys: aws-cdk-lib 2.275 `aws_eks_v2.KubernetesVersion` has them
+#: and the kubectl-v36 layer drives them (a test keeps this list in step with the library).
+SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.34", "1.35", "1.36")
+DEFAULT_KUBERNETES_VERSION = SUPPORTED_KUBERNETES_VERSIONS[-1]
+
+#: Where deployment profiles live, relative to the repository root.
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
+
+#: Context keys that belong to CDK or to the Makefile, never to settings.
+RESERVED_CONTEXT_KEYS = frozenset({"profile"})
+
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,28}[a-z0-9])?$"
+_AZ = r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"
+_REGION = r"^[a-z]{2}(-[a-z]+)+-\d$"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _known_trn2(value: str) -> str:
+    if value not in INSTANCE_TYPES:
+        raise ValueError(f"must be one of {', '.join(INSTANCE_TYPES)}")
+    return value
+
+
+class VpcSettings(_Frozen):
+    """The network: a new VPC (default) or an existing one looked up by id."""
+
+    vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
+    """Existing VPC to use; needs `account` and `region` (a context lookup at synth)."""
+    cidr: str = Field(default="10.0.0.0/16", pattern=r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$")
+    """CIDR of a new VPC (/16 to /24)."""
+    availability_zones: tuple[str, ...] = ()
+    """AZs of a new VPC; empty means two AZs chosen at deploy time (env-agnostic synth)."""
+    nat_gateways: int = Field(default=1, ge=0, le=6)
+    """NAT gateways of a new VPC; 0 leaves private subnets without internet egress."""
+
+    @field_validator("availability_zones")
+    @classmethod
+    def _az_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [az for az in v if not re.match(_AZ, az)]
+        if bad:
+            raise ValueError(f"{bad} are not AZ names like us-east-2a")
+        if len(set(v)) != len(v):
+            raise ValueError("duplicate AZs")
+        return v
+
+
+class CapacitySettings(_Frozen):
+    """How a Trn2 pool gets its instances."""
+
+    kind: Literal["on-demand", "capacity-block", "reservation"] = "on-demand"
+    """on-demand, an EC2 Capacity Block for ML, or an On-Demand Capacity Reservation (ODCR)."""
+    reservation_id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{17}$")
+    """The cr-... id of the capacity block or reservation; required unless on-demand."""
+
+    @model_validator(mode="after")
+    def _reservation_matches_kind(self) -> CapacitySettings:
+        if self.kind == "on-demand" and self.reservation_id is not None:
+            raise ValueError("reservation_id is only for kind capacity-block or reservation")
+        if self.kind != "on-demand" and self.reservation_id is None:
+            raise ValueError(f"kind {self.kind} needs reservation_id (cr-...)")
+        return self
+
+
+class Trn2PoolSettings(_Frozen):
+    """One Trn2 node pool (a managed node group, or a Karpenter NodePool)."""
+
+    name: str = Field(pattern=_DNS_LABEL)
+    """Short DNS-label name; the node group is named <cluster_name>-<name>."""
+    instance_type: str = "trn2.48xlarge"
+    """trn2.48xlarge, trn2u.48xlarge or trn2.3xlarge (the table in trnspec.topology)."""
+    min_size: int = Field(default=0, ge=0, le=64)
+    """Minimum nodes; 0 lets the autoscaler release every Trn2 node."""
+    desired_size: int = Field(default=0, ge=0, le=64)
+    """Nodes at deploy time (the autoscaler owns it afterwards)."""
+    max_size: int = Field(default=2, ge=1, le=64)
+    """Upper bound for the autoscaler."""
+    capacity: CapacitySettings = CapacitySettings()
+    """On-demand, capacity block or capacity reservation."""
+    availability_zone: str | None = Field(default=None, pattern=_AZ)
+    """Pin the pool to one AZ (reservations are AZ-bound); needs `region`."""
+    subnet_ids: tuple[str, ...] = ()
+    """Pin the pool to these subnets of an existing VPC instead of an AZ."""
+    efa: bool = False
+    """Attach every EFA interface of the type (with a cluster placement group)."""
+    lnc: Literal[1, 2] = 2
+    """Logical NeuronCore config written to the node (2 is the Trn2 default)."""
+    root_volume_gib: int = Field(default=512, ge=200, le=16384)
+    """Root gp3 volume: images and compiled artifacts are large (Neuron asks for >= 512)."""
+    labels: dict[str, str] = {}
+    """Extra Kubernetes node labels."""
+
+    @field_validator("instance_type")
+    @classmethod
+    def _instance_type(cls, v: str) -> str:
+        return _known_trn2(v)
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _subnets(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [s for s in v if not re.match(r"^subnet-[0-9a-f]{8,17}$", s)]
+        if bad:
+            raise ValueError(f"{bad} are not subnet ids (subnet-...)")
+        return v
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Trn2PoolSettings:
+        if not self.min_size <= self.desired_size <= self.max_size:
+            raise ValueError(
+                f"needs min_size <= desired_size <= max_size, got "
+                f"{self.min_size} <= {self.desired_size} <= {self.max_size}"
+            )
+        if self.availability_zone and self.subnet_ids:
+            raise ValueError("set availability_zone or subnet_ids, not both")
+        return self
+
+
+class SystemNodeGroupSettings(_Frozen):
+    """The small x86 node group for CoreDNS, autoscaler, Karpenter and Neuron control pods."""
+
+    instance_type: str = Field(default="m7i.large", pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
+    """EC2 type of the system nodes."""
+    min_size: int = Field(default=2, ge=1, le=10)
+    """At least one node: the autoscaler itself runs here."""
+    desired_size: int = Field(default=2, ge=1, le=10)
+    """Nodes at deploy time."""
+    max_size: int = Field(default=3, ge=1, le=10)
+    """Upper bound."""
+    disk_gib: int = Field(default=50, ge=20, le=1000)
+    """Root volume size."""
+
+    @model_validator(mode="after")
+    def _sizes(self) -> SystemNodeGroupSettings:
+        if not self.min_size <= self.desired_size <= self.max_size:
+            raise ValueError(
+                f"needs min_size <= desired_size <= max_size, got "
+                f"{self.min_size} <= {self.desired_size} <= {self.max_size}"
+            )
+        return self
+
+
+class NeuronSettings(_Frozen):
+    """Which parts of the Neuron stack are installed next to the device plugin."""
+
+    scheduler_extension: bool = True
+    """Neuron scheduler extension (contiguous core allocation; pods opt in by schedulerName)."""
+    node_problem_detector: bool = True
+    """Neuron node problem detector (marks nodes with hardware errors)."""
+    monitor: bool = True
+    """neuron-monitor DaemonSet exporting Prometheus metrics on port 8000."""
+
+
+class DeploymentSettings(_Frozen):
+    """Everything the platform stack needs; built by `load_settings`."""
+
+    stack_name: str = Field(default="TrnspecPlatform", pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
+    """CloudFormation stack name."""
+    cluster_name: str = Field(default="trnspec", pattern=r"^[a-zA-Z][a-zA-Z0-9-]{0,62}$")
+    """EKS cluster name (also the autoscaler/Karpenter discovery tag value)."""
+    account: str | None = Field(default=None, pattern=r"^\d{12}$")
+    """Target account; only needed for existing-VPC lookups and AZ pinning."""
+    region: str | None = Field(default=None, pattern=_REGION)
+    """Target region; only needed for existing-VPC lookups and AZ pinning."""
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    """Kubernetes minor: one of SUPPORTED_KUBERNETES_VERSIONS."""
+    endpoint_access: Literal["public-and-private", "private"] = "public-and-private"
+    """API server endpoint: reachable publicly and from the VPC, or from the VPC only."""
+    admin_principal_arns: tuple[str, ...] = ()
+    """IAM role/user ARNs given cluster-admin access entries."""
+    vpc: VpcSettings = VpcSettings()
+    """New or existing VPC."""
+    system_nodes: SystemNodeGroupSettings = SystemNodeGroupSettings()
+    """The non-Trn2 node group."""
+    trn2_pools: tuple[Trn2PoolSettings, ...] = Field(
+        default=(Trn2PoolSettings(name="trn2"),), min_length=1
+    )
+    """Trn2 node pools; names must be unique."""
+    autoscaler: Literal["cluster-autoscaler", "karpenter"] = "cluster-autoscaler"
+    """Node autoscaler: Cluster Autoscaler over managed node groups, or Karpenter NodePools."""
+    neuron: NeuronSettings = NeuronSettings()
+    """Neuron Helm chart components."""
+    tags: dict[str, str] = {"project": "trnspec"}
+    """Tags on every taggable resource."""
+    serving: dict[str, Any] | None = None
+    """The workload's section, validated by infra.serving_settings, not here."""
+
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _version(cls, v: Any) -> str:
+        text = str(v)
+        if text not in SUPPORTED_KUBERNETES_VERSIONS:
+            raise ValueError(f"must be one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}")
+        return text
+
+    @field_validator("admin_principal_arns")
+    @classmethod
+    def _arns(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [a for a in v if not re.match(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/.+$", a)]
+        if bad:
+            raise ValueError(f"{bad} are not IAM role/user ARNs")
+        return v
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad setting: where, what it was, and how to fix it."""
+
+    field: str
+    value: object
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.field}={self.value!r}: {self.fix}"
+
+
+class SettingsError(ValueError):
+    """Every problem of one settings load, so the user fixes them in one round."""
+
+    def __init__(self, problems: list[Problem], source: str = "") -> None:
+        self.problems = problems
+        head = f"invalid deployment settings{f' ({source})' if source else ''}:"
+        super().__init__("\n".join([head, *(f"  {p}" for p in problems)]))
+
+
+def cross_check(s: DeploymentSettings) -> list[Problem]:
+    """Rules spanning several sections; run once every field is individually valid."""
+    problems: list[Problem] = []
+    names = [p.name for p in s.trn2_pools]
+    for i, pool in enumerate(s.trn2_pools):
+        at = f"trn2_pools.{i}"
+        if names.count(pool.name) > 1:
+            problems.append(Problem(f"{at}.name", pool.name, "pool names must be unique"))
+        if pool.availability_zone:
+            if s.region is None:
+                problems.append(
+                    Problem("region", None, f"set region: {at}.availability_zone pins an AZ")
+                )
+            elif not pool.availability_zone.startswith(s.region):
+                problems.append(
+                    Problem(f"{at}.availability_zone", pool.availability_zone, f"not in {s.region}")
+                )
+            if s.vpc.vpc_id is None and pool.availability_zone not in s.vpc.availability_zones:
+                problems.append(
+                    Problem(
+                        f"{at}.availability_zone",
+                        pool.availability_zone,
+                        f"add it to vpc.availability_zones {list(s.vpc.availability_zones)}",
+                    )
+                )
+        if pool.subnet_ids and s.vpc.vpc_id is None:
+            problems.append(
+                Problem(
+                    f"{at}.subnet_ids", list(pool.subnet_ids), "only with an existing vpc.vpc_id"
+                )
+            )
+        if pool.capacity.kind != "on-demand" and not (pool.availability_zone or pool.subnet_ids):
+            problems.append(
+                Problem(
+                    f"{at}.availability_zone",
+                    None,
+                    f"{pool.capacity.kind} is AZ-bound: set availability_zone or subnet_ids",
+                )
+            )
+        if pool.efa and not (pool.availability_zone or pool.subnet_ids):
+            problems.append(
+                Problem(
+                    f"{at}.efa",
+                    True,
+                    "EFA needs a cluster placement group in one AZ: set availability_zone",
+                )
+            )
+        if s.autoscaler == "karpenter":
+            if pool.min_size or pool.desired_size:
+                problems.append(
+                    Problem(
+                        f"{at}.min_size/desired_size",
+                        (pool.min_size, pool.desired_size),
+                        "Karpenter launches nodes for pending pods: use 0 and 0",
+                    )
+                )
+            if pool.efa:
+                problems.append(
+                    Problem(f"{at}.efa", True, "EFA is wired for managed node groups only")
+                )
+    if s.vpc.availability_zones and s.region is None:
+        problems.append(Problem("region", None, "set region: vpc.availability_zones names AZs"))
+    if s.vpc.vpc_id and (s.account is None or s.region is None):
+        problems.append(
+            Problem("account/region", (s.account, s.region), "an existing vpc.vpc_id needs both")
+        )
+    if s.vpc.availability_zones and s.region:
+        for az in s.vpc.availability_zones:
+            if not az.startswith(s.region):
+                problems.append(Problem("vpc.availability_zones", az, f"not in {s.region}"))
+    if len(s.vpc.availability_zones) == 1:
+        problems.append(
+            Problem("vpc.availability_zones", list(s.vpc.availability_zones), "EKS needs >= 2 AZs")
+        )
+    return problems
+
+
+def _allowed_fields(loc: tuple[int | str, ...]) -> list[str]:
+    """Field names of the model that owns `loc`, for 'unknown field' messages."""
+    model: type[BaseModel] = DeploymentSettings
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        ann = model.model_fields.get(str(part))
+        if ann is None:
+            return []
+        inner = [a for a in _model_args(ann.annotation) if isinstance(a, type)]
+        nested = [a for a in inner if issubclass(a, BaseModel)]
+        if not nested:
+            return []
+        model = nested[0]
+    return sorted(model.model_fields)
+
+
+def _model_args(tp: Any) -> list[Any]:
+    args = getattr(tp, "__args__", None)
+    if not args:
+        return [tp]
+    out: list[Any] = []
+    for a in args:
+        out.extend(_model_args(a))
+    return out
+
+
+def _problems_from(err: ValidationError) -> list[Problem]:
+    problems = []
+    errors = err.errors()
+    failed_locs = [tuple(e["loc"]) for e in errors]
+    for e in errors:
+        loc = tuple(e["loc"])
+        if e["type"] == "too_short" and any(f[: len(loc)] == loc and f != loc for f in failed_locs):
+            continue  # the items themselves failed; their own messages say why
+        field = ".".join(str(p) for p in loc) or "(root)"
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = f"unknown field; allowed: {', '.join(_allowed_fields(loc))}"
+        problems.append(Problem(field, e.get("input"), msg))
+    return problems
+
+
+def parse_settings(data: dict[str, Any], source: str = "") -> DeploymentSettings:
+    """Validate a plain dict into settings, raising one SettingsError with every problem."""
+    if not isinstance(data, dict):
+        raise SettingsError([Problem("(root)", data, "expected a mapping of settings")], source)
+    try:
+        settings = DeploymentSettings.model_validate(data)
+    except ValidationError as err:
+        raise SettingsError(_problems_from(err), source) from None
+    problems = cross_check(settings)
+    if problems:
+        raise SettingsError(problems, source)
+    return settings
+
+
+def settings_overrides(context: dict[str, Any]) -> dict[str, str]:
+    """The context entries that are settings overrides: not CDK's own keys (feature flags,
+    `aws:cdk:*`, lookup results all contain ':'), nor `profile`."""
+    return {
+        k: v
+        for k, v in context.items()
+        if ":" not in k and not k.startswith("@") and k not in RESERVED_CONTEXT_KEYS
+    }
+
+
+def _scalar(value: Any) -> Any:
+    """`-c` values arrive as strings: read them as YAML scalars/flow lists like the CLI would."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = yaml.safe_load(value) if value != "" else ""
+    except yaml.YAMLError:
+        return value
+    # "1.30" is a Kubernetes version, not the float 1.3; no setting is a float.
+    return value if isinstance(parsed, float) else parsed
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Set dotted keys (`trn2_pools.0.max_size`, `vpc.nat_gateways`) in a copy of `data`.
+
+    A list segment is an index or a pool name (`trn2_pools.trn2.max_size`). Problems with the
+    paths themselves are collected and raised together.
+    """
+    out = copy.deepcopy(data)
+    problems: list[Problem] = []
+    for key, raw in sorted(overrides.items()):
+        parts = key.split(".")
+        node: Any = out
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if isinstance(node, list):
+                idx = _list_index(node, part)
+                if idx is None:
+                    problems.append(
+                        Problem(
+                            key,
+                            raw,
+                            f"no item {part!r} in {'.'.join(parts[:i])} "
+                            f"(indexes 0..{len(node) - 1} or a pool name)",
+                        )
+                    )
+                    break
+                if last:
+                    node[idx] = _scalar(raw)
+                else:
+                    node = node[idx]
+            elif isinstance(node, dict):
+                if last:
+                    node[part] = _scalar(raw)
+                else:
+                    node = node.setdefault(part, _default_container(parts, i))
+            else:
+                problems.append(Problem(key, raw, f"{'.'.join(parts[:i])} is not a section"))
+                break
+    if problems:
+        raise SettingsError(problems, "context overrides")
+    return out
+
+
+def _default_container(parts: list[str], i: int) -> Any:
+    """Missing intermediate: `trn2_pools` is a list of pools (its defaults), others sections."""
+    if parts[i] == "trn2_pools":
+        return [p.model_dump(mode="json") for p in DeploymentSettings().trn2_pools]
+    return {}
+
+
+def _list_index(node: list[Any], part: str) -> int | None:
+    if part.isdigit():
+        idx = int(part)
+        return idx if idx < len(node) else None
+    for idx, item in enumerate(node):
+        if isinstance(item, dict) and item.get("name") == part:
+            return idx
+    return None
+
+
+def list_profiles(config_dir: Path = CONFIG_DIR) -> list[str]:
+    """Profile names shipped under config/."""
+    return sorted(p.stem for p in config_dir.glob("*.yaml"))
+
+
+def load_settings(
+    profile: str, overrides: dict[str, Any] | None = None, config_dir: Path = CONFIG_DIR
+) -> DeploymentSettings:
+    """Read config/<profile>.yaml, apply dotted overrides, validate everything at once."""
+    path = config_dir / f"{profile}.yaml"
+    if not path.is_file():
+        raise SettingsError(
+            [Problem("profile", profile, f"one of {', '.join(list_profiles(config_dir))}")]
+        )
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise SettingsError([Problem("profile", profile, f"{path} is not YAML: {err}")]) from None
+    if not isinstance(data, dict):
+        raise SettingsError([Problem("profile", profile, f"{path} must hold a mapping")])
+    merged = apply_overrides(data, overrides or {})
+    return parse_settings(merged, source=f"profile {profile}")

@@ -1,0 +1,79 @@
+"""Names shared by the workload manifests, the serving constructs and the platform's Neuron chart.
+
+They live in one module because a mismatch between two of them (the scheduler the pods ask for and
+the scheduler the Neuron chart installs, the taint the pods tolerate and the taint the node group
+carries) fails silently on a real cluster: pods stay Pending with no error in CloudFormation.
+"""
+
+from __future__ import annotations
+
+#: Name of the Neuron scheduler extension's kube-scheduler. The Neuron Helm chart
+#: (oci://public.ecr.aws/neuron/neuron-helm-chart) deploys it under the value
+#: `scheduler.customScheduler.fullnameOverride` (chart default "my-scheduler"); the platform's
+#: Neuron construct passes this constant as that value so the two can never drift apart.
+NEURON_SCHEDULER_NAME = "my-scheduler"
+
+#: Extended resource the Neuron device plugin advertises: one unit per Trainium2 chip.
+NEURON_DEVICE_RESOURCE = "aws.amazon.com/neuron"
+#: Taint on every Trn2 node (key, value, effect), so only Neuron workloads land there.
+NEURON_TAINT_KEY = "aws.amazon.com/neuron"
+NEURON_TAINT_VALUE = "true"
+NEURON_TAINT_EFFECT = "NoSchedule"
+#: Well-known node label; works for managed node groups and Karpenter alike.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+#: Node label carrying the node's logical NeuronCore config ("1" or "2"), set by the platform's
+#: Trn2 pools: a TP group compiled for LNC=2 must not land on an LNC=1 node.
+LNC_NODE_LABEL = "trnspec.io/lnc"
+
+#: Labels and port of the neuron-monitor DaemonSet pods (Prometheus exporter), as in the Neuron
+#: SDK's k8s-neuron-monitor-daemonset.yml. The platform's Neuron construct must keep these.
+NEURON_MONITOR_POD_LABELS: dict[str, str] = {"app": "neuron-monitor"}
+NEURON_MONITOR_PORT = 8000
+
+#: Bucket layout. The serving role may read MODELS_PREFIX and COMPILE_CACHE_PREFIX; only the
+#: precompile role may write, and only under COMPILE_CACHE_PREFIX.
+MODELS_PREFIX = "models/"
+COMPILE_CACHE_PREFIX = "compile-cache/"
+
+#: Where the pod finds its serving config (the ConfigMap is mounted there).
+CONFIG_DIR = "/etc/trnspec"
+CONFIG_FILE = "serving.yaml"
+#: Scratch space for staged weights and compiled artifacts (NVMe emptyDir or EBS ephemeral volume);
+#: the engine stages under DATA_DIR/models and DATA_DIR/compiled (trnspec.render's defaults).
+DATA_DIR = "/var/lib/trnspec"
+#: The non-root user image/Dockerfile creates (`ARG TRNSPEC_UID`); a test keeps them equal.
+IMAGE_UID = 10001
+
+#: vLLM's OpenAI server: liveness/health and Prometheus endpoints.
+HEALTH_PATH = "/health"
+METRICS_PATH = "/metrics"
+
+#: Seconds a terminating pod keeps serving before SIGTERM, so the Service/NLB stops routing new
+#: requests to it first (endpoint and target deregistration are asynchronous).
+DRAIN_SECONDS = 20
+
+#: Pinned Helm charts (versions checked against the charts' own repositories).
+KEDA_CHART_REPOSITORY = "https://kedacore.github.io/charts"
+KEDA_CHART = "keda"
+KEDA_CHART_VERSION = "2.20.2"
+KEDA_NAMESPACE = "keda"
+KUBE_PROMETHEUS_STACK_REPOSITORY = "https://prometheus-community.github.io/helm-charts"
+KUBE_PROMETHEUS_STACK_CHART = "kube-prometheus-stack"
+KUBE_PROMETHEUS_STACK_VERSION = "88.5.3"
+#: `fullnameOverride` of kube-prometheus-stack: fixes the Prometheus Service name to
+#: "<this>-prometheus" so the KEDA trigger can address it.
+KUBE_PROMETHEUS_STACK_FULLNAME = "kps"
+PROMETHEUS_PORT = 9090
+
+#: Grafana's dashboard sidecar (kube-prometheus-stack default) loads ConfigMaps with this label.
+GRAFANA_DASHBOARD_LABEL = ("grafana_dashboard", "1")
+
+#: Kubernetes minor version the manifests are validated against (kubernetes-validate --strict).
+VALIDATED_KUBERNETES_VERSION = "1.36.0"
+
+#: Common label keys.
+APP_LABEL = "app.kubernetes.io/name"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+PART_OF = "trnspec"

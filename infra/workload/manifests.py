@@ -1,0 +1,66 @@
+"""All manifests of one serving workload, grouped by what they must wait for on the cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from infra.serving_settings import ServingSettings
+from infra.workload.autoscaling import scaled_object
+from infra.workload.config_map import serving_config_map
+from infra.workload.dashboard import build_dashboard
+from infra.workload.disruption import pod_disruption_budget
+from infra.workload.monitoring import (
+    dashboard_config_map,
+    neuron_monitor_pod_monitor,
+    server_service_monitor,
+)
+from infra.workload.namespace import namespace
+from infra.workload.pod import Manifest
+from infra.workload.precompile import precompile_job
+from infra.workload.server import deployment
+from infra.workload.service import cluster_service, internal_nlb_service
+from infra.workload.spec import WorkloadSpec
+
+
+@dataclass(frozen=True)
+class WorkloadManifests:
+    """`core` needs only the namespace; `keda` needs KEDA's CRDs; `monitoring` the operator's."""
+
+    namespace: Manifest
+    core: list[Manifest]
+    keda: list[Manifest]
+    monitoring: list[Manifest]
+
+    def all(self) -> list[Manifest]:
+        out = [self.namespace]
+        for f in fields(self):
+            if f.name != "namespace":
+                out.extend(getattr(self, f.name))
+        return out
+
+
+def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadManifests:
+    core = [
+        serving_config_map(spec),
+        precompile_job(spec, settings),
+        deployment(spec, settings),
+        cluster_service(spec),
+        pod_disruption_budget(spec),
+    ]
+    if settings.internal_nlb:
+        core.append(internal_nlb_service(spec))
+    monitoring: list[Manifest] = []
+    if settings.prometheus == "in-cluster":
+        # With an existing Prometheus the pods' prometheus.io/* annotations are the contract;
+        # Prometheus Operator CRDs and the Grafana sidecar may not exist there.
+        monitoring = [
+            server_service_monitor(spec),
+            neuron_monitor_pod_monitor(settings),
+            dashboard_config_map(settings, build_dashboard()),
+        ]
+    return WorkloadManifests(
+        namespace=namespace(spec.namespace),
+        core=core,
+        keda=[scaled_object(spec, settings)],
+        monitoring=monitoring,
+    )

@@ -1,0 +1,210 @@
+"""The Neuron pod template shared by the serving Deployment and the precompile Job.
+
+One builder for both so the Job compiles exactly the graphs the Deployment will load: same image,
+same config file, same devices, same LNC node, same cache location.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.serving_settings import ServingSettings
+from infra.workload.constants import (
+    APP_LABEL,
+    COMPILE_CACHE_PREFIX,
+    COMPONENT_LABEL,
+    CONFIG_DIR,
+    CONFIG_FILE,
+    DATA_DIR,
+    IMAGE_UID,
+    INSTANCE_TYPE_LABEL,
+    LNC_NODE_LABEL,
+    MANAGED_BY_LABEL,
+    NEURON_DEVICE_RESOURCE,
+    NEURON_SCHEDULER_NAME,
+    NEURON_TAINT_EFFECT,
+    NEURON_TAINT_KEY,
+    PART_OF,
+    PART_OF_LABEL,
+)
+from infra.workload.spec import WorkloadSpec
+
+Manifest = dict[str, Any]
+
+SERVE_COMPONENT = "server"
+PRECOMPILE_COMPONENT = "precompile"
+#: The engine's entrypoint (engine-io): validates, stages from S3, execs vLLM.
+ENTRYPOINT = ["python", "-m", "trnspec"]
+
+
+def labels(spec: WorkloadSpec, component: str) -> dict[str, str]:
+    return {
+        APP_LABEL: spec.name,
+        COMPONENT_LABEL: component,
+        PART_OF_LABEL: PART_OF,
+        MANAGED_BY_LABEL: "aws-cdk",
+    }
+
+
+def selector_labels(spec: WorkloadSpec, component: str) -> dict[str, str]:
+    """The immutable subset used in selectors (Deployment, Service, PDB)."""
+    return {APP_LABEL: spec.name, COMPONENT_LABEL: component}
+
+
+def metadata(spec: WorkloadSpec, name: str, component: str) -> dict[str, Any]:
+    return {"name": name, "namespace": spec.namespace, "labels": labels(spec, component)}
+
+
+def config_map_name(spec: WorkloadSpec) -> str:
+    # The hash makes a config change a new ConfigMap, so running pods keep the file they
+    # started with and the Deployment rolls instead of pods reading a half-updated mount.
+    return f"{spec.name}-config-{spec.short_hash}"
+
+
+def service_account_name(spec: WorkloadSpec, component: str) -> str:
+    return f"{spec.name}-{'compile' if component == PRECOMPILE_COMPONENT else 'serve'}"
+
+
+def _env(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    """Where the engine (trnspec.serve) stages models and finds the shared compile cache."""
+    env = [
+        {"name": "TRNSPEC_MODELS_ROOT", "value": f"{DATA_DIR}/models"},
+        {"name": "TRNSPEC_COMPILED_ROOT", "value": f"{DATA_DIR}/compiled"},
+        {
+            "name": "TRNSPEC_COMPILE_CACHE",
+            "value": f"s3://{spec.bucket_name}/{COMPILE_CACHE_PREFIX}",
+        },
+        # Writable locations on an otherwise read-only root filesystem.
+        {"name": "HOME", "value": "/tmp/home"},
+        {"name": "XDG_CACHE_HOME", "value": "/tmp/cache"},
+    ]
+    if spec.region:
+        env.append({"name": "AWS_REGION", "value": spec.region})
+    return env
+
+
+def _resources(spec: WorkloadSpec, settings: ServingSettings) -> dict[str, Any]:
+    requests: dict[str, str] = {
+        "cpu": str(spec.cpu),
+        "memory": f"{spec.memory_gib}Gi",
+        NEURON_DEVICE_RESOURCE: str(spec.neuron_devices),
+    }
+    if settings.weights_storage == "node-local":
+        requests["ephemeral-storage"] = f"{settings.weights_volume_gib}Gi"
+    # No CPU limit (throttling the host side of the runtime hurts latency); memory and devices
+    # are limited to what is requested.
+    limits = {
+        "memory": requests["memory"],
+        NEURON_DEVICE_RESOURCE: requests[NEURON_DEVICE_RESOURCE],
+    }
+    return {"requests": requests, "limits": limits}
+
+
+def _data_volume(spec: WorkloadSpec, settings: ServingSettings) -> dict[str, Any]:
+    if settings.weights_storage == "node-local":
+        return {"name": "data", "emptyDir": {"sizeLimit": f"{settings.weights_volume_gib}Gi"}}
+    return {
+        "name": "data",
+        "ephemeral": {
+            "volumeClaimTemplate": {
+                "metadata": {"labels": selector_labels(spec, SERVE_COMPONENT)},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": settings.ebs_storage_class,
+                    "resources": {"requests": {"storage": f"{settings.weights_volume_gib}Gi"}},
+                },
+            }
+        },
+    }
+
+
+def container(
+    spec: WorkloadSpec, settings: ServingSettings, *, args: list[str], name: str
+) -> dict[str, Any]:
+    """The engine container with devices, mounts and a locked-down security context.
+
+    The Neuron runtime needs no privileges: the device plugin hands the container its
+    /dev/neuron* nodes (mode 0666 under the Neuron driver's udev rule), so the process runs as
+    the image's non-root user, with privileged mode, capabilities and privilege escalation off
+    and a read-only root filesystem (scratch goes to emptyDirs: /tmp, /var/tmp where the Neuron
+    compiler keeps its work cache, and the data volume).
+    """
+    return {
+        "name": name,
+        "image": spec.image_uri,
+        "imagePullPolicy": "IfNotPresent",
+        "command": list(ENTRYPOINT),
+        "args": args,
+        "env": _env(spec),
+        "resources": _resources(spec, settings),
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "data", "mountPath": DATA_DIR},
+            {"name": "tmp", "mountPath": "/tmp"},
+            {"name": "var-tmp", "mountPath": "/var/tmp"},
+        ],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "privileged": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+
+
+def pod_spec(
+    spec: WorkloadSpec,
+    settings: ServingSettings,
+    *,
+    component: str,
+    main: dict[str, Any],
+    termination_grace_seconds: int,
+    restart_policy: str,
+) -> dict[str, Any]:
+    """Pod spec that lands on a Trn2 node of the right type through the Neuron scheduler."""
+    return {
+        "schedulerName": NEURON_SCHEDULER_NAME,
+        "serviceAccountName": service_account_name(spec, component),
+        # The service-account token stays mounted: the EKS Pod Identity webhook only injects
+        # its credentials when it is (reports: aws/amazon-eks-pod-identity-webhook#67,
+        # PeerDB-io/peerdb-enterprise#43), and the pod's AWS access depends on it.
+        "restartPolicy": restart_policy,
+        "terminationGracePeriodSeconds": termination_grace_seconds,
+        "nodeSelector": {INSTANCE_TYPE_LABEL: spec.instance_type, LNC_NODE_LABEL: str(spec.lnc)},
+        "tolerations": [
+            {"key": NEURON_TAINT_KEY, "operator": "Exists", "effect": NEURON_TAINT_EFFECT}
+        ],
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": IMAGE_UID,
+            "runAsGroup": IMAGE_UID,
+            # Volumes (the data emptyDir / EBS claim) become writable by the image's user.
+            "fsGroup": IMAGE_UID,
+            "fsGroupChangePolicy": "OnRootMismatch",
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "enableServiceLinks": False,
+        "containers": [main],
+        "volumes": [
+            {
+                "name": "config",
+                "configMap": {
+                    "name": config_map_name(spec),
+                    "items": [{"key": CONFIG_FILE, "path": CONFIG_FILE}],
+                },
+            },
+            {
+                "name": "dshm",
+                "emptyDir": {"medium": "Memory", "sizeLimit": f"{settings.shm_gib}Gi"},
+            },
+            _data_volume(spec, settings),
+            {"name": "tmp", "emptyDir": {"sizeLimit": "16Gi"}},
+            {"name": "var-tmp", "emptyDir": {"sizeLimit": "64Gi"}},
+        ],
+    }
+
+
+def config_path() -> str:
+    return f"{CONFIG_DIR}/{CONFIG_FILE}"

@@ -1,0 +1,159 @@
+"""Derived values the manifests need, computed once from the engine's ServingConfig.
+
+Every number a pod asks for (Neuron devices, CPU, memory) comes from the TP degree, the LNC and
+the instance table in `trnspec.topology`, so changing `tensor_parallel_size` in a profile changes
+the resource requests with it; nothing here is typed by hand per profile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from trnspec.topology import INSTANCE_TYPES, instance
+
+from infra.serving_settings import ServingSettings
+from infra.workload.constants import MODELS_PREFIX
+
+if TYPE_CHECKING:
+    from trnspec.config import ServingConfig
+
+#: Share of a node's vCPUs and memory a pod may request per share of its chips: the rest stays
+#: for kubelet reservations and the DaemonSets (device plugin, neuron-monitor, CNI, exporters).
+NODE_SHARE = 0.9
+
+
+class WorkloadError(ValueError):
+    """The serving config cannot run as a cluster workload; lists every reason at once."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(
+            "cannot build the serving workload:\n" + "\n".join(f"  {p}" for p in problems)
+        )
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """Everything the manifest builders need, already validated and derived."""
+
+    name: str
+    namespace: str
+    image_uri: str
+    #: The ServingConfig as YAML, exactly what `python -m trnspec serve --config` reads.
+    config_yaml: str
+    #: sha256 of config_yaml (before any CDK token substitution): rolls pods, names the Job.
+    config_sha256: str
+    served_model_name: str
+    instance_type: str
+    tensor_parallel_size: int
+    lnc: int
+    neuron_devices: int
+    cpu: int
+    memory_gib: int
+    port: int
+    bucket_name: str
+    region: str | None = None
+
+    @property
+    def short_hash(self) -> str:
+        return self.config_sha256[:10]
+
+
+def neuron_devices_for(instance_type: str, tensor_parallel_size: int, lnc: int) -> int:
+    """`aws.amazon.com/neuron` devices one replica needs (derived from trnspec.topology)."""
+    return instance(instance_type).chips_for(tensor_parallel_size, lnc)  # type: ignore[arg-type]
+
+
+def model_source_overrides(cfg: ServingConfig, bucket_name: str) -> list[str]:
+    """`--set` overrides pointing target (and draft) at the model bucket's models/ prefix.
+
+    The key is the served model name, so uploading a model means
+    `python -m trnspec stage upload DIR s3://<bucket>/models/<name>/` (docs/workload.md).
+    """
+    overrides = [f"target.source=s3://{bucket_name}/{MODELS_PREFIX}{cfg.target.name}/"]
+    draft = cfg.speculation.draft
+    if cfg.speculation.method != "none" and draft is not None:
+        overrides.append(
+            f"speculation.draft.source=s3://{bucket_name}/{MODELS_PREFIX}{draft.name}/"
+        )
+    return overrides
+
+
+def resolve_serving_config(settings: ServingSettings, bucket_name: str) -> ServingConfig:
+    """The engine config the pods run: profile, then bucket sources, then the user's overrides.
+
+    Uses the engine's own loader and checks, so infra/ carries no second definition of the
+    engine's fields; a bad profile or override raises the engine's ConfigError (all problems).
+    """
+    from trnspec.checks import validate
+    from trnspec.config import apply_overrides, load_profile
+
+    cfg = load_profile(settings.profile)
+    if settings.models_from_bucket:
+        cfg = apply_overrides(cfg, model_source_overrides(cfg, bucket_name))
+    cfg = apply_overrides(cfg, list(settings.overrides))
+    validate(cfg)
+    return cfg
+
+
+def config_to_yaml(cfg: ServingConfig) -> str:
+    data: dict[str, Any] = cfg.model_dump(mode="json")
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def derive_workload(
+    cfg: ServingConfig,
+    settings: ServingSettings,
+    *,
+    image_uri: str,
+    bucket_name: str,
+    region: str | None = None,
+) -> WorkloadSpec:
+    """Check that the config can run on one Trn2 node and derive its resource requests."""
+    problems: list[str] = []
+    instance_type = cfg.hardware.instance_type
+    tp = cfg.tensor_parallel_size
+    lnc = cfg.hardware.lnc
+    if instance_type not in INSTANCE_TYPES:
+        problems.append(
+            f"hardware.instance_type={instance_type!r}: the cluster workload runs on Trn2 only; "
+            f"use one of {', '.join(INSTANCE_TYPES)} (the 'cpu' engine is the local launcher's)"
+        )
+        raise WorkloadError(problems)
+    node = instance(instance_type)
+    devices = node.chips_for(tp, lnc)
+    if devices > node.chips:
+        problems.append(
+            f"tensor_parallel_size={tp}: needs {devices} Neuron devices at LNC={lnc} but "
+            f"{instance_type} has {node.chips}; one replica spanning nodes (LeaderWorkerSet) "
+            f"is not supported, use at most {node.logical_cores(lnc)}"
+        )
+    if settings.shm_gib >= node.memory_gib * devices / node.chips * NODE_SHARE:
+        problems.append(
+            f"serving.shm_gib={settings.shm_gib}: larger than the memory one replica gets on "
+            f"{instance_type}; lower it"
+        )
+    if problems:
+        raise WorkloadError(problems)
+    share = devices / node.chips
+    config_yaml = config_to_yaml(cfg)
+    return WorkloadSpec(
+        name=settings.app_name,
+        namespace=settings.namespace,
+        image_uri=image_uri,
+        config_yaml=config_yaml,
+        config_sha256=hashlib.sha256(config_yaml.encode()).hexdigest(),
+        served_model_name=cfg.target.name,
+        instance_type=instance_type,
+        tensor_parallel_size=tp,
+        lnc=lnc,
+        neuron_devices=devices,
+        cpu=max(1, int(node.vcpus * share * NODE_SHARE)),
+        memory_gib=max(1, int(node.memory_gib * share * NODE_SHARE)),
+        port=cfg.server.port,
+        bucket_name=bucket_name,
+        region=region,
+    )

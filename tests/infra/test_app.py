@@ -1,0 +1,88 @@
+"""app.py: the CDK entry point turns bad settings into exit status 2 and one message."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from platform_synth import REPO, cdk_json_context, cfn_text
+
+
+def _run_app(context: dict[str, object], outdir: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "CDK_CONTEXT_JSON": json.dumps({**cdk_json_context(), **context}),
+        "CDK_OUTDIR": str(outdir),
+        "CDK_VALIDATION": "false",
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION": "1",
+    }
+    return subprocess.run(
+        [sys.executable, str(REPO / "app.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_app_exits_2_listing_every_bad_context_value_without_traceback(tmp_path: Path) -> None:
+    result = _run_app(
+        {"trn2_pools.0.lnc": "3", "kubernetes_version": "1.30", "autoscaler": "keda"}, tmp_path
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    for field in ("trn2_pools.0.lnc=3", "kubernetes_version='1.30'", "autoscaler='keda'"):
+        assert field in result.stderr
+    assert not list(tmp_path.glob("*.template.json"))  # nothing half-written
+
+
+def test_app_synthesizes_the_selected_profile(tmp_path: Path) -> None:
+    result = _run_app({"profile": "karpenter", "trn2_pools.0.max_size": "3"}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    template = json.loads((tmp_path / "TrnspecPlatform.template.json").read_text())
+    objects = [
+        doc
+        for r in template["Resources"].values()
+        if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource"
+        for doc in json.loads(cfn_text(r["Properties"]["Manifest"]))
+    ]
+    (pool,) = [o for o in objects if o["kind"] == "NodePool" and o["metadata"]["name"] == "trn2"]
+    assert pool["spec"]["limits"]["cpu"] == "576"  # 3 x 192 vCPUs: the -c override took effect
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("unshare") is None or os.geteuid() != 0 or not (REPO / "node_modules").is_dir(),
+    reason="needs root, unshare and the pinned CDK CLI",
+)
+def test_cdk_synth_runs_without_any_network(tmp_path: Path) -> None:
+    """The CLI and the app run in a network namespace with no interfaces: any notice, telemetry,
+    version check or context lookup would fail the synth."""
+    env = {
+        **os.environ,
+        "PATH": f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
+        "CDK_DISABLE_VERSION_CHECK": "true",
+        "CDK_DISABLE_CLI_TELEMETRY": "true",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION": "1",
+    }
+    cmd = ["npx", "--no-install", "cdk", "synth", "--quiet", "--no-validation"]
+    result = subprocess.run(
+        ["unshare", "-n", *cmd, "-o", str(tmp_path), "-c", "profile=default"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "TrnspecPlatform.template.json").is_file()

@@ -1,0 +1,238 @@
+"""Deployment settings: profiles, `-c` overrides, and one message naming every bad field."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from aws_cdk import aws_eks_v2 as eks
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infra.settings import (
+    DEFAULT_KUBERNETES_VERSION,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    DeploymentSettings,
+    SettingsError,
+    apply_overrides,
+    list_profiles,
+    load_settings,
+    parse_settings,
+    settings_overrides,
+)
+
+
+def test_default_profile_is_one_on_demand_trn2_pool_resting_at_zero() -> None:
+    s = load_settings("default")
+    assert s.autoscaler == "cluster-autoscaler"
+    assert s.vpc.vpc_id is None
+    assert s.kubernetes_version == DEFAULT_KUBERNETES_VERSION == "1.36"
+    (pool,) = s.trn2_pools
+    assert (pool.instance_type, pool.min_size, pool.desired_size, pool.max_size) == (
+        "trn2.48xlarge",
+        0,
+        0,
+        2,
+    )
+    assert pool.capacity.kind == "on-demand"
+    assert s.account is None and s.region is None  # env-agnostic: no lookups at synth
+
+
+@pytest.mark.parametrize("profile", ["default", "capacity-block", "karpenter"])
+def test_every_shipped_profile_loads(profile: str) -> None:
+    assert profile in list_profiles()
+    assert isinstance(load_settings(profile), DeploymentSettings)
+
+
+def test_supported_kubernetes_versions_track_the_cdk_library() -> None:
+    minors = sorted(int(n[3:]) for n in dir(eks.KubernetesVersion) if re.fullmatch(r"V1_\d+", n))
+    newest = f"1.{minors[-1]}"
+    assert newest == DEFAULT_KUBERNETES_VERSION, "a newer KubernetesVersion exists: add it"
+    for v in SUPPORTED_KUBERNETES_VERSIONS:
+        assert hasattr(eks.KubernetesVersion, "V" + v.replace(".", "_"))
+        assert tuple(map(int, v.split("."))) >= (1, 34)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "check"),
+    [
+        ({"trn2_pools.0.max_size": "4"}, lambda s: s.trn2_pools[0].max_size == 4),
+        ({"trn2_pools.trn2.max_size": "5"}, lambda s: s.trn2_pools[0].max_size == 5),
+        ({"kubernetes_version": "1.35"}, lambda s: s.kubernetes_version == "1.35"),
+        ({"endpoint_access": "private"}, lambda s: s.endpoint_access == "private"),
+        ({"vpc.nat_gateways": "2"}, lambda s: s.vpc.nat_gateways == 2),
+        ({"trn2_pools.0.lnc": "1"}, lambda s: s.trn2_pools[0].lnc == 1),
+        ({"trn2_pools.0.efa": "false"}, lambda s: s.trn2_pools[0].efa is False),
+        ({"neuron.monitor": "false"}, lambda s: s.neuron.monitor is False),
+        ({"tags.team": "ml"}, lambda s: s.tags["team"] == "ml"),
+    ],
+)
+def test_context_overrides_set_dotted_fields(overrides: dict[str, str], check: Any) -> None:
+    assert check(load_settings("default", overrides))
+
+
+def test_cdk_own_context_keys_are_not_settings_overrides() -> None:
+    context = {
+        "profile": "default",
+        "@aws-cdk/aws-iam:minimizePolicies": True,
+        "aws:cdk:enable-path-metadata": True,
+        "availability-zones:account=1:region=us-east-2": ["a"],
+        "trn2_pools.0.max_size": "3",
+    }
+    assert settings_overrides(context) == {"trn2_pools.0.max_size": "3"}
+
+
+_BAD: list[tuple[dict[str, Any], str, str]] = [
+    ({"kubernetes_version": "1.33"}, "kubernetes_version", "1.34, 1.35, 1.36"),
+    ({"kubernetes_version": "1.30"}, "kubernetes_version", "must be one of"),
+    ({"trn2_pools.0.instance_type": "p5.48xlarge"}, "trn2_pools.0.instance_type", "trn2.3xlarge"),
+    ({"trn2_pools.0.min_size": "-1"}, "trn2_pools.0.min_size", "greater than or equal to 0"),
+    ({"trn2_pools.0.min_size": "3"}, "trn2_pools.0", "min_size <= desired_size <= max_size"),
+    ({"trn2_pools.0.lnc": "4"}, "trn2_pools.0.lnc", "1 or 2"),
+    ({"trn2_pools.0.capacity.kind": "spot"}, "trn2_pools.0.capacity.kind", "capacity-block"),
+    (
+        {"trn2_pools.0.capacity.kind": "capacity-block"},
+        "trn2_pools.0.capacity",
+        "needs reservation_id",
+    ),
+    (
+        {"trn2_pools.0.capacity.reservation_id": "cr-0123456789abcdef0"},
+        "trn2_pools.0.capacity",
+        "only for kind",
+    ),
+    (
+        {
+            "trn2_pools.0.capacity.kind": "reservation",
+            "trn2_pools.0.capacity.reservation_id": "cr-0123456789abcdef0",
+        },
+        "trn2_pools.0.availability_zone",
+        "AZ-bound",
+    ),
+    ({"trn2_pools.0.availability_zone": "us-east-2a"}, "region", "pins an AZ"),
+    ({"trn2_pools.0.efa": "true"}, "trn2_pools.0.efa", "placement group"),
+    ({"endpoint_access": "public"}, "endpoint_access", "public-and-private"),
+    ({"autoscaler": "keda"}, "autoscaler", "karpenter"),
+    ({"vpc.vpc_id": "vpc-0123456789abcdef0"}, "account/region", "needs both"),
+    ({"vpc.cidr": "10.0.0.0/8"}, "vpc.cidr", "pattern"),
+    ({"vpc.foo": "1"}, "vpc.foo", "allowed: availability_zones, cidr, nat_gateways, vpc_id"),
+    ({"bogus": "1"}, "bogus", "allowed: account"),
+    ({"trn2_pools.7.max_size": "1"}, "trn2_pools.7.max_size", "no item '7'"),
+    ({"admin_principal_arns": "[nope]"}, "admin_principal_arns", "not IAM role/user ARNs"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "field", "fix"), _BAD, ids=[b[1] for b in _BAD])
+def test_config_rejects_bad_value_naming_field_and_fix(
+    overrides: dict[str, Any], field: str, fix: str
+) -> None:
+    with pytest.raises(SettingsError) as err:
+        load_settings("default", overrides)
+    fields = [p.field for p in err.value.problems]
+    assert field in fields, str(err.value)
+    assert fix in str(err.value)
+
+
+def test_config_reports_every_bad_field_in_one_message() -> None:
+    with pytest.raises(SettingsError) as err:
+        load_settings(
+            "default",
+            {
+                "kubernetes_version": "1.29",
+                "trn2_pools.0.instance_type": "inf2.48xlarge",
+                "trn2_pools.0.lnc": "3",
+                "endpoint_access": "nowhere",
+            },
+        )
+    message = str(err.value)
+    for field in ("kubernetes_version", "trn2_pools.0.instance_type", "trn2_pools.0.lnc"):
+        assert field in message
+    assert "endpoint_access='nowhere'" in message
+    assert len(err.value.problems) == 4
+
+
+def test_karpenter_rejects_fixed_node_counts() -> None:
+    with pytest.raises(SettingsError, match="Karpenter launches nodes for pending pods"):
+        load_settings("karpenter", {"trn2_pools.0.min_size": "1", "trn2_pools.0.desired_size": "1"})
+
+
+def test_unknown_profile_lists_the_shipped_ones() -> None:
+    with pytest.raises(SettingsError, match="capacity-block, default, karpenter"):
+        load_settings("nope")
+
+
+def test_overrides_do_not_mutate_the_profile_data() -> None:
+    data = {"trn2_pools": [{"name": "a"}]}
+    apply_overrides(data, {"trn2_pools.0.max_size": "3"})
+    assert data == {"trn2_pools": [{"name": "a"}]}
+
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=10,
+)
+_FIELDS = sorted(DeploymentSettings.model_fields)
+_POOL_FIELDS = ["name", "instance_type", "min_size", "max_size", "lnc", "capacity", "efa"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    top=st.dictionaries(st.sampled_from([*_FIELDS, "unknown"]), _JSONISH, max_size=4),
+    pool=st.dictionaries(st.sampled_from([*_POOL_FIELDS, "zzz"]), _JSONISH, max_size=4),
+)
+def test_any_invalid_config_gives_field_named_error_never_a_traceback(
+    top: dict[str, Any], pool: dict[str, Any]
+) -> None:
+    data = {**top, "trn2_pools": [{"name": "p", **pool}]}
+    try:
+        parse_settings(data)
+    except SettingsError as err:
+        assert err.problems
+        for problem in err.problems:
+            assert problem.field and problem.fix
+            assert problem.field.split(".")[0] in {*_FIELDS, "unknown", "(root)", "account/region"}
+            assert str(problem).startswith(f"{problem.field}=")
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    key=st.text(alphabet="abcdefgh_.0123", min_size=1, max_size=20),
+    value=st.text(max_size=10),
+)
+def test_any_override_key_gives_a_settings_error_or_settings(key: str, value: str) -> None:
+    try:
+        load_settings("default", {key: value})
+    except SettingsError as err:
+        assert err.problems
+
+
+def test_platform_doc_lists_every_setting() -> None:
+    from pathlib import Path
+
+    from infra.settings import (
+        CapacitySettings,
+        NeuronSettings,
+        SystemNodeGroupSettings,
+        Trn2PoolSettings,
+        VpcSettings,
+    )
+
+    doc = (Path(__file__).parents[2] / "docs" / "platform.md").read_text()
+    models = (
+        DeploymentSettings,
+        VpcSettings,
+        Trn2PoolSettings,
+        CapacitySettings,
+        SystemNodeGroupSettings,
+        NeuronSettings,
+    )
+    missing = [
+        f"{m.__name__}.{f}"
+        for m in models
+        for f in m.model_fields
+        if f"`{f}`" not in doc and f"`capacity.{f}`" not in doc
+    ]
+    assert missing == []

@@ -1,0 +1,152 @@
+"""Rendering: the exact argv and env per image generation (golden snapshots per profile)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from trnspec.config import apply_overrides, list_profiles, load_profile
+from trnspec.images import IMAGES, ImageGeneration
+from trnspec.render import COMPILED_ROOT, MODELS_ROOT, local_model_dir, render
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+@pytest.mark.parametrize("profile", list_profiles())
+def test_render_output_matches_golden(profile, snapshot):
+    assert render(load_profile(profile)).to_json() == snapshot
+
+
+def test_fork_renders_fused_speculation_with_buckets_and_neuron_env():
+    cmd = render(load_profile("qwen3-32b-draft"))
+    assert cmd.image == IMAGES[ImageGeneration.NEURON_FORK].uri
+    assert cmd.argv[:3] == ["vllm", "serve", "Qwen/Qwen3-32B"]
+    assert json.loads(flag(cmd.argv, "--speculative-config")) == {
+        "model": "Qwen/Qwen3-1.7B",
+        "num_speculative_tokens": 7,
+        "max_model_len": 8192,
+    }
+    neuron = json.loads(flag(cmd.argv, "--override-neuron-config"))
+    assert neuron["enable_fused_speculation"] is True
+    assert neuron["context_encoding_buckets"] == [1024, 2048, 4096, 8192]
+    assert neuron["token_generation_buckets"] == [1024, 2048, 4096, 8192]
+    assert flag(cmd.argv, "--tensor-parallel-size") == "64"
+    assert flag(cmd.argv, "--block-size") == flag(cmd.argv, "--max-model-len") == "8192"
+    assert cmd.env == {
+        "VLLM_NEURON_FRAMEWORK": "neuronx-distributed-inference",
+        "NEURON_COMPILED_ARTIFACTS": COMPILED_ROOT,
+        "NEURON_RT_VIRTUAL_CORE_SIZE": "2",
+        "VLLM_USE_V1": "0",
+    }
+
+
+def test_fork_baseline_has_no_speculation_flags():
+    cmd = render(load_profile("qwen3-32b-baseline"))
+    assert "--speculative-config" not in cmd.argv
+    assert "enable_fused_speculation" not in flag(cmd.argv, "--override-neuron-config")
+
+
+def test_plugin_renders_eagle3_and_its_compile_cache_env():
+    cmd = render(load_profile("llama31-8b-eagle3"), remote_cache="/mnt/fsx/neuron-cache")
+    assert cmd.image == IMAGES[ImageGeneration.NEURON_PLUGIN].uri
+    assert json.loads(flag(cmd.argv, "--speculative-config")) == {
+        "method": "eagle3",
+        "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+        "num_speculative_tokens": 3,
+    }
+    assert "--override-neuron-config" not in cmd.argv
+    assert cmd.env["VLLM_CACHE_ROOT"] == COMPILED_ROOT
+    assert cmd.env["NEURON_LIBTORCH_REMOTE_CACHE"] == "/mnt/fsx/neuron-cache"
+
+
+def test_cpu_renders_the_api_server_module_with_contract_flags():
+    cfg = apply_overrides(
+        load_profile("local-tiny"),
+        ["target.source=/abs/target", "speculation.draft.source=/abs/draft", "server.port=8123"],
+    )
+    cmd = render(cfg)
+    assert cmd.argv[:3] == ["python", "-m", "vllm.entrypoints.openai.api_server"]
+    assert flag(cmd.argv, "--model") == "/abs/target"
+    assert "--enforce-eager" in cmd.argv
+    assert flag(cmd.argv, "--dtype") == "float32"
+    assert (flag(cmd.argv, "--host"), flag(cmd.argv, "--port")) == ("127.0.0.1", "8123")
+    assert flag(cmd.argv, "--served-model-name") == "tiny-target"
+    assert json.loads(flag(cmd.argv, "--speculative-config")) == {
+        "method": "draft_model",
+        "model": "/abs/draft",
+        "num_speculative_tokens": 4,
+    }
+    assert "VLLM_CACHE_ROOT" not in cmd.env
+    assert int(cmd.env["VLLM_CPU_KVCACHE_SPACE"]) >= 1
+
+
+def test_cpu_baseline_omits_the_speculative_config():
+    cmd = render(apply_overrides(load_profile("local-tiny"), ["speculation.method=none"]))
+    assert "--speculative-config" not in cmd.argv
+
+
+def test_speculation_options_are_merged_into_the_speculative_config():
+    cfg = apply_overrides(
+        load_profile("local-tiny"), ["speculation.options={draft_tensor_parallel_size: 1}"]
+    )
+    spec = json.loads(flag(render(cfg).argv, "--speculative-config"))
+    assert spec["draft_tensor_parallel_size"] == 1
+
+
+def test_s3_sources_render_as_their_staged_local_copy():
+    cfg = apply_overrides(
+        load_profile("qwen3-32b-draft"),
+        [
+            "target.source=s3://models/qwen/Qwen3-32B/",
+            "speculation.draft.source=s3://models/qwen/Qwen3-1.7B",
+        ],
+    )
+    cmd = render(cfg, models_root="/data/models")
+    assert cmd.argv[2] == "/data/models/models/qwen/Qwen3-32B"
+    assert (
+        json.loads(flag(cmd.argv, "--speculative-config"))["model"]
+        == "/data/models/models/qwen/Qwen3-1.7B"
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("s3://bucket/a/b/", f"{MODELS_ROOT}/bucket/a/b"),
+        ("/abs/dir", "/abs/dir"),
+        ("Qwen/Qwen3-32B", "Qwen/Qwen3-32B"),
+    ],
+)
+def test_local_model_dir(source, expected):
+    from trnspec.config import ModelRef
+
+    assert local_model_dir(ModelRef(name="n", source=source)) == expected
+
+
+def test_hub_revision_is_passed_on_and_local_revision_is_not():
+    hub = render(apply_overrides(load_profile("qwen3-32b-draft"), ["target.revision=abc123"]))
+    assert flag(hub.argv, "--revision") == "abc123"
+    local = render(
+        apply_overrides(load_profile("local-tiny"), ["target.source=/m", "target.revision=abc"])
+    )
+    assert "--revision" not in local.argv
+
+
+@pytest.mark.parametrize("profile", list_profiles())
+def test_shell_format_round_trips_to_env_and_argv(profile):
+    cmd = render(load_profile(profile))
+    words = shlex.split(cmd.to_shell())
+    env_words = words[: len(cmd.env)]
+    assert dict(w.split("=", 1) for w in env_words) == cmd.env
+    assert words[len(cmd.env) :] == cmd.argv
+
+
+def test_json_format_has_image_argv_env():
+    assert set(json.loads(render(load_profile("qwen3-32b-draft")).to_json())) == {
+        "image",
+        "argv",
+        "env",
+    }
