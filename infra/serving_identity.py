@@ -23,7 +23,14 @@ from constructs import Construct
 from infra.workload.constants import COMPILE_CACHE_PREFIX, MODELS_PREFIX
 
 READ_OBJECT_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
-WRITE_OBJECT_ACTIONS = ["s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]
+#: DeleteObject lets the engine replace a corrupt cache entry (trnspec.staging); the bucket is
+#: versioned, so a delete is recoverable.
+WRITE_OBJECT_ACTIONS = [
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:AbortMultipartUpload",
+    "s3:ListMultipartUploadParts",
+]
 
 
 def _list_statement(bucket: s3.IBucket, prefixes: list[str]) -> iam.PolicyStatement:
@@ -32,6 +39,17 @@ def _list_statement(bucket: s3.IBucket, prefixes: list[str]) -> iam.PolicyStatem
         actions=["s3:ListBucket"],
         resources=[bucket.bucket_arn],
         conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in prefixes]}},
+    )
+
+
+def _read_statement(bucket: s3.IBucket) -> iam.PolicyStatement:
+    return iam.PolicyStatement(
+        sid="ReadModelsAndCompileCache",
+        actions=READ_OBJECT_ACTIONS,
+        resources=[
+            bucket.arn_for_objects(f"{MODELS_PREFIX}*"),
+            bucket.arn_for_objects(f"{COMPILE_CACHE_PREFIX}*"),
+        ],
     )
 
 
@@ -46,14 +64,7 @@ def _kms_statement(key: kms.IKey, actions: list[str]) -> iam.PolicyStatement:
 
 def serve_statements(bucket: s3.IBucket, key: kms.IKey) -> list[iam.PolicyStatement]:
     return [
-        iam.PolicyStatement(
-            sid="ReadModelsAndCompileCache",
-            actions=READ_OBJECT_ACTIONS,
-            resources=[
-                bucket.arn_for_objects(f"{MODELS_PREFIX}*"),
-                bucket.arn_for_objects(f"{COMPILE_CACHE_PREFIX}*"),
-            ],
-        ),
+        _read_statement(bucket),
         _list_statement(bucket, [MODELS_PREFIX, COMPILE_CACHE_PREFIX]),
         _kms_statement(key, ["kms:Decrypt"]),
     ]
@@ -61,14 +72,7 @@ def serve_statements(bucket: s3.IBucket, key: kms.IKey) -> list[iam.PolicyStatem
 
 def compile_statements(bucket: s3.IBucket, key: kms.IKey) -> list[iam.PolicyStatement]:
     return [
-        iam.PolicyStatement(
-            sid="ReadModelsAndCompileCache",
-            actions=READ_OBJECT_ACTIONS,
-            resources=[
-                bucket.arn_for_objects(f"{MODELS_PREFIX}*"),
-                bucket.arn_for_objects(f"{COMPILE_CACHE_PREFIX}*"),
-            ],
-        ),
+        _read_statement(bucket),
         iam.PolicyStatement(
             sid="WriteCompileCacheOnly",
             actions=WRITE_OBJECT_ACTIONS,

@@ -8,6 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from trnspec.serve import (
+    DEFAULT_READY_FILE,
+    ENV_COMPILE_CACHE,
+    ENV_DATA_DIR,
+    ENV_DRAIN_SECONDS,
+    ENV_READY_FILE,
+)
+
 from infra.serving_settings import ServingSettings
 from infra.workload.constants import (
     APP_LABEL,
@@ -65,15 +73,16 @@ def service_account_name(spec: WorkloadSpec, component: str) -> str:
     return f"{spec.name}-{'compile' if component == PRECOMPILE_COMPONENT else 'serve'}"
 
 
-def _env(spec: WorkloadSpec) -> list[dict[str, Any]]:
-    """Where the engine (trnspec.serve) stages models and finds the shared compile cache."""
+def _env(spec: WorkloadSpec, settings: ServingSettings) -> list[dict[str, Any]]:
+    """Where the engine (trnspec.serve) stages models, finds the shared compile cache, and how
+    long it drains: the names are the engine's own constants, so the two cannot drift apart."""
     env = [
-        {"name": "TRNSPEC_MODELS_ROOT", "value": f"{DATA_DIR}/models"},
-        {"name": "TRNSPEC_COMPILED_ROOT", "value": f"{DATA_DIR}/compiled"},
-        {
-            "name": "TRNSPEC_COMPILE_CACHE",
-            "value": f"s3://{spec.bucket_name}/{COMPILE_CACHE_PREFIX}",
-        },
+        {"name": ENV_DATA_DIR, "value": DATA_DIR},
+        {"name": ENV_COMPILE_CACHE, "value": f"s3://{spec.bucket_name}/{COMPILE_CACHE_PREFIX}"},
+        {"name": ENV_READY_FILE, "value": DEFAULT_READY_FILE},
+        # The preStop sleep has already passed when SIGTERM arrives; the engine then waits for
+        # in-flight requests at most this long (the grace period covers both, plus a margin).
+        {"name": ENV_DRAIN_SECONDS, "value": str(settings.max_request_seconds)},
         # Writable locations on an otherwise read-only root filesystem.
         {"name": "HOME", "value": "/tmp/home"},
         {"name": "XDG_CACHE_HOME", "value": "/tmp/cache"},
@@ -135,7 +144,7 @@ def container(
         "imagePullPolicy": "IfNotPresent",
         "command": list(ENTRYPOINT),
         "args": args,
-        "env": _env(spec),
+        "env": _env(spec, settings),
         "resources": _resources(spec, settings),
         "volumeMounts": [
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},

@@ -174,11 +174,11 @@ def test_serve_role_reads_only_models_and_cache_and_writes_nothing(synth) -> Non
 
 def test_compile_role_writes_only_under_the_compile_cache(synth) -> None:
     statements = _policies(synth["raw"])["compile"]
-    writes = [s for s in statements if any(a.startswith("s3:Put") for a in _actions(s))]
+    writing = ("s3:Put", "s3:Delete")
+    writes = [s for s in statements if any(a.startswith(writing) for a in _actions(s))]
     assert writes
-    for s in writes:
+    for s in writes:  # deletes too: replacing a corrupt cache entry, never a model
         assert _suffixes(s) == [f"/{COMPILE_CACHE_PREFIX}*"]
-    assert not any(a.startswith("s3:Delete") for s in statements for a in _actions(s))
 
 
 @pytest.mark.parametrize("role", ["serve", "compile"])

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
+from trnspec.cli import build_parser
 from trnspec.config import load_config
-from trnspec.serve import DEFAULT_READY_FILE
+from trnspec.serve import DEFAULT_READY_FILE, resolve_options
 from workload_cases import build, by_kind
 
 from infra.workload.constants import (
@@ -183,13 +184,19 @@ def test_pods_run_as_the_user_the_image_creates() -> None:
 
 
 @pytest.mark.parametrize("kind", ["Deployment", "Job"])
-def test_engine_finds_its_staging_dirs_and_the_compile_cache(kind: str) -> None:
-    _, spec, _, _ = build()
-    c = _pod(kind)["containers"][0]
+def test_engine_reads_the_pods_args_and_env_as_its_staging_dirs_cache_and_drain(kind: str) -> None:
+    """Parsed by the engine's own CLI and option resolver, as the container will run them."""
+    _, spec, _, _ = build(max_request_seconds=900)
+    c = _pod(kind, max_request_seconds=900)["containers"][0]
     env = {e["name"]: e["value"] for e in c["env"]}
-    assert env["TRNSPEC_MODELS_ROOT"].startswith(DATA_DIR)
-    assert env["TRNSPEC_COMPILED_ROOT"].startswith(DATA_DIR)
-    assert env["TRNSPEC_COMPILE_CACHE"] == f"s3://{spec.bucket_name}/{COMPILE_CACHE_PREFIX}"
+    args = build_parser().parse_args(c["args"])
+    options = resolve_options(args, env)
+    assert options.models_root.startswith(DATA_DIR)
+    assert options.compiled_root.startswith(DATA_DIR)
+    assert options.compile_cache == f"s3://{spec.bucket_name}/{COMPILE_CACHE_PREFIX}"
+    assert options.ready_file == DEFAULT_READY_FILE
+    assert options.drain_timeout == 900
+    assert options.compile_only is (kind == "Job")
     mounts = {m["mountPath"] for m in c["volumeMounts"]}
     assert {DATA_DIR, "/tmp", "/var/tmp"} <= mounts
 

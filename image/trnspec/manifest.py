@@ -1,0 +1,187 @@
+"""A sha256 manifest of a model (or compiled-artifact) directory.
+
+The manifest is the contract between whoever publishes a directory to S3 and whoever stages it
+back: a reader trusts a file only if its size and sha256 match the manifest, so a partial upload, a
+truncated download or an object replaced after publication is detected instead of being loaded.
+The publisher writes the manifest last, so its presence means "complete".
+
+No network here; only local file reads, so it is testable without mocks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+#: The manifest's file name, inside the directory it describes (excluded from itself).
+MANIFEST_NAME = "trnspec-manifest.json"
+#: Marks in-flight downloads (boto3 appends its own random extension to it while it writes);
+#: a name containing it is never listed in a manifest and never loaded.
+PARTIAL_SUFFIX = ".trnspec-partial"
+_CHUNK = 1024 * 1024
+
+
+def is_partial(name: str) -> bool:
+    """An unfinished download: ours (x.trnspec-partial) or boto3's (x.trnspec-partial.1a2B3c)."""
+    return PARTIAL_SUFFIX in name
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be trusted (bad JSON, unsafe path, duplicate entry)."""
+
+
+class FileEntry(BaseModel):
+    """One file: its path relative to the directory (POSIX separators), size and sha256."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str = Field(description="Relative POSIX path inside the directory.")
+    size: int = Field(ge=0, description="Size in bytes.")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="Lower-case hex sha256.")
+
+    @field_validator("path")
+    @classmethod
+    def _safe_relative(cls, value: str) -> str:
+        # A manifest read from S3 decides where files are written: refuse anything that could
+        # escape the destination directory.
+        p = PurePosixPath(value)
+        if not value or p.is_absolute() or ".." in p.parts or "\\" in value or value != str(p):
+            raise ValueError(f"unsafe path {value!r}: must be a normalised relative POSIX path")
+        if p.name == MANIFEST_NAME or is_partial(p.name):
+            raise ValueError(f"reserved file name {value!r}")
+        return value
+
+
+class Manifest(BaseModel):
+    """Every file of a directory; order-independent (entries are kept sorted by path)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = Field(default=1, description="Format version; bump on incompatible change.")
+    files: tuple[FileEntry, ...] = Field(default=(), description="Entries sorted by path.")
+
+    @field_validator("files")
+    @classmethod
+    def _sorted_unique(cls, value: tuple[FileEntry, ...]) -> tuple[FileEntry, ...]:
+        ordered = tuple(sorted(value, key=lambda e: e.path))
+        paths = [e.path for e in ordered]
+        dupes = sorted({p for p in paths if paths.count(p) > 1})
+        if dupes:
+            raise ValueError(f"duplicate paths: {', '.join(dupes)}")
+        return ordered
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(e.size for e in self.files)
+
+    def entry(self, path: str) -> FileEntry | None:
+        return next((e for e in self.files if e.path == path), None)
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Manifest:
+        """Parse a manifest; every defect becomes one ManifestError naming the problem."""
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as err:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()
+            )
+            raise ManifestError(f"invalid manifest: {problems}") from None
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """Why a local file does not match its manifest entry."""
+
+    path: str
+    reason: str  # "missing" | "size" | "sha256"
+    expected: str
+    actual: str
+
+    def __str__(self) -> str:
+        if self.reason == "missing":
+            return f"{self.path}: missing"
+        return f"{self.path}: {self.reason} is {self.actual}, manifest says {self.expected}"
+
+
+def sha256_file(path: Path) -> str:
+    """Stream the file through sha256 (model shards are tens of GB: never read them whole)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _walk(root: Path) -> Iterable[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if name == MANIFEST_NAME or is_partial(name):
+                continue
+            yield Path(dirpath) / name
+
+
+def build_manifest(root: Path) -> Manifest:
+    """Hash every regular file under root (symlinks followed, manifest and partials skipped)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ManifestError(f"{root} is not a directory")
+    entries = [
+        FileEntry(
+            path=p.relative_to(root).as_posix(),
+            size=p.stat().st_size,
+            sha256=sha256_file(p),
+        )
+        for p in _walk(root)
+    ]
+    return Manifest(files=tuple(entries))
+
+
+def check_file(root: Path, entry: FileEntry) -> Mismatch | None:
+    """Compare the file at root/entry.path with its entry."""
+    return check_path(Path(root) / entry.path, entry)
+
+
+def check_path(path: Path, entry: FileEntry) -> Mismatch | None:
+    """Compare any file (e.g. a download's temp name) with an entry; size first, so a wrong size
+    costs no hashing."""
+    if not path.is_file():
+        return Mismatch(entry.path, "missing", "", "")
+    size = path.stat().st_size
+    if size != entry.size:
+        return Mismatch(entry.path, "size", str(entry.size), str(size))
+    digest = sha256_file(path)
+    if digest != entry.sha256:
+        return Mismatch(entry.path, "sha256", entry.sha256, digest)
+    return None
+
+
+def verify(root: Path, manifest: Manifest) -> list[Mismatch]:
+    """Every entry whose local file is missing or differs; empty means the directory is intact."""
+    return [m for e in manifest.files if (m := check_file(root, e)) is not None]
+
+
+def write_manifest(root: Path, manifest: Manifest) -> Path:
+    """Write the manifest into root atomically (temp name, then rename)."""
+    target = Path(root) / MANIFEST_NAME
+    tmp = target.with_name(MANIFEST_NAME + PARTIAL_SUFFIX)
+    tmp.write_text(manifest.to_json(), encoding="utf-8")
+    os.replace(tmp, target)
+    return target
+
+
+def read_manifest(root: Path) -> Manifest:
+    path = Path(root) / MANIFEST_NAME
+    if not path.is_file():
+        raise ManifestError(f"no {MANIFEST_NAME} in {root}")
+    return Manifest.from_json(path.read_bytes())

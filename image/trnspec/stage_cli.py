@@ -1,0 +1,172 @@
+"""`python -m trnspec stage ...`: publish, fetch and verify models and compiled artifacts by hand.
+
+The serve entrypoint stages automatically; these commands are for publishing a model once
+(`upload`), pre-warming a node or debugging a pod (`download`, `verify`), and finding a config's
+compile cache in S3 (`cache-key`). Exit codes: 0 done, 1 a transfer failed (the message names
+the file and the cause; nothing unverified is left in place), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from trnspec.config import ConfigError, Problem
+from trnspec.manifest import ManifestError, read_manifest, verify
+from trnspec.staging import (
+    MiB,
+    StagingError,
+    TransferSettings,
+    download,
+    parse_s3_uri,
+    rich_progress,
+    upload,
+)
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def _settings(args: argparse.Namespace) -> TransferSettings:
+    part = args.part_size_mib * MiB
+    return TransferSettings(
+        workers=args.workers,
+        max_attempts=args.attempts,
+        multipart_threshold=part,
+        multipart_chunksize=part,
+        max_concurrency=args.parts_in_flight,
+    )
+
+
+def _s3_client() -> Any:
+    import boto3
+
+    return boto3.client("s3")
+
+
+def _location(value: str, flag: str) -> Any:
+    try:
+        return parse_s3_uri(value)
+    except ValueError as err:
+        raise ConfigError([Problem(flag, value, str(err))]) from None
+
+
+def _cmd_download(args: argparse.Namespace) -> int:
+    source = _location(args.source, "SOURCE")
+    try:
+        with rich_progress(not args.no_progress) as bar:
+            result = download(_s3_client(), source, Path(args.dest), _settings(args), bar)
+    except StagingError as err:
+        print(f"download failed: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    print(result.summary())
+    return EXIT_OK
+
+
+def _cmd_upload(args: argparse.Namespace) -> int:
+    src = Path(args.src)
+    if not src.is_dir():
+        raise ConfigError([Problem("SRC", str(src), "must be an existing local directory")])
+    target = _location(args.target, "TARGET")
+    try:
+        with rich_progress(not args.no_progress) as bar:
+            result = upload(_s3_client(), src, target, _settings(args), bar)
+    except StagingError as err:
+        print(f"upload failed: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    print(result.summary())
+    return EXIT_OK
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    root = Path(args.dir)
+    try:
+        problems = verify(root, read_manifest(root))
+    except ManifestError as err:
+        print(f"verify failed: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    for p in problems:
+        print(p, file=sys.stderr)
+    if problems:
+        print(f"{root}: {len(problems)} file(s) do not match the manifest", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{root}: every file matches the manifest")
+    return EXIT_OK
+
+
+def _cmd_cache_key(args: argparse.Namespace) -> int:
+    from trnspec.cache_key import compile_cache_key
+    from trnspec.cli import config_from_args
+
+    print(compile_cache_key(config_from_args(args)))
+    return EXIT_OK
+
+
+def _at_least_one(text: str) -> int:
+    """argparse type: an integer >= 1 (argparse turns the error into a usage error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _transfer_flags(p: argparse.ArgumentParser) -> None:
+    d = TransferSettings()
+    p.add_argument(
+        "--workers", type=_at_least_one, default=d.workers, help="files in flight (%(default)s)"
+    )
+    p.add_argument(
+        "--parts-in-flight",
+        type=_at_least_one,
+        default=d.max_concurrency,
+        help="parallel parts per large file (%(default)s)",
+    )
+    p.add_argument(
+        "--part-size-mib",
+        type=_at_least_one,
+        default=d.multipart_chunksize // MiB,
+        help="multipart threshold and part size in MiB (%(default)s)",
+    )
+    p.add_argument(
+        "--attempts",
+        type=_at_least_one,
+        default=d.max_attempts,
+        help="attempts per file before failing (%(default)s)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `stage` to the trnspec CLI (called by trnspec.cli.build_parser)."""
+    from trnspec.cli import add_config_arguments
+
+    stage = subparsers.add_parser(
+        "stage",
+        help="publish/fetch/verify models and compiled artifacts in S3 (sha256 manifest)",
+        description=(__doc__ or "").split("\n\n")[0],
+    )
+    sub = stage.add_subparsers(dest="stage_command", required=True, metavar="ACTION")
+
+    p = sub.add_parser("download", help="S3 -> local dir, verified and resumable")
+    p.add_argument("source", metavar="SOURCE", help="s3://bucket/prefix (with a manifest)")
+    p.add_argument("dest", metavar="DEST", help="local directory")
+    _transfer_flags(p)
+    p.set_defaults(func=_cmd_download)
+
+    p = sub.add_parser("upload", help="publish a local dir: files first, manifest last")
+    p.add_argument("src", metavar="SRC", help="local directory")
+    p.add_argument("target", metavar="TARGET", help="s3://bucket/prefix")
+    _transfer_flags(p)
+    p.set_defaults(func=_cmd_upload)
+
+    p = sub.add_parser("verify", help="check a local dir against its manifest")
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("cache-key", help="print the compile-cache key of a config")
+    add_config_arguments(p)
+    p.set_defaults(func=_cmd_cache_key)

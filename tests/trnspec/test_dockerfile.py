@@ -1,0 +1,195 @@
+"""What can be checked of the serving image without a Docker engine: the base is the pinned
+image of trnspec.images, the entrypoint is the serve command, the user is not root, the build
+context carries what the Dockerfile copies, and the package builds and installs from its wheel."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from trnspec.config import list_profiles, load_profile
+from trnspec.images import IMAGES, ImageGeneration
+
+IMAGE_DIR = Path(__file__).resolve().parents[2] / "image"
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for raw in (IMAGE_DIR / "Dockerfile").read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        pending += line
+        if pending.endswith("\\"):
+            pending = pending[:-1] + " "
+            continue
+        keyword, _, args = pending.partition(" ")
+        out.append((keyword.upper(), args.strip()))
+        pending = ""
+    return out
+
+
+def first(keyword: str) -> str:
+    return next(args for k, args in instructions() if k == keyword)
+
+
+def last(keyword: str) -> str:
+    return [args for k, args in instructions() if k == keyword][-1]
+
+
+def pinned(generation: ImageGeneration) -> str:
+    spec = IMAGES[generation]
+    return f"{spec.uri}@{spec.digest}" if spec.digest else spec.uri
+
+
+def test_base_image_is_the_pinned_image_of_the_default_profiles_generation() -> None:
+    kinds = [k for k, _ in instructions()]
+    assert kinds.index("ARG") < kinds.index("FROM")
+    name, _, default = first("ARG").partition("=")
+    assert name == "BASE_IMAGE"
+    assert first("FROM") == "${BASE_IMAGE}"
+    cmd = json.loads(last("CMD"))
+    profile = load_profile(cmd[cmd.index("--profile") + 1])
+    assert default == pinned(profile.image)
+
+
+@pytest.mark.parametrize(
+    "generation", [g for g, spec in IMAGES.items() if spec.runs_on_trn2], ids=str
+)
+def test_every_trn2_base_is_pinned_by_tag(generation: ImageGeneration) -> None:
+    ref = pinned(generation)
+    repository, _, tag = ref.split("@")[0].rpartition(":")
+    assert "/" in repository and tag and tag != "latest"
+    assert f"sdk{IMAGES[generation].neuron_sdk}" in tag
+
+
+def test_entrypoint_is_the_serve_command_in_exec_form() -> None:
+    assert json.loads(last("ENTRYPOINT")) == ["python", "-m", "trnspec", "serve"]
+
+
+def test_runtime_user_is_not_root() -> None:
+    user = last("USER")
+    uid = dict(a.partition("=")[::2] for k, a in instructions() if k == "ARG").get(
+        user.strip("${}")
+    )
+    assert (uid or user) not in {"0", "root", ""}
+
+
+def test_build_context_carries_everything_the_dockerfile_copies() -> None:
+    patterns = [
+        p.strip()
+        for p in (IMAGE_DIR / ".dockerignore").read_text().splitlines()
+        if p.strip() and not p.startswith("#")
+    ]
+
+    def included(path: str) -> bool:
+        keep = True
+        for p in patterns:
+            negated, pat = p.startswith("!"), p.lstrip("!").rstrip("/")
+            hit = fnmatch.fnmatch(path, pat) or path.startswith(pat + "/")
+            if pat.startswith("**/"):
+                hit = hit or any(fnmatch.fnmatch(part, pat[3:]) for part in path.split("/"))
+            if hit:
+                keep = negated
+        return keep
+
+    sources = [a.split()[0] for k, a in instructions() if k == "COPY"]
+    assert sources
+    for src in sources:
+        assert (IMAGE_DIR / src).exists(), src
+        assert included(src), f"{src} is excluded by .dockerignore"
+    assert included("trnspec/serve.py") and included("trnspec/profiles/local-tiny.yaml")
+    assert not included("trnspec/__pycache__/serve.cpython-311.pyc")
+    assert not included("trnspec.egg-info/PKG-INFO")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the package's wheel from a copy of image/ (the build writes into its source dir)."""
+    root = tmp_path_factory.mktemp("wheel")
+    src = root / "src"
+    shutil.copytree(
+        IMAGE_DIR, src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(root / "dist"),
+            str(src),
+        ],
+        check=True,
+        timeout=300,
+    )
+    (found,) = (root / "dist").glob("trnspec-*.whl")
+    return found
+
+
+def test_wheel_contains_the_package_and_every_profile(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for module in ("__init__", "__main__", "cli", "serve", "stage_cli", "staging", "manifest"):
+        assert f"trnspec/{module}.py" in names
+    for profile in list_profiles():
+        assert f"trnspec/profiles/{profile}.yaml" in names
+
+
+def test_installed_wheel_runs_the_cli_without_the_source_tree(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        timeout=300,
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    where = subprocess.run(
+        [sys.executable, "-c", "import trnspec; print(trnspec.__file__)"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert where.stdout.startswith(str(target))
+    listed = subprocess.run(
+        [sys.executable, "-m", "trnspec", "profiles"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert [line.split("\t")[0] for line in listed.stdout.splitlines()] == list_profiles()
+    help_text = subprocess.run(
+        [sys.executable, "-m", "trnspec", "serve", "--help"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "--ready-file" in help_text.stdout
