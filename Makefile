@@ -15,7 +15,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: setup synth test demo lint clean
+.PHONY: setup synth test demo bench tune lint clean
 
 setup: $(STAMP)
 
@@ -37,6 +37,15 @@ test: setup
 
 demo: setup
 	$(BIN)/python scripts/demo.py
+
+# The benchmark and the window tuner on the embedded default (local vLLM CPU server, tiny models).
+bench: setup
+	$(BIN)/python scripts/bench.py --local --compare local --dataset tiny-corpus \
+		--concurrency 1,2,4 --num-prompts 24 --output-len 64 --out reports/bench.json
+
+tune: setup
+	$(BIN)/python scripts/tune.py --k 1,2,4,6 --dataset tiny-corpus --concurrency 2 \
+		--num-prompts 24 --output-len 64 --out reports/tune.json
 
 lint: setup
 	$(BIN)/ruff check .

