@@ -12,6 +12,7 @@ from constructs import Construct
 from infra.asg_tags import AsgNodeTemplateTags, AsgNodeTemplateTagsProps
 from infra.cluster import SYSTEM_LABEL
 from infra.neuron_node import node_template_tags
+from infra.pod_identity import PodIdentityRole
 from infra.trn2_nodegroup import Trn2Nodegroup
 
 CHART_REPOSITORY = "https://kubernetes.github.io/autoscaler"
@@ -44,12 +45,15 @@ class ClusterAutoscaler(Construct):
     def __init__(self, scope: Construct, construct_id: str, props: ClusterAutoscalerProps) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.role = iam.Role(
+        self.identity = PodIdentityRole(
             self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
+            "PodIdentity",
+            cluster=props.cluster,
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
             description="Cluster Autoscaler (Pod Identity)",
         )
+        self.role = self.identity.role
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="Discover",
@@ -95,14 +99,6 @@ class ClusterAutoscaler(Construct):
                 },
             )
         )
-        self.pod_identity = eks.CfnPodIdentityAssociation(
-            self,
-            "PodIdentity",
-            cluster_name=props.cluster.cluster_name,
-            namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT,
-            role_arn=self.role.role_arn,
-        )
         self.chart = eks.HelmChart(
             self,
             "Chart",
@@ -129,7 +125,7 @@ class ClusterAutoscaler(Construct):
                 },
             },
         )
-        self.chart.node.add_dependency(self.pod_identity)
+        self.chart.node.add_dependency(self.identity.association)
         self.asg_tags = [
             AsgNodeTemplateTags(
                 self,

@@ -20,6 +20,7 @@ from infra.neuron_node import (
     custom_node_labels,
     mime_user_data,
 )
+from infra.pod_identity import PodIdentityRole
 from infra.settings import Trn2PoolSettings
 
 CHART_REPOSITORY = "oci://public.ecr.aws/karpenter/karpenter"
@@ -166,22 +167,17 @@ class Karpenter(Construct):
             access_entry_type=eks.AccessEntryType.EC2_LINUX,
             access_policies=[],
         )
-        self.controller_role = iam.Role(
+        self.controller_identity = PodIdentityRole(
             self,
-            "ControllerRole",
-            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
-            description="Karpenter controller (Pod Identity)",
-        )
-        for statement in _controller_statements(stack, props.cluster_name, self.node_role):
-            self.controller_role.add_to_policy(statement)
-        self.pod_identity = eks.CfnPodIdentityAssociation(
-            self,
-            "PodIdentity",
-            cluster_name=props.cluster.cluster_name,
+            "ControllerIdentity",
+            cluster=props.cluster,
             namespace=NAMESPACE,
             service_account=SERVICE_ACCOUNT,
-            role_arn=self.controller_role.role_arn,
+            description="Karpenter controller (Pod Identity)",
         )
+        self.controller_role = self.controller_identity.role
+        for statement in _controller_statements(stack, props.cluster_name, self.node_role):
+            self.controller_role.add_to_policy(statement)
         self.chart = eks.HelmChart(
             self,
             "Chart",
@@ -201,7 +197,7 @@ class Karpenter(Construct):
                 "replicas": 2,
             },
         )
-        self.chart.node.add_dependency(self.pod_identity)
+        self.chart.node.add_dependency(self.controller_identity.association)
         self.node_pools = eks.KubernetesManifest(
             self,
             "NodePools",

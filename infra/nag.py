@@ -33,12 +33,12 @@ MANAGED_POLICIES: dict[str, str] = {
 #: Policies (by construct path fragment) whose wildcard resources (AwsSolutions-IAM5) we
 #: accept, and why.
 WILDCARD_OWNERS: dict[str, str] = {
-    "/ClusterAutoscaler/Role/": (
+    "/ClusterAutoscaler/PodIdentity/Role/": (
         "Describe* calls of EC2/Auto Scaling cannot be resource-scoped; Set/Terminate are "
         "limited by the k8s.io/cluster-autoscaler/<cluster>=owned tag condition; node groups "
         "are matched under this cluster only."
     ),
-    "/Karpenter/ControllerRole/": (
+    "/Karpenter/ControllerIdentity/Role/": (
         "Karpenter's documented controller policy: instances, fleets, launch templates and "
         "instance profiles do not exist before it creates them (request-tag conditions scope "
         "creation, resource-tag conditions scope deletion); Describe*/pricing are unscopable."

@@ -20,6 +20,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.pod_identity import PodIdentityRole
 from infra.workload.constants import COMPILE_CACHE_PREFIX, MODELS_PREFIX
 
 READ_OBJECT_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
@@ -106,28 +107,17 @@ class ServingIdentity(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.service_account_name = name
-        self.role = iam.Role(
+        self.identity = PodIdentityRole(
             self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com"),
-            description=f"EKS Pod Identity role of {namespace}/{name}",
-        )
-        # Pod Identity also tags the session; the trust policy must allow it.
-        self.role.assume_role_policy.add_statements(  # type: ignore[union-attr]
-            iam.PolicyStatement(
-                actions=["sts:TagSession"],
-                principals=[iam.ServicePrincipal("pods.eks.amazonaws.com")],
-            )
-        )
-        self.policy = iam.Policy(self, "Policy", statements=statements, roles=[self.role])
-        self.association = eks.CfnPodIdentityAssociation(
-            self,
-            "Association",
-            cluster_name=cluster.cluster_name,
+            "PodIdentity",
+            cluster=cluster,
             namespace=namespace,
             service_account=name,
-            role_arn=self.role.role_arn,
+            description=f"EKS Pod Identity role of {namespace}/{name}",
         )
+        self.role = self.identity.role
+        self.association = self.identity.association
+        self.policy = iam.Policy(self, "Policy", statements=statements, roles=[self.role])
         self.manifest = eks.KubernetesManifest(
             self,
             "ServiceAccount",

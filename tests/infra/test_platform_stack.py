@@ -284,7 +284,7 @@ def test_cluster_autoscaler_role_is_least_privilege_through_pod_identity(default
     (policy,) = [
         p
         for k, p in default.resources("AWS::IAM::Policy").items()
-        if k.startswith("ClusterAutoscalerRole")
+        if k.startswith("ClusterAutoscalerPodIdentityRole")
     ]
     statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     scale = statements["ScaleOwnGroupsOnly"]

@@ -33,16 +33,8 @@ CR = "cr-0123456789abcdef0"
 
 
 @pytest.fixture
-def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-2",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }.items():
-        monkeypatch.setenv(var, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+def aws_env(fake_aws_env: None) -> None:
+    """Every AWS call in these tests goes to moto or a Stubber."""
 
 
 @pytest.fixture

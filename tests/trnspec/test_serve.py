@@ -407,15 +407,7 @@ QWEN3_17B = {
 
 
 @pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    for var, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-2",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }.items():
-        monkeypatch.setenv(var, value)
+def s3(fake_aws_env: None, tmp_path: Path) -> Any:
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-2")
         for bucket in ("models", "cache"):

@@ -38,16 +38,7 @@ SMALL_PARTS = TransferSettings(
 
 
 @pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Any:
-    for var, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-2",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }.items():
-        monkeypatch.setenv(var, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+def s3(fake_aws_env: None) -> Any:
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-2")
         client.create_bucket(

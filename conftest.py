@@ -1,0 +1,23 @@
+"""Fixtures every test tree shares (at the repo root: a conftest in tests/ would put tests/ on
+sys.path, where tests/infra, tests/scripts and tests/trnspec would shadow the real packages)."""
+
+from __future__ import annotations
+
+import pytest
+
+#: Credentials moto accepts and AWS rejects: a test that escaped moto could not reach an account.
+FAKE_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-2",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+
+
+@pytest.fixture
+def fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake credentials and region, no profile or instance metadata: boto3 talks only to moto."""
+    for var, value in FAKE_AWS_ENV.items():
+        monkeypatch.setenv(var, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
