@@ -1,0 +1,46 @@
+"""Custom resources validated by the CRD validators of the @kubernetes-models npm packages.
+
+The Kubernetes JSON schemas of kubernetes-validate cover only built-in kinds. For KEDA, Karpenter
+and Prometheus Operator objects the tests use validators generated from those projects' CRD
+schemas (npm, pinned in package.json, installed by `make setup`), run once per batch in Node.js.
+They check types, required fields, enums and formats; unlike `kubectl apply --validate=strict`
+they accept unknown fields, and CEL rules are left to the API server.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+SCRIPT = Path(__file__).with_name("validate_crds.mjs")
+REPO = Path(__file__).resolve().parents[2]
+
+#: (apiVersion, kind) the validator knows.
+CUSTOM_KINDS = {
+    ("keda.sh/v1alpha1", "ScaledObject"),
+    ("karpenter.sh/v1", "NodePool"),
+    ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PodMonitor"),
+}
+
+
+def validate_custom(objects: list[dict[str, Any]]) -> list[list[str]]:
+    """One list of error messages per object (empty when valid)."""
+    node = shutil.which("node")
+    assert node, "node is needed (the CDK CLI needs it too): install Node.js 20"
+    assert (REPO / "node_modules" / "@kubernetes-models").is_dir(), "run `make setup` (npm ci)"
+    done = subprocess.run(
+        [node, str(SCRIPT)],
+        input=json.dumps(objects),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
