@@ -452,27 +452,27 @@ def options(tmp_path: Path, run: str) -> ServeOptions:
     )
 
 
+def plan_for(cfg: ServingConfig, opts: ServeOptions) -> Any:
+    """The serve plan for a config under a pod's options (where it stages and caches)."""
+    return plan_serve(
+        cfg,
+        models_root=opts.models_root,
+        compiled_root=opts.compiled_root,
+        compile_cache=opts.compile_cache,
+    )
+
+
 def test_cold_start_publishes_the_compile_and_the_next_pod_reuses_it(
     s3: Any, tmp_path: Path
 ) -> None:
     cfg, fake = s3_qwen(), FakeVllm()
     first = options(tmp_path, "pod1")
-    plan = plan_serve(
-        cfg,
-        models_root=first.models_root,
-        compiled_root=first.compiled_root,
-        compile_cache=first.compile_cache,
-    )
+    plan = plan_for(cfg, first)
     assert execute(cfg, plan, first, fake, s3) == 0
     assert plan.cache is not None
     assert fetch_manifest(s3, S3Location("cache", f"neuron/{plan.cache.key}")) is not None
     second = options(tmp_path, "pod2")
-    plan2 = plan_serve(
-        cfg,
-        models_root=second.models_root,
-        compiled_root=second.compiled_root,
-        compile_cache=second.compile_cache,
-    )
+    plan2 = plan_for(cfg, second)
     assert execute(cfg, plan2, second, fake, s3) == 0
     assert [warm for _, warm in fake.calls] == [False, True]
 
@@ -484,12 +484,7 @@ def test_staged_models_are_checked_again_from_their_config_files(s3: Any, tmp_pa
     upload(s3, bad, S3Location("models", "Qwen3-1.7B"))  # same name, other tokenizer
     cfg, fake = s3_qwen(), FakeVllm()
     opts = options(tmp_path, "pod")
-    plan = plan_serve(
-        cfg,
-        models_root=opts.models_root,
-        compiled_root=opts.compiled_root,
-        compile_cache=opts.compile_cache,
-    )
+    plan = plan_for(cfg, opts)
     with pytest.raises(ConfigError, match=r"speculation\.draft\.source=.*vocabulary"):
         execute(cfg, plan, opts, fake, s3)
     assert fake.calls == []  # vLLM never started
@@ -500,12 +495,7 @@ def test_missing_model_in_s3_fails_staging_without_starting_vllm(
 ) -> None:
     cfg = apply_overrides(s3_qwen(), ["speculation.draft.source=s3://models/Qwen3-1.7B-missing"])
     fake, opts = FakeVllm(), options(tmp_path, "pod")
-    plan = plan_serve(
-        cfg,
-        models_root=opts.models_root,
-        compiled_root=opts.compiled_root,
-        compile_cache=opts.compile_cache,
-    )
+    plan = plan_for(cfg, opts)
     assert execute(cfg, plan, opts, fake, s3) == 1
     assert "nothing published at s3://models/Qwen3-1.7B-missing" in capsys.readouterr().err
     assert fake.calls == []
@@ -522,12 +512,7 @@ def test_cache_publish_denied_is_logged_and_the_pod_keeps_serving(
     s3.meta.events.register("before-parameter-build.s3.PutObject", deny)
     cfg, fake = s3_qwen(), FakeVllm()
     opts = options(tmp_path, "pod")
-    plan = plan_serve(
-        cfg,
-        models_root=opts.models_root,
-        compiled_root=opts.compiled_root,
-        compile_cache=opts.compile_cache,
-    )
+    plan = plan_for(cfg, opts)
     with caplog.at_level(logging.WARNING, logger="trnspec.serve"):
         assert execute(cfg, plan, opts, fake, s3) == 0
     assert "could not publish the compile cache" in caplog.text and "AccessDenied" in caplog.text
@@ -545,24 +530,14 @@ def compile_only(tmp_path: Path, run: str) -> ServeOptions:
 def test_compile_only_compiles_publishes_and_stops(s3: Any, tmp_path: Path) -> None:
     cfg, fake, stops = s3_qwen(), FakeVllm(), []
     opts = compile_only(tmp_path, "job")
-    plan = plan_serve(
-        cfg,
-        models_root=opts.models_root,
-        compiled_root=opts.compiled_root,
-        compile_cache=opts.compile_cache,
-    )
+    plan = plan_for(cfg, opts)
     assert execute(cfg, plan, opts, fake, s3, stop=lambda: stops.append(1)) == 0
     assert stops == [1]
     assert plan.cache is not None
     assert fetch_manifest(s3, S3Location("cache", f"neuron/{plan.cache.key}")) is not None
     # A second run finds the key published and starts nothing, stages nothing.
     again = compile_only(tmp_path, "job2")
-    plan2 = plan_serve(
-        cfg,
-        models_root=again.models_root,
-        compiled_root=again.compiled_root,
-        compile_cache=again.compile_cache,
-    )
+    plan2 = plan_for(cfg, again)
     assert execute(cfg, plan2, again, fake, s3) == 0
     assert len(fake.calls) == 1
     assert not Path(again.models_root).exists()
@@ -570,12 +545,7 @@ def test_compile_only_compiles_publishes_and_stops(s3: Any, tmp_path: Path) -> N
 
 def test_compile_only_fails_when_vllm_dies_before_answering(s3: Any, tmp_path: Path) -> None:
     cfg, opts = s3_qwen(), compile_only(tmp_path, "job")
-    plan = plan_serve(
-        cfg,
-        models_root=opts.models_root,
-        compiled_root=opts.compiled_root,
-        compile_cache=opts.compile_cache,
-    )
+    plan = plan_for(cfg, opts)
     assert execute(cfg, plan, opts, lambda command, ready: 7, s3) == 7
 
 
@@ -646,29 +616,14 @@ def test_ready_file_that_cannot_be_written_does_not_crash(tmp_path: Path) -> Non
 def test_a_corrupt_compile_cache_is_recompiled_and_replaced(s3: Any, tmp_path: Path) -> None:
     cfg, fake = s3_qwen(), FakeVllm()
     first = options(tmp_path, "pod1")
-    plan = plan_serve(
-        cfg,
-        models_root=first.models_root,
-        compiled_root=first.compiled_root,
-        compile_cache=first.compile_cache,
-    )
+    plan = plan_for(cfg, first)
     assert execute(cfg, plan, first, fake, s3) == 0
     assert plan.cache is not None
     s3.put_object(Bucket="cache", Key=f"neuron/{plan.cache.key}/model.neff", Body=b"garbage!!!!!!!")
     second = options(tmp_path, "pod2")
-    plan2 = plan_serve(
-        cfg,
-        models_root=second.models_root,
-        compiled_root=second.compiled_root,
-        compile_cache=second.compile_cache,
-    )
+    plan2 = plan_for(cfg, second)
     assert execute(cfg, plan2, second, fake, s3) == 0
     third = options(tmp_path, "pod3")
-    plan3 = plan_serve(
-        cfg,
-        models_root=third.models_root,
-        compiled_root=third.compiled_root,
-        compile_cache=third.compile_cache,
-    )
+    plan3 = plan_for(cfg, third)
     assert execute(cfg, plan3, third, fake, s3) == 0
     assert [warm for _, warm in fake.calls] == [False, False, True]
