@@ -29,11 +29,11 @@ from scripts.bench import Arm, opened
 from scripts.bench_report import atomic_write_text
 from scripts.bench_run import RunOptions, discover_model, run_level
 from scripts.bench_workload import (
+    TINY_CORPUS,
     VOCABULARY,
     RequestSpec,
     WorkloadError,
-    load_dataset,
-    synthetic_prompts,
+    select_workload,
 )
 
 _VLLM_MAIN = (
@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="PATH=VALUE",
         help="profile override for --local (repeatable)",
     )
-    p.add_argument("--dataset", type=Path, help="JSONL prompts, as for bench.py")
+    p.add_argument("--dataset", help=f'JSONL prompts, or "{TINY_CORPUS}" (as for bench.py)')
     p.add_argument("--model")
     p.add_argument("--tokenizer", type=Path, help="tokenizer dir for vllm bench (default: built)")
     p.add_argument("--api", choices=("completions", "chat"), default="completions")
@@ -273,10 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bench_reference.py: error: --endpoint/--local: give exactly one", file=sys.stderr)
         return 2
     try:
-        specs = (
-            load_dataset(args.dataset, args.num_prompts, args.output_len, args.seed)
-            if args.dataset
-            else synthetic_prompts(args.num_prompts, args.input_len, args.output_len, args.seed)
+        specs = select_workload(
+            args.dataset, args.num_prompts, args.input_len, args.output_len, args.seed
         )
     except WorkloadError as exc:
         print(f"bench_reference.py: error: {exc}", file=sys.stderr)
