@@ -27,6 +27,20 @@ NODE_MANAGED_POLICIES = (
     "AmazonEKS_CNI_Policy",
     "AmazonSSMManagedInstanceCore",
 )
+
+
+def node_role(scope: Construct, construct_id: str) -> iam.Role:
+    """The instance role every worker node of this platform gets (system, Trn2, Karpenter)."""
+    return iam.Role(
+        scope,
+        construct_id,
+        assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+        managed_policies=[
+            iam.ManagedPolicy.from_aws_managed_policy_name(n) for n in NODE_MANAGED_POLICIES
+        ],
+    )
+
+
 ENDPOINT_ACCESS = {
     "public-and-private": eks.EndpointAccess.PUBLIC_AND_PRIVATE,
     "private": eks.EndpointAccess.PRIVATE,
@@ -104,14 +118,7 @@ class Cluster(Construct):
             name: eks.Addon(self, f"Addon-{name}", addon_name=name, cluster=self.cluster)
             for name in CORE_ADDONS
         }
-        self.node_role = iam.Role(
-            self,
-            "SystemNodeRole",
-            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            managed_policies=[
-                iam.ManagedPolicy.from_aws_managed_policy_name(n) for n in NODE_MANAGED_POLICIES
-            ],
-        )
+        self.node_role = node_role(self, "SystemNodeRole")
         sn = s.system_nodes
         self.system_nodegroup = eks.Nodegroup(
             self,

@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 from trnspec.topology import instance
 
-from infra.cluster import NODE_MANAGED_POLICIES, SYSTEM_LABEL
+from infra.cluster import SYSTEM_LABEL, node_role
 from infra.neuron_node import (
     NEURON_DEVICE_RESOURCE,
     NEURON_TAINT_EFFECT,
@@ -151,14 +151,7 @@ class Karpenter(Construct):
     def __init__(self, scope: Construct, construct_id: str, props: KarpenterProps) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.node_role = iam.Role(
-            self,
-            "NodeRole",
-            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            managed_policies=[
-                iam.ManagedPolicy.from_aws_managed_policy_name(n) for n in NODE_MANAGED_POLICIES
-            ],
-        )
+        self.node_role = node_role(self, "NodeRole")
         self.node_access = eks.AccessEntry(
             self,
             "NodeAccess",

@@ -7,11 +7,10 @@ from typing import Any
 from aws_cdk import CfnOutput, Environment, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
 from aws_cdk.aws_lambda import ILayerVersion
 from constructs import Construct
 
-from infra.cluster import NODE_MANAGED_POLICIES, SYSTEM_LABEL, Cluster, ClusterProps
+from infra.cluster import SYSTEM_LABEL, Cluster, ClusterProps, node_role
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerProps
 from infra.karpenter import Karpenter, KarpenterProps
 from infra.network import Network, NetworkProps
@@ -48,14 +47,7 @@ class PlatformStack(Stack):
 
         self._nodegroups: tuple[Trn2Nodegroup, ...] = ()
         if settings.autoscaler == "cluster-autoscaler":
-            trn2_role = iam.Role(
-                self,
-                "Trn2NodeRole",
-                assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-                managed_policies=[
-                    iam.ManagedPolicy.from_aws_managed_policy_name(n) for n in NODE_MANAGED_POLICIES
-                ],
-            )
+            trn2_role = node_role(self, "Trn2NodeRole")
             self._nodegroups = tuple(
                 Trn2Nodegroup(
                     self,
