@@ -60,8 +60,11 @@ class BuildSpec:
     corpus_documents: int = 4000
     seq_len: int = 128
     batch_size: int = 8
-    bf16_autocast: bool = True
-    """Train under bfloat16 autocast (about twice as fast on AVX-512 CPUs); weights stay float32."""
+    bf16_autocast: bool = field(default_factory=lambda: cpu_has_fast_bf16())
+    """Train under bfloat16 autocast; weights stay float32. On by default only where the CPU runs
+    bf16 kernels natively (AVX-512 or AMX: about twice as fast); on AVX2-only CPUs autocast is
+    emulated and about 21x slower, so it is off there. Part of the cache key, so each choice
+    gives its own reproducible pair."""
     max_position_embeddings: int = 4096
     target: Shape = field(default_factory=lambda: Shape(256, 4, 4, 2, 64, 768))
     draft: Shape = field(default_factory=lambda: Shape(128, 1, 2, 1, 64, 384))
@@ -93,6 +96,18 @@ class TinyModels:
 
 
 Log = Callable[[str], None]
+
+#: PyTorch CPU kernel levels with native (not emulated) bfloat16 arithmetic.
+FAST_BF16_CAPABILITIES = ("AVX512", "AMX")
+
+
+def cpu_has_fast_bf16(capability: str | None = None) -> bool:
+    """True when PyTorch's CPU kernels run bfloat16 natively (honours ATEN_CPU_CAPABILITY)."""
+    if capability is None:
+        import torch
+
+        capability = torch.backends.cpu.get_cpu_capability()
+    return capability.upper().startswith(FAST_BF16_CAPABILITIES)
 
 
 def cache_key(spec: BuildSpec) -> str:

@@ -1,4 +1,4 @@
-"""Every synthesized platform template: cfn-lint clean, cdk-nag clean, snapshot-stable."""
+"""Every synthesized platform template: cfn-lint clean, cdk-nag clean."""
 
 from __future__ import annotations
 
@@ -58,23 +58,13 @@ def test_every_acknowledgement_kind_is_still_needed(platform_synth: Any) -> None
     assert len(WILDCARD_OWNERS) == 4
 
 
-def _masked(raw: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(_HASH.sub("<asset-hash>", json.dumps(raw, sort_keys=True)))
-
-
-@pytest.mark.parametrize("profile", PROFILES)
-def test_template_matches_snapshot(platform_synth: Any, profile: str, snapshot: Any) -> None:
-    assert _masked(platform_synth(profile).raw) == snapshot
-
-
-def test_serving_template_matches_snapshot(platform_synth: Any, snapshot: Any) -> None:
-    """One serving snapshot: the serving stack does not depend on the platform profile's shape."""
-    assert _masked(platform_synth("default").serving_raw) == snapshot
-
-
 @pytest.mark.slow
 def test_synth_passes_cdk_builtin_cloudformation_validation(
     platform_synth: Any, tmp_path: Path
 ) -> None:
     checked = synth_profile("default", tmp_path, validation=True)
     assert _masked(checked.raw) == _masked(platform_synth("default").raw)
+
+
+def _masked(raw: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(_HASH.sub("<asset-hash>", json.dumps(raw, sort_keys=True)))

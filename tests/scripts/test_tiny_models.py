@@ -29,6 +29,18 @@ def loaded(tiny_models: TinyModels):
 # --- cache ------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("capability", "fast"),
+    [("AVX512", True), ("AMX", True), ("AVX512_BF16", True), ("AVX2", False), ("DEFAULT", False)],
+)
+def test_bf16_autocast_only_where_the_cpu_runs_bf16_natively(capability: str, fast: bool) -> None:
+    assert builder.cpu_has_fast_bf16(capability) is fast
+
+
+def test_the_autocast_choice_is_part_of_the_cache_key() -> None:
+    assert cache_key(BuildSpec(bf16_autocast=True)) != cache_key(BuildSpec(bf16_autocast=False))
+
+
 def test_cache_key_is_stable_for_the_same_inputs() -> None:
     assert cache_key(BuildSpec()) == cache_key(BuildSpec())
 
