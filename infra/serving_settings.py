@@ -11,22 +11,22 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from trnspec.problems import InputError, Problem, problems_from_validation
+from trnspec.user_input import Int, Text
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _OVERRIDE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*=.*$", re.DOTALL)
 _SECTION = "serving"
 
 
-class ServingSettingsError(ValueError):
+class ServingSettingsError(InputError):
     """Every problem of a `serving:` section, one per line: `serving.<field>=<value>: <fix>`.
 
     Raised together so one run shows all of them.
     """
 
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("invalid serving settings:\n" + "\n".join(f"  {p}" for p in problems))
+    heading = "invalid serving settings:"
 
 
 class ServingSettings(BaseModel):
@@ -34,20 +34,20 @@ class ServingSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    profile: str = Field("qwen3-32b-draft", description="Engine profile (trnspec.config).")
-    overrides: tuple[str, ...] = Field(
+    profile: Text = Field("qwen3-32b-draft", description="Engine profile (trnspec.config).")
+    overrides: tuple[Text, ...] = Field(
         (), description="Engine `--set dotted.path=value` overrides applied to the profile."
     )
-    name: str | None = Field(
+    name: Text | None = Field(
         None, description="Kubernetes object name; defaults to the profile name."
     )
-    namespace: str = Field("trnspec", description="Namespace of the serving objects.")
-    min_replicas: int = Field(1, ge=1, le=64, description="Replicas kept while there is no load.")
-    max_replicas: int = Field(2, ge=1, le=64, description="Upper bound for the autoscaler.")
+    namespace: Text = Field("trnspec", description="Namespace of the serving objects.")
+    min_replicas: Int = Field(1, ge=1, le=64, description="Replicas kept while there is no load.")
+    max_replicas: Int = Field(2, ge=1, le=64, description="Upper bound for the autoscaler.")
     scale_to_zero: bool = Field(
         False, description="Let KEDA remove the last replica when idle (see docs/workload.md)."
     )
-    waiting_requests_per_replica: int = Field(
+    waiting_requests_per_replica: Int = Field(
         4, ge=1, le=1024, description="Target of vllm:num_requests_waiting per replica."
     )
     internal_nlb: bool = Field(
@@ -57,94 +57,42 @@ class ServingSettings(BaseModel):
         "in-cluster",
         description="in-cluster: install kube-prometheus-stack; existing: use prometheus_url.",
     )
-    prometheus_url: str | None = Field(
+    prometheus_url: Text | None = Field(
         None, description="Prometheus HTTP API base URL, only with prometheus: existing."
     )
-    monitoring_namespace: str = Field("monitoring", description="Namespace of Prometheus/Grafana.")
+    monitoring_namespace: Text = Field("monitoring", description="Namespace of Prometheus/Grafana.")
     weights_storage: Literal["node-local", "ebs"] = Field(
         "node-local",
         description="node-local: emptyDir on the kubelet's disk; ebs: ephemeral PVC per pod.",
     )
-    weights_volume_gib: int = Field(
+    weights_volume_gib: Int = Field(
         300,
         ge=10,
         le=16384,
         description="Scratch for staged weights + compiled graphs (Llama-3.1-70B bf16 is 141 GB); "
         "with node-local it must fit the node's disk next to the images.",
     )
-    ebs_storage_class: str = Field("gp3", description="StorageClass for weights_storage: ebs.")
-    shm_gib: int = Field(32, ge=1, le=512, description="Size of the /dev/shm memory emptyDir.")
-    max_startup_minutes: int = Field(
+    ebs_storage_class: Text = Field("gp3", description="StorageClass for weights_storage: ebs.")
+    shm_gib: Int = Field(32, ge=1, le=512, description="Size of the /dev/shm memory emptyDir.")
+    max_startup_minutes: Int = Field(
         90, ge=5, le=24 * 60, description="Startup probe budget: staging + load (+ compile)."
     )
-    max_request_seconds: int = Field(
+    max_request_seconds: Int = Field(
         600, ge=10, le=3600, description="Longest request to drain before a pod is killed."
     )
     precompile_on_deploy: bool = Field(
         True, description="Run the precompile Job at deploy; otherwise it is created suspended."
     )
-    precompile_timeout_hours: int = Field(
+    precompile_timeout_hours: Int = Field(
         6, ge=1, le=48, description="Deadline of the precompile Job."
     )
-    compile_cache_retention_days: int = Field(
+    compile_cache_retention_days: Int = Field(
         30, ge=1, le=3650, description="Compiled artifacts not rewritten for this long expire."
     )
     models_from_bucket: bool = Field(
         True,
         description="Point target/draft sources at s3://<model bucket>/models/<served name>/.",
     )
-
-    @model_validator(mode="after")
-    def _cross_field(self) -> ServingSettings:
-        """Collect every cross-field problem so one run shows all of them."""
-        problems: list[str] = []
-        for field in ("namespace", "monitoring_namespace"):
-            value = getattr(self, field)
-            if not _DNS_LABEL.match(value) or len(value) > 63:
-                problems.append(
-                    f"{_SECTION}.{field}={value!r}: use a DNS-1123 label "
-                    "(lowercase letters, digits and '-', at most 63 characters)"
-                )
-        if self.name is not None and (not _DNS_LABEL.match(self.name) or len(self.name) > 40):
-            problems.append(
-                f"{_SECTION}.name={self.name!r}: use a DNS-1123 label of at most 40 characters "
-                "(suffixes such as '-precompile-<hash>' are appended)"
-            )
-        if self.max_replicas < self.min_replicas:
-            problems.append(
-                f"{_SECTION}.max_replicas={self.max_replicas}: must be >= min_replicas "
-                f"({self.min_replicas})"
-            )
-        for i, item in enumerate(self.overrides):
-            if not _OVERRIDE.match(item):
-                problems.append(
-                    f"{_SECTION}.overrides[{i}]={item!r}: use 'dotted.path=value', "
-                    "e.g. 'speculation.num_speculative_tokens=5'"
-                )
-        if self.prometheus == "existing" and not self.prometheus_url:
-            problems.append(
-                f"{_SECTION}.prometheus_url=None: required with prometheus: existing "
-                "(e.g. http://prometheus-server.monitoring.svc:9090)"
-            )
-        if self.prometheus == "in-cluster" and self.prometheus_url is not None:
-            problems.append(
-                f"{_SECTION}.prometheus_url={self.prometheus_url!r}: only allowed with "
-                "prometheus: existing (in-cluster derives the address)"
-            )
-        if self.prometheus_url is not None and not self.prometheus_url.startswith(
-            ("http://", "https://")
-        ):
-            problems.append(
-                f"{_SECTION}.prometheus_url={self.prometheus_url!r}: use an http:// or https:// URL"
-            )
-        if self.shm_gib >= self.weights_volume_gib and self.weights_storage == "node-local":
-            problems.append(
-                f"{_SECTION}.shm_gib={self.shm_gib}: must be smaller than weights_volume_gib "
-                f"({self.weights_volume_gib})"
-            )
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
 
     @property
     def app_name(self) -> str:
@@ -154,21 +102,58 @@ class ServingSettings(BaseModel):
         return re.sub(r"[^a-z0-9-]+", "-", self.profile.lower()).strip("-")[:40].strip("-")
 
 
-def _format(error: ValidationError) -> list[str]:
-    problems: list[str] = []
-    for err in error.errors():
-        if err["type"] == "value_error":
-            message = str(err["ctx"]["error"]) if "ctx" in err else err["msg"]
-            problems.extend(message.splitlines())
-            continue
-        field = ".".join(str(p) for p in err["loc"])
-        value = err.get("input")
-        if err["type"] == "extra_forbidden":
-            allowed = ", ".join(sorted(ServingSettings.model_fields))
-            fix = f"unknown setting; allowed: {allowed}"
-        else:
-            fix = err["msg"]
-        problems.append(f"{_SECTION}.{field}={value!r}: {fix}")
+def cross_check(s: ServingSettings) -> list[Problem]:
+    """Rules over several fields (or beyond a type), run once every field is individually valid;
+    every problem is collected so one run shows all of them."""
+    problems: list[Problem] = []
+
+    def bad(field: str, value: object, fix: str) -> None:
+        problems.append(Problem(f"{_SECTION}.{field}", value, fix))
+
+    for field in ("namespace", "monitoring_namespace"):
+        value = getattr(s, field)
+        if not _DNS_LABEL.match(value) or len(value) > 63:
+            bad(
+                field,
+                value,
+                "use a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)",
+            )
+    if s.name is not None and (not _DNS_LABEL.match(s.name) or len(s.name) > 40):
+        bad(
+            "name",
+            s.name,
+            "use a DNS-1123 label of at most 40 characters "
+            "(suffixes such as '-precompile-<hash>' are appended)",
+        )
+    if s.max_replicas < s.min_replicas:
+        bad("max_replicas", s.max_replicas, f"must be >= min_replicas ({s.min_replicas})")
+    for i, item in enumerate(s.overrides):
+        if not _OVERRIDE.match(item):
+            bad(
+                f"overrides.{i}",
+                item,
+                "use 'dotted.path=value', e.g. 'speculation.num_speculative_tokens=5'",
+            )
+    if s.prometheus == "existing" and not s.prometheus_url:
+        bad(
+            "prometheus_url",
+            None,
+            "required with prometheus: existing (e.g. http://prometheus-server.monitoring.svc:9090)",
+        )
+    if s.prometheus == "in-cluster" and s.prometheus_url is not None:
+        bad(
+            "prometheus_url",
+            s.prometheus_url,
+            "only allowed with prometheus: existing (in-cluster derives the address)",
+        )
+    if s.prometheus_url is not None and not s.prometheus_url.startswith(("http://", "https://")):
+        bad("prometheus_url", s.prometheus_url, "use an http:// or https:// URL")
+    if s.shm_gib >= s.weights_volume_gib and s.weights_storage == "node-local":
+        bad(
+            "shm_gib",
+            s.shm_gib,
+            f"must be smaller than weights_volume_gib ({s.weights_volume_gib})",
+        )
     return problems
 
 
@@ -181,9 +166,15 @@ def load_serving_settings(raw: dict[str, Any] | None) -> ServingSettings:
         raw = {}
     if not isinstance(raw, dict):
         raise ServingSettingsError(
-            [f"{_SECTION}={raw!r}: must be a mapping of settings (or omitted for defaults)"]
+            [Problem(_SECTION, raw, "must be a mapping of settings (or omitted for defaults)")]
         )
     try:
-        return ServingSettings.model_validate(raw)
+        settings = ServingSettings.model_validate(raw)
     except ValidationError as error:
-        raise ServingSettingsError(_format(error)) from None
+        raise ServingSettingsError(
+            problems_from_validation(error, ServingSettings, prefix=f"{_SECTION}.")
+        ) from None
+    problems = cross_check(settings)
+    if problems:
+        raise ServingSettingsError(problems)
+    return settings

@@ -8,13 +8,30 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from trnspec.problems import InputError, Problem, problems_from_validation
 from trnspec.topology import INSTANCE_TYPES
+from trnspec.user_input import (
+    InputReadError,
+    Int,
+    Text,
+    as_text,
+    load_yaml,
+    parse_value,
+    read_text_file,
+    refuse_bool,
+)
 
 #: Kubernetes minors this app deploys: aws-cdk-lib 2.275 `aws_eks_v2.KubernetesVersion` has them
 #: and the kubectl-v36 layer drives them (a test keeps this list in step with the library).
@@ -30,6 +47,12 @@ RESERVED_CONTEXT_KEYS = frozenset({"profile"})
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,28}[a-z0-9])?$"
 _AZ = r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"
 _REGION = r"^[a-z]{2}(-[a-z]+)+-\d$"
+#: AWS tag limits (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html and
+#: e.g. https://docs.aws.amazon.com/batch/latest/userguide/tag-restrictions.html): keys 1-128 and
+#: values 0-256 Unicode characters of letters, digits, spaces and `_ . : / = + - @`; `aws:` is
+#: reserved.
+TAG_KEY_MAX, TAG_VALUE_MAX = 128, 256
+_TAG_TEXT = re.compile(r"^[\w\s.:/=+\-@]*$")
 
 
 class _Frozen(BaseModel):
@@ -45,13 +68,13 @@ def _known_trn2(value: str) -> str:
 class VpcSettings(_Frozen):
     """The network: a new VPC (default) or an existing one looked up by id."""
 
-    vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
+    vpc_id: Text | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
     """Existing VPC to use; needs `account` and `region` (a context lookup at synth)."""
-    cidr: str = Field(default="10.0.0.0/16", pattern=r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$")
+    cidr: Text = Field(default="10.0.0.0/16", pattern=r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$")
     """CIDR of a new VPC (/16 to /24)."""
-    availability_zones: tuple[str, ...] = ()
+    availability_zones: tuple[Text, ...] = ()
     """AZs of a new VPC; empty means two AZs chosen at deploy time (env-agnostic synth)."""
-    nat_gateways: int = Field(default=1, ge=0, le=6)
+    nat_gateways: Int = Field(default=1, ge=0, le=6)
     """NAT gateways of a new VPC; 0 leaves private subnets without internet egress."""
 
     @field_validator("availability_zones")
@@ -70,7 +93,7 @@ class CapacitySettings(_Frozen):
 
     kind: Literal["on-demand", "capacity-block", "reservation"] = "on-demand"
     """on-demand, an EC2 Capacity Block for ML, or an On-Demand Capacity Reservation (ODCR)."""
-    reservation_id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{17}$")
+    reservation_id: Text | None = Field(default=None, pattern=r"^cr-[0-9a-f]{17}$")
     """The cr-... id of the capacity block or reservation; required unless on-demand."""
 
     @model_validator(mode="after")
@@ -85,29 +108,29 @@ class CapacitySettings(_Frozen):
 class Trn2PoolSettings(_Frozen):
     """One Trn2 node pool (a managed node group, or a Karpenter NodePool)."""
 
-    name: str = Field(pattern=_DNS_LABEL)
+    name: Text = Field(pattern=_DNS_LABEL)
     """Short DNS-label name; the node group is named <cluster_name>-<name>."""
-    instance_type: str = "trn2.48xlarge"
+    instance_type: Text = "trn2.48xlarge"
     """trn2.48xlarge, trn2u.48xlarge or trn2.3xlarge (the table in trnspec.topology)."""
-    min_size: int = Field(default=0, ge=0, le=64)
+    min_size: Int = Field(default=0, ge=0, le=64)
     """Minimum nodes; 0 lets the autoscaler release every Trn2 node."""
-    desired_size: int = Field(default=0, ge=0, le=64)
+    desired_size: Int = Field(default=0, ge=0, le=64)
     """Nodes at deploy time (the autoscaler owns it afterwards)."""
-    max_size: int = Field(default=2, ge=1, le=64)
+    max_size: Int = Field(default=2, ge=1, le=64)
     """Upper bound for the autoscaler."""
     capacity: CapacitySettings = CapacitySettings()
     """On-demand, capacity block or capacity reservation."""
-    availability_zone: str | None = Field(default=None, pattern=_AZ)
+    availability_zone: Text | None = Field(default=None, pattern=_AZ)
     """Pin the pool to one AZ (reservations are AZ-bound); needs `region`."""
-    subnet_ids: tuple[str, ...] = ()
+    subnet_ids: tuple[Text, ...] = ()
     """Pin the pool to these subnets of an existing VPC instead of an AZ."""
     efa: bool = False
     """Attach every EFA interface of the type (with a cluster placement group)."""
-    lnc: Literal[1, 2] = 2
+    lnc: Annotated[Literal[1, 2], BeforeValidator(refuse_bool)] = 2
     """Logical NeuronCore config written to the node (2 is the Trn2 default)."""
-    root_volume_gib: int = Field(default=512, ge=200, le=16384)
+    root_volume_gib: Int = Field(default=512, ge=200, le=16384)
     """Root gp3 volume: images and compiled artifacts are large (Neuron asks for >= 512)."""
-    labels: dict[str, str] = {}
+    labels: dict[Text, Text] = {}
     """Extra Kubernetes node labels."""
 
     @field_validator("instance_type")
@@ -138,15 +161,15 @@ class Trn2PoolSettings(_Frozen):
 class SystemNodeGroupSettings(_Frozen):
     """The small x86 node group for CoreDNS, autoscaler, Karpenter and Neuron control pods."""
 
-    instance_type: str = Field(default="m7i.large", pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
+    instance_type: Text = Field(default="m7i.large", pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
     """EC2 type of the system nodes."""
-    min_size: int = Field(default=2, ge=1, le=10)
+    min_size: Int = Field(default=2, ge=1, le=10)
     """At least one node: the autoscaler itself runs here."""
-    desired_size: int = Field(default=2, ge=1, le=10)
+    desired_size: Int = Field(default=2, ge=1, le=10)
     """Nodes at deploy time."""
-    max_size: int = Field(default=3, ge=1, le=10)
+    max_size: Int = Field(default=3, ge=1, le=10)
     """Upper bound."""
-    disk_gib: int = Field(default=50, ge=20, le=1000)
+    disk_gib: Int = Field(default=50, ge=20, le=1000)
     """Root volume size."""
 
     @model_validator(mode="after")
@@ -173,19 +196,19 @@ class NeuronSettings(_Frozen):
 class DeploymentSettings(_Frozen):
     """Everything the platform stack needs; built by `load_settings`."""
 
-    stack_name: str = Field(default="TrnspecPlatform", pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
+    stack_name: Text = Field(default="TrnspecPlatform", pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
     """CloudFormation stack name."""
-    cluster_name: str = Field(default="trnspec", pattern=r"^[a-zA-Z][a-zA-Z0-9-]{0,62}$")
+    cluster_name: Text = Field(default="trnspec", pattern=r"^[a-zA-Z][a-zA-Z0-9-]{0,62}$")
     """EKS cluster name (also the autoscaler/Karpenter discovery tag value)."""
-    account: str | None = Field(default=None, pattern=r"^\d{12}$")
+    account: Text | None = Field(default=None, pattern=r"^\d{12}$")
     """Target account; only needed for existing-VPC lookups and AZ pinning."""
-    region: str | None = Field(default=None, pattern=_REGION)
+    region: Text | None = Field(default=None, pattern=_REGION)
     """Target region; only needed for existing-VPC lookups and AZ pinning."""
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     """Kubernetes minor: one of SUPPORTED_KUBERNETES_VERSIONS."""
     endpoint_access: Literal["public-and-private", "private"] = "public-and-private"
     """API server endpoint: reachable publicly and from the VPC, or from the VPC only."""
-    admin_principal_arns: tuple[str, ...] = ()
+    admin_principal_arns: tuple[Text, ...] = ()
     """IAM role/user ARNs given cluster-admin access entries."""
     vpc: VpcSettings = VpcSettings()
     """New or existing VPC."""
@@ -199,18 +222,39 @@ class DeploymentSettings(_Frozen):
     """Node autoscaler: Cluster Autoscaler over managed node groups, or Karpenter NodePools."""
     neuron: NeuronSettings = NeuronSettings()
     """Neuron Helm chart components."""
-    tags: dict[str, str] = {"project": "trnspec"}
-    """Tags on every taggable resource."""
+    tags: dict[Text, Text] = {"project": "trnspec"}
+    """Tags on every taggable resource (AWS limits: key 1-128, value 0-256 characters)."""
     serving: dict[str, Any] | None = None
     """The workload's section, validated by infra.serving_settings, not here."""
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
     def _version(cls, v: Any) -> str:
-        text = str(v)
+        text = str(as_text(v))  # `-c kubernetes_version=1.30` is "1.30", not the float 1.3
         if text not in SUPPORTED_KUBERNETES_VERSIONS:
             raise ValueError(f"must be one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}")
         return text
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [
+            f"{k!r} (key)" if not 1 <= len(k) <= TAG_KEY_MAX or not _TAG_TEXT.match(k) else ""
+            for k in v
+        ] + [
+            f"{val[:20]!r}... (value of {k!r})"
+            if len(val) > TAG_VALUE_MAX or not _TAG_TEXT.match(val)
+            else ""
+            for k, val in v.items()
+        ]
+        bad += [f"{k!r} (reserved aws: prefix)" for k in v if k.lower().startswith("aws:")]
+        bad = [b for b in bad if b]
+        if bad:
+            raise ValueError(
+                f"{', '.join(bad[:5])}: AWS tags allow keys of 1-{TAG_KEY_MAX} and values of "
+                f"0-{TAG_VALUE_MAX} letters, digits, spaces and _ . : / = + - @, no aws: prefix"
+            )
+        return v
 
     @field_validator("admin_principal_arns")
     @classmethod
@@ -221,25 +265,13 @@ class DeploymentSettings(_Frozen):
         return v
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One bad setting: where, what it was, and how to fix it."""
-
-    field: str
-    value: object
-    fix: str
-
-    def __str__(self) -> str:
-        return f"{self.field}={self.value!r}: {self.fix}"
-
-
-class SettingsError(ValueError):
+class SettingsError(InputError):
     """Every problem of one settings load, so the user fixes them in one round."""
 
     def __init__(self, problems: list[Problem], source: str = "") -> None:
-        self.problems = problems
-        head = f"invalid deployment settings{f' ({source})' if source else ''}:"
-        super().__init__("\n".join([head, *(f"  {p}" for p in problems)]))
+        super().__init__(
+            problems, f"invalid deployment settings{f' ({source})' if source else ''}:"
+        )
 
 
 def cross_check(s: DeploymentSettings) -> list[Problem]:
@@ -319,49 +351,6 @@ def cross_check(s: DeploymentSettings) -> list[Problem]:
     return problems
 
 
-def _allowed_fields(loc: tuple[int | str, ...]) -> list[str]:
-    """Field names of the model that owns `loc`, for 'unknown field' messages."""
-    model: type[BaseModel] = DeploymentSettings
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        ann = model.model_fields.get(str(part))
-        if ann is None:
-            return []
-        inner = [a for a in _model_args(ann.annotation) if isinstance(a, type)]
-        nested = [a for a in inner if issubclass(a, BaseModel)]
-        if not nested:
-            return []
-        model = nested[0]
-    return sorted(model.model_fields)
-
-
-def _model_args(tp: Any) -> list[Any]:
-    args = getattr(tp, "__args__", None)
-    if not args:
-        return [tp]
-    out: list[Any] = []
-    for a in args:
-        out.extend(_model_args(a))
-    return out
-
-
-def _problems_from(err: ValidationError) -> list[Problem]:
-    problems = []
-    errors = err.errors()
-    failed_locs = [tuple(e["loc"]) for e in errors]
-    for e in errors:
-        loc = tuple(e["loc"])
-        if e["type"] == "too_short" and any(f[: len(loc)] == loc and f != loc for f in failed_locs):
-            continue  # the items themselves failed; their own messages say why
-        field = ".".join(str(p) for p in loc) or "(root)"
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = f"unknown field; allowed: {', '.join(_allowed_fields(loc))}"
-        problems.append(Problem(field, e.get("input"), msg))
-    return problems
-
-
 def parse_settings(data: dict[str, Any], source: str = "") -> DeploymentSettings:
     """Validate a plain dict into settings, raising one SettingsError with every problem."""
     if not isinstance(data, dict):
@@ -369,7 +358,7 @@ def parse_settings(data: dict[str, Any], source: str = "") -> DeploymentSettings
     try:
         settings = DeploymentSettings.model_validate(data)
     except ValidationError as err:
-        raise SettingsError(_problems_from(err), source) from None
+        raise SettingsError(problems_from_validation(err, DeploymentSettings), source) from None
     problems = cross_check(settings)
     if problems:
         raise SettingsError(problems, source)
@@ -387,15 +376,9 @@ def settings_overrides(context: dict[str, Any]) -> dict[str, str]:
 
 
 def _scalar(value: Any) -> Any:
-    """`-c` values arrive as strings: read them as YAML scalars/flow lists like the CLI would."""
-    if not isinstance(value, str):
-        return value
-    try:
-        parsed = yaml.safe_load(value) if value != "" else ""
-    except yaml.YAMLError:
-        return value
-    # "1.30" is a Kubernetes version, not the float 1.3; no setting is a float.
-    return value if isinstance(parsed, float) else parsed
+    """`-c` values arrive as strings: one rule with the engine's `--set`
+    (trnspec.user_input.parse_value): YAML 1.2 values, text fields keep the text as written."""
+    return parse_value(value) if isinstance(value, str) else value
 
 
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -472,9 +455,9 @@ def load_settings(
             [Problem("profile", profile, f"one of {', '.join(list_profiles(config_dir))}")]
         )
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise SettingsError([Problem("profile", profile, f"{path} is not YAML: {err}")]) from None
+        data = load_yaml(read_text_file(path)) or {}
+    except (OSError, InputReadError) as err:
+        raise SettingsError([Problem("profile", profile, f"{path}: {err}")]) from None
     if not isinstance(data, dict):
         raise SettingsError([Problem("profile", profile, f"{path} must hold a mapping")])
     merged = apply_overrides(data, overrides or {})

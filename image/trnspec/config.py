@@ -9,64 +9,64 @@ need topology or model shapes live in `trnspec.checks`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from trnspec.images import ImageGeneration
+from trnspec.problems import InputError, Problem, problems_from_validation
+from trnspec.s3_uri import is_s3_uri, parse_s3_uri
+from trnspec.user_input import (
+    InputReadError,
+    Int,
+    Text,
+    load_yaml,
+    parse_value,
+    read_text_file,
+    refuse_bool,
+)
 
 SpeculationMethod = Literal["draft_model", "eagle3", "none"]
 Dtype = Literal["bfloat16", "float16", "float32"]
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One bad field: where, what value, and a concrete fix the user can apply."""
-
-    field: str
-    value: object
-    fix: str
-
-    def __str__(self) -> str:
-        return f"{self.field}={_show(self.value)}: {self.fix}"
-
-
-def _show(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, ImageGeneration):
-        return value.value
-    return repr(value) if value is None or isinstance(value, (dict, list)) else str(value)
-
-
-class ConfigError(ValueError):
-    """Bad user input; carries every problem so the user fixes them all in one go."""
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems: list[Problem] = list(problems)
-        super().__init__("\n".join(str(p) for p in self.problems))
+class ConfigError(InputError):
+    """Bad engine config input; carries every problem so the user fixes them all in one go."""
 
 
 class _Frozen(BaseModel):
-    # Numbers become strings for str fields: `--set target.revision=123456` parses as an int.
-    model_config = ConfigDict(frozen=True, extra="forbid", coerce_numbers_to_str=True)
+    # Text fields take numbers as written (trnspec.user_input.Text), integers refuse booleans.
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class ModelRef(_Frozen):
     """A model as the server sees it: the name clients ask for and where its weights live."""
 
-    name: str = Field(min_length=1, description="Served model name (what clients put in 'model').")
-    source: str = Field(
+    name: Text = Field(min_length=1, description="Served model name (what clients put in 'model').")
+    source: Text = Field(
         min_length=1,
         description="Where the weights are: s3://bucket/prefix, a local directory, or a hub id.",
     )
-    revision: str | None = Field(
+    revision: Text | None = Field(
         default=None, description="Hub revision (branch, tag or commit); ignored for S3/local."
     )
+
+    @field_validator("source")
+    @classmethod
+    def _s3_source_is_a_folder(cls, value: str) -> str:
+        # An S3 source decides where it is staged: bucket and prefix required, no `..` escape.
+        if is_s3_uri(value):
+            parse_s3_uri(value)
+        return value
 
 
 class SpeculationConfig(_Frozen):
@@ -79,7 +79,7 @@ class SpeculationConfig(_Frozen):
     draft: ModelRef | None = Field(
         default=None, description="The draft model or EAGLE head; required unless method is none."
     )
-    num_speculative_tokens: int = Field(
+    num_speculative_tokens: Int = Field(
         default=4, ge=1, description="k: tokens the draft proposes per target step."
     )
     options: dict[str, Any] = Field(
@@ -91,10 +91,10 @@ class SpeculationConfig(_Frozen):
 class HardwareConfig(_Frozen):
     """Where the server runs: a Trn2 instance type at a logical-core size, or "cpu"."""
 
-    instance_type: str = Field(
+    instance_type: Text = Field(
         default="trn2.48xlarge", description='A trn2 instance type, or "cpu" for the local engine.'
     )
-    lnc: Literal[1, 2] = Field(
+    lnc: Annotated[Literal[1, 2], BeforeValidator(refuse_bool)] = Field(
         default=2, description="Logical NeuronCore size: 2 fuses two physical cores (Trn2 default)."
     )
     check_hbm: bool = Field(
@@ -109,15 +109,15 @@ class HardwareConfig(_Frozen):
 class ServerConfig(_Frozen):
     """The OpenAI-compatible HTTP endpoint."""
 
-    host: str = Field(default="0.0.0.0", description="Address the server binds.")
-    port: int = Field(default=8000, ge=1, le=65535, description="TCP port the server binds.")
+    host: Text = Field(default="0.0.0.0", description="Address the server binds.")
+    port: Int = Field(default=8000, ge=1, le=65535, description="TCP port the server binds.")
 
 
 class ServingConfig(_Frozen):
     """Everything that decides what one vLLM server runs."""
 
-    name: str = Field(min_length=1, description="Config name (the profile name for profiles).")
-    description: str = Field(default="", description="One line shown by `trnspec profiles`.")
+    name: Text = Field(min_length=1, description="Config name (the profile name for profiles).")
+    description: Text = Field(default="", description="One line shown by `trnspec profiles`.")
     image: ImageGeneration = Field(
         default=ImageGeneration.NEURON_FORK,
         description="vLLM build: neuron-fork (draft model), neuron-plugin (EAGLE3) or cpu.",
@@ -126,14 +126,14 @@ class ServingConfig(_Frozen):
     speculation: SpeculationConfig = Field(
         default_factory=SpeculationConfig, description="Speculative decoding settings."
     )
-    tensor_parallel_size: int = Field(
+    tensor_parallel_size: Int = Field(
         default=64, ge=1, description="Logical NeuronCores one model replica is sharded over."
     )
-    max_model_len: int = Field(
+    max_model_len: Int = Field(
         default=8192, ge=16, description="Longest prompt + output, in tokens, per sequence."
     )
-    max_num_seqs: int = Field(default=4, ge=1, description="Sequences decoded together (batch).")
-    sequence_buckets: list[int] = Field(
+    max_num_seqs: Int = Field(default=4, ge=1, description="Sequences decoded together (batch).")
+    sequence_buckets: list[Int] = Field(
         default_factory=list,
         description=(
             "Neuron sequence-length buckets, ascending, the last equal to max_model_len; "
@@ -150,21 +150,6 @@ class ServingConfig(_Frozen):
 # --- loading -------------------------------------------------------------------------------
 
 
-def _problems_from_validation(err: ValidationError) -> list[Problem]:
-    problems = []
-    for e in err.errors():
-        field = ".".join(str(p) for p in e["loc"]) or "<config>"
-        kind = e["type"]
-        if kind == "missing":
-            fix = "required; add it"
-        elif kind == "extra_forbidden":
-            fix = "unknown field; remove it (see `trnspec profiles` and the ServingConfig fields)"
-        else:
-            fix = e["msg"][0].lower() + e["msg"][1:]
-        problems.append(Problem(field, e.get("input") if kind != "missing" else None, fix))
-    return problems
-
-
 def parse_config(data: object) -> ServingConfig:
     """Build a config from parsed YAML/JSON; every schema problem in one ConfigError."""
     if not isinstance(data, Mapping):
@@ -172,25 +157,35 @@ def parse_config(data: object) -> ServingConfig:
     try:
         return ServingConfig.model_validate(dict(data))
     except ValidationError as err:
-        raise ConfigError(_problems_from_validation(err)) from None
+        raise ConfigError(
+            problems_from_validation(err, ServingConfig, root="<config>", fixes=_fix)
+        ) from None
+
+
+def _fix(error: Mapping[str, Any]) -> str | None:
+    if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
+        return "unknown field; remove it (see `trnspec profiles` and the ServingConfig fields)"
+    return None
 
 
 def _load_yaml(text: str, origin: str) -> object:
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError([Problem(origin, "<yaml>", f"not valid YAML: {err}")]) from None
+        return load_yaml(text)
+    except InputReadError as err:
+        raise ConfigError([Problem(origin, "<yaml>", str(err))]) from None
 
 
 def load_config(path: str | Path) -> ServingConfig:
-    """Load a config file (YAML or JSON)."""
+    """Load a config file (YAML or JSON), at most trnspec.user_input.MAX_INPUT_BYTES of UTF-8."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text_file(p)
     except OSError as err:
         raise ConfigError(
-            [Problem("--config", str(p), f"cannot read it ({err.strerror})")]
+            [Problem("--config", str(p), f"cannot read it ({err.strerror or err})")]
         ) from None
+    except InputReadError as err:
+        raise ConfigError([Problem("--config", str(p), str(err))]) from None
     return parse_config(_load_yaml(text, "--config"))
 
 
@@ -231,15 +226,14 @@ def _parse_override(item: str) -> tuple[list[str], object] | Problem:
         return Problem(
             "--set", item, "use dotted.path=value, e.g. speculation.num_speculative_tokens=5"
         )
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw  # not a YAML scalar: take the text as-is
-    return path.split("."), value
+    return path.split("."), parse_value(raw)
 
 
 def apply_overrides(cfg: ServingConfig, overrides: Sequence[str]) -> ServingConfig:
-    """Apply `--set dotted.path=value` items (values parsed as YAML scalars); returns a new config.
+    """Apply `--set dotted.path=value` items; returns a new config.
+
+    VALUE follows trnspec.user_input.parse_value (the same rule as `cdk -c`): a YAML 1.2 value,
+    kept as written for text fields, so `target.revision=0123456` stays "0123456".
 
     A path through a field that is currently unset (e.g. speculation.draft on a baseline) creates
     it, so `--set speculation.draft.name=x --set speculation.draft.source=y` works.

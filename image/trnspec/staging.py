@@ -41,6 +41,9 @@ from trnspec.manifest import (
     verify,
     write_manifest,
 )
+from trnspec.s3_uri import S3Location, is_s3_uri, parse_s3_uri
+
+__all__ = ["S3Location", "is_s3_uri", "parse_s3_uri"]  # re-exported for callers of this module
 
 MiB = 1024 * 1024
 #: S3 error codes that retrying cannot fix.
@@ -51,37 +54,6 @@ _PERMANENT_CODES = frozenset(
 
 class StagingError(RuntimeError):
     """A transfer that could not be completed and verified; the message names file and cause."""
-
-
-@dataclass(frozen=True)
-class S3Location:
-    """A bucket and a key prefix (no leading or trailing slash; "" for the bucket root)."""
-
-    bucket: str
-    prefix: str = ""
-
-    def key(self, relative: str) -> str:
-        return f"{self.prefix}/{relative}" if self.prefix else relative
-
-    def child(self, name: str) -> S3Location:
-        return S3Location(self.bucket, self.key(name.strip("/")))
-
-    def __str__(self) -> str:
-        return f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
-
-
-def is_s3_uri(value: str) -> bool:
-    return value.startswith("s3://")
-
-
-def parse_s3_uri(uri: str) -> S3Location:
-    """s3://bucket/prefix -> S3Location; a ValueError names the value and the expected form."""
-    if not is_s3_uri(uri):
-        raise ValueError(f"{uri!r} is not an S3 URI; expected s3://BUCKET/PREFIX")
-    bucket, _, prefix = uri[len("s3://") :].partition("/")
-    if not bucket:
-        raise ValueError(f"{uri!r} has no bucket; expected s3://BUCKET/PREFIX")
-    return S3Location(bucket, prefix.strip("/"))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from trnspec.problems import InputError, Problem
 from trnspec.topology import INSTANCE_TYPES, instance
 
 from infra.serving_settings import ServingSettings
@@ -25,14 +26,10 @@ if TYPE_CHECKING:
 NODE_SHARE = 0.9
 
 
-class WorkloadError(ValueError):
+class WorkloadError(InputError):
     """The serving config cannot run as a cluster workload; lists every reason at once."""
 
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__(
-            "cannot build the serving workload:\n" + "\n".join(f"  {p}" for p in problems)
-        )
+    heading = "cannot build the serving workload:"
 
 
 @dataclass(frozen=True)
@@ -113,28 +110,39 @@ def derive_workload(
     region: str | None = None,
 ) -> WorkloadSpec:
     """Check that the config can run on one Trn2 node and derive its resource requests."""
-    problems: list[str] = []
+    problems: list[Problem] = []
     instance_type = cfg.hardware.instance_type
     tp = cfg.tensor_parallel_size
     lnc = cfg.hardware.lnc
     if instance_type not in INSTANCE_TYPES:
         problems.append(
-            f"hardware.instance_type={instance_type!r}: the cluster workload runs on Trn2 only; "
-            f"use one of {', '.join(INSTANCE_TYPES)} (the 'cpu' engine is the local launcher's)"
+            Problem(
+                "hardware.instance_type",
+                instance_type,
+                f"the cluster workload runs on Trn2 only; use one of {', '.join(INSTANCE_TYPES)} "
+                "(the 'cpu' engine is the local launcher's)",
+            )
         )
         raise WorkloadError(problems)
     node = instance(instance_type)
     devices = node.chips_for(tp, lnc)
     if devices > node.chips:
         problems.append(
-            f"tensor_parallel_size={tp}: needs {devices} Neuron devices at LNC={lnc} but "
-            f"{instance_type} has {node.chips}; one replica spanning nodes (LeaderWorkerSet) "
-            f"is not supported, use at most {node.logical_cores(lnc)}"
+            Problem(
+                "tensor_parallel_size",
+                tp,
+                f"needs {devices} Neuron devices at LNC={lnc} but {instance_type} has "
+                f"{node.chips}; one replica spanning nodes (LeaderWorkerSet) is not supported, "
+                f"use at most {node.logical_cores(lnc)}",
+            )
         )
     if settings.shm_gib >= node.memory_gib * devices / node.chips * NODE_SHARE:
         problems.append(
-            f"serving.shm_gib={settings.shm_gib}: larger than the memory one replica gets on "
-            f"{instance_type}; lower it"
+            Problem(
+                "serving.shm_gib",
+                settings.shm_gib,
+                f"larger than the memory one replica gets on {instance_type}; lower it",
+            )
         )
     if problems:
         raise WorkloadError(problems)
@@ -157,3 +165,15 @@ def derive_workload(
         bucket_name=bucket_name,
         region=region,
     )
+
+
+def check_serving(settings: ServingSettings, bucket_name: str, *, image_uri: str) -> ServingConfig:
+    """The engine config of `settings`, resolved and derived once with placeholders, so a bad
+    profile, override or workload fails before any construct (and any asset) is created.
+
+    Engine-config problems come first; the workload derivation needs a valid config, so its
+    problems are listed when the config is valid. Raises ConfigError or WorkloadError.
+    """
+    cfg = resolve_serving_config(settings, bucket_name)
+    derive_workload(cfg, settings, image_uri=image_uri, bucket_name=bucket_name)
+    return cfg

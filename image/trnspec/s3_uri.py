@@ -1,0 +1,66 @@
+"""S3 URIs as the engine accepts them: `s3://BUCKET/KEY/PREFIX`, parsed and normalised.
+
+Pure (no boto3), so the config schema can check model sources without importing staging.
+A source decides where files are written (`<models root>/<bucket>/<prefix>`), so a prefix with
+`.` or `..` segments, empty segments or control characters is refused rather than resolved.
+Bucket names follow the general-purpose bucket rules:
+https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
+(3-63 characters; lowercase letters, digits, dots and hyphens; a letter or digit at each end).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_FORM = "expected s3://BUCKET/PREFIX"
+
+
+@dataclass(frozen=True)
+class S3Location:
+    """A bucket and a key prefix (no leading or trailing slash; "" for the bucket root)."""
+
+    bucket: str
+    prefix: str = ""
+
+    def key(self, relative: str) -> str:
+        return f"{self.prefix}/{relative}" if self.prefix else relative
+
+    def child(self, name: str) -> S3Location:
+        return S3Location(self.bucket, self.key(name.strip("/")))
+
+    def __str__(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
+
+
+def is_s3_uri(value: str) -> bool:
+    return value.startswith("s3://")
+
+
+def parse_s3_uri(uri: str, *, require_key: bool = True) -> S3Location:
+    """s3://bucket/prefix -> S3Location (trailing slash dropped); a ValueError names the value,
+    what is wrong and the expected form. `require_key=False` also accepts a bucket root."""
+    if not isinstance(uri, str) or not is_s3_uri(uri):
+        raise ValueError(f"not an S3 URI; {_FORM}")
+    bucket, _, prefix = uri[len("s3://") :].partition("/")
+    if not bucket:
+        raise ValueError(f"no bucket; {_FORM}")
+    if not _BUCKET.match(bucket) or ".." in bucket:
+        raise ValueError(
+            f"{bucket!r} is not a valid bucket name (3-63 lowercase letters, digits, "
+            f"'.' or '-'); {_FORM}"
+        )
+    prefix = prefix.rstrip("/")
+    if not prefix:
+        if require_key:
+            raise ValueError(f"no key prefix; {_FORM} (the model's folder)")
+        return S3Location(bucket, "")
+    parts = prefix.split("/")
+    if any(p in {"", ".", ".."} for p in parts):
+        raise ValueError(
+            "the prefix has an empty, '.' or '..' segment; write the folder's own path"
+        )
+    if not prefix.isprintable():
+        raise ValueError("the prefix has a control character")
+    return S3Location(bucket, prefix)

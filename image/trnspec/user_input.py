@@ -1,0 +1,208 @@
+"""How user input is read: config files, `--set` and `cdk -c` values, one rule for all.
+
+The rule (docs/configuration.md, "Values"):
+- Files and `PATH=VALUE` values are YAML 1.2 core schema, not PyYAML's YAML 1.1: only
+  true/false are booleans (`yes`, `on` stay text), numbers are decimal, `0o17` or `0x1f` (a
+  leading zero is not octal), and dates stay text.
+- A field typed as text gets the value exactly as written, even when it looks like a number:
+  `target.revision=0123456` is "0123456", `kubernetes_version=1.30` is "1.30". Numbers read from
+  YAML remember their text (`YamlInt`, `YamlFloat`) so the field's type decides, not the parser.
+- Integer fields refuse booleans (`tensor_parallel_size=true` is an error, not 1); text fields
+  refuse control characters.
+- Bounded: a file larger than MAX_INPUT_BYTES, more than MAX_ALIASES YAML aliases (a
+  nested-alias "billion laughs" document) or nesting deeper than Python's stack is refused
+  quickly with one line, never expanded.
+
+Only pure functions and pydantic types; the callers turn `InputReadError` into their own Problem.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import AfterValidator, BeforeValidator
+
+#: Largest config or profile file read (a real one is a few KB).
+MAX_INPUT_BYTES = 1024 * 1024
+#: YAML aliases (*name) allowed in one document; profiles use none.
+MAX_ALIASES = 64
+
+
+class InputReadError(ValueError):
+    """A file or value that cannot be read as config input; the message says why and how."""
+
+
+class YamlInt(int):
+    """An integer read from YAML that remembers how it was written ("0123456", "0x1F")."""
+
+    text: str
+
+    def __new__(cls, value: int, text: str | None = None) -> YamlInt:
+        obj = super().__new__(cls, value)
+        obj.text = str(value) if text is None else text
+        return obj
+
+    def __getnewargs__(self) -> tuple[int, str]:  # type: ignore[override]
+        return int(self), self.text
+
+
+class YamlFloat(float):
+    """A float read from YAML that remembers how it was written ("1.30")."""
+
+    text: str
+
+    def __new__(cls, value: float, text: str | None = None) -> YamlFloat:
+        obj = super().__new__(cls, value)
+        obj.text = repr(float(value)) if text is None else text
+        return obj
+
+    def __getnewargs__(self) -> tuple[float, str]:  # type: ignore[override]
+        return float(self), self.text
+
+
+_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+
+
+class _CoreLoader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 core-schema scalars and an alias budget."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise InputReadError(
+                    f"more than {MAX_ALIASES} YAML aliases (*name); write the values out"
+                )
+        return super().compose_node(parent, index)
+
+
+# Keep null and merge from SafeLoader; replace bool/int/float, drop timestamps (dates are text).
+_CoreLoader.yaml_implicit_resolvers = {
+    first: [
+        (tag, rx)
+        for tag, rx in resolvers
+        if tag.rsplit(":", 1)[-1] not in {"bool", "int", "float", "timestamp"}
+    ]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_CoreLoader.add_implicit_resolver("tag:yaml.org,2002:bool", _BOOL, list("tTfF"))
+_CoreLoader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
+_CoreLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+
+def _construct_bool(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
+    return str(loader.construct_scalar(node)).lower() == "true"
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> YamlInt | str:
+    text = str(loader.construct_scalar(node))
+    body = text.lstrip("+-")
+    sign = -1 if text.startswith("-") else 1
+    try:
+        if body.startswith("0o"):
+            value = int(body[2:], 8)
+        elif body.startswith("0x"):
+            value = int(body[2:], 16)
+        else:
+            value = int(body, 10)
+    except ValueError:
+        return text  # an explicit !!int that is not one: leave it to the field's type
+    return YamlInt(sign * value, text)
+
+
+def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> YamlFloat | str:
+    text = str(loader.construct_scalar(node))
+    lowered = text.lower().replace(".inf", "inf").replace(".nan", "nan")
+    try:
+        return YamlFloat(float(lowered), text)
+    except ValueError:
+        return text
+
+
+_CoreLoader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
+_CoreLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_CoreLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+
+
+def load_yaml(text: str) -> Any:
+    """Parse one YAML document under the rule above; InputReadError says what is wrong."""
+    if len(text) > MAX_INPUT_BYTES:
+        raise InputReadError(f"larger than {MAX_INPUT_BYTES // 1024} KiB; a config is a few KB")
+    try:
+        return yaml.load(text, Loader=_CoreLoader)  # a SafeLoader subclass: no object tags
+    except yaml.YAMLError as err:
+        raise InputReadError(f"not valid YAML: {' '.join(str(err).split())}") from None
+    except RecursionError:
+        raise InputReadError("nested too deeply to be a config") from None
+
+
+def parse_value(raw: str) -> Any:
+    """The VALUE of a `PATH=VALUE` override (`--set`, `cdk -c`, serving.overrides).
+
+    One YAML 1.2 value (a scalar or a flow list/mapping); empty is the empty string; text that is
+    not valid YAML is taken as-is. Numbers keep their text for fields typed as text.
+    """
+    if not raw.strip():
+        return ""
+    try:
+        return load_yaml(raw)
+    except InputReadError:
+        return raw
+
+
+def read_text_file(path: Path) -> str:
+    """A config file's text: at most MAX_INPUT_BYTES, UTF-8. OSError or InputReadError."""
+    with Path(path).open("rb") as fh:
+        data = fh.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputReadError(f"larger than {MAX_INPUT_BYTES // 1024} KiB; a config is a few KB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputReadError(
+            f"not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start}); save it as UTF-8"
+        ) from None
+
+
+# --- field types ---------------------------------------------------------------------------
+
+
+def as_text(value: Any) -> Any:
+    """A number read from YAML becomes the text it was written as; others pass through."""
+    text = getattr(value, "text", None)
+    if isinstance(value, (YamlInt, YamlFloat)) and isinstance(text, str):
+        return text
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def _printable(value: str) -> str:
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise ValueError(f"contains the control character {bad!r}; use printable text")
+    return value
+
+
+def refuse_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, not {str(value).lower()}")
+    return value
+
+
+#: A text field: numbers keep their written text, control characters are refused.
+Text = Annotated[str, BeforeValidator(as_text), AfterValidator(_printable)]
+#: An integer field that refuses true/false (pydantic's lax mode would read them as 1/0).
+Int = Annotated[int, BeforeValidator(refuse_bool)]
