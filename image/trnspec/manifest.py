@@ -25,6 +25,8 @@ MANIFEST_NAME = "trnspec-manifest.json"
 #: a name containing it is never listed in a manifest and never loaded.
 PARTIAL_SUFFIX = ".trnspec-partial"
 _CHUNK = 1024 * 1024
+#: The manifest format this code reads and writes; another version is refused, not guessed at.
+MANIFEST_VERSION = 1
 
 
 def is_partial(name: str) -> bool:
@@ -63,8 +65,22 @@ class Manifest(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    version: int = Field(default=1, description="Format version; bump on incompatible change.")
-    files: tuple[FileEntry, ...] = Field(default=(), description="Entries sorted by path.")
+    version: int = Field(
+        default=MANIFEST_VERSION, description="Format version; bump on incompatible change."
+    )
+    files: tuple[FileEntry, ...] = Field(
+        min_length=1, description="Entries sorted by path; a published directory is never empty."
+    )
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _known_version(cls, value: object) -> object:
+        if isinstance(value, bool) or value != MANIFEST_VERSION:
+            raise ValueError(
+                f"version {value!r} is not the format this trnspec reads ({MANIFEST_VERSION}); "
+                "publish again with this release's `python -m trnspec stage upload`"
+            )
+        return value
 
     @field_validator("files")
     @classmethod
@@ -103,13 +119,15 @@ class Mismatch:
     """Why a local file does not match its manifest entry."""
 
     path: str
-    reason: str  # "missing" | "size" | "sha256"
+    reason: str  # "missing" | "size" | "sha256" | "extra" (a file the manifest does not list)
     expected: str
     actual: str
 
     def __str__(self) -> str:
         if self.reason == "missing":
             return f"{self.path}: missing"
+        if self.reason == "extra":
+            return f"{self.path}: not in the manifest (a stale file; remove it)"
         return f"{self.path}: {self.reason} is {self.actual}, manifest says {self.expected}"
 
 
@@ -144,6 +162,8 @@ def build_manifest(root: Path) -> Manifest:
         )
         for p in _walk(root)
     ]
+    if not entries:
+        raise ManifestError(f"{root} has no files")
     return Manifest(files=tuple(entries))
 
 
@@ -166,9 +186,21 @@ def check_path(path: Path, entry: FileEntry) -> Mismatch | None:
     return None
 
 
+def extra_files(root: Path, manifest: Manifest) -> list[str]:
+    """Files under root that the manifest does not list (manifest and partials aside), sorted."""
+    listed = {e.path for e in manifest.files}
+    return sorted(
+        rel
+        for p in _walk(Path(root))
+        if (rel := p.relative_to(root).as_posix()) not in listed and p.is_file()
+    )
+
+
 def verify(root: Path, manifest: Manifest) -> list[Mismatch]:
-    """Every entry whose local file is missing or differs; empty means the directory is intact."""
-    return [m for e in manifest.files if (m := check_file(root, e)) is not None]
+    """Every entry whose local file is missing or differs, then every file the manifest does not
+    list; empty means the directory is exactly the manifest's files."""
+    damaged = [m for e in manifest.files if (m := check_file(root, e)) is not None]
+    return damaged + [Mismatch(p, "extra", "", "") for p in extra_files(root, manifest)]
 
 
 def write_manifest(root: Path, manifest: Manifest) -> Path:

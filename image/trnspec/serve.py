@@ -67,6 +67,7 @@ from trnspec.staging import (
     pull_compiled,
     push_compiled,
     rich_progress,
+    s3_client,
 )
 
 log = logging.getLogger("trnspec.serve")
@@ -397,6 +398,9 @@ class ServeOptions:
     compile_only: bool = False
     drain_timeout: float = 120.0
     transfer: TransferSettings = field(default_factory=TransferSettings)
+    #: Waits before retrying staging that failed for a cause time can fix (credentials not
+    #: ready yet, endpoint unreachable): bounded, about 5 minutes in all, then exit 1.
+    stage_retry_delays: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
 
 
 def resolve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeOptions:
@@ -421,9 +425,35 @@ SuperviseFn = Callable[[RenderedCommand, Callable[[], None] | None], int]
 
 
 def _s3_client() -> Any:
-    import boto3
+    return s3_client()
 
-    return boto3.client("s3")
+
+def _stage_models(
+    s3: Any, plan: ServePlan, options: ServeOptions, sleep: Callable[[float], None]
+) -> None:
+    """Download every model of the plan; retry the whole step (verified files are kept) while
+    the cause is retryable, within options.stage_retry_delays. Raises the last StagingError."""
+    delays = list(options.stage_retry_delays)
+    while True:
+        try:
+            for step in plan.stage:
+                with rich_progress(options.progress) as bar:
+                    result = download(
+                        s3,
+                        parse_s3_uri(step.source),
+                        Path(step.local_dir),
+                        options.transfer,
+                        bar,
+                        prune=True,  # the staging directory is this copy's own
+                    )
+                log.info("staged %s", result.summary())
+            return
+        except StagingError as err:
+            if not err.retryable or not delays:
+                raise
+            delay = delays.pop(0)
+            log.warning("staging failed, retrying in %.0fs (%d left): %s", delay, len(delays), err)
+            sleep(delay)
 
 
 def execute(
@@ -433,6 +463,7 @@ def execute(
     supervise: SuperviseFn,
     s3: Any | None = None,
     stop: Callable[[], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Stage, re-check on the staged files, pull the compile cache, then run the server.
 
@@ -460,7 +491,11 @@ def execute(
             ]
         )
     if (plan.stage or cache_root is not None) and s3 is None:
-        s3 = _s3_client()
+        try:
+            s3 = _s3_client()
+        except StagingError as err:
+            print(f"staging failed: {err}", file=sys.stderr)
+            return EXIT_STAGING_FAILED
     if options.compile_only and plan.cache is not None and cache_root is not None:
         try:
             cached = fetch_manifest(s3, cache_root.child(plan.cache.key)) is not None
@@ -471,12 +506,7 @@ def execute(
             print(f"already compiled: {plan.cache.remote}")
             return 0
     try:
-        for step in plan.stage:
-            with rich_progress(options.progress) as bar:
-                result = download(
-                    s3, parse_s3_uri(step.source), Path(step.local_dir), options.transfer, bar
-                )
-            log.info("staged %s", result.summary())
+        _stage_models(s3, plan, options, sleep)
     except StagingError as err:
         print(f"staging failed: {err}", file=sys.stderr)
         return EXIT_STAGING_FAILED
@@ -487,7 +517,15 @@ def execute(
             raise ConfigError(problems)
     publish: Callable[[], bool] | None = None
     if plan.cache is not None:
-        Path(plan.cache.local_dir).mkdir(parents=True, exist_ok=True)
+        try:
+            Path(plan.cache.local_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            print(
+                f"cannot create the compiled-artifact directory {plan.cache.local_dir}: "
+                f"{err.strerror or err}; give --compiled-root a writable path",
+                file=sys.stderr,
+            )
+            return EXIT_STAGING_FAILED
         if cache_root is not None:
             publish = _cache_sync(s3, plan.cache, cache_root, options)
     if not options.compile_only:
@@ -529,11 +567,14 @@ def _cache_sync(
     broken = False
     try:
         with rich_progress(options.progress) as bar:
-            hit = pull_compiled(s3, root, key, Path(cache.local_dir), options.transfer, bar)
+            hit = pull_compiled(
+                s3, root, key, Path(cache.local_dir), options.transfer, bar, prune=True
+            )
     except StagingError as err:
         # A broken cache costs a compile, not the pod: compile from scratch and republish.
         log.warning("compile cache unusable, compiling from scratch: %s", err)
-        hit, broken = None, True
+        # Replace the published entry only when it is broken, not when S3 was unreachable.
+        hit, broken = None, not err.retryable
         shutil.rmtree(cache.local_dir, ignore_errors=True)
         Path(cache.local_dir).mkdir(parents=True, exist_ok=True)
     if hit is not None:

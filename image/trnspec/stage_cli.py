@@ -2,8 +2,13 @@
 
 The serve entrypoint stages automatically; these commands are for publishing a model once
 (`upload`), pre-warming a node or debugging a pod (`download`, `verify`), and finding a config's
-compile cache in S3 (`cache-key`). Exit codes: 0 done, 1 a transfer failed (the message names
-the file and the cause; nothing unverified is left in place), 2 bad input.
+compile cache in S3 (`cache-key`).
+
+Exit codes: 0 done; 1 a transfer or verification failed, or the directory is not exactly the
+manifest's files (the message names the file and the cause; nothing unverified is left in
+place); 2 bad input (arguments, a DEST that is a file or not writable); 3 S3 could not be
+reached: no credentials or an unreachable endpoint (nothing was changed; run again once fixed).
+Every failure is one message on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ from trnspec.staging import (
     StagingError,
     TransferSettings,
     download,
+    ensure_writable_dir,
     parse_s3_uri,
     rich_progress,
+    s3_client,
     upload,
 )
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_UNREACHABLE = 0, 1, 3
 
 
 def _settings(args: argparse.Namespace) -> TransferSettings:
@@ -40,9 +47,12 @@ def _settings(args: argparse.Namespace) -> TransferSettings:
 
 
 def _s3_client() -> Any:
-    import boto3
+    return s3_client()
 
-    return boto3.client("s3")
+
+def _failed(action: str, err: StagingError) -> int:
+    print(f"{action} failed: {err}", file=sys.stderr)
+    return EXIT_UNREACHABLE if err.retryable else EXIT_FAILED
 
 
 def _location(value: str, flag: str) -> Any:
@@ -54,13 +64,20 @@ def _location(value: str, flag: str) -> Any:
 
 def _cmd_download(args: argparse.Namespace) -> int:
     source = _location(args.source, "SOURCE")
+    dest = Path(args.dest)
+    try:
+        ensure_writable_dir(dest)
+    except StagingError as err:
+        raise ConfigError([Problem("DEST", str(dest), str(err))]) from None
     try:
         with rich_progress(not args.no_progress) as bar:
-            result = download(_s3_client(), source, Path(args.dest), _settings(args), bar)
+            result = download(_s3_client(), source, dest, _settings(args), bar, prune=args.prune)
     except StagingError as err:
-        print(f"download failed: {err}", file=sys.stderr)
-        return EXIT_FAILED
+        return _failed("download", err)
     print(result.summary())
+    if result.stale and not result.pruned:
+        print(f"{dest}: not an exact copy (stale files kept); see above", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -73,8 +90,7 @@ def _cmd_upload(args: argparse.Namespace) -> int:
         with rich_progress(not args.no_progress) as bar:
             result = upload(_s3_client(), src, target, _settings(args), bar)
     except StagingError as err:
-        print(f"upload failed: {err}", file=sys.stderr)
-        return EXIT_FAILED
+        return _failed("upload", err)
     print(result.summary())
     return EXIT_OK
 
@@ -86,12 +102,20 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     except ManifestError as err:
         print(f"verify failed: {err}", file=sys.stderr)
         return EXIT_FAILED
-    for p in problems:
-        print(p, file=sys.stderr)
-    if problems:
-        print(f"{root}: {len(problems)} file(s) do not match the manifest", file=sys.stderr)
+    except OSError as err:
+        print(f"verify failed: {err.filename or root}: {err.strerror or err}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"{root}: every file matches the manifest")
+    for p in problems[:50]:
+        print(p, file=sys.stderr)
+    if len(problems) > 50:
+        print(f"... and {len(problems) - 50} more", file=sys.stderr)
+    if problems:
+        print(
+            f"{root}: {len(problems)} file(s) missing, different or not in the manifest",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    print(f"{root}: exactly the manifest's files, each matching it")
     return EXIT_OK
 
 
@@ -154,6 +178,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = sub.add_parser("download", help="S3 -> local dir, verified and resumable")
     p.add_argument("source", metavar="SOURCE", help="s3://bucket/prefix (with a manifest)")
     p.add_argument("dest", metavar="DEST", help="local directory")
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="remove files in DEST that the manifest does not list (else: listed, exit 1)",
+    )
     _transfer_flags(p)
     p.set_defaults(func=_cmd_download)
 

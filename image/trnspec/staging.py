@@ -10,6 +10,12 @@ Why it is built this way:
   it is deleted and fetched again, a bounded number of times, then the stage fails loudly.
 - A reader must never see a half-published model: upload first removes the remote manifest, then
   uploads the files, and writes the manifest last. No manifest means "not published".
+- A copy is exact: a download with `prune=True` (what serve does: its directories are its own)
+  removes files the manifest does not list, e.g. a shard of an earlier version; without it they
+  are reported in `StageResult.stale`, and `verify` never calls such a directory exact.
+- Every wait is bounded: `s3_client()` sets connect/read timeouts and a retry budget, and a
+  missing credential or an unreachable endpoint is one `StagingError` (marked `retryable`, so a
+  pod that starts before its credentials are ready can wait and try again).
 
 The S3 client is passed in (tests use moto and fault-injecting wrappers around it).
 """
@@ -26,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from trnspec.manifest import (
     MANIFEST_NAME,
@@ -37,6 +43,7 @@ from trnspec.manifest import (
     build_manifest,
     check_file,
     check_path,
+    extra_files,
     is_partial,
     verify,
     write_manifest,
@@ -52,8 +59,51 @@ _PERMANENT_CODES = frozenset(
 )
 
 
+#: Explicit bounds for every S3 call (botocore's defaults are 60 s connect and read).
+#: https://botocore.amazonaws.com/v1/documentation/api/latest/reference/config.html
+S3_CONNECT_TIMEOUT_S = 10.0
+S3_READ_TIMEOUT_S = 60.0
+#: Attempts per call, the first included ("standard" retry mode backs off exponentially).
+S3_TOTAL_ATTEMPTS = 5
+
+
+def s3_client() -> Any:
+    """The boto3 S3 client every command uses: bounded timeouts and retries."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        connect_timeout=S3_CONNECT_TIMEOUT_S,
+        read_timeout=S3_READ_TIMEOUT_S,
+        retries={"total_max_attempts": S3_TOTAL_ATTEMPTS, "mode": "standard"},
+    )
+    try:
+        return boto3.client("s3", config=config)
+    except BotoCoreError as err:  # e.g. a malformed AWS_REGION or AWS config file
+        raise StagingError(f"cannot create an S3 client: {type(err).__name__}: {err}") from None
+
+
 class StagingError(RuntimeError):
-    """A transfer that could not be completed and verified; the message names file and cause."""
+    """A transfer that could not be completed and verified; the message names file and cause.
+
+    `retryable` marks causes that time can fix (no credentials yet, endpoint unreachable)."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+def _unreachable(what: str, err: BotoCoreError) -> StagingError:
+    """A botocore failure before any S3 answer: credentials, endpoint, timeouts."""
+    name = type(err).__name__
+    if "Credential" in name or "Token" in name:
+        fix = (
+            "give this host or pod AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID/"
+            "AWS_SECRET_ACCESS_KEY, or an EKS Pod Identity / IRSA role)"
+        )
+    else:
+        fix = "check the network, the region (AWS_REGION) and any AWS_ENDPOINT_URL"
+    return StagingError(f"{what}: {name}: {err}; {fix}", retryable=True)
 
 
 @dataclass(frozen=True)
@@ -91,12 +141,24 @@ class StageResult:
     transferred: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     bytes_transferred: int = 0
+    #: Files the manifest does not list: removed with prune=True, else left and listed here.
+    stale: list[str] = field(default_factory=list)
+    pruned: bool = False
 
     def summary(self) -> str:
-        return (
+        text = (
             f"{self.source} -> {self.destination}: {len(self.transferred)} file(s) transferred "
             f"({self.bytes_transferred / MiB:.1f} MiB), {len(self.skipped)} already verified"
         )
+        if self.stale and self.pruned:
+            text += f", {len(self.stale)} stale file(s) removed"
+        elif self.stale:
+            shown = ", ".join(self.stale[:3]) + (", ..." if len(self.stale) > 3 else "")
+            text += (
+                f"; NOT EXACT: {len(self.stale)} file(s) not in the manifest left in place "
+                f"({shown}); rerun with --prune to remove them"
+            )
+        return text
 
 
 class Progress(Protocol):
@@ -164,6 +226,8 @@ def fetch_manifest(client: Any, location: S3Location) -> Manifest | None:
     key = location.key(MANIFEST_NAME)
     try:
         body = client.get_object(Bucket=location.bucket, Key=key)["Body"]
+    except BotoCoreError as err:
+        raise _unreachable(f"cannot read {location}/{MANIFEST_NAME}", err) from None
     except ClientError as err:
         if _code(err) in {"NoSuchKey", "404"}:
             return None
@@ -174,6 +238,8 @@ def fetch_manifest(client: Any, location: S3Location) -> Manifest | None:
         raise StagingError(f"cannot read {location}/{MANIFEST_NAME}: {_describe(err)}") from None
     try:
         return Manifest.from_json(body.read())
+    except BotoCoreError as err:
+        raise _unreachable(f"cannot read {location}/{MANIFEST_NAME}", err) from None
     except ManifestError as err:
         raise StagingError(f"{location}/{MANIFEST_NAME}: {err}") from None
 
@@ -182,7 +248,7 @@ def _listed(client: Any, bucket: str, key: str) -> bool:
     """Whether key exists, by listing; True when even listing is denied (existence unknown)."""
     try:
         found = client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
-    except ClientError:
+    except (ClientError, BotoCoreError):
         return True
     return any(o.get("Key") == key for o in found.get("Contents", []))
 
@@ -298,17 +364,45 @@ def _run_parallel(
     return sorted(errors)
 
 
+def ensure_writable_dir(dest: Path) -> None:
+    """Create dest and prove a file can be written there, before anything is fetched."""
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=dest, prefix=".write-test", suffix=PARTIAL_SUFFIX)
+        os.close(fd)
+        os.unlink(probe)
+    except FileExistsError:
+        raise StagingError(f"{dest} exists and is not a directory; give a directory") from None
+    except NotADirectoryError:
+        raise StagingError(f"{dest}: a parent is a file, not a directory") from None
+    except OSError as err:
+        raise StagingError(
+            f"cannot write to {dest}: {err.strerror or err}; give a writable directory"
+        ) from None
+
+
+def _prune(dest: Path, stale: list[str]) -> None:
+    for rel in stale:
+        (dest / rel).unlink(missing_ok=True)
+    for dirpath, _dirs, _files in sorted(os.walk(dest), key=lambda w: -len(w[0])):
+        if Path(dirpath) != dest and not os.listdir(dirpath):
+            os.rmdir(dirpath)
+
+
 def download(
     client: Any,
     source: S3Location,
     dest: Path,
     settings: TransferSettings | None = None,
     progress: Progress | None = None,
+    *,
+    prune: bool = False,
 ) -> StageResult:
-    """Make dest an exact, verified copy of the model published at source.
+    """Make dest a verified copy of the model published at source.
 
     The local manifest is removed first and written back last, so its presence in dest means the
-    directory was completely verified.
+    directory was completely verified. Files the manifest does not list are removed when `prune`
+    (dest belongs to this copy), else left and reported in the result's `stale`.
     """
     settings = settings or TransferSettings()
     progress = progress or NullProgress()
@@ -319,7 +413,7 @@ def download(
             f"progress). Publish with `python -m trnspec stage upload DIR {source}`."
         )
     dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
+    ensure_writable_dir(dest)
     (dest / MANIFEST_NAME).unlink(missing_ok=True)
     _remove_partials(dest)
     fetch, keep = plan_download(manifest, dest)
@@ -338,7 +432,19 @@ def download(
         )
     result.transferred = [e.path for e in fetch]
     result.bytes_transferred = sum(e.size for e in fetch)
-    write_manifest(dest, manifest)
+    try:
+        result.stale = extra_files(dest, manifest)
+        if prune and result.stale:
+            _prune(dest, result.stale)
+            result.pruned = True
+        write_manifest(dest, manifest)
+    except OSError as err:
+        (dest / (MANIFEST_NAME + PARTIAL_SUFFIX)).unlink(missing_ok=True)
+        raise StagingError(
+            f"{dest}: every file was verified but finishing the copy failed "
+            f"({err.strerror or err}); free space or fix permissions and run again "
+            "(verified files are kept and skipped)"
+        ) from None
     return result
 
 
@@ -350,7 +456,7 @@ def _remote_matches(client: Any, bucket: str, key: str, entry: FileEntry) -> boo
     """An object uploaded by us earlier carries its sha256 in metadata: skip it on resume."""
     try:
         head = client.head_object(Bucket=bucket, Key=key)
-    except ClientError:
+    except (ClientError, BotoCoreError):
         return False
     return (
         head.get("ContentLength") == entry.size
@@ -405,12 +511,16 @@ def upload(
     try:
         manifest = build_manifest(src)
     except ManifestError as err:
-        raise StagingError(str(err)) from None
+        raise StagingError(f"{err}; nothing to publish") from None
+    except OSError as err:
+        raise StagingError(f"cannot read {err.filename or src}: {err.strerror or err}") from None
     if not manifest.files:
         raise StagingError(f"{src} has no files to publish")
     if fetch_manifest(client, target) is not None:  # only then is s3:DeleteObject needed
         try:
             client.delete_object(Bucket=target.bucket, Key=target.key(MANIFEST_NAME))
+        except BotoCoreError as err:
+            raise _unreachable(f"cannot unpublish {target}/{MANIFEST_NAME}", err) from None
         except ClientError as err:
             raise StagingError(
                 f"cannot unpublish {target}/{MANIFEST_NAME} before replacing it: {_describe(err)}"
@@ -445,7 +555,7 @@ def upload(
             Body=manifest.to_json().encode(),
             ContentType="application/json",
         )
-    except ClientError as err:
+    except (ClientError, BotoCoreError) as err:
         raise StagingError(
             f"files uploaded but the manifest could not be written, so {target} is not "
             f"published: {_describe(err)}"
@@ -475,12 +585,14 @@ def pull_compiled(
     dest: Path,
     settings: TransferSettings | None = None,
     progress: Progress | None = None,
+    *,
+    prune: bool = False,
 ) -> StageResult | None:
     """Fetch the cached compile for key into dest; None on a cache miss (nothing published)."""
     location = compiled_location(cache_root, key)
     if fetch_manifest(client, location) is None:
         return None
-    return download(client, location, dest, settings, progress)
+    return download(client, location, dest, settings, progress, prune=prune)
 
 
 def push_compiled(

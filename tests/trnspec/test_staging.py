@@ -112,12 +112,29 @@ def no_partials(root: Path) -> bool:
 
 
 def test_parse_s3_uri_splits_bucket_and_prefix_and_rejects_other_forms() -> None:
-    assert parse_s3_uri("s3://b/models/qwen/") == S3Location("b", "models/qwen")
-    assert parse_s3_uri("s3://b") == S3Location("b", "")
+    assert parse_s3_uri("s3://bkt/models/qwen/") == S3Location("bkt", "models/qwen")
+    assert parse_s3_uri("s3://bkt", require_key=False) == S3Location("bkt", "")
     assert str(S3Location("b", "p").child("k")) == "s3://b/p/k"
-    for bad in ("/local/path", "s3:///prefix", "Qwen/Qwen3-32B"):
+    for bad in ("/local/path", "s3:///prefix", "Qwen/Qwen3-32B", "s3://", "s3://bkt", "s3://bkt/"):
         with pytest.raises(ValueError, match="s3://BUCKET/PREFIX"):
             parse_s3_uri(bad)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "s3://bkt/../../../etc",
+        "s3://bkt/models/../../x",
+        "s3://bkt/./m",
+        "s3://bkt/a//b",
+        "s3://Bad_Bucket/m",
+        "s3://b/m",
+        "s3://bkt/m\x00x",
+    ],
+)
+def test_s3_uris_that_could_escape_or_are_not_valid_are_refused(uri: str) -> None:
+    with pytest.raises(ValueError):
+        parse_s3_uri(uri)
 
 
 def test_upload_then_download_round_trips_a_model_with_multipart_parts(
