@@ -1,6 +1,10 @@
 """`python -m trnspec <subcommand>`: profiles | plan | check | render (+ stage | serve).
 
-Bad input exits 2 with every problem listed, never a traceback. Subcommands from other modules
+Exit codes: 0 ok; 1 the command ran and failed (a transfer, a file that cannot be written, the
+server's own exit status for `serve`); 2 bad input, every problem listed one a line (at most
+trnspec.problems.MAX_LISTED, then a count); 3 (stage) S3 unreachable or no credentials; 130
+interrupted. Expected failures are one message naming what and how to fix it, never a traceback.
+Subcommands from other modules
 plug in through `register(subparsers)`: trnspec.stage_cli and trnspec.serve each add theirs and
 set `func` (a callable taking the parsed args and returning the exit code).
 """
@@ -23,7 +27,9 @@ from trnspec.config import (
 )
 
 EXIT_OK = 0
+EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
 
 #: Modules that contribute subcommands; each exposes register(subparsers).
 EXTENSION_MODULES = ("trnspec.stage_cli", "trnspec.serve")
@@ -143,11 +149,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from trnspec.problems import InputError
+
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except ConfigError as err:
+    except InputError as err:
         return _report(err.problems)
+    except OSError as err:  # a file or directory the command needed (not a bug: say which)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"trnspec: {where}{err.strerror or err}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("trnspec: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

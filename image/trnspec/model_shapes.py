@@ -166,7 +166,8 @@ def resolve_shape(ref: ModelRef) -> ModelShape | None:
         path = directory / "config.json"
         try:
             return shape_from_config_json(json.loads(path.read_text(encoding="utf-8")), str(path))
-        except (OSError, ValueError, KeyError, TypeError) as err:
+        except (OSError, ValueError, KeyError, TypeError, OverflowError) as err:
+            # OverflowError: json reads Infinity, and int(inf) overflows.
             raise ShapeError(f"{path} is not a readable model config ({err!r})") from None
     for candidate in _candidates(ref):
         if candidate in KNOWN_SHAPES:

@@ -34,11 +34,15 @@ _repr.maxlevel = 3
 
 
 def show(value: object) -> str:
-    """A value as typed (strings quoted, so spaces and control characters are visible), bounded
-    in length and depth (a shared-alias YAML structure never expands)."""
+    """A value as the user wrote it, bounded in length and depth (a shared-alias YAML structure
+    never expands). Text is shown bare unless that would hide something: empty text, edge
+    spaces or control characters are shown quoted, with escapes."""
     if isinstance(value, Enum):
         value = value.value
-    text = _repr.repr(value)
+    if isinstance(value, str) and value and value.isprintable() and value == value.strip():
+        text = value
+    else:
+        text = _repr.repr(value)
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."
 
 

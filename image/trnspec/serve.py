@@ -100,7 +100,9 @@ class CacheStep:
     @property
     def remote(self) -> str | None:
         """s3://.../<key>: where this config's compile is published."""
-        return str(parse_s3_uri(self.cache_root).child(self.key)) if self.cache_root else None
+        if not self.cache_root:
+            return None
+        return str(parse_s3_uri(self.cache_root, require_key=False).child(self.key))
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ def plan_serve(
     if spec.compile_cache_env:
         key = compile_cache_key(cfg)
         compiled_dir = f"{compiled_root.rstrip('/')}/{key}"
-        root = str(parse_s3_uri(compile_cache)) if compile_cache else None
+        root = str(parse_s3_uri(compile_cache, require_key=False)) if compile_cache else None
         cache = CacheStep(key, compiled_dir, root)
     command = render(cfg, models_root=models_root, compiled_dir=compiled_dir)
     if command.argv and command.argv[0] == "python":
@@ -474,7 +476,7 @@ def execute(
     from trnspec.checks import check
 
     cache_root = (
-        parse_s3_uri(plan.cache.cache_root)
+        parse_s3_uri(plan.cache.cache_root, require_key=False)
         if plan.cache is not None and plan.cache.cache_root
         else None
     )

@@ -147,7 +147,7 @@ def test_config_reports_every_bad_field_in_one_message() -> None:
     message = str(err.value)
     for field in ("kubernetes_version", "trn2_pools.0.instance_type", "trn2_pools.0.lnc"):
         assert field in message
-    assert "endpoint_access='nowhere'" in message
+    assert "endpoint_access=nowhere" in message
     assert len(err.value.problems) == 4
 
 

@@ -205,7 +205,7 @@ def test_cpu_skips_trn2_topology_checks():
 def test_unknown_model_passes_when_the_hbm_check_is_explicitly_skipped():
     lines = problems_for(
         "qwen3-32b-draft",
-        "target.source=s3://b/mystery",
+        "target.source=s3://bkt/mystery",
         "target.name=m",
         "hardware.check_hbm=false",
     )

@@ -125,3 +125,36 @@ def test_missing_manifest_and_non_directory_are_clear_errors(tmp_path: Path) -> 
         read_manifest(tmp_path)
     with pytest.raises(ManifestError, match="not a directory"):
         build_manifest(tmp_path / "nope")
+
+
+_ENTRY = {"path": "a", "size": 1, "sha256": "0" * 64}
+
+
+@pytest.mark.parametrize(
+    ("doc", "says"),
+    [
+        ({"files": []}, "files"),
+        ({}, "files"),
+        ({"version": 99, "files": [_ENTRY]}, "version 99 is not the format"),
+        ({"version": "1", "files": [_ENTRY]}, "version '1' is not the format"),
+        ({"version": True, "files": [_ENTRY]}, "version True is not the format"),
+    ],
+)
+def test_empty_and_unknown_version_manifests_are_refused(doc: dict, says: str) -> None:
+    with pytest.raises(ManifestError, match="invalid manifest") as err:
+        Manifest.from_json(json.dumps(doc))
+    assert says in str(err.value)
+
+
+def test_an_empty_directory_has_no_manifest(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match="has no files"):
+        build_manifest(tmp_path)
+
+
+def test_verify_reports_files_the_manifest_does_not_list(model_dir: Path) -> None:
+    manifest = build_manifest(model_dir)
+    (model_dir / "stale-shard.safetensors").write_bytes(b"old")
+    (model_dir / f"x{PARTIAL_SUFFIX}").write_bytes(b"in flight")  # partials are not files
+    problems = verify(model_dir, manifest)
+    assert [(p.path, p.reason) for p in problems] == [("stale-shard.safetensors", "extra")]
+    assert "not in the manifest" in str(problems[0])

@@ -357,7 +357,7 @@ def test_serve_dry_run_prints_the_plan(capsys: Any) -> None:
             "--profile",
             "qwen3-32b-draft",
             "--compile-cache",
-            "s3://c/x",
+            "s3://cache/x",
             "--dry-run",
             "--set",
             "target.source=s3://models/Qwen3-32B",
@@ -366,7 +366,7 @@ def test_serve_dry_run_prints_the_plan(capsys: Any) -> None:
     assert code == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["stage"][0]["source"] == "s3://models/Qwen3-32B"
-    assert plan["cache"]["remote"].startswith("s3://c/x/qwen3-32b_qwen3-1.7b-draft-model-k7-")
+    assert plan["cache"]["remote"].startswith("s3://cache/x/qwen3-32b_qwen3-1.7b-draft-model-k7-")
 
 
 @pytest.mark.parametrize(
@@ -627,3 +627,63 @@ def test_a_corrupt_compile_cache_is_recompiled_and_replaced(s3: Any, tmp_path: P
     plan3 = plan_for(cfg, third)
     assert execute(cfg, plan3, third, fake, s3) == 0
     assert [warm for _, warm in fake.calls] == [False, False, True]
+
+
+# --- faults while staging -------------------------------------------------------------------------
+
+
+def credentials_arrive_after(s3: Any, failures: int) -> list[int]:
+    """Make the first `failures` S3 reads fail as they do before a pod's credentials exist."""
+    from botocore.exceptions import NoCredentialsError
+
+    seen = [0]
+
+    def hook(**_: Any) -> None:
+        seen[0] += 1
+        if seen[0] <= failures:
+            raise NoCredentialsError()
+
+    s3.meta.events.register("before-parameter-build.s3.GetObject", hook)
+    return seen
+
+
+def test_serve_waits_for_credentials_that_arrive_late(s3: Any, tmp_path: Path) -> None:
+    credentials_arrive_after(s3, 2)
+    cfg, fake = s3_qwen(), FakeVllm()
+    opts = dataclasses.replace(options(tmp_path, "pod"), stage_retry_delays=(3.0, 6.0, 12.0))
+    slept: list[float] = []
+    assert execute(cfg, plan_for(cfg, opts), opts, fake, s3, sleep=slept.append) == 0
+    assert slept == [3.0, 6.0] and len(fake.calls) == 1
+
+
+def test_serve_without_credentials_exits_1_after_a_bounded_wait(
+    s3: Any, tmp_path: Path, capsys: Any
+) -> None:
+    credentials_arrive_after(s3, 10**6)
+    cfg, fake = s3_qwen(), FakeVllm()
+    opts = dataclasses.replace(options(tmp_path, "pod"), stage_retry_delays=(1.0, 2.0))
+    slept: list[float] = []
+    assert execute(cfg, plan_for(cfg, opts), opts, fake, s3, sleep=slept.append) == 1
+    err = capsys.readouterr().err
+    assert slept == [1.0, 2.0] and fake.calls == []
+    assert err.startswith("staging failed:") and "NoCredentialsError" in err
+    assert "Traceback" not in err
+
+
+def test_a_permanent_staging_failure_is_not_retried(s3: Any, tmp_path: Path) -> None:
+    cfg = apply_overrides(s3_qwen(), ["target.source=s3://models/not-published"])
+    opts = options(tmp_path, "pod")
+    slept: list[float] = []
+    assert execute(cfg, plan_for(cfg, opts), opts, FakeVllm(), s3, sleep=slept.append) == 1
+    assert slept == []
+
+
+def test_restaging_removes_files_of_an_earlier_version(s3: Any, tmp_path: Path) -> None:
+    cfg, fake = s3_qwen(), FakeVllm()
+    opts = options(tmp_path, "pod")
+    plan = plan_for(cfg, opts)
+    assert execute(cfg, plan, opts, fake, s3) == 0
+    stale = Path(plan.stage[0].local_dir) / "model-00002-of-00002.safetensors"
+    stale.write_bytes(b"from the previous version")
+    assert execute(cfg, plan, opts, fake, s3) == 0
+    assert not stale.exists()

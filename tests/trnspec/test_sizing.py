@@ -48,7 +48,7 @@ def test_kv_bytes_per_token_is_layers_kvheads_headdim_two_bytes(model, kib_per_t
         ("s3://bucket/models/Qwen3-32B/", "q", "Qwen3-32B"),
         ("Qwen/Qwen3-1.7B", "q", "Qwen3-1.7B"),
         ("meta-llama/Llama-3.1-70B-Instruct", "m", "Llama-3.1-70B"),
-        ("s3://b/whatever", "meta-llama/Llama-3.2-1B-Instruct", "Llama-3.2-1B"),
+        ("s3://bkt/whatever", "meta-llama/Llama-3.2-1B-Instruct", "Llama-3.2-1B"),
     ],
 )
 def test_known_models_resolve_from_source_or_served_name(source, name, expected):

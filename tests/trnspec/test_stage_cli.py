@@ -51,12 +51,12 @@ def test_download_of_an_unpublished_prefix_fails_with_the_fix(
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["stage", "download", "/not/s3", "/tmp/x"], "SOURCE='/not/s3'"),
-        (["stage", "download", "s3://", "/tmp/x"], "SOURCE='s3://': no bucket"),
-        (["stage", "download", "s3://bkt", "/tmp/x"], "SOURCE='s3://bkt': no key prefix"),
+        (["stage", "download", "/not/s3", "/tmp/x"], "SOURCE=/not/s3"),
+        (["stage", "download", "s3://", "/tmp/x"], "SOURCE=s3://: no bucket"),
+        (["stage", "download", "s3://bkt", "/tmp/x"], "SOURCE=s3://bkt: no key prefix"),
         (["stage", "download", "s3://bkt/../etc", "/tmp/x"], "'..' segment"),
-        (["stage", "upload", "/does/not/exist", "s3://bkt/m"], "SRC='/does/not/exist'"),
-        (["stage", "cache-key", "--profile", "nope"], "--profile='nope'"),
+        (["stage", "upload", "/does/not/exist", "s3://bkt/m"], "SRC=/does/not/exist"),
+        (["stage", "cache-key", "--profile", "nope"], "--profile=nope"),
     ],
 )
 def test_bad_input_exits_2_naming_the_argument(
@@ -135,7 +135,7 @@ def test_read_only_dest_is_bad_input(s3: Any, tmp_path: Path, capsys: Any) -> No
 def test_unwritable_dest_is_bad_input_even_for_root(s3: Any, capsys: Any) -> None:
     assert main(["stage", "download", "s3://bkt/m", "/proc/sys", "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("DEST='/proc/sys'") and "cannot write to" in err
+    assert err.startswith("DEST=/proc/sys") and "cannot write to" in err
 
 
 def test_disk_full_while_writing_the_manifest_is_one_line_and_exit_1(

@@ -78,7 +78,7 @@ def test_qwen3_profile_takes_a_whole_trn2_48xlarge() -> None:
 
 def test_cpu_profile_is_refused_naming_the_field() -> None:
     settings = ServingSettings(profile="local-tiny")
-    with pytest.raises(WorkloadError, match=r"hardware.instance_type='cpu'.*Trn2 only"):
+    with pytest.raises(WorkloadError, match=r"hardware.instance_type=cpu:.*Trn2 only"):
         derive_workload(load_profile("local-tiny"), settings, image_uri=IMAGE, bucket_name=BUCKET)
 
 
