@@ -9,8 +9,10 @@ per check. It reads the same typed settings as the CDK app (`infra.settings`).
 
 Exit codes: 0 every check passed (warnings allowed); 1 at least one check says the deploy would
 fail for capacity; 2 bad settings or arguments; 3 nothing failed but something could not be
-verified (no credentials, no permission, or an API the endpoint does not implement). "Cannot
-verify" is never reported as "ok".
+verified (no or partial credentials, no permission, an unreachable endpoint, or an API the
+endpoint does not implement). "Cannot verify" is never reported as "ok". Every outcome is a
+report or one line on stderr, never a traceback; each EC2 call is bounded by explicit timeouts
+and a retry budget (EC2_CONNECT_TIMEOUT_S, EC2_READ_TIMEOUT_S, EC2_TOTAL_ATTEMPTS).
 
 Structure: `requirements` and the `evaluate_*` functions are pure (settings and EC2 responses in,
 findings out); `fetch_*` do the boto3 calls on an injected client.
@@ -19,6 +21,7 @@ findings out); `fetch_*` do the boto3 calls on an injected client.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +40,13 @@ _ACTIVE = {"active"}
 _LATER = {"scheduled", "pending", "payment-pending", "assessing", "delayed"}
 #: Pool capacity kind -> the EC2 reservation type it needs.
 _RESERVATION_TYPE = {"capacity-block": "capacity-block", "reservation": "default"}
+#: A region name as AWS spells them (us-east-2, ap-southeast-4, us-gov-west-1).
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+#: Bounds on every EC2 call (botocore's defaults are 60 s connect and read, 5 legacy attempts):
+#: https://botocore.amazonaws.com/v1/documentation/api/latest/reference/config.html
+EC2_CONNECT_TIMEOUT_S = 5.0
+EC2_READ_TIMEOUT_S = 20.0
+EC2_TOTAL_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,14 @@ def evaluate_offering(
     check = f"{req.instance_type} offered"
     if isinstance(offered, Unavailable):
         return Finding(req.pool, check, "unknown", offered.reason)
+    if not region_azs and not req.availability_zones:
+        return Finding(
+            req.pool,
+            check,
+            "fail",
+            f"{region} lists no availability zones for this account (not enabled, or not a "
+            "region); enable it or choose another region",
+        )
     where = sorted(offered)
     if not where:
         return Finding(
@@ -203,12 +221,23 @@ def exit_code(findings: Sequence[Finding]) -> int:
 
 
 def _why(err: BaseException) -> str:
-    from botocore.exceptions import ClientError, NoCredentialsError
+    from botocore.exceptions import (
+        ClientError,
+        ConnectTimeoutError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        PartialCredentialsError,
+        ReadTimeoutError,
+    )
 
     if isinstance(err, NotImplementedError):
         return f"cannot verify: the EC2 endpoint does not implement this call ({err})"
     if isinstance(err, NoCredentialsError):
         return "cannot verify: no AWS credentials (set AWS_PROFILE or keys)"
+    if isinstance(err, PartialCredentialsError):
+        return f"cannot verify: incomplete AWS credentials ({err}); set both keys or AWS_PROFILE"
+    if isinstance(err, EndpointConnectionError | ConnectTimeoutError | ReadTimeoutError):
+        return f"cannot verify: EC2 unreachable ({err}); check the network and the region"
     if isinstance(err, ClientError):
         e = err.response.get("Error", {})
         return f"cannot verify: {e.get('Code')}: {e.get('Message')}"
@@ -309,6 +338,45 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _client(region: str | None) -> tuple[int, Any, str | None]:
+    """(exit code, EC2 client or None, region): one line on stderr when there is no client."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, PartialCredentialsError
+
+    try:
+        session = boto3.session.Session()
+        region = region or session.region_name
+    except BotoCoreError as err:  # e.g. AWS_PROFILE names a profile that does not exist
+        print(f"cannot read the AWS configuration: {err}", file=sys.stderr)
+        return EXIT_USAGE, None, region
+    if not region:
+        print(
+            "no region: set `region` in the profile, pass --region, or set AWS_REGION",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE, None, region
+    if not _REGION.match(region):
+        print(f"region {region!r} is not a region name like us-east-2", file=sys.stderr)
+        return EXIT_USAGE, None, region
+    config = Config(
+        connect_timeout=EC2_CONNECT_TIMEOUT_S,
+        read_timeout=EC2_READ_TIMEOUT_S,
+        retries={"total_max_attempts": EC2_TOTAL_ATTEMPTS, "mode": "standard"},
+    )
+    try:
+        return EXIT_OK, session.client("ec2", region_name=region, config=config), region
+    except PartialCredentialsError as err:
+        print(
+            f"CANNOT VERIFY: incomplete AWS credentials ({err}); set both keys or AWS_PROFILE",
+            file=sys.stderr,
+        )
+        return EXIT_UNKNOWN, None, region
+    except BotoCoreError as err:
+        print(f"CANNOT VERIFY: cannot create an EC2 client: {err}", file=sys.stderr)
+        return EXIT_UNKNOWN, None, region
+
+
 def main(argv: Sequence[str] | None = None, ec2: Any = None) -> int:
     args = _parse_args(argv)
     from infra.settings import SettingsError, load_settings
@@ -327,18 +395,13 @@ def main(argv: Sequence[str] | None = None, ec2: Any = None) -> int:
         return EXIT_USAGE
     region = args.region or settings.region
     if ec2 is None:
-        import boto3
-
-        session = boto3.session.Session()
-        region = region or session.region_name
-        if not region:
-            print(
-                "no region: set `region` in the profile, pass --region, or set AWS_REGION",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-        ec2 = session.client("ec2", region_name=region)
+        code, ec2, region = _client(region)
+        if ec2 is None:
+            return code
     region = region or ec2.meta.region_name
+    if not _REGION.match(str(region)):
+        print(f"region {region!r} is not a region name like us-east-2", file=sys.stderr)
+        return EXIT_USAGE
     if settings.region and region != settings.region:
         print(f"--region {region} is not the profile's region {settings.region}", file=sys.stderr)
         return EXIT_USAGE

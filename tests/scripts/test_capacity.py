@@ -235,3 +235,82 @@ def test_on_demand_reservation_kind_needs_a_default_reservation() -> None:
 def test_bad_input_exits_2_with_a_message(moto_ec2: Any, argv: list[str], capsys: Any) -> None:
     assert main(argv, ec2=moto_ec2("us-east-2")) == EXIT_USAGE
     assert capsys.readouterr().err.strip()
+
+
+# --- faults: the exit-code contract holds for bad regions, credentials and endpoints ----------
+
+
+@pytest.mark.parametrize("region", ["us-east-2x", "US-EAST-2", "us east 2", "useast2"])
+def test_malformed_region_is_bad_input_without_any_call(
+    aws_env: None, region: str, capsys: Any
+) -> None:
+    assert main(["--profile", "default", "--region", region]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "not a region name" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_malformed_region_in_the_settings_is_bad_input(aws_env: None, capsys: Any) -> None:
+    assert main(["--profile", "default", "-c", "region=us-east-2x"]) == EXIT_USAGE
+    assert "region=us-east-2x" in capsys.readouterr().err
+
+
+def test_partial_credentials_cannot_verify(
+    aws_env: None, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.delenv("AWS_SESSION_TOKEN")
+    assert main(["--profile", "default", "--region", "us-east-2"]) == EXIT_UNKNOWN
+    err = capsys.readouterr().err
+    assert "incomplete AWS credentials" in err and "AWS_SECRET_ACCESS_KEY" in err
+    assert "Traceback" not in err
+
+
+def test_no_credentials_cannot_verify(
+    aws_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: Any
+) -> None:
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    assert main(["--profile", "default", "--region", "us-east-2"]) == EXIT_UNKNOWN
+    assert "no AWS credentials" in capsys.readouterr().out
+
+
+def test_unreachable_endpoint_cannot_verify_within_the_retry_budget(
+    aws_env: None, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import scripts.capacity as capacity
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_EC2", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setattr(capacity, "EC2_TOTAL_ATTEMPTS", 1)
+    assert main(["--profile", "default", "--region", "us-east-2"]) == EXIT_UNKNOWN
+    out = capsys.readouterr().out
+    assert "EC2 unreachable" in out and "OK" not in out.splitlines()[-1]
+
+
+def test_ec2_client_has_explicit_timeouts_and_retry_limits(aws_env: None) -> None:
+    import scripts.capacity as capacity
+
+    code, ec2, region = capacity._client("us-east-2")
+    assert (code, region) == (EXIT_OK, "us-east-2")
+    cfg = ec2.meta.config
+    assert (cfg.connect_timeout, cfg.read_timeout) == (
+        capacity.EC2_CONNECT_TIMEOUT_S,
+        capacity.EC2_READ_TIMEOUT_S,
+    )
+    assert cfg.retries == {"total_max_attempts": capacity.EC2_TOTAL_ATTEMPTS, "mode": "standard"}
+
+
+def test_a_region_with_no_availability_zones_is_not_ok(aws_env: None) -> None:
+    client = boto3.client("ec2", region_name="us-east-2")
+    stub = Stubber(client)
+    stub.add_response("describe_availability_zones", {"AvailabilityZones": []})
+    stub.add_response("describe_instance_type_offerings", {"InstanceTypeOfferings": []})
+    stub.activate()
+    findings = run_preflight(client, parse_settings({}), "us-east-2", NOW)
+    assert [f.status for f in findings] == ["fail"]
+    assert "lists no availability zones" in findings[0].detail
+    assert exit_code(findings) == EXIT_FAIL
+    req = PoolRequirement("p", "trn2.48xlarge", (), False, "on-demand", None, 0, 2)
+    assert evaluate_offering(req, {"us-east-2a"}, "us-east-2", []).status == "fail"
