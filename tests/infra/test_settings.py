@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from aws_cdk import aws_eks_v2 as eks
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infra.settings import (
@@ -178,7 +178,7 @@ _FIELDS = sorted(DeploymentSettings.model_fields)
 _POOL_FIELDS = ["name", "instance_type", "min_size", "max_size", "lnc", "capacity", "efa"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     top=st.dictionaries(st.sampled_from([*_FIELDS, "unknown"]), _JSONISH, max_size=4),
     pool=st.dictionaries(st.sampled_from([*_POOL_FIELDS, "zzz"]), _JSONISH, max_size=4),
@@ -197,7 +197,7 @@ def test_any_invalid_config_gives_field_named_error_never_a_traceback(
             assert str(problem).startswith(f"{problem.field}=")
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     key=st.text(alphabet="abcdefgh_.0123", min_size=1, max_size=20),
     value=st.text(max_size=10),

@@ -292,7 +292,7 @@ INVALID_FOR_TYPE = {
 }
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     profile=st.sampled_from(PROFILES),
     field_and_value=st.sampled_from(sorted(INVALID_FOR_TYPE)).flatmap(
@@ -308,7 +308,7 @@ def test_a_definitely_invalid_value_is_refused_naming_its_field(profile, field_a
     assert field in [p.field for p in err.value.problems]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.text(max_size=30), min_size=1, max_size=3))
 def test_arbitrary_set_text_never_raises_anything_but_config_error(items):
     try:
@@ -320,3 +320,141 @@ def test_arbitrary_set_text_never_raises_anything_but_config_error(items):
 def test_numeric_set_values_are_kept_as_text_for_string_fields():
     cfg = apply_overrides(load_profile("qwen3-32b-draft"), ["target.revision=123456"])
     assert cfg.target.revision == "123456"
+
+
+# --- input hardening: one reading rule, bounded input and output ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("target.revision=0123456", "0123456"),  # YAML 1.1 made this the octal 42798
+        ("target.revision=1.30", "1.30"),
+        ("target.revision=0x1F", "0x1F"),
+        ("target.revision=yes", "yes"),
+        ("target.revision=2024-01-01", "2024-01-01"),
+    ],
+)
+def test_text_fields_keep_the_value_as_written(override, expected):
+    cfg = apply_overrides(load_profile("qwen3-32b-draft"), [override])
+    assert cfg.target.revision == expected
+
+
+def test_a_config_file_keeps_text_fields_as_written(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "name: 0123\nimage: cpu\nhardware: {instance_type: cpu}\n"
+        "target: {name: 1.30, source: /m, revision: 0123456}\n"
+    )
+    cfg = load_config(path)
+    assert (cfg.name, cfg.target.name, cfg.target.revision) == ("0123", "1.30", "0123456")
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "tensor_parallel_size=true",
+        "max_num_seqs=false",
+        "hardware.lnc=true",
+        "server.port=true",
+        "sequence_buckets=[true, 8192]",
+    ],
+)
+def test_booleans_are_refused_for_integer_fields(override):
+    with pytest.raises(ConfigError) as err:
+        apply_overrides(load_profile("qwen3-32b-draft"), [override])
+    assert override.split("=")[0] in err.value.problems[0].field
+    assert "not true" in str(err.value) or "not false" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("s3://", "no bucket"),
+        ("s3:///models/x", "no bucket"),
+        ("s3://bkt", "no key prefix"),
+        ("s3://bkt/", "no key prefix"),
+        ("s3://bkt/../../../etc", "'..' segment"),
+        ("s3://bkt/models/./x", "'.' or '..' segment"),
+        ("s3://Not_A_Bucket/m", "not a valid bucket name"),
+    ],
+)
+def test_s3_sources_need_a_bucket_and_a_folder_that_stays_inside(source, says):
+    with pytest.raises(ConfigError) as err:
+        apply_overrides(load_profile("qwen3-32b-draft"), [f"target.source={source}"])
+    assert err.value.problems[0].field == "target.source"
+    assert says in str(err.value)
+
+
+@pytest.mark.parametrize("field", ["target.name", "name", "speculation.draft.name", "server.host"])
+def test_names_with_control_characters_are_refused(field):
+    with pytest.raises(ConfigError, match="control character") as err:
+        apply_overrides(load_profile("qwen3-32b-draft"), [f"{field}=a\x1b[31mb"])
+    assert "\\x1b" in str(err.value)  # shown escaped, never sent to the terminal raw
+
+
+def test_nested_alias_yaml_is_one_short_problem(tmp_path):
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        prev, name = chr(96 + i), chr(97 + i)
+        levels.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]")
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(levels))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert len(err.value.problems) == 1 and len(str(err.value)) < 300
+
+
+def test_many_unknown_keys_give_a_capped_message(tmp_path):
+    from trnspec.problems import MAX_LISTED
+
+    path = tmp_path / "keys.yaml"
+    path.write_text("name: x\n" + "".join(f"k{i}: {'v' * 200}\n" for i in range(5000)))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    lines = str(err.value).splitlines()
+    assert len(err.value.problems) > 5000 - 1
+    assert len(lines) == MAX_LISTED + 1 and "more problems" in lines[-1]
+    assert max(len(line) for line in lines) < 300
+
+
+def test_an_oversized_or_non_utf8_config_is_one_problem(tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_text("#" * (2 * 1024 * 1024))
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    for path, says in ((big, "larger than"), (latin1, "not UTF-8")):
+        with pytest.raises(ConfigError) as err:
+            load_config(path)
+        assert [p.field for p in err.value.problems] == ["--config"]
+        assert says in str(err.value)
+
+
+_YAML_VALUE = st.one_of(
+    st.sampled_from(["true", "no", "0123", "1.30", "0x1F", "~", "[1, 2]", "{a: 1}", "''", "'x'"]),
+    st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=12),
+)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.lists(st.tuples(st.sampled_from(LEAF_PATHS), _YAML_VALUE), min_size=1, max_size=4))
+def test_any_override_text_gives_a_config_or_a_field_named_error(items):
+    overrides = [f"{path}={value}" for path, value in items]
+    try:
+        cfg = validate(apply_overrides(load_profile("qwen3-32b-draft"), overrides))
+    except ConfigError as err:
+        assert err.problems
+        for problem in err.problems:
+            assert _is_named(problem) or problem.field == "--set", problem
+            assert problem.fix and "\n" not in str(problem)
+    else:
+        for path, _ in items:  # a text field holds text, never a parsed number or boolean
+            value: object = cfg
+            for part in path.split("."):
+                value = getattr(value, part, None)
+            field_is_text = path in {"name", "description", "target.name", "target.revision"}
+            assert not field_is_text or value is None or isinstance(value, str)
