@@ -39,6 +39,9 @@ def show(value: object) -> str:
     spaces or control characters are shown quoted, with escapes."""
     if isinstance(value, Enum):
         value = value.value
+    written = getattr(value, "text", None)  # a YAML number shows as written (trnspec.user_input)
+    if isinstance(value, int | float) and isinstance(written, str):
+        return written[:MAX_VALUE_CHARS]
     if isinstance(value, str) and value and value.isprintable() and value == value.strip():
         text = value
     else:

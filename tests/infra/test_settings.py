@@ -236,3 +236,119 @@ def test_platform_doc_lists_every_setting() -> None:
         if f"`{f}`" not in doc and f"`capacity.{f}`" not in doc
     ]
     assert missing == []
+
+
+# --- one override grammar with the engine's --set; bounded input; AWS tag limits ---------------
+
+
+def test_context_values_follow_the_engines_set_rule() -> None:
+    from trnspec.config import apply_overrides as engine_overrides
+    from trnspec.config import load_profile
+
+    s = load_settings(
+        "default", {"tags.release": "0123", "tags.version": "1.30", "account": "012345678901"}
+    )
+    assert (s.tags["release"], s.tags["version"], s.account) == ("0123", "1.30", "012345678901")
+    cfg = engine_overrides(load_profile("local-tiny"), ["target.revision=0123"])
+    assert cfg.target.revision == s.tags["release"]
+
+
+def test_kubernetes_version_is_read_as_written() -> None:
+    with pytest.raises(SettingsError) as err:
+        load_settings("default", {"kubernetes_version": "1.30"})
+    assert "kubernetes_version=1.30:" in str(err.value)  # not the float 1.3
+    assert load_settings("default", {"kubernetes_version": "1.35"}).kubernetes_version == "1.35"
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["trn2_pools.0.max_size", "vpc.nat_gateways", "system_nodes.disk_gib", "trn2_pools.0.lnc"],
+)
+def test_booleans_are_refused_for_integer_settings(key: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        load_settings("default", {key: "true"})
+    assert key in [p.field for p in err.value.problems]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        ({"tags.team": "x" * 257}, "values of 0-256"),
+        ({f"tags.{'k' * 129}": "v"}, "keys of 1-128"),
+        ({"tags.aws:owner": "me"}, "reserved aws: prefix"),
+        ({"tags.team": "semi;colon"}, "letters, digits, spaces"),
+    ],
+)
+def test_tags_are_held_to_aws_limits(overrides: dict[str, str], says: str) -> None:
+    with pytest.raises(SettingsError, match=says) as err:
+        load_settings("default", overrides)
+    assert [p.field for p in err.value.problems] == ["tags"]
+    assert len(str(err.value)) < 600  # the 257-character value is not echoed whole
+
+
+def test_tags_at_the_aws_limits_pass() -> None:
+    s = load_settings("default", {f"tags.{'k' * 128}": "v" * 256})
+    assert s.tags["k" * 128] == "v" * 256
+
+
+@pytest.mark.parametrize(
+    "override", [{"cluster_name": "a\x1bb"}, {"tags.team": "a\x07b"}, {"trn2_pools.0.name": "\x00"}]
+)
+def test_control_characters_are_refused_in_names(override: dict[str, str]) -> None:
+    with pytest.raises(SettingsError):
+        load_settings("default", override)
+
+
+def test_a_hostile_profile_file_is_one_short_problem(tmp_path: Any) -> None:
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        prev, name = chr(96 + i), chr(97 + i)
+        levels.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]")
+    (tmp_path / "bomb.yaml").write_text("\n".join(levels))
+    (tmp_path / "latin1.yaml").write_bytes("cluster_name: caf\xe9\n".encode("latin-1"))
+    (tmp_path / "keys.yaml").write_text("".join(f"k{i}: {i}\n" for i in range(3000)))
+    for profile, says in (("bomb", "aliases"), ("latin1", "not UTF-8"), ("keys", "more problems")):
+        with pytest.raises(SettingsError, match=says) as err:
+            load_settings(profile, config_dir=tmp_path)
+        assert len(str(err.value).splitlines()) <= 22
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    items=st.dictionaries(
+        st.sampled_from(
+            [
+                "region",
+                "account",
+                "cluster_name",
+                "kubernetes_version",
+                "tags.t",
+                "vpc.nat_gateways",
+                "trn2_pools.0.max_size",
+                "trn2_pools.0.instance_type",
+                "trn2_pools.0.efa",
+                "trn2_pools.0.capacity.kind",
+            ]
+        ),
+        st.one_of(
+            st.sampled_from(["true", "0123", "1.30", "~", "[a]", "{a: 1}", "yes", ""]),
+            st.text(max_size=12),
+        ),
+        max_size=4,
+    )
+)
+def test_any_context_text_gives_settings_or_a_field_named_error(items: dict[str, str]) -> None:
+    try:
+        s = load_settings("default", items)
+    except SettingsError as err:
+        assert err.problems
+        for problem in err.problems:
+            assert problem.field.split(".")[0] in {*_FIELDS, "region", "account/region"}
+            assert problem.fix and "\n" not in str(problem)
+    else:
+        if "tags.t" in items:
+            assert isinstance(s.tags["t"], str)
