@@ -38,9 +38,17 @@ def test_app_exits_2_listing_every_bad_context_value_without_traceback(tmp_path:
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
-    for field in ("trn2_pools.0.lnc=3", "kubernetes_version='1.30'", "autoscaler='keda'"):
+    for field in ("trn2_pools.0.lnc=3", "kubernetes_version=1.30:", "autoscaler=keda"):
         assert field in result.stderr
     assert not list(tmp_path.glob("*.template.json"))  # nothing half-written
+
+
+def test_a_bad_serving_profile_fails_before_any_asset_is_staged(tmp_path: Path) -> None:
+    result = _run_app({"serving.profile": "no-such-profile"}, tmp_path)
+    assert result.returncode == 2
+    assert "--profile=no-such-profile: unknown profile" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []  # no asset.* directories, no templates
 
 
 def test_app_synthesizes_the_selected_profile(tmp_path: Path) -> None:
