@@ -170,3 +170,53 @@ def test_python_dash_m_trnspec_runs_and_exits_2_without_traceback():
     assert proc.returncode == 2
     assert proc.stderr.startswith("hardware.lnc=3: ")
     assert "Traceback" not in proc.stderr
+
+
+# --- expected failures: one line naming what and how to fix it, documented exit codes ---------
+
+
+def _model_dir(tmp_path, config_json: str):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(config_json)
+    return model
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda p: p.joinpath("a.yaml").write_bytes(b"name: caf\xe9\n") and p / "a.yaml", "UTF-8"),
+        (lambda p: p, "cannot read it"),
+        (lambda p: p / "absent.yaml", "cannot read it"),
+        (lambda p: p.joinpath("b.yaml").write_text("a: [") and p / "b.yaml", "not valid YAML"),
+    ],
+    ids=["latin-1", "a-directory", "missing", "broken-yaml"],
+)
+def test_an_unreadable_config_file_exits_2_with_one_line(capsys, tmp_path, make, says):
+    code, _, err = run(capsys, "check", "--config", str(make(tmp_path)))
+    assert code == 2 and says in err
+    assert err.startswith("--config=") and len(err.strip().splitlines()) == 1
+
+
+def test_a_model_config_json_with_infinity_is_a_field_named_problem(capsys, tmp_path):
+    model = _model_dir(
+        tmp_path,
+        '{"num_attention_heads": Infinity, "hidden_size": 64, "num_hidden_layers": 1,'
+        ' "intermediate_size": 64, "vocab_size": 100}',
+    )
+    source = f"target.source={model}"
+    code, _, err = run(capsys, "check", "--profile", "local-tiny", "--set", source)
+    assert code == 2 and err.startswith("target.source=") and "config.json" in err
+    assert "Traceback" not in err
+
+
+def test_an_os_error_in_a_command_is_one_line_and_exit_1(capsys, monkeypatch):
+    import trnspec.cli as cli
+
+    def unreadable(_name: str) -> object:
+        raise PermissionError(13, "Permission denied", "/opt/trnspec/profiles/x.yaml")
+
+    monkeypatch.setattr(cli, "load_profile", unreadable)
+    code, _, err = run(capsys, "profiles")
+    assert code == 1
+    assert err.strip() == "trnspec: /opt/trnspec/profiles/x.yaml: Permission denied"
