@@ -12,7 +12,6 @@ from aws_cdk import App
 
 from infra.nag import acknowledge, attach_nag
 from infra.platform_stack import PlatformStack
-from infra.serving_settings import load_serving_settings
 from infra.serving_stack import BUCKET_PLACEHOLDER, ServingStack, add_serving
 from infra.settings import DeploymentSettings
 from infra.workload.spec import check_serving
@@ -34,9 +33,11 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
     exists when the `serving:` section is bad; the acknowledgements run last so they see every
     construct of both stacks.
     """
-    serving_settings = load_serving_settings(settings.serving)
-    # Before any construct: a bad profile must not leave staged assets in cdk.out.
-    check_serving(serving_settings, BUCKET_PLACEHOLDER, image_uri="preflight")
+    # One pass over the serving section, before any construct: every problem in one synth, and
+    # a bad profile leaves no staged assets in cdk.out.
+    serving_settings = check_serving(
+        settings.serving, bucket_name=BUCKET_PLACEHOLDER, image_uri="preflight"
+    )
     attach_nag(app)
     platform = PlatformStack(app, settings.stack_name, settings=settings)
     serving = add_serving(app, platform, serving_settings)

@@ -12,10 +12,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from pydantic import ValidationError
 from trnspec.problems import InputError, Problem
 from trnspec.topology import INSTANCE_TYPES, instance
 
-from infra.serving_settings import ServingSettings
+from infra.serving_settings import (
+    ServingSettings,
+    ServingSettingsError,
+    cross_check,
+    load_serving_settings,
+)
 from infra.workload.constants import MODELS_PREFIX
 
 if TYPE_CHECKING:
@@ -167,13 +173,52 @@ def derive_workload(
     )
 
 
-def check_serving(settings: ServingSettings, bucket_name: str, *, image_uri: str) -> ServingConfig:
-    """The engine config of `settings`, resolved and derived once with placeholders, so a bad
-    profile, override or workload fails before any construct (and any asset) is created.
+#: Serving settings that decide the engine config; when one is bad the engine is not resolved.
+_ENGINE_INPUTS = frozenset({"profile", "overrides", "models_from_bucket"})
 
-    Engine-config problems come first; the workload derivation needs a valid config, so its
-    problems are listed when the config is valid. Raises ConfigError or WorkloadError.
+
+def check_serving(
+    raw: dict[str, Any] | None, *, bucket_name: str, image_uri: str
+) -> ServingSettings:
+    """Validate a whole `serving:` section in one pass, before any construct (or asset) exists.
+
+    Lists every problem at once in one ServingSettingsError: the section's own fields and
+    cross-checks, then the engine config it names (profile + bucket sources + overrides, with
+    trnspec's own checks) and the workload derived from it (with placeholders for the bucket and
+    image). A bad field is left at its default for the later steps, so they still run; the engine
+    is skipped only when the fields that name it are bad.
     """
-    cfg = resolve_serving_config(settings, bucket_name)
-    derive_workload(cfg, settings, image_uri=image_uri, bucket_name=bucket_name)
-    return cfg
+    from trnspec.config import ConfigError
+
+    problems: list[Problem] = []
+    try:
+        settings = load_serving_settings(raw)
+    except ServingSettingsError as err:
+        problems.extend(err.problems)
+        if not isinstance(raw, dict):
+            raise ServingSettingsError(problems, heading=_HEADING) from None
+        bad = {p.field.removeprefix("serving.").split(".")[0] for p in problems}
+        try:
+            settings = ServingSettings.model_validate(
+                {k: v for k, v in raw.items() if k not in bad}
+            )
+        except ValidationError:  # not expected: every failing field was left out
+            raise ServingSettingsError(problems, heading=_HEADING) from None
+        problems.extend(p for p in cross_check(settings) if p not in problems)
+        bad |= {p.field.removeprefix("serving.").split(".")[0] for p in problems}
+        if bad & _ENGINE_INPUTS:
+            raise ServingSettingsError(problems, heading=_HEADING) from None
+    try:
+        cfg = resolve_serving_config(settings, bucket_name)
+        derive_workload(cfg, settings, image_uri=image_uri, bucket_name=bucket_name)
+    except (ConfigError, WorkloadError) as err:
+        problems.extend(err.problems)
+    if problems:
+        raise ServingSettingsError(problems, heading=_HEADING)
+    return settings
+
+
+_HEADING = (
+    "invalid serving section (engine fields such as target.source come from serving.profile "
+    "and serving.overrides):"
+)

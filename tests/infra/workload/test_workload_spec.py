@@ -129,3 +129,32 @@ def test_bad_engine_override_fails_with_the_engines_problem_list() -> None:
     with pytest.raises(ConfigError) as info:
         resolve_serving_config(settings, BUCKET)
     assert any(p.field == "speculation.num_speculative_tokens" for p in info.value.problems)
+
+
+def test_one_pass_lists_settings_engine_and_workload_problems_together() -> None:
+    from infra.serving_settings import ServingSettingsError
+    from infra.workload.spec import check_serving
+
+    raw = {
+        "min_replicas": 0,  # a settings field
+        "namespace": "Bad_NS",  # a settings cross-check
+        "overrides": ["tensor_parallel_size=48"],  # an engine check
+    }
+    with pytest.raises(ServingSettingsError) as info:
+        check_serving(raw, bucket_name=BUCKET, image_uri=IMAGE)
+    fields = [p.field for p in info.value.problems]
+    assert fields == ["serving.min_replicas", "serving.namespace", "tensor_parallel_size"]
+    raw = {"profile": "llama31-8b-eagle3", "shm_gib": 500, "weights_volume_gib": 1000, "x": 1}
+    with pytest.raises(ServingSettingsError) as info:
+        check_serving(raw, bucket_name=BUCKET, image_uri=IMAGE)
+    assert [p.field for p in info.value.problems] == ["serving.x", "serving.shm_gib"]
+
+
+def test_one_pass_skips_the_engine_when_the_section_cannot_name_it() -> None:
+    from infra.serving_settings import ServingSettingsError
+    from infra.workload.spec import check_serving
+
+    with pytest.raises(ServingSettingsError) as info:
+        check_serving({"profile": 5, "overrides": "x"}, bucket_name=BUCKET, image_uri=IMAGE)
+    assert {p.field for p in info.value.problems} <= {"serving.profile", "serving.overrides"}
+    assert check_serving(None, bucket_name=BUCKET, image_uri=IMAGE).profile == "qwen3-32b-draft"
