@@ -28,6 +28,7 @@ from trnspec.s3_uri import is_s3_uri, parse_s3_uri
 from trnspec.user_input import (
     InputReadError,
     Int,
+    Plain,
     Text,
     load_yaml,
     parse_value,
@@ -82,7 +83,7 @@ class SpeculationConfig(_Frozen):
     num_speculative_tokens: Int = Field(
         default=4, ge=1, description="k: tokens the draft proposes per target step."
     )
-    options: dict[str, Any] = Field(
+    options: dict[Text, Plain] = Field(
         default_factory=dict,
         description="Extra keys merged into vLLM's --speculative-config JSON (method-specific).",
     )

@@ -202,6 +202,22 @@ def refuse_bool(value: Any) -> Any:
     return value
 
 
+def plain(value: Any) -> Any:
+    """The same value with YAML-tagged numbers turned into plain int/float (recursively), for
+    free-form fields whose values are passed on (e.g. vLLM's --speculative-config JSON)."""
+    if isinstance(value, YamlInt):
+        return int(value)
+    if isinstance(value, YamlFloat):
+        return float(value)
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+#: A free-form value: any YAML, numbers as plain int/float.
+Plain = Annotated[Any, BeforeValidator(plain)]
 #: A text field: numbers keep their written text, control characters are refused.
 Text = Annotated[str, BeforeValidator(as_text), AfterValidator(_printable)]
 #: An integer field that refuses true/false (pydantic's lax mode would read them as 1/0).

@@ -458,3 +458,18 @@ def test_any_override_text_gives_a_config_or_a_field_named_error(items):
                 value = getattr(value, part, None)
             field_is_text = path in {"name", "description", "target.name", "target.revision"}
             assert not field_is_text or value is None or isinstance(value, str)
+
+
+def test_free_form_options_hold_plain_numbers_for_vllm_json():
+    import json
+
+    import yaml
+
+    cfg = apply_overrides(
+        load_profile("qwen3-32b-draft"), ["speculation.options={a: 0x10, b: 1.50, c: [007]}"]
+    )
+    options = cfg.speculation.options
+    assert options == {"a": 16, "b": 1.5, "c": [7]}
+    assert [type(v) for v in options.values()] == [int, float, list]
+    assert json.loads(json.dumps(options)) == options
+    yaml.safe_dump(cfg.model_dump()["speculation"])  # no YAML-tagged number leaks out
