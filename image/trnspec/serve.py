@@ -418,8 +418,21 @@ def resolve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Ser
         compile_only=args.compile_only,
         drain_timeout=args.drain_timeout
         if args.drain_timeout is not None
-        else float(environ.get(ENV_DRAIN_SECONDS, 120)),
+        else _seconds(environ, ENV_DRAIN_SECONDS, 120.0),
     )
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ConfigError([Problem(name, raw, "must be a number of seconds >= 0")])
+    return value
 
 
 #: Runs the rendered command; the callback (if any) is called once, when the model first answers.

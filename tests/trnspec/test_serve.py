@@ -687,3 +687,10 @@ def test_restaging_removes_files_of_an_earlier_version(s3: Any, tmp_path: Path) 
     stale.write_bytes(b"from the previous version")
     assert execute(cfg, plan, opts, fake, s3) == 0
     assert not stale.exists()
+
+
+@pytest.mark.parametrize("raw", ["soon", "-1", "nan", "inf"])
+def test_a_bad_drain_seconds_environment_value_is_a_named_problem(raw: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        resolve_options(parse_serve([]), {"TRNSPEC_DRAIN_SECONDS": raw})
+    assert err.value.problems[0].field == "TRNSPEC_DRAIN_SECONDS"
