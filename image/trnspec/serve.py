@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from trnspec.cache_key import compile_cache_key
 from trnspec.config import ConfigError, ModelRef, Problem, ServingConfig, apply_overrides
@@ -71,6 +71,7 @@ from trnspec.staging import (
 )
 
 log = logging.getLogger("trnspec.serve")
+T = TypeVar("T")
 
 DEFAULT_READY_FILE = "/tmp/trnspec-ready"
 EXIT_STAGING_FAILED = 1
@@ -443,32 +444,36 @@ def _s3_client() -> Any:
     return s3_client()
 
 
-def _stage_models(
-    s3: Any, plan: ServePlan, options: ServeOptions, sleep: Callable[[float], None]
-) -> None:
-    """Download every model of the plan; retry the whole step (verified files are kept) while
-    the cause is retryable, within options.stage_retry_delays. Raises the last StagingError."""
+def _retrying(
+    options: ServeOptions, sleep: Callable[[float], None], what: str, work: Callable[[], T]
+) -> T:
+    """Run work; while it fails for a cause time can fix (credentials not ready yet, endpoint
+    unreachable), wait and retry within options.stage_retry_delays. Raises the last error."""
     delays = list(options.stage_retry_delays)
     while True:
         try:
-            for step in plan.stage:
-                with rich_progress(options.progress) as bar:
-                    result = download(
-                        s3,
-                        parse_s3_uri(step.source),
-                        Path(step.local_dir),
-                        options.transfer,
-                        bar,
-                        prune=True,  # the staging directory is this copy's own
-                    )
-                log.info("staged %s", result.summary())
-            return
+            return work()
         except StagingError as err:
             if not err.retryable or not delays:
                 raise
             delay = delays.pop(0)
-            log.warning("staging failed, retrying in %.0fs (%d left): %s", delay, len(delays), err)
+            log.warning("%s failed, retrying in %.0fs (%d left): %s", what, delay, len(delays), err)
             sleep(delay)
+
+
+def _stage_models(s3: Any, plan: ServePlan, options: ServeOptions) -> None:
+    """Download every model of the plan (verified files are kept across retries)."""
+    for step in plan.stage:
+        with rich_progress(options.progress) as bar:
+            result = download(
+                s3,
+                parse_s3_uri(step.source),
+                Path(step.local_dir),
+                options.transfer,
+                bar,
+                prune=True,  # the staging directory is this copy's own
+            )
+        log.info("staged %s", result.summary())
 
 
 def execute(
@@ -512,16 +517,19 @@ def execute(
             print(f"staging failed: {err}", file=sys.stderr)
             return EXIT_STAGING_FAILED
     if options.compile_only and plan.cache is not None and cache_root is not None:
+        location = cache_root.child(plan.cache.key)
         try:
-            cached = fetch_manifest(s3, cache_root.child(plan.cache.key)) is not None
+            cached = _retrying(
+                options, sleep, "reading the compile cache", lambda: fetch_manifest(s3, location)
+            )
         except StagingError as err:
             print(f"compile cache unreadable: {err}", file=sys.stderr)
             return EXIT_STAGING_FAILED
-        if cached:
+        if cached is not None:
             print(f"already compiled: {plan.cache.remote}")
             return 0
     try:
-        _stage_models(s3, plan, options, sleep)
+        _retrying(options, sleep, "staging", lambda: _stage_models(s3, plan, options))
     except StagingError as err:
         print(f"staging failed: {err}", file=sys.stderr)
         return EXIT_STAGING_FAILED

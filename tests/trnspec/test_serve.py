@@ -694,3 +694,12 @@ def test_a_bad_drain_seconds_environment_value_is_a_named_problem(raw: str) -> N
     with pytest.raises(ConfigError) as err:
         resolve_options(parse_serve([]), {"TRNSPEC_DRAIN_SECONDS": raw})
     assert err.value.problems[0].field == "TRNSPEC_DRAIN_SECONDS"
+
+
+def test_the_precompile_job_waits_for_credentials_too(s3: Any, tmp_path: Path) -> None:
+    credentials_arrive_after(s3, 1)
+    cfg, fake = s3_qwen(), FakeVllm()
+    opts = dataclasses.replace(compile_only(tmp_path, "job"), stage_retry_delays=(2.0,))
+    slept: list[float] = []
+    code = execute(cfg, plan_for(cfg, opts), opts, fake, s3, stop=lambda: None, sleep=slept.append)
+    assert code == 0 and slept == [2.0] and len(fake.calls) == 1
