@@ -78,6 +78,7 @@ _VPC_DEFAULT_SG_HANDLER = "/Custom::VpcRestrictDefaultSGCustomResourceProvider/"
 _AWS_CUSTOM_RESOURCE_HANDLER = "/AWS679f53fac002430cb0da5b7982bd2287/"
 _KUBECTL_HANDLER = "/KubectlProvider/Handler/"
 _KUBECTL_ON_EVENT = "/KubectlProvider/Provider/framework-onEvent/"
+_LAMBDA = "AWS::Lambda::Function"
 _CDK_HANDLERS = (
     _VPC_DEFAULT_SG_HANDLER,
     _AWS_CUSTOM_RESOURCE_HANDLER,
@@ -85,45 +86,50 @@ _CDK_HANDLERS = (
     _KUBECTL_ON_EVENT,
 )
 
-#: checkov findings we accept: check id -> (reason, construct path fragments it applies to).
-CHECKOV_SKIPS: dict[str, tuple[str, tuple[str, ...]]] = {
+#: checkov findings we accept: check id -> (reason, resource type, construct path fragments).
+CHECKOV_SKIPS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "CKV_AWS_115": (
         "CDK's own deploy-time handler: CloudFormation invokes it a few times per deployment; "
         "reserved concurrency would only withhold capacity from the account's pool.",
+        _LAMBDA,
         _CDK_HANDLERS,
     ),
     "CKV_AWS_116": (
         "Custom-resource handler: a failed event fails the CloudFormation operation, which "
         "reports it and rolls back; an event parked in a dead-letter queue could not be "
         "replayed (its pre-signed response URL expires), so nobody would read the queue.",
+        _LAMBDA,
         _CDK_HANDLERS,
     ),
     "CKV_AWS_117": (
         "Calls only AWS APIs (EC2 default security group rules; EKS and Auto Scaling for the "
         "node-template tags), never the cluster; the kubectl handlers, which reach the cluster, "
         "run in the VPC.",
+        _LAMBDA,
         (_VPC_DEFAULT_SG_HANDLER, _AWS_CUSTOM_RESOURCE_HANDLER),
     ),
     "CKV_AWS_173": (
         "The environment holds no secret (an STS endpoint mode, the handler function's ARN); "
         "Lambda already encrypts it at rest with an AWS managed key.",
+        _LAMBDA,
         (_KUBECTL_HANDLER, _KUBECTL_ON_EVENT),
     ),
     "CKV_AWS_18": (
         "This is the model bucket's server-access-log bucket: logging it into itself would log "
         "its own log deliveries, and a third bucket would only move the finding. It is "
         "encrypted, blocks public access and refuses plain HTTP.",
+        "AWS::S3::Bucket",
         ("/ModelBucket/AccessLogs/",),
     ),
 }
 
 
-def checkov_skips(path: str) -> list[dict[str, str]]:
-    """The checkov skips for the CloudFormation resource at construct path `path`."""
+def checkov_skips(resource_type: str, path: str) -> list[dict[str, str]]:
+    """The checkov skips for a CloudFormation resource of this type at construct path `path`."""
     return [
         {"id": check, "comment": reason}
-        for check, (reason, fragments) in CHECKOV_SKIPS.items()
-        if any(f in f"/{path}/" for f in fragments)
+        for check, (reason, cfn_type, fragments) in CHECKOV_SKIPS.items()
+        if cfn_type == resource_type and any(f in f"/{path}/" for f in fragments)
     ]
 
 
@@ -133,7 +139,7 @@ class _CheckovSkips:
 
     def visit(self, node: IConstruct) -> None:
         if isinstance(node, CfnResource):
-            skips = checkov_skips(node.node.path)
+            skips = checkov_skips(node.cfn_resource_type, node.node.path)
             if skips:
                 node.add_metadata("checkov", {"skip": skips})
 

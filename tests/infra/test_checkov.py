@@ -111,7 +111,7 @@ def test_each_checkov_skip_hides_a_real_finding_and_nothing_else(
     assert skipped == would_fail
     # Every entry of the table is used, and every skip carries its table reason.
     assert {check for _, check, _ in skipped} == set(CHECKOV_SKIPS)
-    reasons = {reason for reason, _ in CHECKOV_SKIPS.values()}
+    reasons = {reason for reason, _, _ in CHECKOV_SKIPS.values()}
     for r in checkov_report["results"]["skipped_checks"]:
         assert r["check_result"]["suppress_comment"] in reasons
 
@@ -126,3 +126,24 @@ def test_the_vpc_flow_log_group_is_encrypted_with_a_rotating_key(platform_synth:
         s for s in key["KeyPolicy"]["Statement"] if s.get("Sid") == "CloudWatchLogsOfThisAccount"
     ]
     assert "kms:EncryptionContext:aws:logs:arn" in logs["Condition"]["ArnLike"]
+
+
+def test_skips_sit_in_the_metadata_of_cdk_handlers_and_the_access_log_bucket_only(
+    platform_synth: Any,
+) -> None:
+    """Without running checkov: which resources carry skips, and which checks they skip."""
+    synth: Synth = platform_synth("default")
+    skipped = {
+        (r["Type"], tuple(sorted(s["id"] for s in r["Metadata"]["checkov"]["skip"])))
+        for raw in (synth.raw, synth.serving_raw)
+        for r in raw["Resources"].values()
+        if "checkov" in r.get("Metadata", {})
+    }
+    handler = ("CKV_AWS_115", "CKV_AWS_116")
+    assert skipped == {
+        ("AWS::Lambda::Function", (*handler, "CKV_AWS_117")),  # two API-only handlers
+        ("AWS::Lambda::Function", (*handler, "CKV_AWS_173")),  # two kubectl handlers
+        ("AWS::S3::Bucket", ("CKV_AWS_18",)),
+    }
+    lambdas = synth.resources("AWS::Lambda::Function").values()
+    assert all("checkov" in r.get("Metadata", {}) for r in lambdas)
