@@ -115,8 +115,6 @@ def show(resource: str, amount: Decimal) -> str:
     """Human form of an amount, as the scheduler's messages would read."""
     if resource in ("memory", STORAGE):
         return f"{(amount / GI).quantize(Decimal('0.01'))}Gi"
-    if resource == "cpu":
-        return f"{amount.normalize():f}"
     return f"{amount.normalize():f}"
 
 
