@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ from autoscaler_sim import (
     quantity,
     unschedulable_reasons,
 )
-from platform_synth import Synth
+from platform_synth import Synth, synth_profile
 
 from infra.neuron_node import ephemeral_storage_allocatable_gib
 from infra.settings import list_profiles
@@ -94,6 +95,19 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
     assert all("cluster-autoscaler template" in f for f in failures)
     assert all(
         "Insufficient ephemeral-storage (requests 300.00Gi; node has none)" in f for f in failures
+    )
+
+
+@pytest.mark.slow
+def test_the_storage_tag_follows_the_root_volume_setting(tmp_path: Path) -> None:
+    """A 300 GiB root volume leaves the kubelet 269 GiB: too little for the 300 GiB scratch
+    volume, and both the autoscaler's template node and the booted node say so."""
+    synth = synth_profile("default", tmp_path, {"trn2_pools.0.root_volume_gib": "300"})
+    failures = simulate(synth)
+    assert len(failures) == 4  # Deployment and Job, each on the template and the booted node
+    assert all(
+        "Insufficient ephemeral-storage (requests 300.00Gi, allocatable 269.00Gi)" in f
+        for f in failures
     )
 
 
