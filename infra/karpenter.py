@@ -29,8 +29,6 @@ CHART = "karpenter"
 CHART_VERSION = "1.14.1"
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"
-#: AL2023 alias: Karpenter picks the Neuron variant of the EKS AL2023 AMI for trn2 types.
-AMI_ALIAS = "al2023@latest"
 CAPACITY_TYPES = {"on-demand": "on-demand", "capacity-block": "reserved", "reservation": "reserved"}
 
 
@@ -46,6 +44,8 @@ class KarpenterProps:
     """One NodePool + EC2NodeClass each."""
     tags: dict[str, str]
     """Tags for the instances Karpenter launches."""
+    ami_alias: str
+    """AL2023 alias (`al2023@v<release>`): Karpenter picks its Neuron variant for trn2 types."""
 
 
 def node_pool(pool: Trn2PoolSettings) -> dict[str, Any]:
@@ -101,7 +101,11 @@ def node_pool(pool: Trn2PoolSettings) -> dict[str, Any]:
 
 
 def node_class(
-    pool: Trn2PoolSettings, cluster_name: str, role_name: str, tags: dict[str, str]
+    pool: Trn2PoolSettings,
+    cluster_name: str,
+    role_name: str,
+    tags: dict[str, str],
+    ami_alias: str,
 ) -> dict[str, Any]:
     """EC2NodeClass: Neuron AMI, discovered subnets/SGs, reservation, LNC user data."""
     subnet_terms: list[dict[str, Any]] = (
@@ -111,7 +115,7 @@ def node_class(
     )
     spec: dict[str, Any] = {
         "role": role_name,
-        "amiSelectorTerms": [{"alias": AMI_ALIAS}],
+        "amiSelectorTerms": [{"alias": ami_alias}],
         "subnetSelectorTerms": subnet_terms,
         "securityGroupSelectorTerms": [{"tags": {"aws:eks:cluster-name": cluster_name}}],
         "blockDeviceMappings": [
@@ -199,7 +203,13 @@ class Karpenter(Construct):
                 doc
                 for pool in props.pools
                 for doc in (
-                    node_class(pool, props.cluster_name, self.node_role.role_name, props.tags),
+                    node_class(
+                        pool,
+                        props.cluster_name,
+                        self.node_role.role_name,
+                        props.tags,
+                        props.ami_alias,
+                    ),
                     node_pool(pool),
                 )
             ],

@@ -1,9 +1,13 @@
-"""cdk-nag AwsSolutions wiring and every acknowledgement, each with the reason it is accepted.
+"""cdk-nag AwsSolutions wiring, checkov skips, and every acknowledgement with its reason.
 
 cdk-nag 3.x runs as a CDK validation plugin and matches acknowledgements by exact finding id
 (`AwsSolutions-IAM5[Resource::<arn>]`). Rather than pasting ids, `acknowledge` walks the built
 tree and acknowledges only findings of the kinds below, on the constructs named below; anything
 else (a new wildcard, a new managed policy, a new construct) still fails synth.
+
+checkov reads skips from each resource's CloudFormation metadata (`Metadata: checkov: skip:
+[{id, comment}]`); `attach_nag` adds them, from `CHECKOV_SKIPS` only, to the constructs named
+there, in every stack of the app. Any other finding fails tests/infra/test_checkov.py.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_cdk import Acknowledgment, App, CfnResource, Stack, Validations
+import jsii
+from aws_cdk import Acknowledgment, App, Aspects, CfnResource, IAspect, Stack, Validations
 from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
@@ -68,9 +73,82 @@ RULES_ON_PATHS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: CDK's own Lambda handlers (custom-resource providers and the kubectl provider), by path.
+_VPC_DEFAULT_SG_HANDLER = "/Custom::VpcRestrictDefaultSGCustomResourceProvider/"
+_AWS_CUSTOM_RESOURCE_HANDLER = "/AWS679f53fac002430cb0da5b7982bd2287/"
+_KUBECTL_HANDLER = "/KubectlProvider/Handler/"
+_KUBECTL_ON_EVENT = "/KubectlProvider/Provider/framework-onEvent/"
+_LAMBDA = "AWS::Lambda::Function"
+_CDK_HANDLERS = (
+    _VPC_DEFAULT_SG_HANDLER,
+    _AWS_CUSTOM_RESOURCE_HANDLER,
+    _KUBECTL_HANDLER,
+    _KUBECTL_ON_EVENT,
+)
+
+#: checkov findings we accept: check id -> (reason, resource type, construct path fragments).
+CHECKOV_SKIPS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "CKV_AWS_115": (
+        "CDK's own deploy-time handler: CloudFormation invokes it a few times per deployment; "
+        "reserved concurrency would only withhold capacity from the account's pool.",
+        _LAMBDA,
+        _CDK_HANDLERS,
+    ),
+    "CKV_AWS_116": (
+        "Custom-resource handler: a failed event fails the CloudFormation operation, which "
+        "reports it and rolls back; an event parked in a dead-letter queue could not be "
+        "replayed (its pre-signed response URL expires), so nobody would read the queue.",
+        _LAMBDA,
+        _CDK_HANDLERS,
+    ),
+    "CKV_AWS_117": (
+        "Calls only AWS APIs (EC2 default security group rules; EKS and Auto Scaling for the "
+        "node-template tags), never the cluster; the kubectl handlers, which reach the cluster, "
+        "run in the VPC.",
+        _LAMBDA,
+        (_VPC_DEFAULT_SG_HANDLER, _AWS_CUSTOM_RESOURCE_HANDLER),
+    ),
+    "CKV_AWS_173": (
+        "The environment holds no secret (an STS endpoint mode, the handler function's ARN); "
+        "Lambda already encrypts it at rest with an AWS managed key.",
+        _LAMBDA,
+        (_KUBECTL_HANDLER, _KUBECTL_ON_EVENT),
+    ),
+    "CKV_AWS_18": (
+        "This is the model bucket's server-access-log bucket: logging it into itself would log "
+        "its own log deliveries, and a third bucket would only move the finding. It is "
+        "encrypted, blocks public access and refuses plain HTTP.",
+        "AWS::S3::Bucket",
+        ("/ModelBucket/AccessLogs/",),
+    ),
+}
+
+
+def checkov_skips(resource_type: str, path: str) -> list[dict[str, str]]:
+    """The checkov skips for a CloudFormation resource of this type at construct path `path`."""
+    return [
+        {"id": check, "comment": reason}
+        for check, (reason, cfn_type, fragments) in CHECKOV_SKIPS.items()
+        if cfn_type == resource_type and any(f in f"/{path}/" for f in fragments)
+    ]
+
+
+@jsii.implements(IAspect)
+class _CheckovSkips:
+    """Writes `Metadata: checkov: skip` on the resources CHECKOV_SKIPS names."""
+
+    def visit(self, node: IConstruct) -> None:
+        if isinstance(node, CfnResource):
+            skips = checkov_skips(node.cfn_resource_type, node.node.path)
+            if skips:
+                node.add_metadata("checkov", {"skip": skips})
+
+
 def attach_nag(app: App) -> None:
-    """Run AwsSolutions over every stack of `app` at synth."""
+    """Run AwsSolutions over every stack of `app` at synth, and mark checkov's accepted
+    findings on every stack's resources."""
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    Aspects.of(app).add(_CheckovSkips())
 
 
 def nag_string(value: Any) -> str:

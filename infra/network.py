@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Tags
+from aws_cdk import ArnFormat, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -45,6 +47,12 @@ class Network(Construct):
             )
             return
         azs = list(s.availability_zones) or None
+        flow_logs = logs.LogGroup(
+            self,
+            "FlowLogs",
+            retention=logs.RetentionDays.ONE_MONTH,
+            encryption_key=self._flow_logs_key(),
+        )
         vpc = ec2.Vpc(
             self,
             "Vpc",
@@ -66,9 +74,7 @@ class Network(Construct):
             ],
             flow_logs={
                 "all": ec2.FlowLogOptions(
-                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(
-                        logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH)
-                    ),
+                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
                     traffic_type=ec2.FlowLogTrafficType.REJECT,
                 )
             },
@@ -92,3 +98,40 @@ class Network(Construct):
         self.vpc = vpc
         #: Where the cluster and nodes go.
         self.private_subnets = private
+
+    def _flow_logs_key(self) -> kms.Key:
+        """A rotating KMS key for the flow-log group, usable by CloudWatch Logs for log groups of
+        this account and region only (the key policy AWS documents for encrypting log data:
+        https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html)."""
+        stack = Stack.of(self)
+        key = kms.Key(
+            self,
+            "FlowLogsKey",
+            description="VPC flow logs (CloudWatch Logs)",
+            enable_key_rotation=True,
+        )
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchLogsOfThisAccount",
+                principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+                actions=[
+                    "kms:Encrypt*",
+                    "kms:Decrypt*",
+                    "kms:ReEncrypt*",
+                    "kms:GenerateDataKey*",
+                    "kms:Describe*",
+                ],
+                resources=["*"],
+                conditions={
+                    "ArnLike": {
+                        "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
+                            service="logs",
+                            resource="log-group",
+                            resource_name="*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    }
+                },
+            )
+        )
+        return key

@@ -1,5 +1,5 @@
 """Neuron on Kubernetes: the official Helm chart (device plugin, scheduler extension, node
-problem detector) and the neuron-monitor Prometheus exporter as a DaemonSet."""
+problem detector) and AWS's neuron-monitor DaemonSet (Prometheus exporter)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,23 @@ CHART = "neuron-helm-chart"
 CHART_VERSION = "1.10.0"
 NAMESPACE = "kube-system"
 MONITOR_IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.3.0"
+#: The image's entrypoint and arguments as AWS's published DaemonSet runs them
+#: (aws-neuron/aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml, image 1.3.0): the script
+#: starts neuron-monitor with the config baked into the image and serves its Prometheus exporter.
+MONITOR_COMMAND = ("/opt/bin/entrypoint.sh",)
+MONITOR_CONFIG = "/opt/aws/neuron/bin/neuron-monitor.conf"
+#: Requests, limits and Go memory limit of the same published DaemonSet.
+MONITOR_RESOURCES = {
+    "requests": {"cpu": "256m", "memory": "128Mi"},
+    "limits": {"cpu": "500m", "memory": "256Mi"},
+}
+MONITOR_GOMEMLIMIT = "160MiB"
+
+
+def monitor_args(port: int) -> list[str]:
+    """Arguments of the published DaemonSet, with our metrics port."""
+    return ["--port", str(port), "--neuron-monitor-config", MONITOR_CONFIG]
+
 
 NEURON_TOLERATION = {"key": NEURON_TAINT_KEY, "operator": "Exists", "effect": NEURON_TAINT_EFFECT}
 
@@ -66,7 +83,8 @@ def chart_values(settings: NeuronSettings, instance_types: tuple[str, ...]) -> d
 
 
 def monitor_manifest(instance_types: tuple[str, ...]) -> dict[str, Any]:
-    """neuron-monitor piped into its Prometheus exporter on every Neuron node."""
+    """AWS's neuron-monitor DaemonSet (entrypoint, arguments, resources as published) on every
+    Neuron node, tolerating the Trn2 taint and in kube-system instead of its own namespace."""
     instances = sorted(set(INSTANCE_TYPES) | set(instance_types))
     return {
         "apiVersion": "apps/v1",
@@ -111,11 +129,9 @@ def monitor_manifest(instance_types: tuple[str, ...]) -> dict[str, Any]:
                         {
                             "name": "neuron-monitor",
                             "image": MONITOR_IMAGE,
-                            "command": ["/bin/sh", "-c"],
-                            "args": [
-                                "neuron-monitor | neuron-monitor-prometheus.py "
-                                f"--port {NEURON_MONITOR_PORT}"
-                            ],
+                            "command": list(MONITOR_COMMAND),
+                            "args": monitor_args(NEURON_MONITOR_PORT),
+                            "env": [{"name": "GOMEMLIMIT", "value": MONITOR_GOMEMLIMIT}],
                             "ports": [
                                 {
                                     "name": "metrics",
@@ -123,10 +139,7 @@ def monitor_manifest(instance_types: tuple[str, ...]) -> dict[str, Any]:
                                     "protocol": "TCP",
                                 }
                             ],
-                            "resources": {
-                                "requests": {"cpu": "100m", "memory": "128Mi"},
-                                "limits": {"cpu": "500m", "memory": "256Mi"},
-                            },
+                            "resources": {k: dict(v) for k, v in MONITOR_RESOURCES.items()},
                             # Reads device counters through the Neuron driver.
                             "securityContext": {"privileged": True},
                         }

@@ -27,6 +27,17 @@ LNC_LABEL = "trnspec.io/lnc"
 NEURON_AMI_TYPE = "AL2023_x86_64_NEURON"
 #: Autoscaler node-template tag prefix on the Auto Scaling group.
 _TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
+#: Where the Neuron runtime reads the node's logical NeuronCore config, and the line it expects
+#: (Neuron EKS prerequisites, "Trn2 LNC configuration":
+#: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/deploy/eks/prerequisites.html).
+LNC_CONFIG_FILE = "/opt/aws/neuron/logical_nc_config"
+LNC_CONFIG_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"
+#: The kubelet's node-filesystem reserve on the EKS AL2023 AMI: nodeadm sets kube-reserved
+#: ephemeral-storage to 1Gi and the hard eviction threshold nodefs.available to 10%
+#: (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go); Karpenter's allocatable model
+#: subtracts the same two (aws/karpenter-provider-aws pkg/providers/instancetype/types.go).
+KUBE_RESERVED_EPHEMERAL_GIB = 1
+NODEFS_EVICTION_PERCENT = 10
 
 
 def node_labels(pool: Trn2PoolSettings) -> dict[str, str]:
@@ -55,13 +66,36 @@ def node_resources(pool: Trn2PoolSettings) -> dict[str, int]:
     }
 
 
+def ephemeral_storage_allocatable_gib(root_volume_gib: int) -> int:
+    """Whole GiB of ephemeral storage the kubelet offers pods on a node whose root volume has
+    `root_volume_gib`: the volume less kube-reserved and the nodefs eviction threshold.
+
+    This is Karpenter's model of the same node (it takes the volume size as the filesystem
+    size), so both autoscalers imagine the same figure. The real filesystem is a little smaller
+    than the volume (partition table, EFI partition, XFS metadata), so a pod asking for nearly
+    all of it may still fit the imagined node and not the real one: keep headroom.
+    """
+    usable_tenths = root_volume_gib * (100 - NODEFS_EVICTION_PERCENT) // 10
+    return usable_tenths // 10 - KUBE_RESERVED_EPHEMERAL_GIB
+
+
 def node_template_tags(pool: Trn2PoolSettings) -> dict[str, str]:
-    """ASG tags that let the Cluster Autoscaler build a node from nothing (scale from zero):
-    without the neuron resource tag it never believes a Trn2 node could fit a pending pod."""
+    """Tags that let the Cluster Autoscaler build a node of an empty group (scale from zero).
+
+    Its AWS provider imagines such a node from the instance type (cpu, memory, pods) plus
+    `k8s.io/cluster-autoscaler/node-template/{resources,label,taint}/...` tags, and takes the
+    result as allocatable as is (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws
+    README and aws_manager.go `buildNodeFromTemplate`). Without the neuron tag it never believes
+    a Trn2 node fits a pending pod; without the ephemeral-storage tag the node has no ephemeral
+    storage at all and a pod requesting some reads "Insufficient ephemeral-storage"
+    (kubernetes/autoscaler#1869). The storage figure is the root volume's allocatable share.
+    """
     tags = {f"{_TEMPLATE}/label/{k}": v for k, v in node_labels(pool).items()}
     tags[f"{_TEMPLATE}/taint/{NEURON_TAINT_KEY}"] = f"{NEURON_TAINT_VALUE}:{NEURON_TAINT_EFFECT}"
     for name, count in node_resources(pool).items():
         tags[f"{_TEMPLATE}/resources/{name}"] = str(count)
+    storage = ephemeral_storage_allocatable_gib(pool.root_volume_gib)
+    tags[f"{_TEMPLATE}/resources/ephemeral-storage"] = f"{storage}Gi"
     return tags
 
 
@@ -74,7 +108,7 @@ def user_data_script(pool: Trn2PoolSettings) -> str:
         "#!/bin/bash",
         "set -euo pipefail",
         "mkdir -p /opt/aws/neuron",
-        f"echo {pool.lnc} > /opt/aws/neuron/logical_nc_config",
+        f"echo {LNC_CONFIG_VARIABLE}={pool.lnc} > {LNC_CONFIG_FILE}",
     ]
     if pool.efa:
         # The Neuron AMI ships the EFA driver; raise memlock for EFA's registered memory.

@@ -82,6 +82,7 @@ class PlatformStack(Stack):
                     cluster_name=settings.cluster_name,
                     pools=settings.trn2_pools,
                     tags=dict(settings.tags),
+                    ami_alias=settings.karpenter_ami_alias,
                 ),
             )
         self.neuron = Neuron(

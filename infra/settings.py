@@ -38,6 +38,11 @@ from trnspec.user_input import (
 SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.34", "1.35", "1.36")
 DEFAULT_KUBERNETES_VERSION = SUPPORTED_KUBERNETES_VERSIONS[-1]
 
+#: Newest amazon-eks-ami release checked to ship the AL2023 Neuron AMI for every supported
+#: Kubernetes minor (amazon-eks-node-al2023-x86_64-neuron-1.34/1.35/1.36-v20260714 in the
+#: awslabs/amazon-eks-ami CHANGELOG). Releases before 1.36 existed have no 1.36 AMI to resolve.
+DEFAULT_KARPENTER_AMI_ALIAS = "al2023@v20260714"
+
 #: Where deployment profiles live, relative to the repository root.
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
 
@@ -220,6 +225,11 @@ class DeploymentSettings(_Frozen):
     """Trn2 node pools; names must be unique."""
     autoscaler: Literal["cluster-autoscaler", "karpenter"] = "cluster-autoscaler"
     """Node autoscaler: Cluster Autoscaler over managed node groups, or Karpenter NodePools."""
+    karpenter_ami_alias: str = Field(
+        default=DEFAULT_KARPENTER_AMI_ALIAS, pattern=r"^al2023@(latest|v\d{8})$"
+    )
+    """EKS AL2023 AMI release Karpenter launches Trn2 nodes from (it picks the Neuron variant);
+    pinned so nodes do not drift with every AMI release. `al2023@latest` follows releases."""
     neuron: NeuronSettings = NeuronSettings()
     """Neuron Helm chart components."""
     tags: dict[Text, Text] = {"project": "trnspec"}

@@ -14,8 +14,7 @@ import pytest
 from crd_validation import CUSTOM_KINDS, validate_custom
 from platform_synth import PROFILES
 
-from infra import karpenter
-from infra.settings import SUPPORTED_KUBERNETES_VERSIONS
+from infra.settings import DEFAULT_KARPENTER_AMI_ALIAS, SUPPORTED_KUBERNETES_VERSIONS
 
 
 def _objects(platform_synth: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -75,5 +74,6 @@ def test_reserved_pool_selects_its_capacity_reservation(platform_synth: Any) -> 
     ]
     node_class = objs[("EC2NodeClass", "trn2-odcr")]["spec"]
     assert node_class["capacityReservationSelectorTerms"] == [{"id": "cr-0fedcba9876543210"}]
-    assert node_class["amiSelectorTerms"] == [{"alias": karpenter.AMI_ALIAS}]
+    # Pinned, so Trn2 nodes do not drift with every AMI release.
+    assert node_class["amiSelectorTerms"] == [{"alias": DEFAULT_KARPENTER_AMI_ALIAS}]
     assert "logical_nc_config" in node_class["userData"]

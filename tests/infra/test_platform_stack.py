@@ -86,7 +86,8 @@ def test_trn2_launch_template_sets_root_volume_imdsv2_and_lnc(default: Synth) ->
     assert data["BlockDeviceMappings"][0]["Ebs"]["Encrypted"] is True
     assert data["MetadataOptions"]["HttpTokens"] == "required"
     user_data = data["UserData"]["Fn::Base64"]
-    assert "echo 2 > /opt/aws/neuron/logical_nc_config" in user_data
+    # The Neuron EKS docs' format: the variable assignment, not a bare number.
+    assert "echo NEURON_LOGICAL_NC_CONFIG=2 > /opt/aws/neuron/logical_nc_config" in user_data
     assert user_data.startswith("MIME-Version: 1.0")
     assert "NetworkInterfaces" not in data and "InstanceMarketOptions" not in data
 
@@ -98,6 +99,8 @@ def test_node_template_tags_let_the_autoscaler_build_an_empty_trn2_group(default
         f"{TEMPLATE_TAG}/taint/aws.amazon.com/neuron": "true:NoSchedule",
         f"{TEMPLATE_TAG}/label/trnspec.io/pool": "trn2",
         f"{TEMPLATE_TAG}/label/node.kubernetes.io/instance-type": "trn2.48xlarge",
+        # 512 GiB root volume - 10% nodefs eviction threshold - 1 GiB kube-reserved, floored.
+        f"{TEMPLATE_TAG}/resources/ephemeral-storage": "459Gi",
     }
     default.template.has_resource_properties(
         "AWS::EKS::Nodegroup",
@@ -246,7 +249,18 @@ def test_neuron_monitor_runs_on_trn2_nodes_despite_the_taint(default: Synth) -> 
     assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in spec[
         "tolerations"
     ]
-    assert spec["containers"][0]["image"] == neuron.MONITOR_IMAGE
+    (container,) = spec["containers"]
+    assert container["image"] == neuron.MONITOR_IMAGE
+    # As aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml runs image 1.3.0.
+    assert container["command"] == ["/opt/bin/entrypoint.sh"]
+    assert container["args"] == [
+        "--port",
+        "8000",
+        "--neuron-monitor-config",
+        "/opt/aws/neuron/bin/neuron-monitor.conf",
+    ]
+    assert {"name": "GOMEMLIMIT", "value": "160MiB"} in container["env"]
+    assert container["resources"]["requests"] == {"cpu": "256m", "memory": "128Mi"}
 
 
 def test_cluster_autoscaler_chart_is_pinned_with_auto_discovery(default: Synth) -> None:

@@ -119,6 +119,7 @@ _BAD: list[tuple[dict[str, Any], str, str]] = [
     ({"bogus": "1"}, "bogus", "allowed: account"),
     ({"trn2_pools.7.max_size": "1"}, "trn2_pools.7.max_size", "no item '7'"),
     ({"admin_principal_arns": "[nope]"}, "admin_principal_arns", "not IAM role/user ARNs"),
+    ({"karpenter_ami_alias": "al2023@v2025"}, "karpenter_ami_alias", "pattern"),
 ]
 
 
@@ -352,3 +353,9 @@ def test_any_context_text_gives_settings_or_a_field_named_error(items: dict[str,
     else:
         if "tags.t" in items:
             assert isinstance(s.tags["t"], str)
+
+
+def test_karpenter_ami_is_pinned_by_default_and_overridable() -> None:
+    assert DeploymentSettings().karpenter_ami_alias == "al2023@v20260714"
+    s = load_settings("karpenter", {"karpenter_ami_alias": "al2023@latest"})
+    assert s.karpenter_ami_alias == "al2023@latest"

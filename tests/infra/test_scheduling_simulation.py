@@ -1,0 +1,220 @@
+"""Every Neuron pod the templates emit fits the node each autoscaler imagines for an empty pool.
+
+The nodes are built from the synthesized templates alone (autoscaler_sim explains how each
+autoscaler builds them and cites its source); if a pod does not fit the Cluster Autoscaler's
+template node, the autoscaler never scales the group up from zero and the pod stays Pending.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from autoscaler_sim import (
+    GI,
+    NEURON,
+    STORAGE,
+    TEMPLATE_TAG,
+    Node,
+    PodTemplate,
+    installed_schedulers,
+    karpenter_nodes,
+    managed_nodegroup_nodes,
+    manifests,
+    pod_templates,
+    quantity,
+    unschedulable_reasons,
+)
+from platform_synth import Synth, synth_profile
+
+from infra.neuron_node import ephemeral_storage_allocatable_gib
+from infra.settings import list_profiles
+
+PROFILES = tuple(list_profiles())
+
+
+def _nodes(synth: Synth) -> list[Node]:
+    return managed_nodegroup_nodes(synth.raw) + karpenter_nodes(synth.raw)
+
+
+def _workloads(synth: Synth) -> tuple[list[PodTemplate], list[PodTemplate]]:
+    """Pods to place (the serving stack's workloads, and any other Neuron pod) and DaemonSets."""
+    serving = list(pod_templates(manifests(synth.serving_raw)))
+    platform = list(pod_templates(manifests(synth.raw)))
+    daemonsets = [p for p in serving + platform if p.owner.startswith("DaemonSet/")]
+    pods = [p for p in serving if not p.owner.startswith("DaemonSet/")]
+    pods += [p for p in platform if p.requests_neuron() and not p.owner.startswith("DaemonSet/")]
+    return pods, daemonsets
+
+
+def simulate(synth: Synth) -> list[str]:
+    """Every (pod, pool view) that would not schedule, with the scheduler's reasons."""
+    pods, daemonsets = _workloads(synth)
+    schedulers = installed_schedulers(synth.raw)
+    failures = []
+    for pod in pods:
+        for node in _nodes(synth):
+            reasons = unschedulable_reasons(pod, node, daemonsets, schedulers)
+            if reasons:
+                failures.append(f"{pod.owner} on {node.name}: {'; '.join(reasons)}")
+    return failures
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_neuron_pod_fits_an_empty_trn2_pool_of_every_autoscaler(
+    platform_synth: Any, profile: str
+) -> None:
+    synth: Synth = platform_synth(profile)
+    pods, _ = _workloads(synth)
+    nodes = _nodes(synth)
+    # Something to check: the serving Deployment and the precompile Job, on every pool.
+    assert {p.owner.split("/")[0] for p in pods} >= {"Deployment", "Job"}
+    assert all(p.requests_neuron() for p in pods)
+    pools = {n.pool for n in nodes}
+    assert len(pools) == len(synth.stack.settings.trn2_pools)
+    assert simulate(synth) == []
+
+
+@pytest.mark.parametrize("profile", ["default", "capacity-block"])
+def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
+    platform_synth: Any, profile: str
+) -> None:
+    """The bug this guards against: the template node had no ephemeral storage at all."""
+    synth: Synth = platform_synth(profile)
+    key = f"{TEMPLATE_TAG}resources/{STORAGE}"
+    raw = json.loads(json.dumps(synth.raw).replace(f'\\"Key\\":\\"{key}\\"', '\\"Key\\":\\"x\\"'))
+    for r in raw["Resources"].values():
+        if r["Type"] == "AWS::EKS::Nodegroup":
+            r["Properties"].get("Tags", {}).pop(key, None)
+    failures = simulate(dataclasses.replace(synth, raw=raw))
+    assert failures, "the simulation must notice the missing tag"
+    assert all("cluster-autoscaler template" in f for f in failures)
+    assert all(
+        "Insufficient ephemeral-storage (requests 300.00Gi; node has none)" in f for f in failures
+    )
+
+
+@pytest.mark.slow
+def test_the_storage_tag_follows_the_root_volume_setting(tmp_path: Path) -> None:
+    """A 300 GiB root volume leaves the kubelet 269 GiB: too little for the 300 GiB scratch
+    volume, and both the autoscaler's template node and the booted node say so."""
+    synth = synth_profile("default", tmp_path, {"trn2_pools.0.root_volume_gib": "300"})
+    failures = simulate(synth)
+    assert len(failures) == 4  # Deployment and Job, each on the template and the booted node
+    assert all(
+        "Insufficient ephemeral-storage (requests 300.00Gi, allocatable 269.00Gi)" in f
+        for f in failures
+    )
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_autoscalers_never_imagine_more_than_the_booted_node_offers(
+    platform_synth: Any, profile: str
+) -> None:
+    """Storage and Neuron figures the autoscalers plan with are what the kubelet and the device
+    plugin will report (cpu and memory are the autoscalers' own business: the Cluster
+    Autoscaler takes the instance's whole capacity as allocatable)."""
+    nodes = _nodes(platform_synth(profile))
+    booted = {(n.pool, n.instance_type): n for n in nodes if n.view == "booted node"}
+    for node in nodes:
+        if node.view == "booted node":
+            continue
+        real = booted[(node.pool, node.instance_type)]
+        for name in (STORAGE, NEURON):
+            assert node.allocatable[name] <= real.allocatable[name], (node.name, name)
+
+
+def test_the_storage_tag_is_the_kubelets_share_of_the_root_volume() -> None:
+    # 512 GiB - 10 % nodefs.available eviction (51.2) - 1 GiB kube-reserved = 459.8, floored.
+    assert ephemeral_storage_allocatable_gib(512) == 459
+    assert ephemeral_storage_allocatable_gib(200) == 179
+
+
+def test_the_daemonset_load_counts_against_the_node() -> None:
+    pod = _pod({"cpu": "1"})
+    ds = _pod({"cpu": "500m"}, tolerations=[{"operator": "Exists"}])
+    node = _node({"cpu": Decimal("1.2"), "pods": Decimal(110)})
+    (reason,) = unschedulable_reasons(pod, node, [ds], {"default-scheduler"})
+    assert reason.startswith("Insufficient cpu")
+
+
+def test_the_simulation_reports_each_filter_that_rejects_a_pod() -> None:
+    pod = _pod(
+        {NEURON: "2", STORAGE: "10Gi"},
+        schedulerName="neuron-scheduler",
+        nodeSelector={"trnspec.io/lnc": "2"},
+    )
+    node = _node(
+        {NEURON: Decimal(1), "pods": Decimal(110)},
+        taints=(("aws.amazon.com/neuron", "true", "NoSchedule"),),
+        labels={"trnspec.io/lnc": "1"},
+    )
+    reasons = unschedulable_reasons(pod, node, [], {"default-scheduler"})
+    assert reasons == [
+        "no scheduler named 'neuron-scheduler' is installed (['default-scheduler'])",
+        "untolerated taint aws.amazon.com/neuron=true:NoSchedule",
+        "node selector trnspec.io/lnc=2 (node has '1')",
+        "Insufficient aws.amazon.com/neuron (requests 2, allocatable 1)",
+        "Insufficient ephemeral-storage (requests 10.00Gi; node has none)",
+    ]
+
+
+def test_required_node_affinity_and_limits_are_checked() -> None:
+    pod = _pod(
+        {},
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+                    ]
+                }
+            }
+        },
+    )
+    node = Node(
+        "p",
+        "karpenter",
+        "trn2.48xlarge",
+        {"pods": Decimal(110)},
+        {"zone": "b"},
+        (),
+        capacity={"cpu": Decimal(192)},
+        limits={"cpu": Decimal(100)},
+    )
+    assert unschedulable_reasons(pod, node, [], {"default-scheduler"}) == [
+        "required node affinity does not match",
+        "NodePool limit cpu=100 is below one node",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("300Gi", Decimal(300 * GI)),
+        ("500m", Decimal("0.5")),
+        ("16", Decimal(16)),
+        ("1.5Ki", Decimal(1536)),
+        ("2G", Decimal(2 * 10**9)),
+    ],
+)
+def test_quantities_parse_like_kubernetes(text: str, value: Decimal) -> None:
+    assert quantity(text) == value
+
+
+def _pod(requests: dict[str, str], **spec: Any) -> PodTemplate:
+    return PodTemplate(
+        "Pod/x", {"containers": [{"name": "c", "resources": {"requests": requests}}], **spec}
+    )
+
+
+def _node(
+    allocatable: dict[str, Decimal],
+    taints: tuple[tuple[str, str, str], ...] = (),
+    labels: dict[str, str] | None = None,
+) -> Node:
+    return Node("p", "test", "trn2.48xlarge", allocatable, labels or {}, taints)
