@@ -213,6 +213,7 @@ def test_platform_doc_lists_every_setting() -> None:
     from pathlib import Path
 
     from infra.settings import (
+        AddonSettings,
         CapacitySettings,
         NeuronSettings,
         SystemNodeGroupSettings,
@@ -228,6 +229,7 @@ def test_platform_doc_lists_every_setting() -> None:
         CapacitySettings,
         SystemNodeGroupSettings,
         NeuronSettings,
+        AddonSettings,
     )
     missing = [
         f"{m.__name__}.{f}"
