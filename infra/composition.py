@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from aws_cdk import App
 
-from infra.addons.pins import compatibility_problems
+from infra.addons.pins import PINS, ChartPin, ImagePin, compatibility_problems
 from infra.addons.selection import WorkloadNeeds, installed_addons, workload_needs
 from infra.nag import acknowledge, attach_nag
 from infra.platform_stack import PlatformStack
@@ -45,10 +45,15 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
     return Composition(platform, serving, acknowledged)
 
 
-def check_addon_versions(settings: DeploymentSettings, needs: WorkloadNeeds) -> None:
+def check_addon_versions(
+    settings: DeploymentSettings,
+    needs: WorkloadNeeds,
+    pins: tuple[ChartPin | ImagePin, ...] = PINS,
+) -> None:
     """Refuse a cluster version outside the supported range of an installed add-on's pin
     (infra/addons/pins.py), one line per add-on."""
-    lines = compatibility_problems(settings.kubernetes_version, installed_addons(settings, needs))
+    addons = installed_addons(settings, needs)
+    lines = compatibility_problems(settings.kubernetes_version, addons, pins)
     if lines:
         raise SettingsError(
             [Problem("kubernetes_version", settings.kubernetes_version, line) for line in lines]

@@ -115,3 +115,15 @@ def test_every_dashboard_panel_reads_series_an_exporter_emits(title: str) -> Non
 def test_metric_names_ignore_functions_labels_and_ranges() -> None:
     q = 'sum by (le) (rate(vllm:x_bucket{model_name=~"$m"}[5m])) / scalar(foo_total)'
     assert metric_names(q) == {"vllm:x_bucket", "foo_total"}
+
+
+def test_load_balancer_controller_has_its_role_region_and_vpc(variant: Synth) -> None:
+    inv = _inventory(variant)
+    (chart,) = [c for c in inv.charts() if c.name == "aws-load-balancer-controller"]
+    assert chart.values["clusterName"] == "trnspec"
+    assert chart.values["region"] and chart.values["vpcId"].startswith("${")
+    assert any(
+        r.properties["Namespace"] == "kube-system"
+        and r.properties["ServiceAccount"] == chart.values["serviceAccount"]["name"]
+        for r in inv.of_type("AWS::EKS::PodIdentityAssociation")
+    )
