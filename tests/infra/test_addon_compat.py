@@ -104,3 +104,11 @@ def test_platform_doc_shows_the_generated_table() -> None:
     assert table is not None
     assert table.group(1) == markdown_table()
     assert "within the supported skew" not in text
+
+
+def test_turning_the_scheduler_extension_off_is_refused_because_pods_name_it() -> None:
+    with pytest.raises(SettingsError) as err:
+        load_settings("default", {"neuron.scheduler_extension": "false"})
+    (problem,) = err.value.problems
+    assert problem.field == "neuron.scheduler_extension"
+    assert "my-scheduler" in problem.fix
