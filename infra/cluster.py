@@ -17,6 +17,10 @@ from infra.settings import DeploymentSettings
 #: Add-ons every node needs; versions are left to EKS's default for the cluster version,
 #: which EKS keeps compatible (a pinned add-on version would break on a version bump).
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
+#: Add-on configuration values. The VPC CNI enforces Kubernetes NetworkPolicies only with
+#: `enableNetworkPolicy` (a string) set: without it the workload's policies are accepted and
+#: ignored (EKS user guide, "Restrict Pod network traffic with Kubernetes network policies").
+ADDON_CONFIGURATION: dict[str, dict[str, str]] = {"vpc-cni": {"enableNetworkPolicy": "true"}}
 #: Label on system nodes; controllers select it so they never wait for a Trn2 node.
 SYSTEM_LABEL = {"trnspec.io/role": "system"}
 #: What a worker node needs: join the cluster, pull images, run the CNI, be reachable by SSM
@@ -115,7 +119,13 @@ class Cluster(Construct):
                 ],
             )
         self.addons = {
-            name: eks.Addon(self, f"Addon-{name}", addon_name=name, cluster=self.cluster)
+            name: eks.Addon(
+                self,
+                f"Addon-{name}",
+                addon_name=name,
+                cluster=self.cluster,
+                configuration_values=ADDON_CONFIGURATION.get(name),
+            )
             for name in CORE_ADDONS
         }
         self.node_role = node_role(self, "SystemNodeRole")

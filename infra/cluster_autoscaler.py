@@ -9,18 +9,19 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from infra.addons.helm import HelmReleaseProps, helm_release
+from infra.addons.pins import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGE
 from infra.asg_tags import AsgNodeTemplateTags, AsgNodeTemplateTagsProps
 from infra.cluster import SYSTEM_LABEL
 from infra.neuron_node import node_template_tags
 from infra.pod_identity import PodIdentityRole
 from infra.trn2_nodegroup import Trn2Nodegroup
 
-CHART_REPOSITORY = "https://kubernetes.github.io/autoscaler"
-CHART = "cluster-autoscaler"
-#: Chart 9.59.0 defaults to image v1.35.0; the image is chosen below per Kubernetes minor.
-CHART_VERSION = "9.59.0"
+CHART_REPOSITORY = CLUSTER_AUTOSCALER_CHART.repository
+CHART = CLUSTER_AUTOSCALER_CHART.chart
+CHART_VERSION = CLUSTER_AUTOSCALER_CHART.version
 #: The autoscaler minor must match the cluster minor (its scheduler simulation is vendored).
-IMAGE_TAGS = {"1.34": "v1.34.2", "1.35": "v1.35.0", "1.36": "v1.36.1"}
+IMAGE_TAGS = CLUSTER_AUTOSCALER_IMAGE.tags
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
 
@@ -37,6 +38,8 @@ class ClusterAutoscalerProps:
     """Picks the matching autoscaler image."""
     nodegroups: tuple[Trn2Nodegroup, ...]
     """Trn2 groups whose ASGs get node-template tags."""
+    timeout_minutes: int = 15
+    """How long the deploy waits for the autoscaler to be ready."""
 
 
 class ClusterAutoscaler(Construct):
@@ -99,31 +102,32 @@ class ClusterAutoscaler(Construct):
                 },
             )
         )
-        self.chart = eks.HelmChart(
+        self.chart = helm_release(
             self,
             "Chart",
-            cluster=props.cluster,
-            chart=CHART,
-            repository=CHART_REPOSITORY,
-            version=CHART_VERSION,
-            release="cluster-autoscaler",
-            namespace=NAMESPACE,
-            values={
-                "cloudProvider": "aws",
-                "awsRegion": stack.region,
-                "autoDiscovery": {"clusterName": props.cluster_name},
-                "image": {"tag": IMAGE_TAGS[props.kubernetes_version]},
-                "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
-                "nodeSelector": dict(SYSTEM_LABEL),
-                "extraArgs": {
-                    "balance-similar-node-groups": True,
-                    "skip-nodes-with-system-pods": False,
-                    "expander": "least-waste",
-                    # Trn2 nodes take minutes to boot and pull multi-GB images.
-                    "max-node-provision-time": "25m",
-                    "scale-down-unneeded-time": "15m",
+            HelmReleaseProps(
+                cluster=props.cluster,
+                pin=CLUSTER_AUTOSCALER_CHART,
+                release="cluster-autoscaler",
+                namespace=NAMESPACE,
+                values={
+                    "cloudProvider": "aws",
+                    "awsRegion": stack.region,
+                    "autoDiscovery": {"clusterName": props.cluster_name},
+                    "image": {"tag": IMAGE_TAGS[props.kubernetes_version]},
+                    "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
+                    "nodeSelector": dict(SYSTEM_LABEL),
+                    "extraArgs": {
+                        "balance-similar-node-groups": True,
+                        "skip-nodes-with-system-pods": False,
+                        "expander": "least-waste",
+                        # Trn2 nodes take minutes to boot and pull multi-GB images.
+                        "max-node-provision-time": "25m",
+                        "scale-down-unneeded-time": "15m",
+                    },
                 },
-            },
+                timeout_minutes=props.timeout_minutes,
+            ),
         )
         self.chart.node.add_dependency(self.identity.association)
         self.asg_tags = [

@@ -9,11 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import App
+from trnspec.problems import Problem
 
+from infra.addons.pins import PINS, ChartPin, ImagePin, compatibility_problems
+from infra.addons.selection import WorkloadNeeds, installed_addons, workload_needs
 from infra.nag import acknowledge, attach_nag
 from infra.platform_stack import PlatformStack
 from infra.serving_stack import BUCKET_PLACEHOLDER, ServingStack, add_serving
-from infra.settings import DeploymentSettings
+from infra.settings import DeploymentSettings, SettingsError
 from infra.workload.spec import check_serving
 
 
@@ -30,16 +33,33 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
     """Build every stack of a profile onto `app`.
 
     Raises the settings' and the engine's own errors (every problem listed) before any construct
-    exists when the `serving:` section is bad; the acknowledgements run last so they see every
-    construct of both stacks.
+    exists when the `serving:` section is bad or an add-on pin does not support the cluster's
+    Kubernetes version; the acknowledgements run last so they see every construct of both stacks.
     """
     # One pass over the serving section, before any construct: every problem in one synth, and
     # a bad profile leaves no staged assets in cdk.out.
     serving_settings = check_serving(
         settings.serving, bucket_name=BUCKET_PLACEHOLDER, image_uri="preflight"
     )
+    needs = workload_needs(serving_settings)
+    check_addon_versions(settings, needs)
     attach_nag(app)
-    platform = PlatformStack(app, settings.stack_name, settings=settings)
+    platform = PlatformStack(app, settings.stack_name, settings=settings, needs=needs)
     serving = add_serving(app, platform, serving_settings)
     acknowledged = acknowledge(platform)
     return Composition(platform, serving, acknowledged)
+
+
+def check_addon_versions(
+    settings: DeploymentSettings,
+    needs: WorkloadNeeds,
+    pins: tuple[ChartPin | ImagePin, ...] = PINS,
+) -> None:
+    """Refuse a cluster version outside the supported range of an installed add-on's pin
+    (infra/addons/pins.py), one line per add-on."""
+    addons = installed_addons(settings, needs)
+    lines = compatibility_problems(settings.kubernetes_version, addons, pins)
+    if lines:
+        raise SettingsError(
+            [Problem("kubernetes_version", settings.kubernetes_version, line) for line in lines]
+        )

@@ -11,6 +11,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 from trnspec.topology import instance
 
+from infra.addons.helm import HelmReleaseProps, helm_release
+from infra.addons.pins import KARPENTER_CHART, KARPENTER_CRD_CHART
 from infra.cluster import SYSTEM_LABEL, node_role
 from infra.neuron_node import (
     NEURON_DEVICE_RESOURCE,
@@ -23,10 +25,9 @@ from infra.neuron_node import (
 from infra.pod_identity import PodIdentityRole
 from infra.settings import Trn2PoolSettings
 
-CHART_REPOSITORY = "oci://public.ecr.aws/karpenter/karpenter"
-CHART = "karpenter"
-#: 1.14.x: capacity blocks and ODCRs as the `reserved` capacity type (ReservedCapacity gate).
-CHART_VERSION = "1.14.1"
+CHART_REPOSITORY = KARPENTER_CHART.repository
+CHART = KARPENTER_CHART.chart
+CHART_VERSION = KARPENTER_CHART.version
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"
 CAPACITY_TYPES = {"on-demand": "on-demand", "capacity-block": "reserved", "reservation": "reserved"}
@@ -46,6 +47,8 @@ class KarpenterProps:
     """Tags for the instances Karpenter launches."""
     ami_alias: str
     """AL2023 alias (`al2023@v<release>`): Karpenter picks its Neuron variant for trn2 types."""
+    timeout_minutes: int = 15
+    """How long the deploy waits for each of Karpenter's releases to be ready."""
 
 
 def node_pool(pool: Trn2PoolSettings) -> dict[str, Any]:
@@ -175,25 +178,45 @@ class Karpenter(Construct):
         self.controller_role = self.controller_identity.role
         for statement in _controller_statements(stack, props.cluster_name, self.node_role):
             self.controller_role.add_to_policy(statement)
-        self.chart = eks.HelmChart(
+        # CRDs as their own release, so `helm upgrade` moves them with the controller (Helm
+        # installs a chart's crds/ directory once and never upgrades it).
+        self.crds = helm_release(
+            self,
+            "Crds",
+            HelmReleaseProps(
+                cluster=props.cluster,
+                pin=KARPENTER_CRD_CHART,
+                release="karpenter-crd",
+                namespace=NAMESPACE,
+                values={},
+                timeout_minutes=props.timeout_minutes,
+            ),
+        )
+        self.chart = helm_release(
             self,
             "Chart",
-            cluster=props.cluster,
-            chart=CHART,
-            repository=CHART_REPOSITORY,
-            version=CHART_VERSION,
-            release="karpenter",
-            namespace=NAMESPACE,
-            values={
-                "settings": {
-                    "clusterName": props.cluster_name,
-                    "featureGates": {"reservedCapacity": True},
+            HelmReleaseProps(
+                cluster=props.cluster,
+                pin=KARPENTER_CHART,
+                release="karpenter",
+                namespace=NAMESPACE,
+                skip_crds=True,
+                values={
+                    "settings": {
+                        "clusterName": props.cluster_name,
+                        "featureGates": {"reservedCapacity": True},
+                    },
+                    # Explicit region: otherwise the controller asks instance metadata, which
+                    # depends on the system nodes' hop limit.
+                    "controller": {"env": [{"name": "AWS_REGION", "value": stack.region}]},
+                    "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
+                    "nodeSelector": dict(SYSTEM_LABEL),
+                    "replicas": 2,
                 },
-                "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
-                "nodeSelector": dict(SYSTEM_LABEL),
-                "replicas": 2,
-            },
+                timeout_minutes=props.timeout_minutes,
+            ),
         )
+        self.chart.node.add_dependency(self.crds)
         self.chart.node.add_dependency(self.controller_identity.association)
         self.node_pools = eks.KubernetesManifest(
             self,
@@ -214,7 +237,8 @@ class Karpenter(Construct):
                 )
             ],
         )
-        # The CRDs arrive with the chart.
+        # The CRDs arrive with their chart; the controller validates and reconciles the pools.
+        self.node_pools.node.add_dependency(self.crds)
         self.node_pools.node.add_dependency(self.chart)
 
 

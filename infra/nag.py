@@ -48,6 +48,17 @@ WILDCARD_OWNERS: dict[str, str] = {
         "instance profiles do not exist before it creates them (request-tag conditions scope "
         "creation, resource-tag conditions scope deletion); Describe*/pricing are unscopable."
     ),
+    "/EbsCsi/Policy/": (
+        "The EBS CSI driver's published policy: Describe* calls cannot be resource-scoped; "
+        "volumes do not exist before it creates them (creation and deletion are bound to its "
+        "ebs.csi.aws.com/cluster tag) and it attaches them to whichever node a pod lands on."
+    ),
+    "/LoadBalancerController/Policy/": (
+        "The AWS Load Balancer Controller's published policy (NLB statements only): Describe* "
+        "calls cannot be resource-scoped; load balancers, target groups and security groups do "
+        "not exist before it creates them (request-tag conditions scope creation, resource-tag "
+        "conditions scope changes and deletion)."
+    ),
     "/NodeTemplateTags-": (
         "The node group's ASG name has an EKS-generated suffix: matched as eks-<nodegroup>-*."
     ),

@@ -10,6 +10,8 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 from trnspec.topology import INSTANCE_TYPES
 
+from infra.addons.helm import HelmReleaseProps, helm_release
+from infra.addons.pins import NEURON_CHART, NEURON_KUBE_SCHEDULER, NEURON_MONITOR_IMAGE
 from infra.cluster import SYSTEM_LABEL
 from infra.neuron_node import NEURON_TAINT_EFFECT, NEURON_TAINT_KEY
 from infra.settings import NeuronSettings
@@ -19,12 +21,11 @@ from infra.workload.constants import (
     NEURON_SCHEDULER_NAME,
 )
 
-CHART_REPOSITORY = "oci://public.ecr.aws/neuron/neuron-helm-chart"
-CHART = "neuron-helm-chart"
-#: Chart 1.10.0 ships device plugin / scheduler 2.32.0.0 and lists trn2 types by default.
-CHART_VERSION = "1.10.0"
+CHART_REPOSITORY = NEURON_CHART.repository
+CHART = NEURON_CHART.chart
+CHART_VERSION = NEURON_CHART.version
 NAMESPACE = "kube-system"
-MONITOR_IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.3.0"
+MONITOR_IMAGE = NEURON_MONITOR_IMAGE
 #: The image's entrypoint and arguments as AWS's published DaemonSet runs them
 #: (aws-neuron/aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml, image 1.3.0): the script
 #: starts neuron-monitor with the config baked into the image and serves its Prometheus exporter.
@@ -56,10 +57,17 @@ class NeuronProps:
     """Which optional components to install."""
     instance_types: tuple[str, ...]
     """Trn2 types the pools use; the chart's node affinity must include each."""
+    kubernetes_version: str
+    """Cluster minor: picks the scheduler extension's kube-scheduler build."""
+    timeout_minutes: int
+    """How long the deploy waits for the chart's pods to be ready."""
 
 
-def chart_values(settings: NeuronSettings, instance_types: tuple[str, ...]) -> dict[str, Any]:
-    """Helm values: affinity list, tolerations for our taint, optional parts on or off."""
+def chart_values(
+    settings: NeuronSettings, instance_types: tuple[str, ...], kubernetes_version: str
+) -> dict[str, Any]:
+    """Helm values: affinity list, tolerations for our taint, optional parts on or off, and a
+    kube-scheduler of the cluster's own minor for the scheduler extension."""
     instances = sorted(set(INSTANCE_TYPES) | set(instance_types))
     return {
         "neuronInstances": instances,
@@ -76,6 +84,10 @@ def chart_values(settings: NeuronSettings, instance_types: tuple[str, ...]) -> d
             "customScheduler": {
                 "fullnameOverride": NEURON_SCHEDULER_NAME,
                 "nodeSelector": dict(SYSTEM_LABEL),
+                "image": {
+                    "repository": NEURON_KUBE_SCHEDULER.repository,
+                    "tag": NEURON_KUBE_SCHEDULER.tag_for(kubernetes_version),
+                },
             },
         },
         "npd": {"enabled": settings.node_problem_detector},
@@ -155,16 +167,17 @@ class Neuron(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, props: NeuronProps) -> None:
         super().__init__(scope, construct_id)
-        self.chart = eks.HelmChart(
+        self.chart = helm_release(
             self,
             "Chart",
-            cluster=props.cluster,
-            chart=CHART,
-            repository=CHART_REPOSITORY,
-            version=CHART_VERSION,
-            release="neuron",
-            namespace=NAMESPACE,
-            values=chart_values(props.settings, props.instance_types),
+            HelmReleaseProps(
+                cluster=props.cluster,
+                pin=NEURON_CHART,
+                release="neuron",
+                namespace=NAMESPACE,
+                values=chart_values(props.settings, props.instance_types, props.kubernetes_version),
+                timeout_minutes=props.timeout_minutes,
+            ),
         )
         self.monitor: eks.KubernetesManifest | None = None
         if props.settings.monitor:

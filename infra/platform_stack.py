@@ -1,4 +1,6 @@
-"""The platform stack: composes network, cluster, Trn2 pools, Neuron and one node autoscaler."""
+"""The platform stack: network, cluster, Trn2 pools, one node autoscaler and every cluster-wide
+add-on (Neuron, KEDA, Prometheus, EBS CSI, the load-balancer controller), so destroying a
+workload stack never removes the cluster's machinery."""
 
 from __future__ import annotations
 
@@ -10,6 +12,14 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.aws_lambda import ILayerVersion
 from constructs import Construct
 
+from infra.addons.aws_load_balancer_controller import (
+    LoadBalancerController,
+    LoadBalancerControllerProps,
+)
+from infra.addons.ebs_csi import EbsCsi, EbsCsiProps
+from infra.addons.keda import Keda, KedaProps
+from infra.addons.prometheus import Prometheus, PrometheusProps
+from infra.addons.selection import WorkloadNeeds, installed_addons
 from infra.cluster import SYSTEM_LABEL, Cluster, ClusterProps, node_role
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerProps
 from infra.karpenter import Karpenter, KarpenterProps
@@ -24,7 +34,12 @@ class PlatformStack(Stack):
     `kubectl_provider` so a serving stack can add the workload onto this cluster."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, settings: DeploymentSettings, **kwargs: Any
+        self,
+        scope: Construct,
+        construct_id: str,
+        settings: DeploymentSettings,
+        needs: WorkloadNeeds,
+        **kwargs: Any,
     ) -> None:
         env = None
         if settings.account or settings.region:
@@ -45,8 +60,11 @@ class PlatformStack(Stack):
         self._cluster = core.cluster
         self._kubectl_layer = core.kubectl_layer
 
+        self.addon_names = installed_addons(settings, needs)
+        timeout = settings.addons.helm_timeout_minutes
         self._nodegroups: tuple[Trn2Nodegroup, ...] = ()
-        if settings.autoscaler == "cluster-autoscaler":
+        # The node autoscaler, chosen once (infra/addons/selection.py names the same choice).
+        if "cluster_autoscaler" in self.addon_names:
             trn2_role = node_role(self, "Trn2NodeRole")
             self._nodegroups = tuple(
                 Trn2Nodegroup(
@@ -71,6 +89,7 @@ class PlatformStack(Stack):
                     cluster_name=settings.cluster_name,
                     kubernetes_version=settings.kubernetes_version,
                     nodegroups=self._nodegroups,
+                    timeout_minutes=timeout,
                 ),
             )
         else:
@@ -83,6 +102,7 @@ class PlatformStack(Stack):
                     pools=settings.trn2_pools,
                     tags=dict(settings.tags),
                     ami_alias=settings.karpenter_ami_alias,
+                    timeout_minutes=timeout,
                 ),
             )
         self.neuron = Neuron(
@@ -92,8 +112,65 @@ class PlatformStack(Stack):
                 cluster=core.cluster,
                 settings=settings.neuron,
                 instance_types=tuple(p.instance_type for p in settings.trn2_pools),
+                kubernetes_version=settings.kubernetes_version,
+                timeout_minutes=timeout,
             ),
         )
+        self.ebs_csi = EbsCsi(
+            self,
+            "EbsCsi",
+            EbsCsiProps(cluster=core.cluster, storage_class=needs.storage_class),
+        )
+        self.keda = Keda(
+            self,
+            "Keda",
+            KedaProps(
+                cluster=core.cluster, node_selector=dict(SYSTEM_LABEL), timeout_minutes=timeout
+            ),
+        )
+        self.prometheus: Prometheus | None = None
+        if needs.prometheus_namespace is not None:
+            self.prometheus = Prometheus(
+                self,
+                "Prometheus",
+                PrometheusProps(
+                    cluster=core.cluster,
+                    namespace=needs.prometheus_namespace,
+                    node_selector=dict(SYSTEM_LABEL),
+                    storage_class=needs.storage_class,
+                    volume_gib=settings.addons.prometheus_volume_gib,
+                    retention_days=settings.addons.prometheus_retention_days,
+                    timeout_minutes=timeout,
+                ),
+            )
+            # Its volume needs the StorageClass and the driver behind it.
+            self.prometheus.node.add_dependency(self.ebs_csi)
+        self.load_balancer_controller: LoadBalancerController | None = None
+        if needs.load_balancer_controller:
+            self.load_balancer_controller = LoadBalancerController(
+                self,
+                "LoadBalancerController",
+                LoadBalancerControllerProps(
+                    cluster=core.cluster,
+                    cluster_name=settings.cluster_name,
+                    vpc=network.vpc,
+                    node_selector=dict(SYSTEM_LABEL),
+                    timeout_minutes=timeout,
+                ),
+            )
+        # Every add-on waits for its pods: they need the system nodes, and the controllers with
+        # an AWS role need the Pod Identity agent.
+        for addon in (
+            self.autoscaler,
+            self.neuron,
+            self.ebs_csi,
+            self.keda,
+            self.prometheus,
+            self.load_balancer_controller,
+        ):
+            if addon is not None:
+                addon.node.add_dependency(core.system_nodegroup)
+                addon.node.add_dependency(core.addons["eks-pod-identity-agent"])
         self._outputs()
 
     def _outputs(self) -> None:

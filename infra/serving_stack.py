@@ -58,7 +58,6 @@ class ServingStack(Stack):
         *,
         cluster: eks.ICluster,
         settings: ServingSettings,
-        system_node_selector: dict[str, str] | None = None,
         image_directory: Path = IMAGE_DIR,
         **kwargs: Any,
     ) -> None:
@@ -114,9 +113,7 @@ class ServingStack(Stack):
             "Workload",
             cluster=cluster,
             manifests=manifests,
-            settings=settings,
             service_accounts=[self.serve_identity, self.compile_identity],
-            system_node_selector=system_node_selector,
         )
         self._outputs(cluster)
         self._acknowledge()
@@ -181,9 +178,9 @@ class ServingStack(Stack):
 def add_serving(scope: Construct, platform_stack: Stack, settings: ServingSettings) -> ServingStack:
     """Compose the serving stack on the platform stack's cluster (same env, deployed after it).
 
-    `platform_stack` must expose `cluster` (aws_eks_v2 cluster with a kubectl provider) and may
-    expose `system_node_selector` (where KEDA and Prometheus run). Raises the engine's
-    ConfigError or WorkloadError (every problem listed) for a profile that cannot be served.
+    `platform_stack` must expose `cluster` (aws_eks_v2 cluster with a kubectl provider) and
+    install the controllers the workload uses (infra/addons). Raises the engine's ConfigError or
+    WorkloadError (every problem listed) for a profile that cannot be served.
     """
     cluster: eks.ICluster = platform_stack.cluster  # type: ignore[attr-defined]
     # Same environment as the platform (cross-stack references need it), including the partial
@@ -196,7 +193,6 @@ def add_serving(scope: Construct, platform_stack: Stack, settings: ServingSettin
         f"{platform_stack.stack_name}-serving",
         cluster=cluster,
         settings=settings,
-        system_node_selector=getattr(platform_stack, "system_node_selector", None),
         env=env,
     )
     stack.add_stack_dependency(platform_stack)

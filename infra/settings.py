@@ -33,6 +33,8 @@ from trnspec.user_input import (
     refuse_bool,
 )
 
+from infra.addons.node_contract import NEURON_SCHEDULER_NAME
+
 #: Kubernetes minors this app deploys: aws-cdk-lib 2.275 `aws_eks_v2.KubernetesVersion` has them
 #: and the kubectl-v36 layer drives them (a test keeps this list in step with the library).
 SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.34", "1.35", "1.36")
@@ -191,11 +193,25 @@ class NeuronSettings(_Frozen):
     """Which parts of the Neuron stack are installed next to the device plugin."""
 
     scheduler_extension: bool = True
-    """Neuron scheduler extension (contiguous core allocation; pods opt in by schedulerName)."""
+    """Neuron scheduler extension (contiguous core allocation; pods opt in by schedulerName).
+    The workload schedules through it, so it must stay on (docs/platform.md, "Neuron
+    scheduling")."""
     node_problem_detector: bool = True
     """Neuron node problem detector (marks nodes with hardware errors)."""
     monitor: bool = True
     """neuron-monitor DaemonSet exporting Prometheus metrics on port 8000."""
+
+
+class AddonSettings(_Frozen):
+    """How the platform's cluster add-ons are installed (versions: infra/addons/pins.py)."""
+
+    helm_timeout_minutes: Int = Field(default=15, ge=5, le=15)
+    """How long a deploy waits for each Helm release to be ready before it fails and rolls
+    back (at most 15: the kubectl provider is a Lambda function)."""
+    prometheus_volume_gib: Int = Field(default=100, ge=10, le=16384)
+    """Size of Prometheus' gp3 volume (its TSDB)."""
+    prometheus_retention_days: Int = Field(default=15, ge=1, le=3650)
+    """How long Prometheus keeps samples (it also drops old blocks at 90 % of the volume)."""
 
 
 class DeploymentSettings(_Frozen):
@@ -232,6 +248,8 @@ class DeploymentSettings(_Frozen):
     pinned so nodes do not drift with every AMI release. `al2023@latest` follows releases."""
     neuron: NeuronSettings = NeuronSettings()
     """Neuron Helm chart components."""
+    addons: AddonSettings = AddonSettings()
+    """Helm wait budget and Prometheus storage."""
     tags: dict[Text, Text] = {"project": "trnspec"}
     """Tags on every taggable resource (AWS limits: key 1-128, value 0-256 characters)."""
     serving: dict[str, Any] | None = None
@@ -344,6 +362,15 @@ def cross_check(s: DeploymentSettings) -> list[Problem]:
                 problems.append(
                     Problem(f"{at}.efa", True, "EFA is wired for managed node groups only")
                 )
+    if not s.neuron.scheduler_extension:
+        problems.append(
+            Problem(
+                "neuron.scheduler_extension",
+                False,
+                "the workload's pods name the Neuron scheduler extension (schedulerName "
+                f"{NEURON_SCHEDULER_NAME}) and would stay Pending without it: keep it true",
+            )
+        )
     if s.vpc.availability_zones and s.region is None:
         problems.append(Problem("region", None, "set region: vpc.availability_zones names AZs"))
     if s.vpc.vpc_id and (s.account is None or s.region is None):

@@ -7,23 +7,17 @@ carries) fails silently on a real cluster: pods stay Pending with no error in Cl
 
 from __future__ import annotations
 
-#: Name of the Neuron scheduler extension's kube-scheduler. The Neuron Helm chart
-#: (oci://public.ecr.aws/neuron/neuron-helm-chart) deploys it under the value
-#: `scheduler.customScheduler.fullnameOverride` (chart default "my-scheduler"); the platform's
-#: Neuron construct passes this constant as that value so the two can never drift apart.
-NEURON_SCHEDULER_NAME = "my-scheduler"
-
-#: Extended resource the Neuron device plugin advertises: one unit per Trainium2 chip.
-NEURON_DEVICE_RESOURCE = "aws.amazon.com/neuron"
-#: Taint on every Trn2 node (key, value, effect), so only Neuron workloads land there.
-NEURON_TAINT_KEY = "aws.amazon.com/neuron"
-NEURON_TAINT_VALUE = "true"
-NEURON_TAINT_EFFECT = "NoSchedule"
-#: Well-known node label; works for managed node groups and Karpenter alike.
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-#: Node label carrying the node's logical NeuronCore config ("1" or "2"), set by the platform's
-#: Trn2 pools: a TP group compiled for LNC=2 must not land on an LNC=1 node.
-LNC_NODE_LABEL = "trnspec.io/lnc"
+# The node contract (taint, device resource, scheduler name, node labels) is the platform's:
+# re-exported here so the manifest builders keep importing one module.
+from infra.addons.node_contract import (  # noqa: F401
+    INSTANCE_TYPE_LABEL,
+    LNC_NODE_LABEL,
+    NEURON_DEVICE_RESOURCE,
+    NEURON_SCHEDULER_NAME,
+    NEURON_TAINT_EFFECT,
+    NEURON_TAINT_KEY,
+    NEURON_TAINT_VALUE,
+)
 
 #: Labels and port of the neuron-monitor DaemonSet pods (Prometheus exporter), as in the Neuron
 #: SDK's k8s-neuron-monitor-daemonset.yml. The platform's Neuron construct must keep these.
@@ -52,21 +46,14 @@ METRICS_PATH = "/metrics"
 #: requests to it first (endpoint and target deregistration are asynchronous).
 DRAIN_SECONDS = 20
 
-#: Pinned Helm charts (versions checked against the charts' own repositories).
-KEDA_CHART_REPOSITORY = "https://kedacore.github.io/charts"
-KEDA_CHART = "keda"
-KEDA_CHART_VERSION = "2.20.2"
-KEDA_NAMESPACE = "keda"
-KUBE_PROMETHEUS_STACK_REPOSITORY = "https://prometheus-community.github.io/helm-charts"
-KUBE_PROMETHEUS_STACK_CHART = "kube-prometheus-stack"
-KUBE_PROMETHEUS_STACK_VERSION = "88.5.3"
-#: `fullnameOverride` of kube-prometheus-stack: fixes the Prometheus Service name to
-#: "<this>-prometheus" so the KEDA trigger can address it.
-KUBE_PROMETHEUS_STACK_FULLNAME = "kps"
-PROMETHEUS_PORT = 9090
-
-#: Grafana's dashboard sidecar (kube-prometheus-stack default) loads ConfigMaps with this label.
-GRAFANA_DASHBOARD_LABEL = ("grafana_dashboard", "1")
+# Chart pins live in infra/addons/pins.py; the monitoring add-ons' names the workload addresses
+# are the platform's (infra/addons/monitoring_contract.py).
+from infra.addons.monitoring_contract import (  # noqa: E402, F401
+    GRAFANA_DASHBOARD_LABEL,
+    KEDA_NAMESPACE,
+    KUBE_PROMETHEUS_STACK_FULLNAME,
+    PROMETHEUS_PORT,
+)
 
 #: Kubernetes minor version the manifests are validated against (kubernetes-validate --strict).
 VALIDATED_KUBERNETES_VERSION = "1.36.0"

@@ -234,15 +234,9 @@ def test_neuron_chart_is_pinned_and_lists_configured_trn2_types(default: Synth) 
 
 
 def test_neuron_monitor_runs_on_trn2_nodes_despite_the_taint(default: Synth) -> None:
-    manifests = [
-        doc
-        for r in default.resources("Custom::AWSCDK-EKS-KubernetesResource").values()
-        for doc in json.loads(r["Properties"]["Manifest"])
-        if isinstance(r["Properties"]["Manifest"], str)
-    ]
     (ds,) = [
         m
-        for m in manifests
+        for m in default.manifests()
         if m["kind"] == "DaemonSet" and m["metadata"]["name"] == "neuron-monitor"
     ]
     spec = ds["spec"]["template"]["spec"]

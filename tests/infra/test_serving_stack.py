@@ -24,8 +24,6 @@ from infra.serving_settings import ServingSettings
 from infra.serving_stack import ServingStack, add_serving
 from infra.workload.constants import (
     COMPILE_CACHE_PREFIX,
-    KEDA_CHART_VERSION,
-    KUBE_PROMETHEUS_STACK_VERSION,
     MODELS_PREFIX,
     NEURON_DEVICE_RESOURCE,
     NEURON_SCHEDULER_NAME,
@@ -224,15 +222,11 @@ def test_pod_identity_binds_each_service_account_to_its_role(synth) -> None:
     )
 
 
-def test_keda_and_prometheus_charts_are_pinned(synth) -> None:
-    t: Template = synth["template"]
-    t.has_resource_properties(
-        "Custom::AWSCDK-EKS-HelmChart", {"Chart": "keda", "Version": KEDA_CHART_VERSION}
-    )
-    t.has_resource_properties(
-        "Custom::AWSCDK-EKS-HelmChart",
-        {"Chart": "kube-prometheus-stack", "Version": KUBE_PROMETHEUS_STACK_VERSION},
-    )
+def test_serving_stack_installs_no_cluster_wide_controller(synth) -> None:
+    # KEDA, Prometheus and the load-balancer controller are the platform's (infra/addons):
+    # destroying a workload must not remove them.
+    synth["template"].resource_count_is("Custom::AWSCDK-EKS-HelmChart", 0)
+    synth["template"].resource_count_is("AWS::EKS::Addon", 0)
 
 
 def test_workload_on_the_cluster_asks_for_the_derived_neuron_devices(synth) -> None:
@@ -357,10 +351,6 @@ def _depends_on(raw: dict[str, Any], lid: str) -> set[str]:
 
 def test_manifests_wait_for_what_they_need(synth) -> None:
     raw = synth["raw"]
-    charts = {
-        raw["Resources"][lid]["Properties"]["Chart"]: lid
-        for lid in _of_type(raw, "Custom::AWSCDK-EKS-HelmChart")
-    }
     namespace = _applying(raw, "Namespace")
     identities = _of_type(raw, "AWS::EKS::PodIdentityAssociation")
     accounts = {
@@ -369,11 +359,13 @@ def test_manifests_wait_for_what_they_need(synth) -> None:
         if '\\"kind\\":\\"ServiceAccount\\"' in json.dumps(raw["Resources"][lid]["Properties"])
     }
     assert len(identities) == 2 and len(accounts) == 2
-    # ScaledObject after KEDA's CRDs, monitors after Prometheus Operator's, pods after their
-    # identities and service accounts, service accounts after the namespace.
-    assert charts["keda"] in _depends_on(raw, _applying(raw, "ScaledObject"))
-    assert charts["kube-prometheus-stack"] in _depends_on(raw, _applying(raw, "ServiceMonitor"))
-    pods = _depends_on(raw, _applying(raw, "Deployment"))
+    # The ScaledObject after the Deployment it scales, monitors after the namespace, pods after
+    # their identities and service accounts, service accounts after the namespace (the CRDs come
+    # from the platform stack, deployed first: tests/infra/test_dependency_inventory.py).
+    deployment = _applying(raw, "Deployment")
+    assert deployment in _depends_on(raw, _applying(raw, "ScaledObject"))
+    assert namespace in _depends_on(raw, _applying(raw, "ServiceMonitor"))
+    pods = _depends_on(raw, deployment)
     assert identities | accounts | {namespace} <= pods
     for account in accounts:
         assert namespace in _depends_on(raw, account)

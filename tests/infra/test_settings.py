@@ -214,6 +214,7 @@ def test_platform_doc_lists_every_setting() -> None:
     from pathlib import Path
 
     from infra.settings import (
+        AddonSettings,
         CapacitySettings,
         NeuronSettings,
         SystemNodeGroupSettings,
@@ -229,6 +230,7 @@ def test_platform_doc_lists_every_setting() -> None:
         CapacitySettings,
         SystemNodeGroupSettings,
         NeuronSettings,
+        AddonSettings,
     )
     missing = [
         f"{m.__name__}.{f}"

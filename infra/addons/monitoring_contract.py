@@ -1,0 +1,13 @@
+"""What the platform's monitoring promises the workload: where Prometheus answers and which
+ConfigMaps Grafana loads. Pure names, so the manifest builders import them without CDK."""
+
+from __future__ import annotations
+
+#: `fullnameOverride` of kube-prometheus-stack: fixes the Prometheus Service name to
+#: "<this>-prometheus" so the KEDA trigger can address it.
+KUBE_PROMETHEUS_STACK_FULLNAME = "kps"
+PROMETHEUS_PORT = 9090
+#: Namespace of KEDA's operator and metrics server.
+KEDA_NAMESPACE = "keda"
+#: Grafana's dashboard sidecar (kube-prometheus-stack default) loads ConfigMaps with this label.
+GRAFANA_DASHBOARD_LABEL = ("grafana_dashboard", "1")
