@@ -30,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +207,8 @@ def _is_ready(pod: Any) -> bool:
 def pick_ready_pod(pods: Sequence[Any]) -> Any | None:
     """A Running, Ready pod not being deleted (the oldest, then by name), or None."""
     ready = [p for p in pods if _is_ready(p)]
-    ready.sort(key=lambda p: (p.metadata.creation_timestamp or 0, p.metadata.name))
+    earliest = datetime.min.replace(tzinfo=UTC)
+    ready.sort(key=lambda p: (p.metadata.creation_timestamp or earliest, p.metadata.name))
     return ready[0] if ready else None
 
 
