@@ -159,9 +159,7 @@ def workload(args: argparse.Namespace) -> list[RequestSpec]:
 
 def validate(args: argparse.Namespace) -> None:
     if bool(args.endpoint) == bool(args.local):
-        raise UsageError(
-            "--endpoint/--stack/--local: give exactly one (a URL, a deployed stack, or --local)"
-        )
+        raise UsageError("--endpoint/--local: give exactly one (a URL or --stack, or --local)")
     if args.overrides and not args.local:
         raise UsageError("--set: only applies to --local (the launcher renders the profile)")
     for flag, value in (("--endpoint", args.endpoint), ("--compare", args.compare)):
