@@ -20,15 +20,15 @@ class PlatformOutputs:
 
 
 class ServingOutputs:
-    """Outputs of the serving stack (`<platform stack>-serving`): everything a tool on an
-    operator's machine needs to reach the service, with `--stack` naming this stack."""
+    """Outputs of the serving stack (`<platform stack>-serving`): with `--stack` naming this
+    stack, what a tool on an operator's machine needs to reach the service (the cluster itself
+    comes from the platform stack's outputs: an output re-exporting an imported value is what
+    cfn-lint W6001 warns against)."""
 
-    CLUSTER_NAME: Final = "ClusterName"
-    """The EKS cluster the workload runs on (for DescribeCluster and the EKS token)."""
+    PLATFORM_STACK: Final = "PlatformStack"
+    """The stack of the cluster: its `ClusterName` and `UpdateKubeconfigCommand` outputs."""
     REGION: Final = "Region"
     """The region of the cluster and of both stacks."""
-    UPDATE_KUBECONFIG_COMMAND: Final = "UpdateKubeconfigCommand"
-    """`aws eks update-kubeconfig ...`, for operators who want kubectl too."""
     NAMESPACE: Final = "ServiceNamespace"
     SERVICE_NAME: Final = "ServiceName"
     """The ClusterIP Service in front of the serving pods (its selector picks the pods)."""
@@ -58,9 +58,8 @@ def platform_output_names() -> frozenset[str]:
 def serving_output_names(internal_nlb: bool) -> frozenset[str]:
     """Every output the serving stack declares (the NLB endpoint only when it is enabled)."""
     names = {
-        ServingOutputs.CLUSTER_NAME,
+        ServingOutputs.PLATFORM_STACK,
         ServingOutputs.REGION,
-        ServingOutputs.UPDATE_KUBECONFIG_COMMAND,
         ServingOutputs.NAMESPACE,
         ServingOutputs.SERVICE_NAME,
         ServingOutputs.SERVICE_PORT,

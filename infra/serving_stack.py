@@ -31,7 +31,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from infra.model_bucket import ModelBucket
-from infra.outputs import ServingOutputs, update_kubeconfig_command
+from infra.outputs import ServingOutputs
 from infra.serving import ServingWorkload
 from infra.serving_identity import ServingIdentity, compile_statements, serve_statements
 from infra.serving_image import IMAGE_DIR, ServingImage, docker_tag_prefix
@@ -125,13 +125,8 @@ class ServingStack(Stack):
     def _outputs(self, cluster: eks.ICluster) -> None:
         spec = self.spec
         # What scripts/stack_endpoint.py needs to reach the service from outside the cluster.
-        CfnOutput(self, ServingOutputs.CLUSTER_NAME, value=cluster.cluster_name)
+        CfnOutput(self, ServingOutputs.PLATFORM_STACK, value=Stack.of(cluster).stack_name)
         CfnOutput(self, ServingOutputs.REGION, value=Aws.REGION)
-        CfnOutput(
-            self,
-            ServingOutputs.UPDATE_KUBECONFIG_COMMAND,
-            value=update_kubeconfig_command(cluster.cluster_name, Aws.REGION),
-        )
         CfnOutput(self, ServingOutputs.NAMESPACE, value=spec.namespace)
         CfnOutput(self, ServingOutputs.SERVICE_NAME, value=spec.name)
         CfnOutput(self, ServingOutputs.SERVICE_PORT, value=str(SERVICE_PORT))

@@ -4,7 +4,8 @@
         ...                               # url: http://127.0.0.1:PORT or the internal NLB
 
 1. The serving stack's CloudFormation outputs (`DescribeStacks`; names from `infra.outputs`) give
-   the cluster, region, namespace, Service name and port, and the internal NLB URL when enabled.
+   the platform stack, region, namespace, Service name and port, and the internal NLB URL when
+   enabled; the platform stack's outputs give the cluster name.
 2. With `--via nlb`, or `--via auto` when the stack has the NLB output, the URL is the NLB's
    (internal: reachable only from inside the VPC, over a VPN or a peered network).
 3. Otherwise a port-forward over the Kubernetes API: `DescribeCluster` gives the API endpoint and
@@ -34,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from infra.outputs import ServingOutputs
+from infra.outputs import PlatformOutputs, ServingOutputs
 
 #: `aws eks get-token` (awscli/customizations/eks/get_token.py): token prefix, header, URL expiry.
 TOKEN_PREFIX = "k8s-aws-v1."
@@ -55,26 +56,18 @@ class StackOutputs:
     """The serving stack's outputs that the tools read."""
 
     stack: str
-    cluster_name: str
+    platform_stack: str
     region: str
     namespace: str
     service_name: str
     service_port: int
     nlb_url: str | None
-    kubeconfig_command: str
 
     @classmethod
     def parse(cls, stack: str, outputs: Mapping[str, str]) -> StackOutputs:
         """From `{OutputKey: OutputValue}`; every missing or bad output named at once."""
         o = ServingOutputs
-        required = (
-            o.CLUSTER_NAME,
-            o.REGION,
-            o.NAMESPACE,
-            o.SERVICE_NAME,
-            o.SERVICE_PORT,
-            o.UPDATE_KUBECONFIG_COMMAND,
-        )
+        required = (o.PLATFORM_STACK, o.REGION, o.NAMESPACE, o.SERVICE_NAME, o.SERVICE_PORT)
         missing = [k for k in required if not outputs.get(k)]
         if missing:
             have = ", ".join(sorted(outputs)) or "no outputs"
@@ -90,30 +83,43 @@ class StackOutputs:
         nlb = outputs.get(o.INTERNAL_NLB_ENDPOINT) or None
         return cls(
             stack=stack,
-            cluster_name=outputs[o.CLUSTER_NAME],
+            platform_stack=outputs[o.PLATFORM_STACK],
             region=outputs[o.REGION],
             namespace=outputs[o.NAMESPACE],
             service_name=outputs[o.SERVICE_NAME],
             service_port=int(port_text),
             nlb_url=nlb if nlb is None or "://" in nlb else f"http://{nlb}",
-            kubeconfig_command=outputs[o.UPDATE_KUBECONFIG_COMMAND],
         )
 
 
-def read_stack_outputs(cloudformation: Any, stack: str) -> dict[str, str]:
-    """`{OutputKey: OutputValue}` of a deployed stack (a boto3 CloudFormation client)."""
+def platform_cluster_name(platform_stack: str, outputs: Mapping[str, str]) -> str:
+    """The EKS cluster name from the platform stack's outputs."""
+    name = outputs.get(PlatformOutputs.CLUSTER_NAME)
+    if not name:
+        have = ", ".join(sorted(outputs)) or "no outputs"
+        raise StackError(
+            f"platform stack {platform_stack}: no {PlatformOutputs.CLUSTER_NAME} output "
+            f"(it has: {have})"
+        )
+    return name
+
+
+def read_stack_outputs(cloudformation: Any, stack: str, label: str | None = None) -> dict[str, str]:
+    """`{OutputKey: OutputValue}` of a deployed stack (a boto3 CloudFormation client); errors
+    start with `label` (default `--stack=<stack>`)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    what = label or f"--stack={stack}"
     try:
         stacks = cloudformation.describe_stacks(StackName=stack)["Stacks"]
     except ClientError as exc:
         region = cloudformation.meta.region_name
         raise StackError(
-            f"--stack={stack}: {exc.response['Error'].get('Message', exc)} (region {region}); "
+            f"{what}: {exc.response['Error'].get('Message', exc)} (region {region}); "
             "check the stack name and --region"
         ) from exc
     except BotoCoreError as exc:
-        raise StackError(f"--stack={stack}: cannot query CloudFormation: {exc}") from exc
+        raise StackError(f"{what}: cannot query CloudFormation: {exc}") from exc
     return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
 
 
@@ -238,7 +244,7 @@ def _label_selector(selector: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
 
 
-def find_pod_port(core: Any, outputs: StackOutputs) -> tuple[str, int]:
+def find_pod_port(core: Any, outputs: StackOutputs, cluster: str) -> tuple[str, int]:
     """(pod name, container port) of a Ready pod behind the stack's Service."""
     from kubernetes.client.exceptions import ApiException
 
@@ -252,7 +258,7 @@ def find_pod_port(core: Any, outputs: StackOutputs) -> tuple[str, int]:
         ).items
     except ApiException as exc:
         raise StackError(
-            f"Kubernetes API ({outputs.cluster_name}): {exc.status} {exc.reason}; the caller "
+            f"Kubernetes API ({cluster}): {exc.status} {exc.reason}; the caller "
             f"needs an EKS access entry allowing get services, list pods and create "
             f"pods/portforward in namespace {ns}"
         ) from exc
@@ -279,6 +285,7 @@ class PortForward:
         self._conns_lock = threading.Lock()
         self._closed = threading.Event()
         self.errors: list[str] = []
+        self._workers: list[threading.Thread] = []
         self._acceptor = threading.Thread(
             target=self._accept_loop, name=f"port-forward {pod}:{port}", daemon=True
         )
@@ -303,8 +310,9 @@ class PortForward:
             conns = list(self._conns)
         for conn in conns:
             _close(conn)
-        if self._acceptor.is_alive():
-            self._acceptor.join(timeout=5)
+        for thread in [self._acceptor, *self._workers]:
+            if thread.is_alive():
+                thread.join(timeout=5)
 
     def _open(self) -> Any:
         from kubernetes.stream import portforward
@@ -325,7 +333,9 @@ class PortForward:
                 conn, _ = self._listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            worker = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self._workers = [w for w in self._workers if w.is_alive()] + [worker]
+            worker.start()
 
     def _serve(self, conn: socket.socket) -> None:
         with self._conns_lock:
@@ -416,26 +426,29 @@ def stack_endpoint(
         return
     if outputs.region != aws.cloudformation.meta.region_name:
         aws = clients(outputs.region)
-    access = describe_cluster(aws.eks, outputs.cluster_name)
+    platform = read_stack_outputs(
+        aws.cloudformation, outputs.platform_stack, f"platform stack {outputs.platform_stack}"
+    )
+    cluster = platform_cluster_name(outputs.platform_stack, platform)
+    access = describe_cluster(aws.eks, cluster)
     from kubernetes import client
 
     with tempfile.TemporaryDirectory(prefix="trnspec-kube-") as ca_dir:
-        cfg = kube_configuration(
-            access, lambda: eks_token(aws.sts, outputs.cluster_name), Path(ca_dir)
-        )
+        cfg = kube_configuration(access, lambda: eks_token(aws.sts, cluster), Path(ca_dir))
         with client.ApiClient(cfg) as api:
             core = client.CoreV1Api(api)
-            pod, port = find_pod_port(core, outputs)
-            with PortForward(core, outputs.namespace, pod, port) as forward:
-                log(
-                    f"{stack}: port-forward {forward.url} -> pod {outputs.namespace}/{pod}:{port} "
-                    f"(cluster {outputs.cluster_name}, {outputs.region})"
-                )
-                try:
+            pod, port = find_pod_port(core, outputs, cluster)
+            forward = PortForward(core, outputs.namespace, pod, port)
+            try:
+                with forward:
+                    log(
+                        f"{stack}: port-forward {forward.url} -> pod "
+                        f"{outputs.namespace}/{pod}:{port} (cluster {cluster}, {outputs.region})"
+                    )
                     yield forward.url
-                finally:
-                    for error in dict.fromkeys(forward.errors):
-                        log(error)
+            finally:
+                for error in dict.fromkeys(forward.errors):
+                    log(error)
 
 
 def add_stack_arguments(

@@ -2,9 +2,10 @@
 
 Every shipped profile's synthesized templates declare exactly the outputs `infra.outputs` names
 (CDK's own cross-stack `ExportsOutput*` aside). The serving stack's outputs, resolved the way
-CloudFormation would resolve them after a deploy, parse with `scripts.stack_endpoint` into a
-cluster, region, namespace and a Service that the same template creates, whose port and selector
-lead to the serving pods' named container port: what the port-forward needs.
+CloudFormation would resolve them after a deploy, parse with `scripts.stack_endpoint` into the
+platform stack (whose outputs name the cluster), region, namespace and a Service that the same
+template creates, whose port and selector lead to the serving pods' named container port: what
+the port-forward needs. cfn-lint and cdk-nag run over the same templates in test_templates.py.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from infra.outputs import (
     platform_output_names,
     serving_output_names,
 )
-from scripts.stack_endpoint import StackOutputs
+from scripts.stack_endpoint import StackOutputs, platform_cluster_name
 
 REGION = "us-east-2"
 NLB_HOST = "internal-k8s-trnspec-0123456789.elb.us-east-2.amazonaws.com"
@@ -128,14 +129,13 @@ def test_serving_outputs_after_deploy_parse_into_what_the_port_forward_needs(
     stack = StackOutputs.parse(synth.serving.stack_name, outputs)
     settings, spec = synth.stack.settings, synth.serving.spec
 
-    assert stack.cluster_name == settings.cluster_name
     assert stack.region == REGION
-    assert stack.kubeconfig_command == (
+    assert stack.platform_stack == synth.stack.stack_name
+    platform = deployed.outputs(synth.raw)
+    assert platform_cluster_name(stack.platform_stack, platform) == settings.cluster_name
+    assert platform[PlatformOutputs.UPDATE_KUBECONFIG_COMMAND] == (
         f"aws eks update-kubeconfig --name {settings.cluster_name} --region {REGION}"
     )
-    platform = deployed.outputs(synth.raw)
-    assert platform[PlatformOutputs.CLUSTER_NAME] == stack.cluster_name
-    assert platform[PlatformOutputs.UPDATE_KUBECONFIG_COMMAND] == stack.kubeconfig_command
 
     # the Service the outputs name exists in this template, with the port they give ...
     docs = deployed.serving_manifests()

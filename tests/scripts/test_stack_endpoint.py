@@ -34,7 +34,7 @@ from moto.eks.models import eks_backends
 from test_smoke import FakeServer
 from test_smoke import _serve as smoke_server
 
-from infra.outputs import ServingOutputs, update_kubeconfig_command
+from infra.outputs import PlatformOutputs, ServingOutputs, update_kubeconfig_command
 from scripts import bench, smoke
 from scripts.stack_endpoint import (
     TOKEN_LIFETIME_S,
@@ -45,6 +45,7 @@ from scripts.stack_endpoint import (
     eks_token,
     kube_configuration,
     pick_ready_pod,
+    platform_cluster_name,
     read_stack_outputs,
     resolve_endpoint,
     stack_endpoint,
@@ -52,7 +53,8 @@ from scripts.stack_endpoint import (
 )
 
 REGION = "us-east-2"
-STACK = "TrnspecPlatform-serving"
+PLATFORM = "TrnspecPlatform"
+STACK = f"{PLATFORM}-serving"
 CLUSTER = "trnspec"
 NAMESPACE = "trnspec"
 SERVICE = "qwen3-32b-draft"
@@ -64,9 +66,8 @@ def outputs(**extra: str) -> dict[str, str]:
     """The serving stack's outputs as CloudFormation returns them after a deploy."""
     o = ServingOutputs
     return {
-        o.CLUSTER_NAME: CLUSTER,
+        o.PLATFORM_STACK: PLATFORM,
         o.REGION: REGION,
-        o.UPDATE_KUBECONFIG_COMMAND: update_kubeconfig_command(CLUSTER, REGION),
         o.NAMESPACE: NAMESPACE,
         o.SERVICE_NAME: SERVICE,
         o.SERVICE_PORT: "80",
@@ -79,9 +80,17 @@ def outputs(**extra: str) -> dict[str, str]:
 # --- outputs -------------------------------------------------------------------------------------
 
 
+def platform_outputs() -> dict[str, str]:
+    return {
+        PlatformOutputs.CLUSTER_NAME: CLUSTER,
+        PlatformOutputs.UPDATE_KUBECONFIG_COMMAND: update_kubeconfig_command(CLUSTER, REGION),
+        PlatformOutputs.NODEGROUP_NAMES: f"{CLUSTER}-system,{CLUSTER}-trn2",
+    }
+
+
 def test_outputs_parse_into_what_the_tools_need() -> None:
     parsed = StackOutputs.parse(STACK, outputs())
-    assert (parsed.cluster_name, parsed.region, parsed.namespace) == (CLUSTER, REGION, NAMESPACE)
+    assert (parsed.platform_stack, parsed.region, parsed.namespace) == (PLATFORM, REGION, NAMESPACE)
     assert (parsed.service_name, parsed.service_port, parsed.nlb_url) == (SERVICE, 80, None)
 
 
@@ -91,13 +100,12 @@ def test_the_nlb_output_is_used_as_a_url() -> None:
 
 
 def test_missing_outputs_are_all_named_with_what_the_stack_has() -> None:
-    have = {"ClusterName": CLUSTER, "NodegroupNames": "a,b"}
     with pytest.raises(StackError) as err:
-        StackOutputs.parse("TrnspecPlatform", have)
+        StackOutputs.parse(PLATFORM, platform_outputs())
     message = str(err.value)
-    for name in ("Region", "ServiceNamespace", "ServiceName", "ServicePort"):
+    for name in ("PlatformStack", "Region", "ServiceNamespace", "ServiceName", "ServicePort"):
         assert name in message
-    assert "it has: ClusterName, NodegroupNames" in message
+    assert "it has: ClusterName, NodegroupNames, UpdateKubeconfigCommand" in message
     assert "<platform stack>-serving" in message
 
 
@@ -235,6 +243,12 @@ def test_read_stack_outputs_returns_the_deployed_outputs(aws: None) -> None:
     assert read_stack_outputs(cfn, STACK) == outputs()
 
 
+def test_the_cluster_name_comes_from_the_platform_stack() -> None:
+    with pytest.raises(StackError, match=rf"platform stack {PLATFORM}: no ClusterName output"):
+        platform_cluster_name(PLATFORM, {"NodegroupNames": "x"})
+    assert platform_cluster_name(PLATFORM, platform_outputs()) == CLUSTER
+
+
 def test_a_missing_stack_names_the_stack_and_the_region(aws: None) -> None:
     cfn = boto3.client("cloudformation", region_name=REGION)
     with pytest.raises(StackError, match=rf"--stack=nope: .*\(region {REGION}\)"):
@@ -273,6 +287,7 @@ def deployed(backend_url: str, pods: list[dict[str, Any]] | None = None) -> Iter
     ]
     state.backends[("serve-ready", CONTAINER_PORT)] = (backend.hostname, backend.port)
     with kube_api(state) as kube:
+        deploy_stack(PLATFORM, platform_outputs())
         deploy_stack(STACK, outputs())
         create_cluster(kube.endpoint, kube.ca_pem)
         yield Deployed(kube, backend_url)
@@ -388,6 +403,12 @@ def test_smoke_cli_runs_every_check_through_the_port_forward(
     assert "all checks passed" in out.out
     assert "port-forward http://127.0.0.1:" in out.err
     assert d.kube.state.forwards
+
+
+def test_a_missing_platform_stack_is_named(aws: None) -> None:
+    deploy_stack(STACK, outputs())
+    with pytest.raises(StackError, match=rf"platform stack {PLATFORM}: .*does not exist"):
+        stack_endpoint(STACK, REGION).__enter__()
 
 
 def test_smoke_cli_reports_a_missing_stack_with_exit_code_2(
