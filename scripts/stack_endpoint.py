@@ -308,7 +308,9 @@ class PortForward:
         self._listener.close()
         with self._conns_lock:
             conns = list(self._conns)
-        for conn in conns:
+        for conn in conns:  # shutdown wakes a thread blocked in recv; close alone does not
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
             _close(conn)
         for thread in [self._acceptor, *self._workers]:
             if thread.is_alive():

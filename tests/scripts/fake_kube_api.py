@@ -154,6 +154,8 @@ class KubeState:
     rejected_tokens: list[str] = field(default_factory=list)
     forwards: list[tuple[str, str, int, str]] = field(default_factory=list)
     """(namespace, pod, port, negotiated subprotocol) per port-forward websocket."""
+    open_forwards: int = 0
+    """Port-forward websockets not yet closed."""
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
@@ -200,6 +202,13 @@ def make_app(state: KubeState) -> web.Application:
         ws = web.WebSocketResponse(protocols=(PORT_FORWARD_PROTOCOL,))
         await ws.prepare(request)
         state.forwards.append((ns, pod, port, ws.ws_protocol or ""))
+        state.open_forwards += 1
+        try:
+            return await _forward(ws, pod, port)
+        finally:
+            state.open_forwards -= 1
+
+    async def _forward(ws: web.WebSocketResponse, pod: str, port: int) -> web.WebSocketResponse:
         head = port.to_bytes(2, "little")
         await ws.send_bytes(b"\x00" + head)
         await ws.send_bytes(b"\x01" + head)

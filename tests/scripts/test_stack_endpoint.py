@@ -14,7 +14,8 @@ import contextlib
 import json
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -454,8 +455,24 @@ def test_bench_cli_refuses_stack_with_endpoint(
     assert "give --stack or --endpoint" in capsys.readouterr().err
 
 
-def test_the_listener_thread_ends_with_the_context(aws: None, fake_server: FakeServer) -> None:
-    with deployed(fake_server.url), stack_endpoint(STACK, REGION, log=lambda _: None) as url:
-        assert httpx.get(f"{url}/v1/models", timeout=10).status_code == 200
-        assert any(t.name.startswith("port-forward ") for t in threading.enumerate())
-    assert not any(t.name.startswith("port-forward ") for t in threading.enumerate())
+def test_exit_closes_the_listener_and_connections_still_open(aws: None) -> None:
+    # the bench fake (aiohttp) keeps connections alive; the smoke fake speaks HTTP/1.0
+    with bench_server() as backend, deployed(backend) as d, httpx.Client(timeout=10) as keep_alive:
+        with stack_endpoint(STACK, REGION, log=lambda _: None) as url:
+            assert keep_alive.get(f"{url}/v1/models").status_code == 200
+            assert d.kube.state.open_forwards == 1
+            assert any(t.name.startswith("port-forward ") for t in threading.enumerate())
+        assert not any(t.name.startswith("port-forward ") for t in threading.enumerate())
+        # the idle kept-alive connection's websocket is closed too, not left to the process exit
+        assert wait_until(lambda: d.kube.state.open_forwards == 0), d.kube.state.open_forwards
+        with pytest.raises(httpx.TransportError):
+            keep_alive.get(f"{url}/v1/models")
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
