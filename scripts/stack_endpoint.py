@@ -399,9 +399,18 @@ class AwsClients:
     @classmethod
     def for_region(cls, region: str | None) -> AwsClients:
         import boto3
+        from botocore.exceptions import NoRegionError
 
         session = boto3.session.Session(region_name=region)
-        return cls(session.client("cloudformation"), session.client("eks"), session.client("sts"))
+        try:
+            return cls(
+                session.client("cloudformation"), session.client("eks"), session.client("sts")
+            )
+        except NoRegionError:
+            raise StackError(
+                "--region: not given and no region in the AWS config; pass the stack's region, "
+                "e.g. --region us-east-2"
+            ) from None
 
 
 @contextlib.contextmanager

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,9 +106,7 @@ def nlb_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 
 @pytest.fixture(params=[*PROFILES, "default+nlb"])
-def synth(
-    request: pytest.FixtureRequest, platform_synth: Callable[[str], Synth], tmp_path: Path
-) -> Synth:
+def synth(request: pytest.FixtureRequest, platform_synth: Callable[[str], Synth]) -> Synth:
     if request.param == "default+nlb":
         return request.getfixturevalue("nlb_synth")
     return platform_synth(request.param)

@@ -412,6 +412,16 @@ def test_a_missing_platform_stack_is_named(aws: None) -> None:
         stack_endpoint(STACK, REGION).__enter__()
 
 
+def test_no_region_anywhere_asks_for_region(
+    fake_aws_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    with pytest.raises(StackError, match="--region: not given"), stack_endpoint(STACK):
+        pass
+
+
 def test_smoke_cli_reports_a_missing_stack_with_exit_code_2(
     aws: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
