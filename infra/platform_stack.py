@@ -25,6 +25,7 @@ from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerProps
 from infra.karpenter import Karpenter, KarpenterProps
 from infra.network import Network, NetworkProps
 from infra.neuron import Neuron, NeuronProps
+from infra.outputs import PlatformOutputs, update_kubeconfig_command
 from infra.settings import DeploymentSettings
 from infra.trn2_nodegroup import Trn2Nodegroup, Trn2NodegroupProps
 
@@ -175,14 +176,14 @@ class PlatformStack(Stack):
 
     def _outputs(self) -> None:
         s = self._settings
-        CfnOutput(self, "ClusterName", value=self._cluster.cluster_name)
+        CfnOutput(self, PlatformOutputs.CLUSTER_NAME, value=self._cluster.cluster_name)
         CfnOutput(
             self,
-            "UpdateKubeconfigCommand",
-            value=f"aws eks update-kubeconfig --name {s.cluster_name} --region {self.region}",
+            PlatformOutputs.UPDATE_KUBECONFIG_COMMAND,
+            value=update_kubeconfig_command(s.cluster_name, self.region),
         )
         names = [f"{s.cluster_name}-system", *(ng.nodegroup_name for ng in self._nodegroups)]
-        CfnOutput(self, "NodegroupNames", value=",".join(names))
+        CfnOutput(self, PlatformOutputs.NODEGROUP_NAMES, value=",".join(names))
 
     @property
     def settings(self) -> DeploymentSettings:

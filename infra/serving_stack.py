@@ -31,6 +31,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from infra.model_bucket import ModelBucket
+from infra.outputs import ServingOutputs
 from infra.serving import ServingWorkload
 from infra.serving_identity import ServingIdentity, compile_statements, serve_statements
 from infra.serving_image import IMAGE_DIR, ServingImage, docker_tag_prefix
@@ -120,23 +121,34 @@ class ServingStack(Stack):
 
     def _outputs(self, cluster: eks.ICluster) -> None:
         spec = self.spec
-        CfnOutput(self, "ModelBucketName", value=self.model_bucket.bucket.bucket_name)
+        # What scripts/stack_endpoint.py needs to reach the service from outside the cluster.
+        CfnOutput(self, ServingOutputs.PLATFORM_STACK, value=Stack.of(cluster).stack_name)
+        CfnOutput(self, ServingOutputs.REGION, value=Aws.REGION)
+        CfnOutput(self, ServingOutputs.NAMESPACE, value=spec.namespace)
+        CfnOutput(self, ServingOutputs.SERVICE_NAME, value=spec.name)
+        CfnOutput(self, ServingOutputs.SERVICE_PORT, value=str(SERVICE_PORT))
+        CfnOutput(
+            self, ServingOutputs.MODEL_BUCKET_NAME, value=self.model_bucket.bucket.bucket_name
+        )
         CfnOutput(
             self,
-            "ModelsUri",
+            ServingOutputs.MODELS_URI,
             value=f"s3://{self.model_bucket.bucket.bucket_name}/{MODELS_PREFIX}",
             description="Upload weights to <this><served model name>/",
         )
-        CfnOutput(self, "ImageUri", value=self.image.image_uri)
+        CfnOutput(self, ServingOutputs.IMAGE_URI, value=self.image.image_uri)
         CfnOutput(
             self,
-            "ServiceEndpoint",
+            ServingOutputs.IN_CLUSTER_ENDPOINT,
             value=f"http://{spec.name}.{spec.namespace}.svc.cluster.local:{SERVICE_PORT}",
-            description="OpenAI-compatible endpoint inside the cluster",
+            description=(
+                "OpenAI-compatible endpoint inside the cluster only; from outside use "
+                "scripts/smoke.py --stack (port-forward over the Kubernetes API)"
+            ),
         )
         CfnOutput(
             self,
-            "PrecompileJob",
+            ServingOutputs.PRECOMPILE_JOB,
             value=f"{spec.namespace}/{precompile_job_name(spec)}",
             description="Job that fills the compile cache (docs/workload.md)",
         )
@@ -153,9 +165,9 @@ class ServingStack(Stack):
             hostname.node.add_dependency(self.workload.core)
             CfnOutput(
                 self,
-                "InternalNlbEndpoint",
+                ServingOutputs.INTERNAL_NLB_ENDPOINT,
                 value=f"http://{hostname.value}:{SERVICE_PORT}",
-                description="OpenAI-compatible endpoint on the internal NLB",
+                description="OpenAI-compatible endpoint on the internal NLB (inside the VPC)",
             )
 
     def _acknowledge(self) -> None:

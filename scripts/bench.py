@@ -4,6 +4,7 @@
         --num-prompts 32 --input-len 64 --output-len 128 --out reports/bench.json \\
         --compare http://127.0.0.1:8001
     python scripts/bench.py --local --compare local --concurrency 1,2 --out reports/local.json
+    python scripts/bench.py --stack TrnspecPlatform-serving --out reports/trn2.json
 
 `--local` starts the embedded default (the real vLLM CPU server, speculative) through
 `scripts.local_server.LocalServer`; `--compare local` restarts it with speculation.method=none for
@@ -41,6 +42,7 @@ from scripts.bench_stats import Slo, compare
 from scripts.bench_workload import TINY_CORPUS, RequestSpec, WorkloadError, select_workload
 from scripts.local_server import LocalServerError
 from scripts.pricing import PriceError, resolve_price
+from scripts.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
 
 LOCAL = "local"
 
@@ -79,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     target = p.add_argument_group("target")
     target.add_argument("--endpoint", help="base URL, e.g. http://127.0.0.1:8000")
+    add_stack_arguments(p, target)
     target.add_argument(
         "--local", action="store_true", help="start the local speculative server (LocalServer)"
     )
@@ -156,7 +159,7 @@ def workload(args: argparse.Namespace) -> list[RequestSpec]:
 
 def validate(args: argparse.Namespace) -> None:
     if bool(args.endpoint) == bool(args.local):
-        raise UsageError("--endpoint/--local: give exactly one (a URL, or --local to start one)")
+        raise UsageError("--endpoint/--local: give exactly one (a URL or --stack, or --local)")
     if args.overrides and not args.local:
         raise UsageError("--set: only applies to --local (the launcher renders the profile)")
     for flag, value in (("--endpoint", args.endpoint), ("--compare", args.compare)):
@@ -333,8 +336,9 @@ def write_outputs(result: dict[str, Any], out: Path, plots: bool) -> list[Path]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        result = asyncio.run(run(args))
-    except (UsageError, WorkloadError, PriceError, ConfigError) as exc:
+        with resolve_endpoint(args) as args.endpoint:
+            result = asyncio.run(run(args))
+    except (UsageError, WorkloadError, PriceError, ConfigError, StackError) as exc:
         print(f"bench.py: error: {exc}", file=sys.stderr)
         return 2
     except LocalServerError as exc:

@@ -1,7 +1,7 @@
 """Smoke checks for any OpenAI-compatible endpoint serving with speculative decoding.
 
     python scripts/smoke.py --endpoint http://127.0.0.1:8000 [--baseline-endpoint URL]
-    python scripts/smoke.py --stack TrnspecServing --region us-east-2 [--output-key ServingEndpoint]
+    python scripts/smoke.py --stack TrnspecPlatform-serving --region us-east-2 [--via port-forward]
 
 Checks: the model list; completions and chat, streamed and not; finish reasons and usage counts
 agree with each other; under greedy decoding the streamed text equals the non-streamed text;
@@ -26,8 +26,7 @@ from rich.table import Table
 
 from scripts.metrics import MetricsFormatError, SpecDecodeCounters
 from scripts.openai_client import EndpointError, Generation, OpenAIClient
-
-DEFAULT_OUTPUT_KEY = "ServingEndpoint"
+from scripts.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
 
 COMPLETION_PROMPTS = (
     "import json\n\n\ndef filter_orders(orders):\n",
@@ -266,33 +265,6 @@ def lossless_check(outputs: Mapping[str, Generation], reference: Mapping[str, Ge
     return Check(name, True, f"{len(outputs)} greedy outputs identical")
 
 
-def stack_endpoint(
-    stack: str, region: str | None = None, output_key: str = DEFAULT_OUTPUT_KEY
-) -> str:
-    """The endpoint URL a deployed stack publishes as a CloudFormation output."""
-    import boto3
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        cfn = boto3.client("cloudformation", region_name=region)
-        stacks = cfn.describe_stacks(StackName=stack)["Stacks"]
-    except ClientError as exc:
-        raise SmokeError(
-            f"--stack={stack}: {exc.response['Error'].get('Message', exc)} "
-            f"(region {region or 'from the AWS config'}); check the name and --region"
-        ) from exc
-    except BotoCoreError as exc:
-        raise SmokeError(f"--stack={stack}: cannot query CloudFormation: {exc}") from exc
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
-    if output_key not in outputs:
-        raise SmokeError(
-            f"--output-key={output_key}: stack {stack} has no such output; it has: "
-            f"{', '.join(sorted(outputs)) or 'no outputs'}"
-        )
-    url = outputs[output_key]
-    return url if "://" in url else f"http://{url}"
-
-
 def report_table(result: SmokeResult, title: str | None = None) -> Table:
     table = Table(title=title or f"smoke: {result.endpoint} ({result.model or 'no model'})")
     table.add_column("check")
@@ -308,9 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--endpoint", help="base URL, e.g. http://127.0.0.1:8000")
-    where.add_argument("--stack", help="CloudFormation stack whose output names the endpoint")
-    parser.add_argument("--region", default=None)
-    parser.add_argument("--output-key", default=DEFAULT_OUTPUT_KEY)
+    add_stack_arguments(parser, where)
     parser.add_argument("--baseline-endpoint", default=None)
     parser.add_argument("--model", default=None, help="default: the first served model")
     parser.add_argument("--max-tokens", type=int, default=48)
@@ -324,15 +294,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.max_tokens < 1:
             raise SmokeError(f"--max-tokens={args.max_tokens}: must be at least 1")
-        endpoint = args.endpoint or stack_endpoint(args.stack, args.region, args.output_key)
-        result = run_smoke(
-            endpoint,
-            baseline_endpoint=args.baseline_endpoint,
-            model=args.model,
-            max_tokens=args.max_tokens,
-            expect_speculation=not args.no_speculation,
-        )
-    except SmokeError as exc:
+        with resolve_endpoint(args) as endpoint:
+            result = run_smoke(
+                endpoint,
+                baseline_endpoint=args.baseline_endpoint,
+                model=args.model,
+                max_tokens=args.max_tokens,
+                expect_speculation=not args.no_speculation,
+            )
+    except (SmokeError, StackError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
     console.print(report_table(result))

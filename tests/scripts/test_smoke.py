@@ -1,5 +1,5 @@
 """scripts.smoke against a small fake OpenAI-compatible server (real HTTP on 127.0.0.1) whose
-faults are switched on per test, and `--stack` discovery against moto's CloudFormation."""
+faults are switched on per test (`--stack`: tests/scripts/test_stack_endpoint.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from scripts.openai_client import Generation
-from scripts.smoke import SmokeError, main, run_smoke, stack_endpoint
+from scripts.smoke import main, run_smoke
 
 MODEL = "fake-model"
 
@@ -245,60 +243,3 @@ def test_cli_rejects_a_bad_max_tokens_with_the_field_named(
 ) -> None:
     assert main(["--endpoint", "http://127.0.0.1:9", "--max-tokens", "0"]) == 2
     assert "--max-tokens=0" in capsys.readouterr().out
-
-
-# --- --stack discovery (moto) ----------------------------------------------------------------
-
-REGION = "us-east-2"
-
-
-@pytest.fixture
-def aws(fake_aws_env: None) -> Iterator[None]:
-    with mock_aws():
-        yield
-
-
-def deploy_stack(name: str, outputs: dict[str, str]) -> None:
-    template = {
-        "Resources": {"Bucket": {"Type": "AWS::S3::Bucket"}},
-        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
-    }
-    boto3.client("cloudformation", region_name=REGION).create_stack(
-        StackName=name, TemplateBody=json.dumps(template)
-    )
-
-
-def test_stack_endpoint_reads_the_serving_endpoint_output(aws: None) -> None:
-    deploy_stack("serving", {"ServingEndpoint": "http://10.0.0.1:8000", "Other": "x"})
-    assert stack_endpoint("serving", REGION) == "http://10.0.0.1:8000"
-
-
-def test_stack_endpoint_output_key_is_a_flag_and_bare_hosts_get_a_scheme(aws: None) -> None:
-    deploy_stack("serving", {"Url": "lb.example.internal:8000"})
-    assert stack_endpoint("serving", REGION, "Url") == "http://lb.example.internal:8000"
-
-
-def test_a_missing_output_names_the_outputs_the_stack_has(aws: None) -> None:
-    deploy_stack("serving", {"ClusterName": "c", "Bucket": "b"})
-    with pytest.raises(SmokeError, match=r"--output-key=ServingEndpoint.*Bucket, ClusterName"):
-        stack_endpoint("serving", REGION)
-
-
-def test_a_missing_stack_is_a_clear_error(aws: None) -> None:
-    with pytest.raises(SmokeError, match="--stack=nope"):
-        stack_endpoint("nope", REGION)
-
-
-def test_cli_runs_the_checks_on_the_stack_endpoint(
-    aws: None, fake_server: FakeServer, capsys: pytest.CaptureFixture[str]
-) -> None:
-    deploy_stack("serving", {"ServingEndpoint": fake_server.url})
-    assert main(["--stack", "serving", "--region", REGION, "--max-tokens", "8"]) == 0
-    assert fake_server.url in capsys.readouterr().out
-
-
-def test_cli_reports_a_missing_stack_with_exit_code_2(
-    aws: None, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["--stack", "nope", "--region", REGION]) == 2
-    assert "--stack=nope" in capsys.readouterr().out

@@ -1,0 +1,79 @@
+"""The names of the stacks' CloudFormation outputs: one definition, for the stacks and the tools.
+
+The stacks declare their `CfnOutput`s with these names and `scripts/stack_endpoint.py` looks the
+same names up with `DescribeStacks`, so a renamed output cannot leave the tools reading a key that
+no longer exists (`tests/infra/test_outputs.py` checks the synthesized templates against this
+module, and `tests/scripts/test_stack_endpoint.py` checks the tools against the same names).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+class PlatformOutputs:
+    """Outputs of the platform stack (`TrnspecPlatform`)."""
+
+    CLUSTER_NAME: Final = "ClusterName"
+    UPDATE_KUBECONFIG_COMMAND: Final = "UpdateKubeconfigCommand"
+    NODEGROUP_NAMES: Final = "NodegroupNames"
+
+
+class ServingOutputs:
+    """Outputs of the serving stack (`<platform stack>-serving`): with `--stack` naming this
+    stack, what a tool on an operator's machine needs to reach the service (the cluster itself
+    comes from the platform stack's outputs: an output re-exporting an imported value is what
+    cfn-lint W6001 warns against)."""
+
+    PLATFORM_STACK: Final = "PlatformStack"
+    """The stack of the cluster: its `ClusterName` and `UpdateKubeconfigCommand` outputs."""
+    REGION: Final = "Region"
+    """The region of the cluster and of both stacks."""
+    NAMESPACE: Final = "ServiceNamespace"
+    SERVICE_NAME: Final = "ServiceName"
+    """The ClusterIP Service in front of the serving pods (its selector picks the pods)."""
+    SERVICE_PORT: Final = "ServicePort"
+    """The Service port (the tools resolve its targetPort on the pod for a port-forward)."""
+    IN_CLUSTER_ENDPOINT: Final = "ServiceEndpoint"
+    """The URL inside the cluster only (cluster DNS): not reachable from an operator's machine."""
+    INTERNAL_NLB_ENDPOINT: Final = "InternalNlbEndpoint"
+    """The URL on the internal NLB; only with `serving.internal_nlb: true`."""
+    MODEL_BUCKET_NAME: Final = "ModelBucketName"
+    MODELS_URI: Final = "ModelsUri"
+    IMAGE_URI: Final = "ImageUri"
+    PRECOMPILE_JOB: Final = "PrecompileJob"
+
+
+def platform_output_names() -> frozenset[str]:
+    """Every output the platform stack declares."""
+    return frozenset(
+        (
+            PlatformOutputs.CLUSTER_NAME,
+            PlatformOutputs.UPDATE_KUBECONFIG_COMMAND,
+            PlatformOutputs.NODEGROUP_NAMES,
+        )
+    )
+
+
+def serving_output_names(internal_nlb: bool) -> frozenset[str]:
+    """Every output the serving stack declares (the NLB endpoint only when it is enabled)."""
+    names = {
+        ServingOutputs.PLATFORM_STACK,
+        ServingOutputs.REGION,
+        ServingOutputs.NAMESPACE,
+        ServingOutputs.SERVICE_NAME,
+        ServingOutputs.SERVICE_PORT,
+        ServingOutputs.IN_CLUSTER_ENDPOINT,
+        ServingOutputs.MODEL_BUCKET_NAME,
+        ServingOutputs.MODELS_URI,
+        ServingOutputs.IMAGE_URI,
+        ServingOutputs.PRECOMPILE_JOB,
+    }
+    if internal_nlb:
+        names.add(ServingOutputs.INTERNAL_NLB_ENDPOINT)
+    return frozenset(names)
+
+
+def update_kubeconfig_command(cluster_name: str, region: str) -> str:
+    """The command the kubeconfig output prints (tokens allowed: it is formatted at synth)."""
+    return f"aws eks update-kubeconfig --name {cluster_name} --region {region}"

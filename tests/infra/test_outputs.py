@@ -1,0 +1,159 @@
+"""The stacks' outputs, checked against the tools that read them.
+
+Every shipped profile's synthesized templates declare exactly the outputs `infra.outputs` names
+(CDK's own cross-stack `ExportsOutput*` aside). The serving stack's outputs, resolved the way
+CloudFormation would resolve them after a deploy, parse with `scripts.stack_endpoint` into the
+platform stack (whose outputs name the cluster), region, namespace and a Service that the same
+template creates, whose port and selector lead to the serving pods' named container port: what
+the port-forward needs. cfn-lint and cdk-nag run over the same templates in test_templates.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from platform_synth import PROFILES, Synth, synth_profile
+
+from infra.outputs import (
+    PlatformOutputs,
+    ServingOutputs,
+    platform_output_names,
+    serving_output_names,
+)
+from scripts.stack_endpoint import StackOutputs, platform_cluster_name
+
+REGION = "us-east-2"
+NLB_HOST = "internal-k8s-trnspec-0123456789.elb.us-east-2.amazonaws.com"
+
+
+def declared(template: dict[str, Any]) -> set[str]:
+    """The outputs a stack declares (not the exports CDK adds for cross-stack references)."""
+    return {
+        name
+        for name, output in template.get("Outputs", {}).items()
+        if not (name.startswith("ExportsOutput") and "Export" in output)
+    }
+
+
+class Deployed:
+    """Resolves a template's intrinsics as CloudFormation would in `REGION` (resource names
+    from their properties, other physical ids as stand-ins)."""
+
+    def __init__(self, synth: Synth) -> None:
+        self.platform, self.serving = synth.raw, synth.serving_raw
+        exports = {
+            o["Export"]["Name"]: o["Value"]
+            for o in self.platform["Outputs"].values()
+            if "Export" in o
+        }
+        self.imports = {name: self.resolve(value, self.platform) for name, value in exports.items()}
+
+    def resolve(self, value: Any, template: dict[str, Any]) -> Any:
+        if isinstance(value, str | int | float | bool):
+            return value
+        if isinstance(value, list):
+            return [self.resolve(v, template) for v in value]
+        (fn, arg), *rest = value.items()
+        if rest or not (fn.startswith("Fn::") or fn == "Ref"):
+            return {k: self.resolve(v, template) for k, v in value.items()}
+        if fn == "Ref":
+            return self._ref(arg, template)
+        if fn == "Fn::Join":
+            sep, parts = arg
+            return sep.join(str(self.resolve(p, template)) for p in parts)
+        if fn == "Fn::ImportValue":
+            return self.imports[arg]
+        if fn == "Fn::GetAtt":
+            return NLB_HOST if arg[0].startswith("NlbHostname") else f"<{'.'.join(arg)}>"
+        if fn == "Fn::Sub":
+            return re.sub(r"\$\{([^}]+)\}", lambda m: str(self._ref(m[1], template)), arg)
+        raise AssertionError(f"unsupported intrinsic {fn}")
+
+    def _ref(self, name: str, template: dict[str, Any]) -> str:
+        pseudo = {"AWS::Region": REGION, "AWS::AccountId": "123456789012"}
+        pseudo |= {"AWS::URLSuffix": "amazonaws.com", "AWS::Partition": "aws"}
+        if name in pseudo:
+            return pseudo[name]
+        resource = template["Resources"][name]
+        return resource.get("Properties", {}).get("Name") or f"<{name}>"
+
+    def outputs(self, template: dict[str, Any]) -> dict[str, str]:
+        """`{OutputKey: OutputValue}` as DescribeStacks returns them."""
+        return {
+            name: str(self.resolve(o["Value"], template))
+            for name, o in template["Outputs"].items()
+            if name in declared(template)
+        }
+
+    def serving_manifests(self) -> list[dict[str, Any]]:
+        return [
+            doc
+            for r in self.serving["Resources"].values()
+            if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource"
+            for doc in json.loads(self.resolve(r["Properties"]["Manifest"], self.serving))
+        ]
+
+
+@pytest.fixture(scope="module")
+def nlb_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synth_profile(
+        "default", tmp_path_factory.mktemp("cdk-nlb"), {"serving.internal_nlb": True}
+    )
+
+
+@pytest.fixture(params=[*PROFILES, "default+nlb"])
+def synth(request: pytest.FixtureRequest, platform_synth: Callable[[str], Synth]) -> Synth:
+    if request.param == "default+nlb":
+        return request.getfixturevalue("nlb_synth")
+    return platform_synth(request.param)
+
+
+def test_templates_declare_exactly_the_outputs_infra_outputs_names(synth: Synth) -> None:
+    assert declared(synth.raw) == platform_output_names()
+    internal_nlb = synth.serving.settings.internal_nlb
+    assert declared(synth.serving_raw) == serving_output_names(internal_nlb)
+
+
+def test_serving_outputs_after_deploy_parse_into_what_the_port_forward_needs(
+    synth: Synth,
+) -> None:
+    deployed = Deployed(synth)
+    outputs = deployed.outputs(synth.serving_raw)
+    stack = StackOutputs.parse(synth.serving.stack_name, outputs)
+    settings, spec = synth.stack.settings, synth.serving.spec
+
+    assert stack.region == REGION
+    assert stack.platform_stack == synth.stack.stack_name
+    platform = deployed.outputs(synth.raw)
+    assert platform_cluster_name(stack.platform_stack, platform) == settings.cluster_name
+    assert platform[PlatformOutputs.UPDATE_KUBECONFIG_COMMAND] == (
+        f"aws eks update-kubeconfig --name {settings.cluster_name} --region {REGION}"
+    )
+
+    # the Service the outputs name exists in this template, with the port they give ...
+    docs = deployed.serving_manifests()
+    (service,) = [
+        d
+        for d in docs
+        if d["kind"] == "Service"
+        and d["metadata"]["name"] == stack.service_name
+        and d["metadata"]["namespace"] == stack.namespace
+    ]
+    assert stack.namespace == spec.namespace
+    (port,) = [p for p in service["spec"]["ports"] if p["port"] == stack.service_port]
+    # ... and its selector picks the serving pods, whose container declares its targetPort
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    names = {p.get("name") for c in pod["spec"]["containers"] for p in c.get("ports", [])}
+    assert port["targetPort"] in names
+
+    if synth.serving.settings.internal_nlb:
+        assert stack.nlb_url == f"http://{NLB_HOST}:{stack.service_port}"
+        assert outputs[ServingOutputs.INTERNAL_NLB_ENDPOINT] == stack.nlb_url
+    else:
+        assert stack.nlb_url is None
