@@ -15,6 +15,7 @@ from infra.workload.monitoring import (
     server_service_monitor,
 )
 from infra.workload.namespace import namespace
+from infra.workload.network_policy import network_policies
 from infra.workload.pod import Manifest
 from infra.workload.precompile import precompile_job
 from infra.workload.server import deployment
@@ -41,6 +42,8 @@ class WorkloadManifests:
 
 def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadManifests:
     core = [
+        # Policies first: the pods never run a moment without them.
+        *network_policies(spec, settings),
         serving_config_map(spec),
         precompile_job(spec, settings),
         deployment(spec, settings),

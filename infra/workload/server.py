@@ -16,6 +16,7 @@ from infra.workload.constants import DRAIN_SECONDS, HEALTH_PATH, METRICS_PATH
 from infra.workload.pod import (
     SERVE_COMPONENT,
     Manifest,
+    api_key_env,
     config_path,
     container,
     labels,
@@ -72,6 +73,7 @@ def probes(settings: ServingSettings) -> dict[str, Any]:
 
 def deployment(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     main = container(spec, settings, args=["serve", "--config", config_path()], name="vllm")
+    main["env"].extend(api_key_env(spec))
     main["ports"] = [{"name": "http", "containerPort": spec.port, "protocol": "TCP"}]
     main.update(probes(settings))
     # Keep serving while the Service and NLB deregister the pod, then SIGTERM lets the engine
