@@ -114,7 +114,8 @@ class ServingSettings(BaseModel):
     )
     nlb_source_cidrs: tuple[str, ...] = Field(
         (),
-        description="Sources allowed in through the internal NLB; empty: the VPC CIDR.",
+        description="Client CIDRs the internal NLB admits (loadBalancerSourceRanges); "
+        "empty: the VPC CIDR.",
     )
     scraper_pod_labels: dict[str, str] = Field(
         default_factory=lambda: {"app.kubernetes.io/name": "prometheus"},

@@ -51,7 +51,10 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
         pod_disruption_budget(spec),
     ]
     if settings.internal_nlb:
-        core.append(internal_nlb_service(spec))
+        # Who may reach the NLB: the configured ranges, else the VPC (explicit, not the
+        # controller's default).
+        sources = settings.nlb_source_cidrs or ((spec.vpc_cidr,) if spec.vpc_cidr else ())
+        core.append(internal_nlb_service(spec, sources))
     monitoring: list[Manifest] = []
     if settings.prometheus == "in-cluster":
         # With an existing Prometheus the pods' prometheus.io/* annotations are the contract;

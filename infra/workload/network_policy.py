@@ -10,11 +10,12 @@ Serving pods, ingress on the server port only from
 - the Prometheus pods in `monitoring_namespace` that scrape /metrics (vLLM leaves /metrics and
   /health outside its API-key check). KEDA needs no rule: its Prometheus scaler queries
   Prometheus, never the pods;
-- with the internal NLB, its source ranges (default: the VPC CIDR). The NLB forwards to pod IPs
-  from its own private addresses (client IP preservation is off for IP targets), so the rule
-  must name addresses, not pods. Those addresses share the VPC with every pod (VPC CNI gives
-  pods VPC addresses): the ipBlock cannot tell an NLB hop from any pod in the VPC, which is why
-  the API key is on by default with the NLB.
+- with the internal NLB, the VPC CIDR. The NLB forwards to pod IPs from its own private
+  addresses in the VPC's subnets (client IP preservation is off by default for IP targets), so
+  the rule must name addresses, not pods; who may reach the NLB itself is its security group
+  (`nlb_source_cidrs` -> the Service's loadBalancerSourceRanges). The NLB's addresses share the
+  subnets with every pod (VPC CNI gives pods VPC addresses): an ipBlock cannot tell an NLB hop
+  from any pod in the VPC, which is why the API key is on by default with the NLB.
 The kubelet's probes need no rule: the agent always allows the node's own IP
 (aws/aws-network-policy-agent#65).
 
@@ -130,8 +131,7 @@ def serve_ingress(spec: WorkloadSpec, settings: ServingSettings) -> list[dict[st
         },
     ]
     if settings.internal_nlb:
-        sources = list(settings.nlb_source_cidrs) or [_require_vpc_cidr(spec)]
-        rules.append({"from": [{"ipBlock": {"cidr": c}} for c in sources], "ports": port})
+        rules.append({"from": [{"ipBlock": {"cidr": _require_vpc_cidr(spec)}}], "ports": port})
     return rules
 
 
@@ -148,18 +148,7 @@ def _public_block(cidr: str) -> dict[str, Any]:
 def egress(spec: WorkloadSpec, settings: ServingSettings) -> list[dict[str, Any]]:
     https = [{"protocol": "TCP", "port": HTTPS_PORT}]
     return [
-        {
-            "to": [
-                {
-                    "namespaceSelector": _namespace(DNS_NAMESPACE),
-                    "podSelector": {"matchLabels": dict(DNS_POD_LABELS)},
-                }
-            ],
-            "ports": [
-                {"protocol": "UDP", "port": DNS_PORT},
-                {"protocol": "TCP", "port": DNS_PORT},
-            ],
-        },
+        _dns_rule(),
         {"to": [{"ipBlock": {"cidr": _require_vpc_cidr(spec)}}], "ports": https},
         {"to": [{"ipBlock": _public_block(c)} for c in settings.s3_egress_cidrs], "ports": https},
         {
@@ -199,9 +188,49 @@ def precompile_policy(spec: WorkloadSpec, settings: ServingSettings) -> Manifest
     )
 
 
+def _dns_rule() -> dict[str, Any]:
+    return {
+        "to": [
+            {
+                "namespaceSelector": _namespace(DNS_NAMESPACE),
+                "podSelector": {"matchLabels": dict(DNS_POD_LABELS)},
+            }
+        ],
+        "ports": [
+            {"protocol": "UDP", "port": DNS_PORT},
+            {"protocol": "TCP", "port": DNS_PORT},
+        ],
+    }
+
+
+def client_policy(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
+    """Client pods inside the serving namespace (a smoke or bench Job) are under its default
+    deny too: let them resolve names and send to the server port, nothing else."""
+    meta = metadata(spec, f"{spec.name}-clients", "client")
+    return _policy(
+        meta["name"],
+        spec.namespace,
+        meta["labels"],
+        {
+            "podSelector": {"matchLabels": dict(settings.client_pod_labels)},
+            "policyTypes": ["Egress"],
+            "egress": [
+                _dns_rule(),
+                {
+                    "to": [
+                        {"podSelector": {"matchLabels": selector_labels(spec, SERVE_COMPONENT)}}
+                    ],
+                    "ports": [{"protocol": "TCP", "port": spec.port}],
+                },
+            ],
+        },
+    )
+
+
 def network_policies(spec: WorkloadSpec, settings: ServingSettings) -> list[Manifest]:
     return [
         default_deny(spec),
         serve_policy(spec, settings),
         precompile_policy(spec, settings),
+        client_policy(spec, settings),
     ]

@@ -35,6 +35,8 @@ def _build(profile: str, items: tuple[tuple[str, Any], ...]) -> Built:
 def build(profile: str = "qwen3-32b-draft", **settings: Any) -> Built:
     """Manifests of a profile under settings; treat the result as read-only (it is cached)."""
     items = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in settings.items()))
+    if any(isinstance(v, dict) for _, v in items):  # unhashable: build without the cache
+        return _build.__wrapped__(profile, items)
     return _build(profile, items)
 
 
