@@ -24,6 +24,7 @@ from infra.workload.pod import (
     pod_spec,
     selector_labels,
 )
+from infra.workload.scan_skips import NEURON_POD_SKIPS, skip_annotations
 from infra.workload.spec import WorkloadSpec
 
 STARTUP_PERIOD_SECONDS = 30
@@ -83,7 +84,10 @@ def deployment(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": metadata(spec, spec.name, SERVE_COMPONENT),
+        "metadata": {
+            **metadata(spec, spec.name, SERVE_COMPONENT),
+            "annotations": skip_annotations(NEURON_POD_SKIPS),
+        },
         "spec": {
             # No `replicas`: KEDA's HPA owns the count; re-applying the manifest must not reset it.
             "selector": {"matchLabels": selector_labels(spec, SERVE_COMPONENT)},
