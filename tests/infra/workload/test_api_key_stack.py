@@ -109,3 +109,17 @@ def test_without_the_nlb_there_is_no_secret(platform_synth: Callable[[str], Synt
 def test_the_docs_say_how_to_read_and_rotate_the_key() -> None:
     text = (Path(__file__).resolve().parents[3] / "docs" / "workload.md").read_text()
     assert "put-secret-value" in text and "--api-key-env" in text
+
+
+def test_the_keyed_stack_is_cfn_lint_and_cdk_nag_clean(nlb: Synth) -> None:
+    from cfnlint.api import ManualArgs, lint_file
+    from test_templates import KEPT_WARNINGS
+
+    path = nlb.outdir / f"{nlb.serving.stack_name}.template.json"
+    matches = lint_file(Path(path), config=ManualArgs(regions=["us-east-2"]))
+    assert [f"{m.rule.id} {m.message}" for m in matches if m.rule.id not in KEPT_WARNINGS] == []
+    report = json.loads((nlb.outdir / "validation-report.json").read_text())
+    (nag,) = [p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions"]
+    assert nag["violations"] == []
+    suppressed = json.dumps(nag["suppressedViolations"])
+    assert "AwsSolutions-SMG4" in suppressed  # no rotation Lambda, acknowledged with a reason
