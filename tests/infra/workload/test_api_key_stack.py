@@ -123,3 +123,13 @@ def test_the_keyed_stack_is_cfn_lint_and_cdk_nag_clean(nlb: Synth) -> None:
     assert nag["violations"] == []
     suppressed = json.dumps(nag["suppressedViolations"])
     assert "AwsSolutions-SMG4" in suppressed  # no rotation Lambda, acknowledged with a reason
+
+
+def test_the_platform_vpc_reaches_secrets_manager_without_nat(nlb: Synth) -> None:
+    """The pods' policy opens HTTPS to the VPC CIDR: an interface endpoint keeps the key's
+    read there, and works in a VPC without a NAT gateway."""
+    services = [
+        json.dumps(r["Properties"]["ServiceName"])
+        for r in _of_type(nlb.raw, "AWS::EC2::VPCEndpoint").values()
+    ]
+    assert any("secretsmanager" in s for s in services)
