@@ -274,3 +274,28 @@ def test_network_settings_name_the_field_and_the_fix(raw: dict[str, Any], fragme
     with pytest.raises(ServingSettingsError) as err:
         load_serving_settings(raw)
     assert any(fragment in p for p in err.value.problems), err.value.problems
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"internal_nlb": True, "nlb_source_cidrs": ["10.20.0.0/16"]},
+        {"client_namespaces": ["apps", "bench"], "s3_egress_cidrs": ["52.219.96.0/20"]},
+        {
+            "prometheus": "existing",
+            "prometheus_url": "http://prometheus.observability.svc:9090",
+            "monitoring_namespace": "observability",
+        },
+    ],
+)
+def test_policies_validate_against_the_kubernetes_schema(settings: dict[str, Any]) -> None:
+    import kubernetes_validate
+
+    from infra.workload.constants import VALIDATED_KUBERNETES_VERSION
+
+    _, _, manifests, _ = build(**settings)
+    policies = [m for m in manifests.all() if m["kind"] == "NetworkPolicy"]
+    assert len(policies) == 4
+    for policy in policies:
+        kubernetes_validate.validate(policy, VALIDATED_KUBERNETES_VERSION, strict=True)
