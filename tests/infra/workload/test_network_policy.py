@@ -299,3 +299,15 @@ def test_policies_validate_against_the_kubernetes_schema(settings: dict[str, Any
     assert len(policies) == 4
     for policy in policies:
         kubernetes_validate.validate(policy, VALIDATED_KUBERNETES_VERSION, strict=True)
+
+
+def test_policies_need_the_vpc_cidr_and_say_so() -> None:
+    import dataclasses
+
+    from infra.serving_settings import ServingSettings
+    from infra.workload.network_policy import network_policies
+    from infra.workload.spec import WorkloadError
+
+    _, spec, _, _ = build()
+    with pytest.raises(WorkloadError, match="vpc_cidr=None"):
+        network_policies(dataclasses.replace(spec, vpc_cidr=None), ServingSettings())
