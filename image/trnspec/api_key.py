@@ -5,10 +5,11 @@ entrypoint reads the value with the pod's own identity (EKS Pod Identity), then 
 VLLM_API_KEY in the vLLM child's environment only. So the key is in no manifest, ConfigMap,
 rendered argv, Kubernetes Secret or log line, and `kubectl describe pod` shows only the ARN.
 
-vLLM checks `Authorization: Bearer <key>` on /v1 paths only (0.9.1: `api_server.py`,
-`url_path.startswith("/v1")`; 0.24 and later: `GUARDED_PREFIX`), so /health (liveness, NLB
-health checks) and /metrics (Prometheus) stay open, and the readiness probe of /v1/models sends
-the key (`auth_headers`).
+vLLM checks `Authorization: Bearer <key>` on API paths only (0.9.1:
+vllm/entrypoints/openai/api_server.py, `url_path.startswith("/v1")`; 0.24.0:
+vllm/entrypoints/serve/utils/server_utils.py, `GUARDED_PREFIX = ("/v1", "/v2", "/inference")`),
+so /health (liveness, NLB health checks) and /metrics (Prometheus) stay open, and the readiness
+probe of /v1/models sends the key (`auth_headers`).
 """
 
 from __future__ import annotations
