@@ -121,6 +121,11 @@ class ServingSettings(BaseModel):
         default_factory=lambda: {"app.kubernetes.io/name": "prometheus"},
         description="Labels of the Prometheus pods (in monitoring_namespace) that scrape /metrics.",
     )
+    scraper_cidrs: tuple[str, ...] = Field(
+        (),
+        description="Scrapers that are not pods (e.g. an Amazon Managed Prometheus collector's "
+        "ENIs): CIDRs also allowed to the server port.",
+    )
     s3_egress_cidrs: tuple[str, ...] = Field(
         ("0.0.0.0/0",),
         description="Where pods may send HTTPS besides the VPC (S3 through its gateway endpoint "
@@ -201,7 +206,7 @@ class ServingSettings(BaseModel):
                         f"{_SECTION}.{field}.{key}={value!r}: use a Kubernetes label key and "
                         "value (e.g. trnspec.io/client: 'true')"
                     )
-        for field in ("nlb_source_cidrs", "s3_egress_cidrs"):
+        for field in ("nlb_source_cidrs", "scraper_cidrs", "s3_egress_cidrs"):
             for i, cidr in enumerate(getattr(self, field)):
                 try:
                     ipaddress.IPv4Network(cidr, strict=True)

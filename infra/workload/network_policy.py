@@ -8,8 +8,9 @@ Serving pods, ingress on the server port only from
 - client pods: the labels `client_pod_labels` in `client_namespaces` (default: the serving
   namespace itself);
 - the Prometheus pods in `monitoring_namespace` that scrape /metrics (vLLM leaves /metrics and
-  /health outside its API-key check). KEDA needs no rule: its Prometheus scaler queries
-  Prometheus, never the pods;
+  /health outside its API-key check), and `scraper_cidrs` for scrapers that are not pods (an
+  Amazon Managed Prometheus collector scrapes from ENIs in the VPC). KEDA needs no rule: its
+  Prometheus scaler queries Prometheus, never the pods;
 - with the internal NLB, the VPC CIDR. The NLB forwards to pod IPs from its own private
   addresses in the VPC's subnets (client IP preservation is off by default for IP targets), so
   the rule must name addresses, not pods; who may reach the NLB itself is its security group
@@ -125,7 +126,8 @@ def serve_ingress(spec: WorkloadSpec, settings: ServingSettings) -> list[dict[st
                 {
                     "namespaceSelector": _namespace(settings.monitoring_namespace),
                     "podSelector": {"matchLabels": scraper_pod_labels(settings)},
-                }
+                },
+                *({"ipBlock": {"cidr": c}} for c in settings.scraper_cidrs),
             ],
             "ports": port,
         },

@@ -169,6 +169,15 @@ def test_existing_prometheus_is_matched_by_the_configured_labels() -> None:
     assert not cluster.allows(Pod(MONITORING, PROMETHEUS_LABELS, "10.0.35.5"), server, port)
 
 
+def test_a_scraper_outside_the_cluster_is_allowed_by_its_cidr_only() -> None:
+    collector = Address("10.0.7.7")  # a managed collector's ENI in the VPC
+    cluster, server, _, port = _world()
+    assert not cluster.allows(collector, server, port)
+    cluster, server, _, port = _world(scraper_cidrs=["10.0.7.0/28"])
+    assert cluster.allows(collector, server, port)
+    assert not cluster.allows(Address("10.0.8.1"), server, port)
+
+
 def test_keda_needs_no_access_to_the_pods() -> None:
     # KEDA's Prometheus scaler asks Prometheus, not vLLM: nothing in keda may reach the server.
     cluster, server, _, port = _world()
