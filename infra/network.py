@@ -14,13 +14,16 @@ from constructs import Construct
 from infra.settings import VpcSettings
 
 #: Interface endpoints on the image-pull and node-bootstrap path (ECR API + registry, STS for
-#: Pod Identity, EC2 for the autoscalers, CloudWatch Logs for the VPC flow logs).
+#: Pod Identity, EC2 for the autoscalers, CloudWatch Logs for the VPC flow logs), and Secrets
+#: Manager, where the serving pods read the API key: inside the VPC CIDR their network policy
+#: opens, and reachable without a NAT gateway.
 INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
     "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
     "Sts": ec2.InterfaceVpcEndpointAwsService.STS,
     "Ec2": ec2.InterfaceVpcEndpointAwsService.EC2,
     "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+    "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
 }
 
 

@@ -20,6 +20,7 @@ from infra.workload.constants import (
     NEURON_MONITOR_PORT,
     NEURON_SCHEDULER_NAME,
 )
+from infra.workload.scan_skips import NEURON_MONITOR_SKIPS, skip_annotations
 
 CHART_REPOSITORY = NEURON_CHART.repository
 CHART = NEURON_CHART.chart
@@ -105,6 +106,8 @@ def monitor_manifest(instance_types: tuple[str, ...]) -> dict[str, Any]:
             "name": "neuron-monitor",
             "namespace": NAMESPACE,
             "labels": dict(NEURON_MONITOR_POD_LABELS),
+            # checkov findings that follow from privileged device access, with the reasons.
+            "annotations": skip_annotations(NEURON_MONITOR_SKIPS),
         },
         "spec": {
             "selector": {"matchLabels": dict(NEURON_MONITOR_POD_LABELS)},
@@ -119,6 +122,8 @@ def monitor_manifest(instance_types: tuple[str, ...]) -> dict[str, Any]:
                 },
                 "spec": {
                     "priorityClassName": "system-node-critical",
+                    # It never calls the Kubernetes API.
+                    "automountServiceAccountToken": False,
                     "affinity": {
                         "nodeAffinity": {
                             "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -154,6 +159,17 @@ def monitor_manifest(instance_types: tuple[str, ...]) -> dict[str, Any]:
                             "resources": {k: dict(v) for k, v in MONITOR_RESOURCES.items()},
                             # Reads device counters through the Neuron driver.
                             "securityContext": {"privileged": True},
+                            # The exporter's port answers while the pipeline runs.
+                            "readinessProbe": {
+                                "tcpSocket": {"port": NEURON_MONITOR_PORT},
+                                "periodSeconds": 10,
+                            },
+                            "livenessProbe": {
+                                "tcpSocket": {"port": NEURON_MONITOR_PORT},
+                                "initialDelaySeconds": 30,
+                                "periodSeconds": 30,
+                                "failureThreshold": 4,
+                            },
                         }
                     ],
                 },

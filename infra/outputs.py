@@ -42,6 +42,8 @@ class ServingOutputs:
     MODELS_URI: Final = "ModelsUri"
     IMAGE_URI: Final = "ImageUri"
     PRECOMPILE_JOB: Final = "PrecompileJob"
+    API_KEY_SECRET_ARN: Final = "ApiKeySecretArn"
+    """The Secrets Manager secret holding the API key; only when the key is enabled."""
 
 
 def platform_output_names() -> frozenset[str]:
@@ -55,8 +57,9 @@ def platform_output_names() -> frozenset[str]:
     )
 
 
-def serving_output_names(internal_nlb: bool) -> frozenset[str]:
-    """Every output the serving stack declares (the NLB endpoint only when it is enabled)."""
+def serving_output_names(internal_nlb: bool, api_key: bool) -> frozenset[str]:
+    """Every output the serving stack declares (the NLB endpoint and the key's secret only when
+    they are enabled)."""
     names = {
         ServingOutputs.PLATFORM_STACK,
         ServingOutputs.REGION,
@@ -71,6 +74,8 @@ def serving_output_names(internal_nlb: bool) -> frozenset[str]:
     }
     if internal_nlb:
         names.add(ServingOutputs.INTERNAL_NLB_ENDPOINT)
+    if api_key:
+        names.add(ServingOutputs.API_KEY_SECRET_ARN)
     return frozenset(names)
 
 

@@ -20,6 +20,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.api_key import ApiKeySecret
 from infra.pod_identity import PodIdentityRole
 from infra.workload.constants import COMPILE_CACHE_PREFIX, MODELS_PREFIX
 
@@ -63,11 +64,16 @@ def _kms_statement(key: kms.IKey, actions: list[str]) -> iam.PolicyStatement:
     )
 
 
-def serve_statements(bucket: s3.IBucket, key: kms.IKey) -> list[iam.PolicyStatement]:
+def serve_statements(
+    bucket: s3.IBucket, key: kms.IKey, api_key: ApiKeySecret | None = None
+) -> list[iam.PolicyStatement]:
+    """Read the models and the compile cache; with the API key on, also read its secret (the
+    compile role gets no such grant: nothing can reach the precompile pod's vLLM)."""
     return [
         _read_statement(bucket),
         _list_statement(bucket, [MODELS_PREFIX, COMPILE_CACHE_PREFIX]),
         _kms_statement(key, ["kms:Decrypt"]),
+        *(api_key.read_statements() if api_key is not None else []),
     ]
 
 
@@ -131,6 +137,9 @@ class ServingIdentity(Construct):
                         "namespace": namespace,
                         "labels": {"app.kubernetes.io/name": name},
                     },
+                    # No API token for pods of this account unless a pod asks for one; EKS Pod
+                    # Identity mounts its own token (infra/workload/pod.py).
+                    "automountServiceAccountToken": False,
                 }
             ],
         )

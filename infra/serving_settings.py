@@ -8,6 +8,7 @@ re-defines a vLLM flag.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any, Literal
 
@@ -18,6 +19,12 @@ from trnspec.user_input import Int, Text
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _OVERRIDE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*=.*$", re.DOTALL)
 _SECTION = "serving"
+#: Kubernetes label key (optional DNS prefix + name) and value syntax.
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
 class ServingSettingsError(InputError):
@@ -93,6 +100,42 @@ class ServingSettings(BaseModel):
         True,
         description="Point target/draft sources at s3://<model bucket>/models/<served name>/.",
     )
+    # --- who may call the model (docs/workload.md, "Security") ---
+    api_key: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Require a bearer API key (Secrets Manager); auto: on with internal_nlb.",
+    )
+    client_namespaces: tuple[str, ...] = Field(
+        (), description="Namespaces whose client pods may call the server; empty: its own."
+    )
+    client_pod_labels: dict[str, str] = Field(
+        default_factory=lambda: {"trnspec.io/client": "true"},
+        description="Labels a pod must carry to call the server (NetworkPolicy).",
+    )
+    nlb_source_cidrs: tuple[str, ...] = Field(
+        (),
+        description="Client CIDRs the internal NLB admits (loadBalancerSourceRanges); "
+        "empty: the VPC CIDR.",
+    )
+    scraper_pod_labels: dict[str, str] = Field(
+        default_factory=lambda: {"app.kubernetes.io/name": "prometheus"},
+        description="Labels of the Prometheus pods (in monitoring_namespace) that scrape /metrics.",
+    )
+    scraper_cidrs: tuple[str, ...] = Field(
+        (),
+        description="Scrapers that are not pods (e.g. an Amazon Managed Prometheus collector's "
+        "ENIs): CIDRs also allowed to the server port.",
+    )
+    s3_egress_cidrs: tuple[str, ...] = Field(
+        ("0.0.0.0/0",),
+        description="Where pods may send HTTPS besides the VPC (S3 through its gateway endpoint "
+        "keeps S3's public addresses); private ranges stay closed.",
+    )
+
+    @property
+    def api_key_enabled(self) -> bool:
+        """Whether the server requires the API key: `on`, or `auto` with the internal NLB."""
+        return self.api_key == "on" or (self.api_key == "auto" and self.internal_nlb)
 
     @property
     def app_name(self) -> str:
@@ -153,6 +196,52 @@ def cross_check(s: ServingSettings) -> list[Problem]:
             "shm_gib",
             s.shm_gib,
             f"must be smaller than weights_volume_gib ({s.weights_volume_gib})",
+        )
+    problems.extend(_network_problems(s))
+    return problems
+
+
+def _network_problems(s: ServingSettings) -> list[Problem]:
+    """Client and scraper selectors, CIDRs and NLB ranges of the NetworkPolicies."""
+    problems: list[Problem] = []
+
+    def bad(field: str, value: object, fix: str) -> None:
+        problems.append(Problem(f"{_SECTION}.{field}", value, fix))
+
+    for i, ns in enumerate(s.client_namespaces):
+        if not _DNS_LABEL.match(ns) or len(ns) > 63:
+            bad(
+                f"client_namespaces.{i}",
+                ns,
+                "use a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)",
+            )
+    for field in ("client_pod_labels", "scraper_pod_labels"):
+        labels: dict[str, str] = getattr(s, field)
+        if not labels:
+            bad(
+                field,
+                {},
+                "name at least one label (an empty selector would admit every pod of the "
+                "namespace)",
+            )
+        for key, value in labels.items():
+            if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value):
+                bad(
+                    f"{field}.{key}",
+                    value,
+                    "use a Kubernetes label key and value (e.g. trnspec.io/client: 'true')",
+                )
+    for field in ("nlb_source_cidrs", "scraper_cidrs", "s3_egress_cidrs"):
+        for i, cidr in enumerate(getattr(s, field)):
+            try:
+                ipaddress.IPv4Network(cidr, strict=True)
+            except ValueError as err:
+                bad(f"{field}.{i}", cidr, f"use an IPv4 CIDR such as 10.0.0.0/16 ({err})")
+    if s.nlb_source_cidrs and not s.internal_nlb:
+        bad(
+            "nlb_source_cidrs",
+            list(s.nlb_source_cidrs),
+            "only used with internal_nlb: true; set it or drop the ranges",
         )
     return problems
 

@@ -30,6 +30,7 @@ from aws_cdk import (
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
+from infra.api_key import ApiKeySecret, ApiKeySecretProps
 from infra.model_bucket import ModelBucket
 from infra.outputs import ServingOutputs
 from infra.serving import ServingWorkload
@@ -78,6 +79,13 @@ class ServingStack(Stack):
         )
         bucket = self.model_bucket.bucket
         self.image = ServingImage(self, "Image", generation=cfg.image, directory=image_directory)
+        # The API key (docs/workload.md, "Security"): generated into Secrets Manager, read by
+        # the serving pods at start; only its ARN reaches the manifests.
+        self.api_key = (
+            ApiKeySecret(self, "ApiKey", ApiKeySecretProps(f"trnspec API key ({settings.profile})"))
+            if settings.api_key_enabled
+            else None
+        )
 
         spec = derive_workload(
             cfg,
@@ -85,11 +93,13 @@ class ServingStack(Stack):
             image_uri=self.image.image_uri,
             bucket_name=BUCKET_PLACEHOLDER,
             region=Aws.REGION,
+            vpc_cidr=cluster.vpc.vpc_cidr_block,
         )
         self.spec = dataclasses.replace(
             spec,
             config_yaml=spec.config_yaml.replace(BUCKET_PLACEHOLDER, bucket.bucket_name),
             bucket_name=bucket.bucket_name,
+            api_key_secret_arn=self.api_key.secret_arn if self.api_key else None,
         )
         manifests = build_manifests(self.spec, settings)
 
@@ -99,7 +109,7 @@ class ServingStack(Stack):
             cluster=cluster,
             name=service_account_name(self.spec, SERVE_COMPONENT),
             namespace=settings.namespace,
-            statements=serve_statements(bucket, self.model_bucket.key),
+            statements=serve_statements(bucket, self.model_bucket.key, self.api_key),
         )
         self.compile_identity = ServingIdentity(
             self,
@@ -137,6 +147,13 @@ class ServingStack(Stack):
             description="Upload weights to <this><served model name>/",
         )
         CfnOutput(self, ServingOutputs.IMAGE_URI, value=self.image.image_uri)
+        if self.api_key is not None:
+            CfnOutput(
+                self,
+                ServingOutputs.API_KEY_SECRET_ARN,
+                value=self.api_key.secret_arn,
+                description="aws secretsmanager get-secret-value --secret-id <this> (the key)",
+            )
         CfnOutput(
             self,
             ServingOutputs.IN_CLUSTER_ENDPOINT,
@@ -172,6 +189,14 @@ class ServingStack(Stack):
 
     def _acknowledge(self) -> None:
         """cdk-nag findings that are the design, each acknowledged by its exact finding id."""
+        if self.api_key is not None:
+            Validations.of(self.api_key.secret).acknowledge(
+                Ack(
+                    id="AwsSolutions::AwsSolutions-SMG4",
+                    reason="rotated by the operator (docs/workload.md): vLLM takes one key and "
+                    "reads it at start, so rotation is a planned restart, not a Lambda",
+                )
+            )
         bucket = self.model_bucket.bucket.node.default_child
         assert isinstance(bucket, CfnResource)
         arn = f"<{self.get_logical_id(bucket)}.Arn>"

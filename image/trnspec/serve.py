@@ -52,6 +52,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
+from trnspec.api_key import auth_headers, child_env, load_api_key
 from trnspec.cache_key import compile_cache_key
 from trnspec.config import ConfigError, ModelRef, Problem, ServingConfig, apply_overrides
 from trnspec.images import image_spec
@@ -185,14 +186,19 @@ def exit_status(returncode: int) -> int:
 # --- readiness and the child process (I/O) -----------------------------------------------------
 
 
-def http_probe(base_url: str, model: str, timeout: float = 2.0) -> Callable[[], bool]:
-    """True when GET /v1/models answers 200 and lists the served model."""
+def http_probe(
+    base_url: str, model: str, timeout: float = 2.0, headers: Mapping[str, str] | None = None
+) -> Callable[[], bool]:
+    """True when GET /v1/models answers 200 and lists the served model (`headers`: the API
+    key's, since vLLM guards /v1 when it has one)."""
 
     def probe() -> bool:
         import httpx
 
         try:
-            response = httpx.get(f"{base_url}/v1/models", timeout=timeout)
+            response = httpx.get(
+                f"{base_url}/v1/models", timeout=timeout, headers=dict(headers or {})
+            )
             if response.status_code != 200:
                 return False
             return any(m.get("id") == model for m in response.json().get("data", []))
@@ -622,13 +628,16 @@ def _cache_sync(
     return publish
 
 
-def _supervisor_for(cfg: ServingConfig, options: ServeOptions) -> SuperviseFn:
+def _supervisor_for(
+    cfg: ServingConfig, options: ServeOptions, api_key: str | None = None
+) -> SuperviseFn:
     def supervise(command: RenderedCommand, on_first_ready: Callable[[], None] | None) -> int:
-        env = {**os.environ, **command.env}
+        # The key reaches vLLM's environment only (trnspec.api_key), never argv or logs.
+        env = child_env({**os.environ, **command.env}, api_key)
         sup = Supervisor(
             command.argv,
             env,
-            http_probe(probe_url(cfg), cfg.target.name),
+            http_probe(probe_url(cfg), cfg.target.name, headers=auth_headers(api_key)),
             ReadyFile(Path(options.ready_file)),
             poll_interval=options.poll_interval,
             on_first_ready=on_first_ready,
@@ -664,7 +673,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per readiness probe is noise
-    return execute(cfg, plan, options, _supervisor_for(cfg, options))
+    api_key = load_api_key(os.environ)  # before staging: a missing key fails in seconds
+    return execute(cfg, plan, options, _supervisor_for(cfg, options, api_key))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

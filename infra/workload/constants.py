@@ -64,3 +64,25 @@ COMPONENT_LABEL = "app.kubernetes.io/component"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 PART_OF = "trnspec"
+
+#: Names the network policies address (docs/workload.md, "Security").
+#: CoreDNS pods in kube-system carry `k8s-app: kube-dns` on EKS (the CoreDNS add-on keeps the
+#: kube-dns label for compatibility); every namespace carries kubernetes.io/metadata.name.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+DNS_NAMESPACE = "kube-system"
+DNS_POD_LABELS: dict[str, str] = {"k8s-app": "kube-dns"}
+DNS_PORT = 53
+#: The EKS Pod Identity agent: a hostNetwork DaemonSet listening on this link-local address and
+#: port 80 (IPv4; [fd00:ec2::23] on IPv6), where the SDKs fetch the pod's credentials
+#: (AWS_CONTAINER_CREDENTIALS_FULL_URI=http://169.254.170.23/v1/credentials; EKS user guide,
+#: "Set up the Amazon EKS Pod Identity Agent").
+POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
+POD_IDENTITY_AGENT_PORT = 80
+HTTPS_PORT = 443
+#: Prometheus Operator labels every Prometheus pod with the name of its Prometheus object
+#: (prometheus-operator pkg/prometheus/server statefulset.go: podSelectorLabels).
+PROMETHEUS_OPERATOR_NAME_LABEL = "operator.prometheus.io/name"
+#: Private (RFC 1918) and link-local IPv4 ranges: cut out of the pods' HTTPS-to-S3 rule, so it
+#: cannot reach other private networks or the instance metadata service (the VPC CIDR is opened
+#: separately, for the interface endpoints).
+NON_PUBLIC_IPV4_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16")

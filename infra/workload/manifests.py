@@ -15,6 +15,7 @@ from infra.workload.monitoring import (
     server_service_monitor,
 )
 from infra.workload.namespace import namespace
+from infra.workload.network_policy import network_policies
 from infra.workload.pod import Manifest
 from infra.workload.precompile import precompile_job
 from infra.workload.server import deployment
@@ -41,6 +42,8 @@ class WorkloadManifests:
 
 def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadManifests:
     core = [
+        # Policies first: the pods never run a moment without them.
+        *network_policies(spec, settings),
         serving_config_map(spec),
         precompile_job(spec, settings),
         deployment(spec, settings),
@@ -48,7 +51,10 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
         pod_disruption_budget(spec),
     ]
     if settings.internal_nlb:
-        core.append(internal_nlb_service(spec))
+        # Who may reach the NLB: the configured ranges, else the VPC (explicit, not the
+        # controller's default).
+        sources = settings.nlb_source_cidrs or ((spec.vpc_cidr,) if spec.vpc_cidr else ())
+        core.append(internal_nlb_service(spec, sources))
     monitoring: list[Manifest] = []
     if settings.prometheus == "in-cluster":
         # With an existing Prometheus the pods' prometheus.io/* annotations are the contract;

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trnspec.api_key import ENV_API_KEY_SECRET
 from trnspec.serve import (
     DEFAULT_READY_FILE,
     ENV_COMPILE_CACHE,
@@ -90,6 +91,14 @@ def _env(spec: WorkloadSpec, settings: ServingSettings) -> list[dict[str, Any]]:
     if spec.region:
         env.append({"name": "AWS_REGION", "value": spec.region})
     return env
+
+
+def api_key_env(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    """The API key secret's ARN for the serving container (the engine reads the key itself;
+    trnspec.api_key). The precompile Job gets none: nothing can reach its vLLM."""
+    if spec.api_key_secret_arn is None:
+        return []
+    return [{"name": ENV_API_KEY_SECRET, "value": spec.api_key_secret_arn}]
 
 
 def _resources(spec: WorkloadSpec, settings: ServingSettings) -> dict[str, Any]:
@@ -176,9 +185,13 @@ def pod_spec(
     return {
         "schedulerName": NEURON_SCHEDULER_NAME,
         "serviceAccountName": service_account_name(spec, component),
-        # The service-account token stays mounted: the EKS Pod Identity webhook only injects
-        # its credentials when it is (reports: aws/amazon-eks-pod-identity-webhook#67,
-        # PeerDB-io/peerdb-enterprise#43), and the pod's AWS access depends on it.
+        # No Kubernetes API token: the engine never calls the API server. EKS Pod Identity does
+        # not need it either: its webhook adds its own projected serviceAccountToken volume
+        # (audience pods.eks.amazonaws.com) and the AWS_CONTAINER_* env, and the automount flag
+        # only governs the default kube-api-access volume (amazon-eks-pod-identity-webhook,
+        # pkg/handler testdata/containercredentials; Kubernetes "Configure Service Accounts
+        # for Pods"). Not verified on a live cluster here: see docs/workload.md, "Security".
+        "automountServiceAccountToken": False,
         "restartPolicy": restart_policy,
         "terminationGracePeriodSeconds": termination_grace_seconds,
         "nodeSelector": {INSTANCE_TYPE_LABEL: spec.instance_type, LNC_NODE_LABEL: str(spec.lnc)},

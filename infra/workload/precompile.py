@@ -12,6 +12,7 @@ from infra.workload.pod import (
     metadata,
     pod_spec,
 )
+from infra.workload.scan_skips import NEURON_POD_SKIPS, skip_annotations
 from infra.workload.spec import WorkloadSpec
 
 #: Arguments of the engine's compile-only mode (engine-io: stage, compile, upload the
@@ -31,7 +32,10 @@ def precompile_job(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": metadata(spec, precompile_job_name(spec), PRECOMPILE_COMPONENT),
+        "metadata": {
+            **metadata(spec, precompile_job_name(spec), PRECOMPILE_COMPONENT),
+            "annotations": skip_annotations(NEURON_POD_SKIPS),
+        },
         "spec": {
             # Created suspended when precompile_on_deploy is off; resume it by hand
             # (docs/workload.md) before scaling out.

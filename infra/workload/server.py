@@ -16,6 +16,7 @@ from infra.workload.constants import DRAIN_SECONDS, HEALTH_PATH, METRICS_PATH
 from infra.workload.pod import (
     SERVE_COMPONENT,
     Manifest,
+    api_key_env,
     config_path,
     container,
     labels,
@@ -23,6 +24,7 @@ from infra.workload.pod import (
     pod_spec,
     selector_labels,
 )
+from infra.workload.scan_skips import NEURON_POD_SKIPS, skip_annotations
 from infra.workload.spec import WorkloadSpec
 
 STARTUP_PERIOD_SECONDS = 30
@@ -72,6 +74,7 @@ def probes(settings: ServingSettings) -> dict[str, Any]:
 
 def deployment(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     main = container(spec, settings, args=["serve", "--config", config_path()], name="vllm")
+    main["env"].extend(api_key_env(spec))
     main["ports"] = [{"name": "http", "containerPort": spec.port, "protocol": "TCP"}]
     main.update(probes(settings))
     # Keep serving while the Service and NLB deregister the pod, then SIGTERM lets the engine
@@ -81,7 +84,10 @@ def deployment(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": metadata(spec, spec.name, SERVE_COMPONENT),
+        "metadata": {
+            **metadata(spec, spec.name, SERVE_COMPONENT),
+            "annotations": skip_annotations(NEURON_POD_SKIPS),
+        },
         "spec": {
             # No `replicas`: KEDA's HPA owns the count; re-applying the manifest must not reset it.
             "selector": {"matchLabels": selector_labels(spec, SERVE_COMPONENT)},

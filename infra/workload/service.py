@@ -29,10 +29,13 @@ def cluster_service(spec: WorkloadSpec) -> Manifest:
     }
 
 
-def internal_nlb_service(spec: WorkloadSpec) -> Manifest:
+def internal_nlb_service(spec: WorkloadSpec, source_cidrs: tuple[str, ...] = ()) -> Manifest:
     """Internal NLB through the AWS Load Balancer Controller, targets are pod IPs.
 
     IP targets skip the node hop and deregister with the pod, which the preStop drain relies on.
+    `source_cidrs` become loadBalancerSourceRanges, which the AWS Load Balancer Controller
+    writes into the NLB's security group (AWS re:Post "eks-cidr-ip-address-loadbalancer"; a
+    Service without them admits 0.0.0.0/0).
     """
     meta = metadata(spec, nlb_service_name(spec), SERVE_COMPONENT)
     meta["annotations"] = {
@@ -53,5 +56,6 @@ def internal_nlb_service(spec: WorkloadSpec) -> Manifest:
             "loadBalancerClass": "service.k8s.aws/nlb",
             "selector": selector_labels(spec, SERVE_COMPONENT),
             "ports": _ports(),
+            **({"loadBalancerSourceRanges": list(source_cidrs)} if source_cidrs else {}),
         },
     }

@@ -59,6 +59,11 @@ class WorkloadSpec:
     port: int
     bucket_name: str
     region: str | None = None
+    #: The VPC's IPv4 CIDR (may be a CloudFormation token): the network policies open HTTPS to
+    #: the VPC endpoints and, with the internal NLB, ingress from it.
+    vpc_cidr: str | None = None
+    #: ARN of the Secrets Manager secret holding the API key (a token), when the key is on.
+    api_key_secret_arn: str | None = None
 
     @property
     def short_hash(self) -> str:
@@ -114,6 +119,7 @@ def derive_workload(
     image_uri: str,
     bucket_name: str,
     region: str | None = None,
+    vpc_cidr: str | None = None,
 ) -> WorkloadSpec:
     """Check that the config can run on one Trn2 node and derive its resource requests."""
     problems: list[Problem] = []
@@ -170,6 +176,7 @@ def derive_workload(
         port=cfg.server.port,
         bucket_name=bucket_name,
         region=region,
+        vpc_cidr=vpc_cidr,
     )
 
 

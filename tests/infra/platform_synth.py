@@ -29,7 +29,7 @@ def cdk_json_context() -> dict[str, Any]:
 
 
 def cfn_text(value: Any) -> str:
-    """Flatten a CloudFormation string expression; Ref/GetAtt become ${...} placeholders."""
+    """Flatten a CloudFormation string expression; Ref/GetAtt/ImportValue become ${...}."""
     if isinstance(value, str):
         return value
     if "Fn::Join" in value:
@@ -39,6 +39,10 @@ def cfn_text(value: Any) -> str:
         return "${" + value["Ref"] + "}"
     if "Fn::GetAtt" in value:
         return "${" + ".".join(value["Fn::GetAtt"]) + "}"
+    if "Fn::Sub" in value and isinstance(value["Fn::Sub"], str):  # already ${...} placeholders
+        return value["Fn::Sub"]
+    if "Fn::ImportValue" in value:  # a cross-stack reference (e.g. the platform VPC's CIDR)
+        return "${Import:" + cfn_text(value["Fn::ImportValue"]) + "}"
     raise ValueError(f"unsupported intrinsic {value}")
 
 

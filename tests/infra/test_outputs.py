@@ -114,8 +114,9 @@ def synth(request: pytest.FixtureRequest, platform_synth: Callable[[str], Synth]
 
 def test_templates_declare_exactly_the_outputs_infra_outputs_names(synth: Synth) -> None:
     assert declared(synth.raw) == platform_output_names()
-    internal_nlb = synth.serving.settings.internal_nlb
-    assert declared(synth.serving_raw) == serving_output_names(internal_nlb)
+    settings = synth.serving.settings
+    expected = serving_output_names(settings.internal_nlb, settings.api_key_enabled)
+    assert declared(synth.serving_raw) == expected
 
 
 def test_serving_outputs_after_deploy_parse_into_what_the_port_forward_needs(

@@ -13,6 +13,8 @@ from infra.workload.spec import WorkloadSpec, derive_workload, resolve_serving_c
 
 BUCKET = "trnspec-models-test"
 IMAGE = "123456789012.dkr.ecr.us-east-2.amazonaws.com/cdk-assets:neuron-fork-abc"
+#: The platform default (infra.settings.VpcSettings.cidr); the stack passes the real one.
+VPC_CIDR = "10.0.0.0/16"
 
 #: Profiles that run on Trn2 (the cluster workload); local-tiny is the CPU launcher's.
 TRN2_PROFILES = [p for p in list_profiles() if load_profile(p).hardware.instance_type != "cpu"]
@@ -24,13 +26,17 @@ Built = tuple[ServingConfig, WorkloadSpec, WorkloadManifests, ServingSettings]
 def _build(profile: str, items: tuple[tuple[str, Any], ...]) -> Built:
     s = ServingSettings(profile=profile, **dict(items))
     cfg = resolve_serving_config(s, BUCKET)
-    spec = derive_workload(cfg, s, image_uri=IMAGE, bucket_name=BUCKET, region="us-east-2")
+    spec = derive_workload(
+        cfg, s, image_uri=IMAGE, bucket_name=BUCKET, region="us-east-2", vpc_cidr=VPC_CIDR
+    )
     return cfg, spec, build_manifests(spec, s), s
 
 
 def build(profile: str = "qwen3-32b-draft", **settings: Any) -> Built:
     """Manifests of a profile under settings; treat the result as read-only (it is cached)."""
     items = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in settings.items()))
+    if any(isinstance(v, dict) for _, v in items):  # unhashable: build without the cache
+        return _build.__wrapped__(profile, items)
     return _build(profile, items)
 
 
