@@ -4,40 +4,25 @@ Accepted findings are skipped in the resources' metadata from one table, infra.n
 each with its reason. One checkov run covers every template twice: as synthesized, and with the
 skips stripped, so the test also proves each skip still hides a real finding and nothing else.
 
-checkov pins boto3 1.35 and cannot share the project's environment (boto3 >= 1.40), so it lives
-in its own virtualenv: `python3 -m venv .cache/tools/checkov-<version> &&
-.cache/tools/checkov-<version>/bin/pip install checkov==<version>` (or set CHECKOV to a binary).
+checkov lives in a virtualenv of its own (tests/infra/checkov_tool.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from platform_synth import REPO, Synth
+from checkov_tool import checkov_binary, checkov_version
+from platform_synth import Synth
 
 from infra.nag import CHECKOV_SKIPS
 from infra.settings import list_profiles
 
-CHECKOV_VERSION = "3.3.30"
 PROFILES = tuple(list_profiles())
 _BARE = "bare-"
-
-
-def _checkov_binary() -> Path | None:
-    if os.environ.get("CHECKOV"):
-        return Path(os.environ["CHECKOV"])
-    pinned = REPO / ".cache" / "tools" / f"checkov-{CHECKOV_VERSION}" / "bin" / "checkov"
-    if pinned.exists():
-        return pinned
-    found = shutil.which("checkov")
-    return Path(found) if found else None
 
 
 def _strip_skips(template: dict[str, Any]) -> dict[str, Any]:
@@ -51,9 +36,7 @@ def checkov_report(
     platform_synth: Callable[[str], Synth], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     """One checkov run over every template, as synthesized and with its skips stripped."""
-    binary = _checkov_binary()
-    if binary is None:
-        pytest.skip(f"checkov {CHECKOV_VERSION} is not installed (see this module's docstring)")
+    binary = checkov_binary()
     directory = tmp_path_factory.mktemp("checkov")
     for profile in PROFILES:
         synth = platform_synth(profile)
@@ -96,7 +79,7 @@ def _findings(report: dict[str, Any], kind: str, bare: bool) -> set[tuple[str, s
 
 def test_checkov_reports_no_failed_check_in_any_template(checkov_report: dict[str, Any]) -> None:
     summary = checkov_report["summary"]
-    assert summary["checkov_version"] == CHECKOV_VERSION
+    assert summary["checkov_version"] == checkov_version()
     assert summary["parsing_errors"] == 0
     assert summary["resource_count"] > 0
     failed = sorted(_findings(checkov_report, "failed_checks", bare=False))

@@ -6,43 +6,25 @@ with the internal NLB and the API key on; each KubernetesManifest's documents ar
 file per object. A finding passes only when the object carries a `checkov.io/skip<N>` annotation
 for that check with a reason (infra/workload/scan_skips.py): 0 unexplained findings.
 
-checkov pins boto3 1.35 and packaging < 24, which the project's own dependencies exclude, so it
-lives in its own virtualenv (`make setup` creates .venv/tools/checkov; $CHECKOV overrides).
+checkov lives in a virtualenv of its own (tests/infra/checkov_tool.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from checkov_tool import checkov_binary, checkov_version
 from netpol_model import selector_matches
-from platform_synth import PROFILES, REPO, Synth, cfn_text, synth_profile
+from platform_synth import PROFILES, Synth, cfn_text, synth_profile
 
-#: The pinned checkov (same pin as the Makefile's tool venv).
-CHECKOV_VERSION = "3.3.30"
 KUBERNETES_RESOURCE = "Custom::AWSCDK-EKS-KubernetesResource"
 NLB_WITH_KEY = {"serving": {"profile": "qwen3-32b-draft", "internal_nlb": True}}
-
-
-def checkov_binary() -> str:
-    candidates = [os.environ.get("CHECKOV"), str(REPO / ".venv/tools/checkov/bin/checkov")]
-    for candidate in candidates:
-        if candidate and Path(candidate).exists():
-            return candidate
-    found = shutil.which("checkov")
-    if found:
-        return found
-    pytest.fail(
-        "checkov not found: run `make setup` (creates .venv/tools/checkov with "
-        f"checkov=={CHECKOV_VERSION}) or set $CHECKOV"
-    )
 
 
 def embedded_manifests(template: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -107,7 +89,7 @@ def test_checkov_is_the_pinned_version() -> None:
     result = subprocess.run(
         [checkov_binary(), "--version"], capture_output=True, text=True, timeout=120
     )
-    assert result.stdout.strip() == CHECKOV_VERSION
+    assert result.stdout.strip() == checkov_version()
 
 
 def test_checkov_read_every_embedded_manifest(scanned: tuple[list[dict[str, Any]], int]) -> None:
