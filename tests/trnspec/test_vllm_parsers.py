@@ -30,13 +30,28 @@ RELEASES: dict[ImageGeneration, ParserRelease] = {
     ImageGeneration.NEURON_FORK: ParserRelease(
         vllm="0.9.1",
         uploaded_prior_to="2025-06-11T00:00:00Z",
-        packages=(),
+        packages=(
+            *("aiohttp", "blake3", "cachetools", "cloudpickle", "fastapi", "filelock", "gguf"),
+            *("huggingface-hub", "msgspec", "numpy", "openai", "partial-json-parser", "pillow"),
+            *("prometheus-client", "prometheus-fastapi-instrumentator", "psutil", "py-cpuinfo"),
+            *("pydantic", "python-multipart", "pyyaml", "pyzmq", "regex", "requests"),
+            *("safetensors", "sentencepiece", "setuptools", "tokenizers", "tqdm"),
+            *("transformers", "typing-extensions", "uvicorn", "uvloop", "watchfiles"),
+        ),
     ),
     # Base of the plugin image 0.24.0.1.1.0-neuronx-py313-sdk2.32.0; wheel uploaded 2026-06-30.
     ImageGeneration.NEURON_PLUGIN: ParserRelease(
         vllm="0.24.0",
         uploaded_prior_to="2026-07-01T00:00:00Z",
-        packages=(),
+        packages=(
+            *("aiohttp", "cachetools", "cbor2", "cloudpickle", "fastapi", "filelock"),
+            *("huggingface-hub", "llguidance", "model-hosting-container-standards", "msgspec"),
+            *("numpy", "openai", "openai-harmony", "packaging", "partial-json-parser", "pillow"),
+            *("prometheus-client", "psutil", "py-cpuinfo", "pybase64", "pydantic"),
+            *("python-multipart", "pyyaml", "pyzmq", "regex", "requests", "safetensors"),
+            *("sentencepiece", "setuptools", "tiktoken", "tokenizers", "tqdm", "transformers"),
+            *("typing-extensions", "uvicorn", "uvloop", "watchfiles", "xgrammar"),
+        ),
     ),
 }
 
@@ -69,12 +84,46 @@ def _variant(cfg: ServingConfig, overrides: tuple[str, ...]) -> ServingConfig | 
     return None if check(varied) else varied
 
 
-def _cases_for(image: ImageGeneration) -> dict[str, tuple[ServingConfig, RenderedCommand]]:
+def _tiny_config_dirs(root: Path) -> list[str]:
+    """HF-layout directories holding only the tiny models' config.json (no weights, no
+    tokenizer): enough for vLLM's ModelConfig and SpeculativeConfig to validate offline."""
+    from scripts.tiny_models import BuildSpec
+
+    spec = BuildSpec()
+    overrides = []
+    for role, shape in (("target", spec.target), ("draft", spec.draft)):
+        directory = root / role
+        directory.mkdir(parents=True, exist_ok=True)
+        config = {
+            "architectures": ["Qwen3ForCausalLM"],
+            "model_type": "qwen3",
+            "vocab_size": spec.vocab_size,
+            "hidden_size": shape.hidden,
+            "intermediate_size": shape.intermediate,
+            "num_hidden_layers": shape.layers,
+            "num_attention_heads": shape.heads,
+            "num_key_value_heads": shape.kv_heads,
+            "head_dim": shape.head_dim,
+            "max_position_embeddings": spec.max_position_embeddings,
+            "tie_word_embeddings": True,
+            "torch_dtype": "float32",
+        }
+        (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
+        field = "target.source" if role == "target" else "speculation.draft.source"
+        overrides.append(f"{field}={directory}")
+    return overrides
+
+
+def _cases_for(
+    image: ImageGeneration, local_sources: list[str]
+) -> dict[str, tuple[ServingConfig, RenderedCommand]]:
     cases: dict[str, tuple[ServingConfig, RenderedCommand]] = {}
     for name in list_profiles():
         base = load_profile(name)
         if base.image is not image:
             continue
+        if image is ImageGeneration.CPU:
+            base = apply_overrides(base, local_sources)
         for label, overrides in VARIANTS.items():
             cfg = _variant(base, overrides)
             if cfg is not None:
@@ -84,12 +133,17 @@ def _cases_for(image: ImageGeneration) -> dict[str, tuple[ServingConfig, Rendere
 
 def _request(cases: dict[str, tuple[ServingConfig, RenderedCommand]]) -> list[dict[str, Any]]:
     out = []
-    for case_id, (_, cmd) in cases.items():
+    for case_id, (cfg, cmd) in cases.items():
         if cmd.argv[:2] == ["vllm", "serve"]:
             out.append({"id": case_id, "entry": "serve", "args": cmd.argv[2:]})
         else:
             assert cmd.argv[:3] == ["python", "-m", "vllm.entrypoints.openai.api_server"]
-            out.append({"id": case_id, "entry": "api_server", "args": cmd.argv[3:]})
+            # The cpu image's vLLM is the real one and its model configs are at hand: also
+            # build its engine config (ModelConfig, CacheConfig, SpeculativeConfig, ...).
+            engine = cfg.image is ImageGeneration.CPU
+            out.append(
+                {"id": case_id, "entry": "api_server", "args": cmd.argv[3:], "engine": engine}
+            )
     return out
 
 
@@ -143,7 +197,8 @@ _RESULTS: dict[ImageGeneration, tuple[dict, dict]] = {}
 def _parsed(image: ImageGeneration, request: pytest.FixtureRequest) -> tuple[dict, dict]:
     """(cases, parser output) for `image`, computed once per session."""
     if image not in _RESULTS:
-        cases = _cases_for(image)
+        root = request.getfixturevalue("tmp_path_factory").mktemp("tiny-configs")
+        cases = _cases_for(image, _tiny_config_dirs(root))
         _RESULTS[image] = (cases, parse_argvs(_python_for(image, request), _request(cases)))
     return _RESULTS[image]
 
@@ -168,6 +223,17 @@ def test_every_profile_and_variant_parses_with_its_images_vllm(image, request):
     assert not failures, json.dumps(failures, indent=2)
     for case_id, (cfg, cmd) in cases.items():
         _assert_carries_config(output["results"][case_id]["namespace"], cfg, cmd)
+
+
+def test_cpu_engine_config_is_built_and_refuses_what_vllm_refuses(request, tmp_path):
+    """On the cpu image the engine config is validated too: a max_model_len beyond the model's
+    max_position_embeddings passes argparse but not vLLM's ModelConfig."""
+    sources = _tiny_config_dirs(tmp_path)
+    cfg = apply_overrides(load_profile("local-tiny"), [*sources, "max_model_len=8192"])
+    cases = _request({"too-long": (cfg, render(cfg))})
+    result = parse_argvs(sys.executable, cases)["results"]["too-long"]
+    assert (result["ok"], result["stage"]) == (False, "engine")
+    assert "max_model_len" in result["error"]
 
 
 def test_variants_cover_k_tp_length_buckets_and_the_baseline(request):

@@ -95,6 +95,8 @@ def _parse(parser: argparse.ArgumentParser, args: list[str]) -> tuple[Any, str |
 def _engine_config(ns: argparse.Namespace) -> None:
     from vllm.engine.arg_utils import EngineArgs
 
+    if getattr(ns, "model_tag", None):  # what `vllm serve`'s cmd() does before building
+        ns.model = ns.model_tag
     EngineArgs.from_cli_args(ns).create_engine_config()
 
 

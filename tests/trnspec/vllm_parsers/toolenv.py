@@ -58,10 +58,9 @@ class ParserRelease:
         digest = hashlib.sha256()
         digest.update(json.dumps([self.vllm, self.uploaded_prior_to, self.packages]).encode())
         digest.update(TORCH_REQUIREMENT.encode())
-        for path in sorted(PLUGIN_DIR.rglob("*")):
-            if path.is_file() and "egg-info" not in str(path) and "__pycache__" not in str(path):
-                digest.update(path.relative_to(PLUGIN_DIR).as_posix().encode())
-                digest.update(path.read_bytes())
+        for path in _plugin_sources():
+            digest.update(path.relative_to(PLUGIN_DIR).as_posix().encode())
+            digest.update(path.read_bytes())
         return digest.hexdigest()[:12]
 
 
@@ -73,6 +72,11 @@ class ToolEnv:
     vllm: str
     build_seconds: float
     disk_bytes: int
+
+
+def _plugin_sources() -> list[Path]:
+    """The plugin's own files (not what a build leaves next to them)."""
+    return sorted([PLUGIN_DIR / "pyproject.toml", *PLUGIN_DIR.glob("trnspec_parse_platform/*.py")])
 
 
 def _dir_bytes(path: Path) -> int:
@@ -93,6 +97,23 @@ def _run(cmd: list[str], *, isolated_pip: bool = False, log: Path) -> None:
             f"building the vLLM parser environment failed ({' '.join(cmd[:6])} ...); "
             f"log {log}:\n" + "\n".join(tail)
         )
+
+
+def _pinned(env_dir: Path, packages: tuple[str, ...]) -> list[str]:
+    """`packages` with the version ranges the installed vLLM wheel declares for them (its
+    Requires-Dist), so the date cutoff and vLLM's own pins both apply."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    metadata = next(env_dir.glob("lib/python*/site-packages/vllm-*.dist-info/METADATA"))
+    declared: dict[str, str] = {}
+    for line in metadata.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("Requires-Dist: "):
+            continue
+        req = Requirement(line.removeprefix("Requires-Dist: "))
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            declared[canonicalize_name(req.name)] = f"{req.name}{req.specifier}"
+    return [declared.get(canonicalize_name(name.split("[")[0]), name) for name in packages]
 
 
 def _build(release: ParserRelease, env_dir: Path, log: Path) -> None:
@@ -116,12 +137,18 @@ def _build(release: ParserRelease, env_dir: Path, log: Path) -> None:
             PYPI,
             "--uploaded-prior-to",
             release.uploaded_prior_to,
-            *release.packages,
+            *_pinned(env_dir, release.packages),
         ],
         isolated_pip=True,
         log=log,
     )
-    _run([*pip, "--index-url", PYPI, "--no-deps", str(PLUGIN_DIR)], isolated_pip=True, log=log)
+    # Build from a copy, so the build leaves nothing in the source tree.
+    plugin_copy = env_dir / "plugin-src"
+    for path in _plugin_sources():
+        target = plugin_copy / path.relative_to(PLUGIN_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    _run([*pip, "--index-url", PYPI, "--no-deps", str(plugin_copy)], isolated_pip=True, log=log)
 
 
 def ensure_env(release: ParserRelease, cache_root: Path = CACHE_ROOT) -> ToolEnv:
