@@ -73,6 +73,15 @@ def test_check_and_plan_warn_but_do_not_refuse_a_legacy_profile(capsys, command)
         assert "LEGACY" in out
 
 
+@pytest.mark.parametrize(
+    ("profile", "shown"),
+    [("qwen3-32b-draft", "none exported"), ("qwen3-4b-dflash", "vllm:spec_decode_num_drafts")],
+)
+def test_plan_names_the_spec_decode_counters_the_image_exports(capsys, profile, shown):
+    _, out, _ = run(capsys, "plan", "--profile", profile)
+    assert shown in " ".join(out.split())
+
+
 def test_check_does_not_warn_about_a_supported_profile(capsys):
     code, _, err = run(capsys, "check", "--profile", "qwen3-4b-dflash")
     assert (code, err) == (0, "")
