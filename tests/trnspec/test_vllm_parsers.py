@@ -195,6 +195,7 @@ _RESULTS: dict[ImageGeneration, tuple[dict, dict]] = {}
 
 #: Argvs that must FAIL, sent in the same subprocess as the image's cases (prefix "probe/").
 RENAMED_FLAG = "probe/renamed-flag"
+UNKNOWN_METHOD = "probe/unknown-speculative-method"
 FORK_BLOCK_SIZE = "probe/block-size-of-max-model-len"
 CPU_TOO_LONG = "probe/max-model-len-beyond-the-model"
 
@@ -205,6 +206,11 @@ def _probes(
     first = _request(dict([next(iter(cases.items()))]))[0]
     renamed = [("--max-model-length" if a == "--max-model-len" else a) for a in first["args"]]
     probes = [{**first, "id": RENAMED_FLAG, "args": renamed}]
+    spec_case = next(c for c in _request(cases) if "--speculative-config" in c["args"])
+    args = list(spec_case["args"])
+    at = args.index("--speculative-config") + 1
+    args[at] = json.dumps({**json.loads(args[at]), "method": "eagle-3"})
+    probes.append({**spec_case, "id": UNKNOWN_METHOD, "args": args, "engine": False})
     if image is ImageGeneration.NEURON_FORK:
         # The defect this file exists for: the old fork render passed --block-size max_model_len,
         # and vLLM 0.9.1 takes --block-size from 1, 8, 16, 32, 64, 128 only.
@@ -263,6 +269,13 @@ def test_cpu_engine_config_is_built_and_refuses_what_vllm_refuses(request):
     result = _parsed(ImageGeneration.CPU, request)[1]["results"][CPU_TOO_LONG]
     assert (result["ok"], result["stage"]) == (False, "engine")
     assert "max_model_len" in result["error"]
+
+
+@pytest.mark.parametrize("image", list(ImageGeneration), ids=lambda g: g.value)
+def test_an_unknown_speculative_method_fails_the_releases_speculative_config(image, request):
+    result = _parsed(image, request)[1]["results"][UNKNOWN_METHOD]
+    assert (result["ok"], result["stage"]) == (False, "speculative-config")
+    assert "'eagle-3' is not one of" in result["error"]
 
 
 @pytest.mark.parametrize("image", list(ImageGeneration), ids=lambda g: g.value)

@@ -10,6 +10,8 @@ stdin: {"cases": [{"id": str, "entry": "serve" | "api_server", "args": [str, ...
   one `vllm serve` builds (the serve subcommand's subparser_init, then its validate hook).
   entry "api_server": args follow `python -m vllm.entrypoints.openai.api_server` (make_arg_parser,
   then validate_parsed_serve_args), as that module's __main__ does.
+  Every --speculative-config is checked against that release's SpeculativeConfig: its keys are
+  fields, its method one of the release's SpeculativeMethod values.
   engine: also build the engine config from the parsed arguments
   (EngineArgs.from_cli_args(...).create_engine_config()), which runs vLLM's ModelConfig,
   CacheConfig, ParallelConfig and SpeculativeConfig validation. Needs local model directories.
@@ -92,6 +94,37 @@ def _parse(parser: argparse.ArgumentParser, args: list[str]) -> tuple[Any, str |
         return None, (lines[-1] if lines else "argparse exited without a message")
 
 
+def _literal_values(annotation: Any) -> set[Any]:
+    """Every value of a (nested, possibly Optional) typing.Literal."""
+    import typing
+
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return {a for a in args if not typing.get_args(a)} | {
+            v for a in args if typing.get_args(a) for v in _literal_values(a)
+        }
+    return {v for a in args for v in _literal_values(a)}
+
+
+def _check_speculative_config(spec: dict[str, Any]) -> str | None:
+    """Keys must be SpeculativeConfig fields and the method one of its SpeculativeMethod values:
+    what vLLM checks first when it builds the engine config, checked without building it."""
+    import dataclasses
+    import typing
+
+    from vllm.config import SpeculativeConfig
+
+    names = {f.name for f in dataclasses.fields(SpeculativeConfig)}
+    unknown = sorted(set(spec) - names)
+    if unknown:
+        return f"not SpeculativeConfig fields: {unknown}"
+    hints = typing.get_type_hints(SpeculativeConfig)
+    methods = _literal_values(hints.get("method"))
+    if "method" in spec and methods and spec["method"] not in methods:
+        return f"method {spec['method']!r} is not one of {sorted(map(str, methods))}"
+    return None
+
+
 def _engine_config(ns: argparse.Namespace) -> None:
     from vllm.engine.arg_utils import EngineArgs
 
@@ -113,6 +146,14 @@ def run_case(case: dict[str, Any], parsers: dict[str, Any]) -> dict[str, Any]:
         validator.validate(ns) if entry == "serve" else validator(ns)
     except Exception as exc:
         return {"ok": False, "stage": "validate", "error": repr(exc), "namespace": _jsonable(ns)}
+    spec = getattr(ns, "speculative_config", None)
+    if isinstance(spec, dict) and (problem := _check_speculative_config(spec)):
+        return {
+            "ok": False,
+            "stage": "speculative-config",
+            "error": problem,
+            "namespace": _jsonable(ns),
+        }
     if case.get("engine"):
         try:
             _engine_config(ns)
