@@ -63,6 +63,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "k=max": ("speculation.num_speculative_tokens=7",),
     "tp-half": ("tensor_parallel_size=HALF",),
     "max_model_len=4096": ("max_model_len=4096", "sequence_buckets=[1024, 2048, 4096]"),
+    "max_model_len=2048-runtime-buckets": ("max_model_len=2048", "sequence_buckets=[]"),
     "one-bucket": ("sequence_buckets=[MAXLEN]",),
     "no-buckets": ("sequence_buckets=[]",),
     "method-none": ("speculation.method=none",),
@@ -285,7 +286,17 @@ def test_a_renamed_flag_fails_the_parser(image, request):
     assert "--max-model-length" in result["error"]
 
 
+def _labels(image: ImageGeneration, request: pytest.FixtureRequest, profile: str) -> set[str]:
+    cases, _ = _parsed(image, request)
+    return {c.split("/", 1)[1] for c in cases if c.split("/", 1)[0] == profile}
+
+
 def test_variants_cover_k_tp_length_buckets_and_the_baseline(request):
-    cases, _ = _parsed(ImageGeneration.NEURON_FORK, request)
-    labels = {case_id.split("/", 1)[1] for case_id in cases}
-    assert {"k=1", "k=max", "tp-half", "max_model_len=4096", "one-bucket", "method-none"} <= labels
+    fork = _labels(ImageGeneration.NEURON_FORK, request, "qwen3-32b-draft")
+    assert {"k=1", "k=max", "tp-half", "max_model_len=4096", "one-bucket", "method-none"} <= fork
+    eagle3 = _labels(ImageGeneration.NEURON_PLUGIN, request, "llama31-8b-eagle3")
+    assert {"k=1", "k=max", "tp-half", "max_model_len=2048-runtime-buckets"} <= eagle3
+    # A DFlash drafter's k is fixed by its training: only the other variants apply.
+    dflash = _labels(ImageGeneration.NEURON_PLUGIN, request, "qwen3-4b-dflash")
+    assert {"as-shipped", "tp-half", "max_model_len=2048-runtime-buckets", "method-none"} <= dflash
+    assert "k=1" not in dflash
