@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trnspec.compat import CONFIG_RULES, check_draft_against_target
+from trnspec.compat import CONFIG_RULES, check_draft_against_target, legacy_warnings
 from trnspec.config import ConfigError, ModelRef, Problem, ServingConfig
 from trnspec.images import image_spec
 from trnspec.model_shapes import ModelShape, ShapeError, known_model_names, resolve_shape
@@ -103,6 +103,11 @@ def assess(cfg: ServingConfig) -> Assessment:
     if speculating:
         refs.append(("speculation.draft", cfg.speculation.draft, draft))
     missing = [(f, r) for f, r, s in refs if r is not None and s is None]
+    if cfg.speculation.method == "dflash" and draft is None:
+        # Published DFlash drafters have no entry in the shape table (their configs are not
+        # mirrored here); they are small and borrow the target's embedding and LM head, so the
+        # plan sizes the target alone and says so (plan_table), instead of refusing.
+        missing = [(f, r) for f, r in missing if f != "speculation.draft"]
     if target is not None and topology_ok and not missing:
         plan = make_plan(cfg, target, draft)
         if cfg.hardware.check_hbm or not spec.runs_on_trn2:
@@ -110,6 +115,11 @@ def assess(cfg: ServingConfig) -> Assessment:
     elif spec.runs_on_trn2 and cfg.hardware.check_hbm:
         problems += [_unknown_shape(f, r) for f, r in missing]
     return Assessment(tuple(problems), plan, target, draft)
+
+
+def warnings(cfg: ServingConfig) -> list[Problem]:
+    """What `check`, `plan` and `profiles` warn about without refusing (legacy images)."""
+    return legacy_warnings(cfg)
 
 
 def check(cfg: ServingConfig) -> list[Problem]:

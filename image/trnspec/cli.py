@@ -70,8 +70,17 @@ def config_from_args(args: argparse.Namespace) -> ServingConfig:
 
 
 def _cmd_profiles(args: argparse.Namespace) -> int:
+    from trnspec.images import image_spec
+
     for name in list_profiles():
-        print(f"{name}\t{load_profile(name).description}")
+        cfg = load_profile(name)
+        spec = image_spec(cfg.image)
+        label = (
+            f"legacy ({spec.generation.value}, unsupported since Neuron 2.28)"
+            if spec.legacy
+            else spec.generation.value
+        )
+        print(f"{name}\t{label}\t{cfg.description}")
     return EXIT_OK
 
 
@@ -80,10 +89,18 @@ def _report(problems: Sequence[Problem]) -> int:
     return EXIT_BAD_INPUT
 
 
+def _warn(cfg: ServingConfig) -> None:
+    from trnspec.checks import warnings
+
+    for problem in warnings(cfg):
+        print(f"WARNING: {problem}", file=sys.stderr)
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from trnspec.checks import check
 
     cfg = config_from_args(args)
+    _warn(cfg)
     problems = check(cfg)
     if problems:
         return _report(problems)
@@ -96,6 +113,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from trnspec.plan_table import print_plan
 
     cfg = config_from_args(args)
+    _warn(cfg)
     assessment = assess(cfg)
     print_plan(cfg, assessment)
     return _report(assessment.problems) if assessment.problems else EXIT_OK

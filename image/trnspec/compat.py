@@ -15,7 +15,7 @@ from pathlib import Path
 
 from trnspec.config import Problem, ServingConfig
 from trnspec.images import generations_supporting, image_spec
-from trnspec.model_shapes import ModelShape, local_dir
+from trnspec.model_shapes import ModelShape, dflash_block_size, local_dir
 from trnspec.topology import INSTANCE_TYPES, Trn2Instance
 
 #: Policy bound on the batch: beyond this, per-step latency dominates any speculative gain.
@@ -108,6 +108,13 @@ def check_method_and_image(cfg: ServingConfig) -> list[Problem]:
     ]
 
 
+_HEAD_KIND = {
+    "eagle3": "an EAGLE3 head",
+    "dflash": "a DFlash drafter trained for the target",
+    "draft_model": "a draft model",
+}
+
+
 def check_speculation(cfg: ServingConfig) -> list[Problem]:
     """A draft when speculating, k within the image's window, options not shadowing our keys."""
     s = cfg.speculation
@@ -115,23 +122,33 @@ def check_speculation(cfg: ServingConfig) -> list[Problem]:
         return []
     problems = []
     if s.draft is None:
-        what = "an EAGLE3 head" if s.method == "eagle3" else "a draft model"
         problems.append(
             Problem(
                 "speculation.draft",
                 None,
-                f"method={s.method} needs {what}; set speculation.draft.name and "
-                "speculation.draft.source (or method=none for the baseline)",
+                f"method={s.method} needs {_HEAD_KIND.get(s.method, 'a draft')}; set "
+                "speculation.draft.name and speculation.draft.source (or method=none for the "
+                "baseline)",
             )
         )
     spec = image_spec(cfg.image)
-    if s.num_speculative_tokens > spec.max_speculative_tokens:
+    # A DFlash drafter's k is fixed by its training (block size - 1): check_draft_against_target.
+    if s.method != "dflash" and s.num_speculative_tokens > spec.max_speculative_tokens:
         problems.append(
             Problem(
                 "speculation.num_speculative_tokens",
                 s.num_speculative_tokens,
                 f"image {spec.generation.value} supports k in 1..{spec.max_speculative_tokens}; "
                 f"use {spec.max_speculative_tokens} or less",
+            )
+        )
+    if s.method == "dflash" and cfg.dtype != "bfloat16":
+        problems.append(
+            Problem(
+                "dtype",
+                cfg.dtype,
+                "DFlash on the Neuron plugin is validated with BF16 target, draft and KV cache "
+                "only (vllm-neuron features guide); use dtype=bfloat16",
             )
         )
     reserved = {"model", "method", "num_speculative_tokens", "max_model_len", "revision"}
@@ -234,22 +251,26 @@ def check_draft_against_target(
     problems = []
     field = "speculation.draft.source"
     if draft is not None:
-        if s.method == "eagle3" and draft.kind != "eagle3":
+        if s.method in ("eagle3", "dflash") and draft.kind != s.method:
             problems.append(
                 Problem(
                     field,
                     s.draft.source,
-                    "method=eagle3 needs an EAGLE3 head trained for the target, not a plain model",
+                    f"method={s.method} needs {_HEAD_KIND[s.method]}, not "
+                    f"{_HEAD_KIND.get(draft.kind, 'a plain model')}",
                 )
             )
-        if s.method == "draft_model" and draft.kind == "eagle3":
+        if s.method == "draft_model" and draft.kind in ("eagle3", "dflash"):
             problems.append(
                 Problem(
                     field,
                     s.draft.source,
-                    "this is an EAGLE3 head; set speculation.method=eagle3 (image=neuron-plugin)",
+                    f"this is {_HEAD_KIND[draft.kind]}; set speculation.method={draft.kind} "
+                    "(image=neuron-plugin)",
                 )
             )
+    if s.method == "dflash":
+        problems += _dflash_window(cfg, draft)
     if target is not None and draft is not None:
         if draft.vocab != target.vocab:
             problems.append(
@@ -261,7 +282,7 @@ def check_draft_against_target(
                     "with the same tokenizer",
                 )
             )
-        if draft.params >= target.params:
+        if draft.kind != "dflash" and draft.params >= target.params:
             problems.append(
                 Problem(
                     field,
@@ -284,6 +305,39 @@ def check_draft_against_target(
                     )
                 )
     return problems
+
+
+def _dflash_window(cfg: ServingConfig, draft: ModelShape | None) -> list[Problem]:
+    """k must be the drafter's block size - 1: its proposal block is fixed by training."""
+    s = cfg.speculation
+    block = draft.block_size if draft is not None else None
+    if block is None and s.draft is not None:
+        block = dflash_block_size(s.draft)
+    if block is None or s.num_speculative_tokens == block - 1:
+        return []
+    return [
+        Problem(
+            "speculation.num_speculative_tokens",
+            s.num_speculative_tokens,
+            f"a DFlash drafter proposes exactly block_size - 1 tokens and {s.draft.source} "
+            f"was trained with block_size={block}; use {block - 1}",
+        )
+    ]
+
+
+def legacy_warnings(cfg: ServingConfig) -> list[Problem]:
+    """Warnings (not refusals) for a config on an image AWS no longer supports."""
+    spec = image_spec(cfg.image)
+    if spec.support_ended is None:
+        return []
+    return [
+        Problem(
+            "image",
+            cfg.image,
+            f"legacy: {spec.support_ended}; it still renders and deploys, but prefer a "
+            "neuron-plugin profile (eagle3 or dflash)",
+        )
+    ]
 
 
 #: Rules that need only the config.

@@ -36,7 +36,7 @@ from trnspec.user_input import (
     refuse_bool,
 )
 
-SpeculationMethod = Literal["draft_model", "eagle3", "none"]
+SpeculationMethod = Literal["draft_model", "eagle3", "dflash", "none"]
 Dtype = Literal["bfloat16", "float16", "float32"]
 
 
@@ -75,10 +75,16 @@ class SpeculationConfig(_Frozen):
 
     method: SpeculationMethod = Field(
         default="none",
-        description="draft_model (separate small model), eagle3 (EAGLE3 head) or none (baseline).",
+        description=(
+            "draft_model (separate small model), eagle3 (EAGLE3 head), dflash (DFlash "
+            "block-parallel drafter) or none (baseline)."
+        ),
     )
     draft: ModelRef | None = Field(
-        default=None, description="The draft model or EAGLE head; required unless method is none."
+        default=None,
+        description=(
+            "The draft model, EAGLE3 head or DFlash drafter; required unless method is none."
+        ),
     )
     num_speculative_tokens: Int = Field(
         default=4, ge=1, description="k: tokens the draft proposes per target step."
@@ -120,8 +126,10 @@ class ServingConfig(_Frozen):
     name: Text = Field(min_length=1, description="Config name (the profile name for profiles).")
     description: Text = Field(default="", description="One line shown by `trnspec profiles`.")
     image: ImageGeneration = Field(
-        default=ImageGeneration.NEURON_FORK,
-        description="vLLM build: neuron-fork (draft model), neuron-plugin (EAGLE3) or cpu.",
+        default=ImageGeneration.NEURON_PLUGIN,
+        description=(
+            "vLLM build: neuron-fork (draft model; legacy), neuron-plugin (EAGLE3, DFlash) or cpu."
+        ),
     )
     target: ModelRef = Field(description="The model whose output the server returns.")
     speculation: SpeculationConfig = Field(

@@ -2,14 +2,27 @@
 
 The method and the image are one decision: Neuron's vLLM builds differ in what speculation they
 can run (the fork fuses a separate draft model into the target's compiled graph, the newest plugin
-runs EAGLE3 heads), so a config naming a method its image cannot run is refused here, before a
-pod waits an hour for a Neuron compile that would fail.
+runs EAGLE3 and DFlash heads), so a config naming a method its image cannot run is refused here,
+before a pod waits an hour for a Neuron compile that would fail.
+
+Each image also declares which spec-decode counters its vLLM exports, so the dashboard and the
+clients use only signals that exist (docs/workload.md, "Acceptance signals per image").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+#: vLLM's spec-decode counters (Prometheus names without the `_total` suffix of the exposition).
+NUM_DRAFTS = "vllm:spec_decode_num_drafts"
+NUM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
+NUM_ACCEPTED_TOKENS = "vllm:spec_decode_num_accepted_tokens"
+NUM_ACCEPTED_TOKENS_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
+#: What vLLM's V1 engine exports (vllm/v1/spec_decode/metrics.py, 0.24.0 and 0.32.0 wheels).
+V1_SIGNALS = frozenset(
+    {NUM_DRAFTS, NUM_DRAFT_TOKENS, NUM_ACCEPTED_TOKENS, NUM_ACCEPTED_TOKENS_PER_POS}
+)
 
 
 class ImageGeneration(StrEnum):
@@ -46,6 +59,19 @@ class ImageSpec:
     #: Whether Trn2 topology and HBM checks apply.
     runs_on_trn2: bool
     note: str
+    #: The spec-decode counters this image's vLLM exports while it speculates; the rest are
+    #: absent from its /metrics, and clients fall back to the tokens-per-chunk estimate.
+    spec_decode_signals: frozenset[str]
+    #: Why the signals are what they are (shown with the dashboard and in the docs).
+    signals_note: str
+    #: Set when AWS no longer supports the image: the fact, with its source. Such a config is
+    #: labelled legacy and warned about (never refused).
+    support_ended: str | None = None
+
+    @property
+    def legacy(self) -> bool:
+        """True when AWS no longer supports this image."""
+        return self.support_ended is not None
 
     @property
     def tag(self) -> str:
@@ -68,7 +94,17 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         compile_cache_env=("NEURON_COMPILED_ARTIFACTS",),
         renders_sequence_buckets=True,
         runs_on_trn2=True,
-        note="separate draft model with fused speculation; no longer supported by AWS",
+        note="separate draft model with fused speculation (legacy)",
+        spec_decode_signals=frozenset(),
+        signals_note=(
+            "fused speculation runs inside the Neuron model runner, not vLLM's spec-decode "
+            "worker, so no vllm:spec_decode_* counter is exported (and the V0 engine has no "
+            "num_drafts or per-position counter at all): tokens-per-chunk estimate only"
+        ),
+        support_ended=(
+            "vLLM V0 and its Neuron DLCs (this 0.9.1 fork image) are out of AWS support since "
+            "Neuron SDK 2.28 (announcement 2026-02-26); the supported image is neuron-plugin"
+        ),
     ),
     ImageGeneration.NEURON_PLUGIN: ImageSpec(
         generation=ImageGeneration.NEURON_PLUGIN,
@@ -76,13 +112,15 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         digest=None,
         vllm_version="0.24.0 + vllm-neuron 0.24.0.1.1.0 (torch.compile backend)",
         neuron_sdk="2.32.0",
-        methods=frozenset({"eagle3", "none"}),
+        methods=frozenset({"eagle3", "dflash", "none"}),
         max_speculative_tokens=7,
         draft_at_target_tp=True,
         compile_cache_env=("VLLM_CACHE_ROOT", "NEURON_LIBTORCH_REMOTE_CACHE"),
         renders_sequence_buckets=False,
         runs_on_trn2=True,
-        note="EAGLE3 heads; the plugin picks its own buckets",
+        note="EAGLE3 and DFlash heads; the plugin picks its own buckets",
+        spec_decode_signals=V1_SIGNALS,
+        signals_note="vLLM V1 engine: all four spec-decode counters",
     ),
     ImageGeneration.CPU: ImageSpec(
         generation=ImageGeneration.CPU,
@@ -97,6 +135,8 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         renders_sequence_buckets=False,
         runs_on_trn2=False,
         note="the embedded default: tiny local models, no image",
+        spec_decode_signals=V1_SIGNALS,
+        signals_note="vLLM V1 engine: all four spec-decode counters",
     ),
 }
 

@@ -15,7 +15,7 @@ from typing import Literal
 
 from trnspec.config import ModelRef
 
-ShapeKind = Literal["decoder", "eagle3"]
+ShapeKind = Literal["decoder", "eagle3", "dflash"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,10 @@ class ModelShape:
     draft_vocab: int | None = None
     #: Where the numbers came from ("config.json at ...", or "offline table").
     origin: str = "offline table"
+    #: DFlash drafters: the proposal block they were trained with (k = block_size - 1).
+    block_size: int | None = None
+    #: DFlash drafters: how many target layers' hidden states they project (fc input width).
+    target_layers: int = 0
 
     @property
     def params(self) -> int:
@@ -50,6 +54,10 @@ class ModelShape:
             head = (self.draft_vocab or self.vocab) * h
             return 3 * h * h + self.layers * (attn + mlp + 3 * h) + head + h
         attn = h * q + 2 * h * kv + q * h
+        if self.kind == "dflash":
+            # Decoder layers and the fc that projects the target's hidden states; the token
+            # embedding and the LM head are borrowed from the target (vllm-neuron features guide).
+            return self.target_layers * h * h + self.layers * (attn + mlp + 2 * h) + h
         embeddings = self.vocab * h * (1 if self.tied_embeddings else 2)
         return embeddings + self.layers * (attn + mlp + 2 * h) + h
 
@@ -71,6 +79,8 @@ KNOWN_SHAPES: dict[str, ModelShape] = {
     for s in (
         _shape("Qwen3-32B", 64, 5120, 64, 8, 128, 25600, 151936, tied=False),
         _shape("Qwen3-8B", 36, 4096, 32, 8, 128, 12288, 151936, tied=False),
+        # huggingface.co/Qwen/Qwen3-4B config.json
+        _shape("Qwen3-4B", 36, 2560, 32, 8, 128, 9728, 151936, tied=True),
         _shape("Qwen3-1.7B", 28, 2048, 16, 8, 128, 6144, 151936, tied=True),
         _shape("Qwen3-0.6B", 28, 1024, 16, 8, 128, 3072, 151936, tied=True),
         _shape("Llama-3.1-70B", 80, 8192, 64, 8, 128, 28672, 128256, tied=False),
@@ -90,6 +100,16 @@ KNOWN_SHAPES: dict[str, ModelShape] = {
             draft_vocab=32000,
         ),
     )
+}
+
+#: Published DFlash drafters and the block size each was trained with (k = block_size - 1).
+#: z-lab's model list (github.com/z-lab/dflash README); the vllm-neuron features guide's DFlash
+#: command runs the Llama drafter at k=9 and names 7, 9 and 15 as the published drafters' k;
+#: "-b16" in the Qwen3 drafters' names is their block size.
+DFLASH_BLOCK_SIZES: dict[str, int] = {
+    "llama3.1-8b-instruct-dflash-ultrachat": 10,
+    "qwen3-4b-dflash-b16": 16,
+    "qwen3-8b-dflash-b16": 16,
 }
 
 _SUFFIXES = re.compile(r"-(instruct|chat|base|hf|fp8|bf16)$")
@@ -136,7 +156,11 @@ def shape_from_config_json(data: dict, origin: str) -> ModelShape:
     heads = _positive(data, "num_attention_heads")
     hidden = _positive(data, "hidden_size")
     archs = " ".join(data.get("architectures") or []).lower()
-    is_eagle3 = "eagle3" in archs or "eagle3" in str(data.get("model_type", "")).lower()
+    model_type = str(data.get("model_type", "")).lower()
+    is_eagle3 = "eagle3" in archs or "eagle3" in model_type
+    is_dflash = "dflash" in archs or "dflash" in model_type
+    dflash_cfg = data.get("dflash_config") if isinstance(data.get("dflash_config"), dict) else {}
+    kind: ShapeKind = "eagle3" if is_eagle3 else "dflash" if is_dflash else "decoder"
     return ModelShape(
         name=str(data.get("_name_or_path") or origin),
         layers=_positive(data, "num_hidden_layers"),
@@ -149,9 +173,11 @@ def shape_from_config_json(data: dict, origin: str) -> ModelShape:
         intermediate=_positive(data, "intermediate_size"),
         vocab=_positive(data, "vocab_size"),
         tied_embeddings=bool(data.get("tie_word_embeddings", False)),
-        kind="eagle3" if is_eagle3 else "decoder",
+        kind=kind,
         draft_vocab=int(data["draft_vocab_size"]) if data.get("draft_vocab_size") else None,
         origin=origin,
+        block_size=_positive(data, "block_size") if is_dflash and data.get("block_size") else None,
+        target_layers=len(dflash_cfg.get("target_layer_ids") or []) if is_dflash else 0,
     )
 
 
@@ -172,6 +198,14 @@ def resolve_shape(ref: ModelRef) -> ModelShape | None:
     for candidate in _candidates(ref):
         if candidate in KNOWN_SHAPES:
             return KNOWN_SHAPES[candidate]
+    return None
+
+
+def dflash_block_size(ref: ModelRef) -> int | None:
+    """The block size of a published DFlash drafter named by `ref` (None when unknown)."""
+    for candidate in _candidates(ref):
+        if candidate in DFLASH_BLOCK_SIZES:
+            return DFLASH_BLOCK_SIZES[candidate]
     return None
 
 

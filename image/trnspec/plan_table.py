@@ -27,6 +27,12 @@ def plan_tables(cfg: ServingConfig, assessment: Assessment) -> list[Table]:
     overview.add_column("item", style="bold")
     overview.add_column("value")
     overview.add_row("image", f"{spec.generation.value}  {spec.uri}")
+    if spec.support_ended:
+        overview.add_row("support", f"LEGACY: {spec.support_ended}")
+    overview.add_row(
+        "spec-decode signals",
+        ", ".join(sorted(spec.spec_decode_signals)) or f"none exported ({spec.signals_note})",
+    )
     s = cfg.speculation
     draft = f"{s.draft.name} ({s.draft.source})" if s.draft else "-"
     overview.add_row(
@@ -36,6 +42,12 @@ def plan_tables(cfg: ServingConfig, assessment: Assessment) -> list[Table]:
     overview.add_row("target", f"{cfg.target.name} ({cfg.target.source})")
     if s.method != "none":
         overview.add_row("draft", draft)
+        if plan is not None and assessment.draft_shape is None:
+            overview.add_row(
+                "draft size",
+                "not sized: not in the shape table and no local config.json (a DFlash drafter "
+                "borrows the target's embedding and LM head); the plan below is the target's",
+            )
     overview.add_row(
         "shape",
         f"max_model_len={cfg.max_model_len}, max_num_seqs={cfg.max_num_seqs}, dtype={cfg.dtype}, "

@@ -2,8 +2,9 @@
 
 Pure: no environment reads, no process start. The launcher (the pod's serve entrypoint, or
 scripts/local_server.py) execs what this returns, so the Kubernetes pod and the local engine run
-the same command derived from the same config. Flag names are checked against vLLM's own parser
-in tests/trnspec/test_render_vllm_parser.py.
+the same command derived from the same config. Every argv is parsed by the `vllm serve` parser of
+the exact vLLM release in its image (tests/trnspec/test_vllm_parsers.py), and each Trn2 render
+mirrors AWS's published command for its method, flag by flag (docs/workload.md, "Commands").
 """
 
 from __future__ import annotations
@@ -23,9 +24,6 @@ from trnspec.sizing import CPU_KVCACHE_GIB
 MODELS_ROOT = "/var/lib/trnspec/models"
 #: Where compiled Neuron artifacts live in the pod (synced with the S3 compile cache).
 COMPILED_ROOT = "/var/lib/trnspec/compiled"
-
-#: Flags only the Neuron fork's vLLM accepts (removed upstream); the parser test skips them.
-NEURON_ONLY_FLAGS = frozenset({"--override-neuron-config"})
 
 
 class RenderedCommand(BaseModel):
@@ -101,9 +99,33 @@ def _speculative_config(cfg: ServingConfig, models_root: str, **extra: Any) -> l
     return ["--speculative-config", _json(body)]
 
 
+#: What the fork's --speculative-config names a separate draft model: AWS's own commands for a
+#: plain Qwen3 draft pass "eagle" with fused speculation (NxD Inference tutorial
+#: libraries/nxd-inference/tutorials/sd-inference-tutorial.rst; aws-neuron-eks-samples
+#: speculative_decoding_trn2_vllm/qwen-sd-vllm-deploy.yaml).
+FORK_DRAFT_METHOD = "eagle"
+
+#: The plugin's on-device sampling block, as its features guide's speculative-decoding command
+#: passes it ("Required for on-device rejection sampling"; vllm-neuron features-guide.md).
+ON_DEVICE_SAMPLING = {"on_device_sampling_config": {"temperature": "0"}}
+
+#: vLLM's KV block size on the plugin when none is passed (vllm-neuron reference-configuration.md).
+PLUGIN_BLOCK_SIZE = 32
+
+
+def _lnc_env(cfg: ServingConfig) -> dict[str, str]:
+    """LNC for compiler and runtime alike: both read NEURON_LOGICAL_NC_CONFIG and must agree
+    (aws-neuron-sdk about-neuron/arch/neuron-features/logical-neuroncore-config.rst; NxD
+    Inference reads it to pick the compile LNC, developer_guides/feature-guide.rst)."""
+    return {"NEURON_LOGICAL_NC_CONFIG": str(cfg.hardware.lnc)}
+
+
 def _render_fork(cfg: ServingConfig, models_root: str, compiled_dir: str) -> RenderedCommand:
     target = local_model_dir(cfg.target, models_root)
-    neuron: dict[str, Any] = {}
+    # save_sharded_checkpoint: AWS passes it in every published fork command (faster loads
+    # after the compile). No --block-size: the Neuron platform sets it to max_model_len itself,
+    # and vLLM 0.9.1's parser accepts only 1, 8, 16, 32, 64 or 128.
+    neuron: dict[str, Any] = {"save_sharded_checkpoint": True}
     if cfg.speculation.method == "draft_model":
         neuron["enable_fused_speculation"] = True
     if cfg.sequence_buckets:
@@ -117,37 +139,74 @@ def _render_fork(cfg: ServingConfig, models_root: str, compiled_dir: str) -> Ren
         "serve",
         target,
         *_common(cfg),
-        # NxD Inference's continuous batching needs one KV block per sequence.
-        "--block-size",
-        str(cfg.max_model_len),
-        *(["--override-neuron-config", _json(neuron)] if neuron else []),
-        *_speculative_config(cfg, models_root, max_model_len=cfg.max_model_len),
+        "--override-neuron-config",
+        _json(neuron),
+        *_speculative_config(
+            cfg, models_root, method=FORK_DRAFT_METHOD, max_model_len=cfg.max_model_len
+        ),
     ]
     env = {
         "VLLM_NEURON_FRAMEWORK": "neuronx-distributed-inference",
         "NEURON_COMPILED_ARTIFACTS": compiled_dir,
-        "NEURON_RT_VIRTUAL_CORE_SIZE": str(cfg.hardware.lnc),
+        **_lnc_env(cfg),
         # The fork's Neuron worker (and its fused speculation) runs on the V0 engine.
         "VLLM_USE_V1": "0",
     }
     return RenderedCommand(image=image_spec(cfg.image).uri, argv=argv, env=env)
 
 
+def _plugin_speculation_flags(cfg: ServingConfig) -> list[str]:
+    """The flags each documented plugin command adds for its method (none for the baseline)."""
+    method = cfg.speculation.method
+    if method == "eagle3":
+        # vllm-neuron tutorial-eagle3-speculative-decoding-llama-3-1.md
+        return ["--no-enable-prefix-caching"]
+    if method == "dflash":
+        # vllm-neuron features guide, "DFlash": synchronous scheduling only; no prefix caching
+        # or chunked prefill; a KV cache sized to the workload (the drafter's cache writes cost
+        # what is allocated): num_gpu_blocks_override = max_model_len * max_num_seqs / block.
+        blocks = -(-cfg.max_model_len * cfg.max_num_seqs // PLUGIN_BLOCK_SIZE)
+        return [
+            "--max-num-batched-tokens",
+            str(cfg.max_model_len),
+            "--num-gpu-blocks-override",
+            str(blocks),
+            "--no-async-scheduling",
+            "--no-enable-chunked-prefill",
+            "--no-enable-prefix-caching",
+            "--disable-hybrid-kv-cache-manager",
+        ]
+    return []
+
+
+def _plugin_additional_config(cfg: ServingConfig) -> dict[str, Any]:
+    method = cfg.speculation.method
+    if method == "none":
+        return {}
+    neuron: dict[str, Any] = dict(ON_DEVICE_SAMPLING)
+    if method == "dflash":
+        neuron["quantization"] = "bf16"  # the features guide's DFlash command
+    return {"neuron_config": neuron}
+
+
 def _render_plugin(
     cfg: ServingConfig, models_root: str, compiled_dir: str, remote_cache: str | None
 ) -> RenderedCommand:
     target = local_model_dir(cfg.target, models_root)
+    additional = _plugin_additional_config(cfg)
     argv = [
         "vllm",
         "serve",
         target,
         *_common(cfg),
-        *_speculative_config(cfg, models_root, method="eagle3"),
+        *_plugin_speculation_flags(cfg),
+        *_speculative_config(cfg, models_root, method=cfg.speculation.method),
+        *(["--additional-config", _json(additional)] if additional else []),
     ]
     env = {
         # vllm-neuron keeps its local compile cache under $VLLM_CACHE_ROOT/neuron/compile_cache.
         "VLLM_CACHE_ROOT": compiled_dir,
-        "NEURON_RT_VIRTUAL_CORE_SIZE": str(cfg.hardware.lnc),
+        **_lnc_env(cfg),
     }
     if remote_cache:
         env["NEURON_LIBTORCH_REMOTE_CACHE"] = remote_cache

@@ -1,7 +1,11 @@
 """The Grafana dashboard that shows whether speculation pays off, built as data.
 
-The committed file dashboards/trnspec-grafana.json is this function's output (a test keeps them
-equal); regenerate it with `python -m infra.workload.dashboard`.
+The committed files are this module's output (a test keeps them equal); regenerate them with
+`python -m infra.workload.dashboard`: dashboards/trnspec-grafana.json for images whose vLLM exports
+every spec-decode counter (V1: neuron-plugin, cpu), and one file per image that exports fewer
+(dashboards/trnspec-grafana-neuron-fork.json). Each image declares its counters
+(trnspec.images.ImageSpec.spec_decode_signals); a panel whose counters an image does not export
+becomes a text panel saying so, instead of a graph that stays empty.
 
 Metric names: vLLM V1 (`vllm:spec_decode_*` counters, `_total` in the exposition;
 `vllm:time_to_first_token_seconds`, `vllm:inter_token_latency_seconds` - older builds call the
@@ -19,8 +23,21 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import yaml
+from trnspec.images import (
+    IMAGES,
+    NUM_ACCEPTED_TOKENS,
+    NUM_ACCEPTED_TOKENS_PER_POS,
+    NUM_DRAFT_TOKENS,
+    NUM_DRAFTS,
+    V1_SIGNALS,
+    ImageGeneration,
+    image_spec,
+)
+
 DASHBOARD_UID = "trnspec-speculative"
-DASHBOARD_PATH = Path(__file__).resolve().parents[2] / "dashboards" / "trnspec-grafana.json"
+DASHBOARDS_DIR = Path(__file__).resolve().parents[2] / "dashboards"
+DASHBOARD_PATH = DASHBOARDS_DIR / "trnspec-grafana.json"
 
 _SEL = 'namespace=~"$namespace",model_name=~"$model"'
 _RI = "[$__rate_interval]"
@@ -89,6 +106,13 @@ QUERIES: dict[str, list[tuple[str, str]]] = {
     ],
 }
 
+#: The spec-decode counters each panel reads (a panel is drawn only when the image has them all).
+PANEL_SIGNALS: dict[str, frozenset[str]] = {
+    "Draft acceptance rate": frozenset({NUM_ACCEPTED_TOKENS, NUM_DRAFT_TOKENS}),
+    "Mean accepted length (tokens per step)": frozenset({NUM_ACCEPTED_TOKENS, NUM_DRAFTS}),
+    "Acceptance by draft position": frozenset({NUM_ACCEPTED_TOKENS_PER_POS, NUM_DRAFTS}),
+}
+
 _UNITS = {
     "Draft acceptance rate": "percentunit",
     "Acceptance by draft position": "percentunit",
@@ -124,7 +148,41 @@ def _panel(index: int, title: str) -> dict[str, Any]:
     }
 
 
-def build_dashboard() -> dict[str, Any]:
+def _not_exported_panel(index: int, title: str, generation: ImageGeneration) -> dict[str, Any]:
+    spec = image_spec(generation)
+    missing = sorted(PANEL_SIGNALS[title] - spec.spec_decode_signals)
+    panel = _panel(index, title)
+    del panel["targets"], panel["fieldConfig"], panel["datasource"]
+    panel["type"] = "text"
+    panel["options"] = {
+        "mode": "markdown",
+        "content": (
+            f"**Not exported by this image** ({generation.value}): "
+            f"{', '.join(f'`{m}`' for m in missing)}.\n\n{spec.signals_note}.\n\n"
+            "bench and smoke report the labelled tokens-per-chunk estimate instead."
+        ),
+    }
+    return panel
+
+
+def _generation_for(signals: frozenset[str]) -> ImageGeneration | None:
+    for generation, spec in IMAGES.items():
+        if spec.spec_decode_signals == signals:
+            return generation
+    return None
+
+
+def build_dashboard(generation: ImageGeneration | None = None) -> dict[str, Any]:
+    """The dashboard for `generation`'s counters (None: an image exporting all V1 counters)."""
+    signals = image_spec(generation).spec_decode_signals if generation else V1_SIGNALS
+    shown_for = generation if generation is not None else _generation_for(signals)
+
+    def panel(index: int, title: str) -> dict[str, Any]:
+        needs = PANEL_SIGNALS.get(title, frozenset())
+        if needs <= signals or shown_for is None:
+            return _panel(index, title)
+        return _not_exported_panel(index, title, shown_for)
+
     def query_var(name: str, query: str) -> dict[str, Any]:
         return {
             "name": name,
@@ -159,23 +217,47 @@ def build_dashboard() -> dict[str, Any]:
                 query_var("model", "label_values(vllm:num_requests_waiting, model_name)"),
             ]
         },
-        "panels": [_panel(i, title) for i, title in enumerate(QUERIES)],
+        "panels": [panel(i, title) for i, title in enumerate(QUERIES)],
     }
 
 
-def render_dashboard() -> str:
-    return json.dumps(build_dashboard(), indent=2, sort_keys=True) + "\n"
+def dashboard_path(generation: ImageGeneration | None = None) -> Path:
+    """The committed file for `generation`: the shared one unless it lacks V1 counters."""
+    if generation is None or image_spec(generation).spec_decode_signals == V1_SIGNALS:
+        return DASHBOARD_PATH
+    return DASHBOARDS_DIR / f"trnspec-grafana-{generation.value}.json"
 
 
-def write_dashboard(path: Path = DASHBOARD_PATH) -> Path:
+def dashboard_for_config_yaml(config_yaml: str) -> dict[str, Any]:
+    """The dashboard for a workload, from its ServingConfig YAML (the image it runs)."""
+    data = yaml.safe_load(config_yaml) or {}
+    return build_dashboard(ImageGeneration(data.get("image", ImageGeneration.NEURON_PLUGIN)))
+
+
+def render_dashboard(generation: ImageGeneration | None = None) -> str:
+    return json.dumps(build_dashboard(generation), indent=2, sort_keys=True) + "\n"
+
+
+def committed_dashboards() -> dict[Path, str]:
+    """Every committed dashboard file and its content (one per distinct set of counters)."""
+    out = {DASHBOARD_PATH: render_dashboard()}
+    for generation in ImageGeneration:
+        path = dashboard_path(generation)
+        if path != DASHBOARD_PATH:
+            out[path] = render_dashboard(generation)
+    return out
+
+
+def write_dashboard(path: Path = DASHBOARD_PATH, content: str | None = None) -> Path:
     """Write atomically (temp file + rename) so a reader never sees half a dashboard."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w") as handle:
-        handle.write(render_dashboard())
+        handle.write(render_dashboard() if content is None else content)
     os.replace(tmp, path)
     return path
 
 
 if __name__ == "__main__":
-    sys.stdout.write(f"wrote {write_dashboard()}\n")
+    for target, text in committed_dashboards().items():
+        sys.stdout.write(f"wrote {write_dashboard(target, text)}\n")

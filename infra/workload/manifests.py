@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from infra.serving_settings import ServingSettings
 from infra.workload.autoscaling import scaled_object
 from infra.workload.config_map import serving_config_map
-from infra.workload.dashboard import build_dashboard
+from infra.workload.dashboard import dashboard_for_config_yaml
 from infra.workload.disruption import pod_disruption_budget
 from infra.workload.monitoring import (
     dashboard_config_map,
@@ -62,7 +62,7 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
         monitoring = [
             server_service_monitor(spec),
             neuron_monitor_pod_monitor(settings),
-            dashboard_config_map(settings, build_dashboard()),
+            dashboard_config_map(settings, dashboard_for_config_yaml(spec.config_yaml)),
         ]
     return WorkloadManifests(
         namespace=namespace(spec.namespace),

@@ -44,11 +44,47 @@ def test_check_exits_2_listing_every_problem(capsys):
         "speculation.num_speculative_tokens=9",
     )
     assert code == 2 and out == ""
-    assert err.splitlines() == [
+    assert [line for line in err.splitlines() if not line.startswith("WARNING: ")] == [
         "tensor_parallel_size=48: does not divide the 64 logical cores of trn2.48xlarge at LNC=2;"
         " use 32 or 64",
         "speculation.num_speculative_tokens=9: image neuron-fork supports k in 1..7; use 7 or less",
     ]
+
+
+FORK_PROFILES = [p for p in list_profiles() if load_profile(p).image.value == "neuron-fork"]
+
+
+def test_profiles_labels_the_fork_profiles_legacy(capsys):
+    _, out, _ = run(capsys, "profiles")
+    labels = {line.split("\t")[0]: line.split("\t")[1] for line in out.splitlines()}
+    assert FORK_PROFILES
+    for name, label in labels.items():
+        assert label.startswith("legacy") == (name in FORK_PROFILES), name
+    assert "Neuron 2.28" in labels["qwen3-32b-draft"]
+
+
+@pytest.mark.parametrize("command", ["check", "plan"])
+def test_check_and_plan_warn_but_do_not_refuse_a_legacy_profile(capsys, command):
+    code, out, err = run(capsys, command, "--profile", "qwen3-32b-draft")
+    assert code == 0
+    assert err.startswith("WARNING: image=neuron-fork: legacy:")
+    assert "Neuron SDK 2.28" in err
+    if command == "plan":
+        assert "LEGACY" in out
+
+
+@pytest.mark.parametrize(
+    ("profile", "shown"),
+    [("qwen3-32b-draft", "none exported"), ("qwen3-4b-dflash", "vllm:spec_decode_num_drafts")],
+)
+def test_plan_names_the_spec_decode_counters_the_image_exports(capsys, profile, shown):
+    _, out, _ = run(capsys, "plan", "--profile", profile)
+    assert shown in " ".join(out.split())
+
+
+def test_check_does_not_warn_about_a_supported_profile(capsys):
+    code, _, err = run(capsys, "check", "--profile", "qwen3-4b-dflash")
+    assert (code, err) == (0, "")
 
 
 @pytest.mark.parametrize(
@@ -119,7 +155,8 @@ def test_plan_exits_2_when_the_model_does_not_fit(capsys):
     )
     assert code == 2
     assert "DOES NOT FIT" in out
-    assert err.startswith("tensor_parallel_size=4: needs")
+    problems = [line for line in err.splitlines() if not line.startswith("WARNING: ")]
+    assert problems[0].startswith("tensor_parallel_size=4: needs")
 
 
 def test_subcommands_include_the_config_ones():

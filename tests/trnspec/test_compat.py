@@ -101,6 +101,38 @@ RULES = [
         "this is an EAGLE3 head; set speculation.method=eagle3",
     ),
     (
+        "dflash_on_the_fork_image",
+        "qwen3-32b-draft",
+        ["speculation.method=dflash"],
+        f"speculation.method=dflash: image {FORK.uri} (neuron-fork) cannot run dflash",
+    ),
+    (
+        "dflash_k_other_than_block_size_minus_one",
+        "qwen3-4b-dflash",
+        ["speculation.num_speculative_tokens=7"],
+        "speculation.num_speculative_tokens=7: a DFlash drafter proposes exactly block_size - 1"
+        " tokens and z-lab/Qwen3-4B-DFlash-b16 was trained with block_size=16; use 15",
+    ),
+    (
+        "dflash_llama_drafter_window",
+        "llama31-8b-dflash",
+        ["speculation.num_speculative_tokens=15"],
+        "was trained with block_size=10; use 9",
+    ),
+    (
+        "dflash_outside_bf16",
+        "llama31-8b-dflash",
+        ["dtype=float16"],
+        "dtype=float16: DFlash on the Neuron plugin is validated with BF16 target, draft and KV"
+        " cache only (vllm-neuron features guide); use dtype=bfloat16",
+    ),
+    (
+        "eagle3_head_as_dflash_drafter",
+        "llama31-8b-dflash",
+        ["speculation.draft.source=yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"],
+        "method=dflash needs a DFlash drafter trained for the target, not an EAGLE3 head",
+    ),
+    (
         "unsorted_buckets",
         "qwen3-32b-draft",
         ["sequence_buckets=[4096, 1024, 8192]"],
@@ -227,7 +259,60 @@ def test_every_problem_names_field_value_and_fix():
         assert p.field and p.fix and str(p).startswith(f"{p.field}=")
 
 
-@pytest.mark.parametrize("method", ["draft_model", "eagle3", "none"])
+def test_a_dflash_drafter_of_unknown_size_is_not_refused_for_sizing():
+    """Published DFlash drafters are not in the shape table; the target is still sized."""
+    assert problems_for("qwen3-4b-dflash") == []
+    assert check(load_profile("qwen3-4b-dflash")) == []
+
+
+def test_dflash_window_is_not_bounded_by_the_images_eagle3_window():
+    assert load_profile("qwen3-4b-dflash").speculation.num_speculative_tokens > (
+        PLUGIN.max_speculative_tokens
+    )
+
+
+def test_only_the_fork_image_is_legacy_and_warned_about():
+    from trnspec.checks import warnings
+
+    for profile, legacy in (("qwen3-32b-draft", True), ("qwen3-4b-dflash", False)):
+        found = warnings(load_profile(profile))
+        assert bool(found) is legacy
+    (warning,) = warnings(load_profile("qwen3-32b-draft"))
+    assert warning.field == "image" and "Neuron SDK 2.28" in warning.fix
+
+
+def test_a_local_dflash_config_json_sets_kind_and_window(tmp_path):
+    d = tmp_path / "my-dflash"
+    d.mkdir()
+    config = {
+        "architectures": ["DFlashDraftModel"],
+        "num_hidden_layers": 5,
+        "hidden_size": 2560,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "intermediate_size": 9728,
+        "vocab_size": 151936,
+        "block_size": 8,
+        "dflash_config": {"target_layer_ids": [1, 9, 17, 25, 33]},
+    }
+    (d / "config.json").write_text(json.dumps(config))
+    lines = problems_for("qwen3-4b-dflash", f"speculation.draft.source={d}")
+    assert lines == [
+        "speculation.num_speculative_tokens=15: a DFlash drafter proposes exactly block_size - 1"
+        f" tokens and {d} was trained with block_size=8; use 7"
+    ]
+    assert (
+        problems_for(
+            "qwen3-4b-dflash",
+            f"speculation.draft.source={d}",
+            "speculation.num_speculative_tokens=7",
+        )
+        == []
+    )
+
+
+@pytest.mark.parametrize("method", ["draft_model", "eagle3", "dflash", "none"])
 def test_every_method_has_a_trn2_image(method):
     assert generations_supporting(method)[0].runs_on_trn2
 

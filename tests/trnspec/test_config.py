@@ -21,14 +21,18 @@ from trnspec.images import ImageGeneration
 
 PROFILES = [
     "llama31-70b-draft",
+    "llama31-8b-dflash",
     "llama31-8b-eagle3",
     "local-tiny",
     "qwen3-32b-baseline",
     "qwen3-32b-draft",
+    "qwen3-4b-baseline",
+    "qwen3-4b-dflash",
+    "qwen3-4b-dflash-3xl",
 ]
 
 
-def test_shipped_profiles_are_the_five_named_in_the_contract():
+def test_shipped_profiles_are_the_ones_named_in_the_contract():
     assert list_profiles() == PROFILES
 
 
@@ -46,6 +50,10 @@ def test_every_shipped_profile_loads_and_passes_every_check(name):
         ("qwen3-32b-draft", "neuron-fork", "draft_model", 7),
         ("llama31-70b-draft", "neuron-fork", "draft_model", 7),
         ("llama31-8b-eagle3", "neuron-plugin", "eagle3", 3),
+        ("llama31-8b-dflash", "neuron-plugin", "dflash", 9),
+        ("qwen3-4b-dflash", "neuron-plugin", "dflash", 15),
+        ("qwen3-4b-dflash-3xl", "neuron-plugin", "dflash", 15),
+        ("qwen3-4b-baseline", "neuron-plugin", "none", None),
         ("qwen3-32b-baseline", "neuron-fork", "none", None),
         ("local-tiny", "cpu", "draft_model", 4),
     ],

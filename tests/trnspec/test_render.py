@@ -20,36 +20,51 @@ def test_render_output_matches_golden(profile, snapshot):
     assert render(load_profile(profile)).to_json() == snapshot
 
 
-def test_fork_renders_fused_speculation_with_buckets_and_neuron_env():
+def test_fork_renders_awss_fused_speculation_command_with_buckets():
+    """NxD Inference sd-inference-tutorial.rst and aws-neuron-eks-samples qwen-sd-vllm-deploy.yaml:
+    "method": "eagle" for the plain Qwen3 draft, save_sharded_checkpoint, no --block-size."""
     cmd = render(load_profile("qwen3-32b-draft"))
     assert cmd.image == IMAGES[ImageGeneration.NEURON_FORK].uri
     assert cmd.argv[:3] == ["vllm", "serve", "Qwen/Qwen3-32B"]
     assert json.loads(flag(cmd.argv, "--speculative-config")) == {
+        "method": "eagle",
         "model": "Qwen/Qwen3-1.7B",
         "num_speculative_tokens": 7,
         "max_model_len": 8192,
     }
     neuron = json.loads(flag(cmd.argv, "--override-neuron-config"))
+    assert neuron["save_sharded_checkpoint"] is True
     assert neuron["enable_fused_speculation"] is True
     assert neuron["context_encoding_buckets"] == [1024, 2048, 4096, 8192]
     assert neuron["token_generation_buckets"] == [1024, 2048, 4096, 8192]
     assert flag(cmd.argv, "--tensor-parallel-size") == "64"
-    assert flag(cmd.argv, "--block-size") == flag(cmd.argv, "--max-model-len") == "8192"
+    assert "--block-size" not in cmd.argv
     assert cmd.env == {
         "VLLM_NEURON_FRAMEWORK": "neuronx-distributed-inference",
         "NEURON_COMPILED_ARTIFACTS": COMPILED_ROOT,
-        "NEURON_RT_VIRTUAL_CORE_SIZE": "2",
+        "NEURON_LOGICAL_NC_CONFIG": "2",
         "VLLM_USE_V1": "0",
     }
 
 
-def test_fork_baseline_has_no_speculation_flags():
+def test_fork_baseline_has_no_speculation_flags_but_keeps_the_sharded_checkpoint():
     cmd = render(load_profile("qwen3-32b-baseline"))
     assert "--speculative-config" not in cmd.argv
-    assert "enable_fused_speculation" not in flag(cmd.argv, "--override-neuron-config")
+    neuron = json.loads(flag(cmd.argv, "--override-neuron-config"))
+    assert "enable_fused_speculation" not in neuron
+    assert neuron["save_sharded_checkpoint"] is True
 
 
-def test_plugin_renders_eagle3_and_its_compile_cache_env():
+@pytest.mark.parametrize("lnc", [1, 2])
+def test_lnc_reaches_compiler_and_runtime_through_one_variable(lnc):
+    for profile in ("qwen3-32b-draft", "qwen3-4b-dflash"):
+        cfg = apply_overrides(load_profile(profile), [f"hardware.lnc={lnc}"])
+        env = render(cfg).env
+        assert env["NEURON_LOGICAL_NC_CONFIG"] == str(lnc)
+        assert "NEURON_RT_VIRTUAL_CORE_SIZE" not in env
+
+
+def test_plugin_renders_eagle3_with_on_device_sampling_and_its_compile_cache_env():
     cmd = render(load_profile("llama31-8b-eagle3"), remote_cache="/mnt/fsx/neuron-cache")
     assert cmd.image == IMAGES[ImageGeneration.NEURON_PLUGIN].uri
     assert json.loads(flag(cmd.argv, "--speculative-config")) == {
@@ -57,9 +72,41 @@ def test_plugin_renders_eagle3_and_its_compile_cache_env():
         "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
         "num_speculative_tokens": 3,
     }
+    assert json.loads(flag(cmd.argv, "--additional-config")) == {
+        "neuron_config": {"on_device_sampling_config": {"temperature": "0"}}
+    }
+    assert "--no-enable-prefix-caching" in cmd.argv
     assert "--override-neuron-config" not in cmd.argv
     assert cmd.env["VLLM_CACHE_ROOT"] == COMPILED_ROOT
     assert cmd.env["NEURON_LIBTORCH_REMOTE_CACHE"] == "/mnt/fsx/neuron-cache"
+
+
+def test_plugin_renders_dflash_as_the_features_guide_command():
+    cmd = render(load_profile("llama31-8b-dflash"))
+    assert json.loads(flag(cmd.argv, "--speculative-config")) == {
+        "method": "dflash",
+        "model": "z-lab/LLaMA3.1-8B-Instruct-DFlash-UltraChat",
+        "num_speculative_tokens": 9,
+    }
+    for switch in (
+        "--no-async-scheduling",
+        "--no-enable-chunked-prefill",
+        "--no-enable-prefix-caching",
+        "--disable-hybrid-kv-cache-manager",
+    ):
+        assert switch in cmd.argv
+    assert flag(cmd.argv, "--max-num-batched-tokens") == "8192"
+    assert flag(cmd.argv, "--num-gpu-blocks-override") == str(8192 * 4 // 32)
+    assert json.loads(flag(cmd.argv, "--additional-config"))["neuron_config"] == {
+        "quantization": "bf16",
+        "on_device_sampling_config": {"temperature": "0"},
+    }
+
+
+def test_plugin_baseline_renders_no_speculation_flags():
+    cmd = render(load_profile("qwen3-4b-baseline"))
+    for name in ("--speculative-config", "--additional-config", "--no-async-scheduling"):
+        assert name not in cmd.argv
 
 
 def test_cpu_renders_the_api_server_module_with_contract_flags():

@@ -13,7 +13,14 @@ from infra.workload.constants import (
     NEURON_MONITOR_POD_LABELS,
     NEURON_MONITOR_PORT,
 )
-from infra.workload.dashboard import DASHBOARD_PATH, QUERIES, build_dashboard, render_dashboard
+from infra.workload.dashboard import (
+    DASHBOARD_PATH,
+    QUERIES,
+    build_dashboard,
+    committed_dashboards,
+    dashboard_path,
+    render_dashboard,
+)
 from infra.workload.monitoring import DASHBOARD_KEY
 
 
@@ -51,17 +58,22 @@ def test_existing_prometheus_gets_annotations_not_operator_objects() -> None:
     assert ann["prometheus.io/path"] == METRICS_PATH
 
 
-def test_dashboard_config_map_ships_the_committed_dashboard() -> None:
-    cm = by_kind(build()[2], "ConfigMap", "dashboard")
+@pytest.mark.parametrize("profile", ["qwen3-32b-draft", "qwen3-4b-dflash"])
+def test_dashboard_config_map_ships_the_committed_dashboard_of_its_image(profile: str) -> None:
+    cfg, _, m, _ = build(profile)
+    cm = by_kind(m, "ConfigMap", "dashboard")
     key, value = GRAFANA_DASHBOARD_LABEL
     assert cm["metadata"]["labels"][key] == value
-    assert json.loads(cm["data"][DASHBOARD_KEY]) == json.loads(DASHBOARD_PATH.read_text())
+    committed = dashboard_path(cfg.image).read_text()
+    assert json.loads(cm["data"][DASHBOARD_KEY]) == json.loads(committed)
 
 
-def test_committed_dashboard_is_the_generated_one() -> None:
-    assert DASHBOARD_PATH.read_text() == render_dashboard(), (
-        "dashboards/trnspec-grafana.json is stale: run python -m infra.workload.dashboard"
-    )
+def test_committed_dashboards_are_the_generated_ones() -> None:
+    assert DASHBOARD_PATH.read_text() == render_dashboard()
+    for path, text in committed_dashboards().items():
+        assert path.read_text() == text, (
+            f"{path.name} is stale: run python -m infra.workload.dashboard"
+        )
 
 
 @pytest.mark.parametrize(
