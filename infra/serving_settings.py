@@ -41,7 +41,7 @@ class ServingSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    profile: Text = Field("qwen3-32b-draft", description="Engine profile (trnspec.config).")
+    profile: Text = Field("qwen3-4b-dflash", description="Engine profile (trnspec.config).")
     overrides: tuple[Text, ...] = Field(
         (), description="Engine `--set dotted.path=value` overrides applied to the profile."
     )

@@ -11,7 +11,7 @@ from infra.serving_settings import ServingSettings, ServingSettingsError, load_s
 
 def test_missing_section_gives_the_defaults() -> None:
     assert load_serving_settings(None) == ServingSettings()
-    assert load_serving_settings({}).profile == "qwen3-32b-draft"
+    assert load_serving_settings({}).profile == "qwen3-4b-dflash"
 
 
 def test_settings_are_frozen() -> None:

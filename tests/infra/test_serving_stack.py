@@ -234,7 +234,7 @@ def test_workload_on_the_cluster_asks_for_the_derived_neuron_devices(synth) -> N
     text = json.dumps(synth["raw"])
     assert f'\\"schedulerName\\":\\"{NEURON_SCHEDULER_NAME}\\"' in text
     assert f'\\"{NEURON_DEVICE_RESOURCE}\\":\\"{stack.spec.neuron_devices}\\"' in text
-    assert stack.spec.neuron_devices == 16  # qwen3-32b-draft: TP=64 at LNC=2 on trn2.48xlarge
+    assert stack.spec.neuron_devices == 1  # qwen3-4b-dflash: TP=4 at LNC=2 is one chip
     for kind in (
         "Deployment",
         "Job",
@@ -271,10 +271,10 @@ def test_image_asset_builds_from_image_dir_on_the_pinned_base(synth) -> None:
     )
     (image,) = manifest["dockerImages"].values()
     assert image["source"]["dockerBuildArgs"]["BASE_IMAGE"].startswith(
-        image_spec("neuron-fork").uri
+        image_spec("neuron-plugin").uri
     )
     (dest,) = image["destinations"].values()
-    assert dest["imageTag"].startswith("neuron-fork-")
+    assert dest["imageTag"].startswith("neuron-plugin-")  # the default profile's image
 
 
 def test_template_passes_cfn_lint(synth) -> None:

@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 from trnspec.config import list_profiles, load_profile
 from trnspec.images import IMAGES, ImageGeneration
 
@@ -58,8 +59,10 @@ def test_base_image_is_the_pinned_image_of_the_default_profiles_generation() -> 
     assert name == "BASE_IMAGE"
     assert first("FROM") == "${BASE_IMAGE}"
     cmd = json.loads(last("CMD"))
-    profile = load_profile(cmd[cmd.index("--profile") + 1])
-    assert default == pinned(profile.image)
+    name = cmd[cmd.index("--profile") + 1]
+    deployment_default = yaml.safe_load((IMAGE_DIR.parent / "config" / "default.yaml").read_text())
+    assert name == deployment_default["serving"]["profile"]
+    assert default == pinned(load_profile(name).image)
 
 
 @pytest.mark.parametrize(
