@@ -1,4 +1,4 @@
-"""`python -m trnspec <subcommand>`: profiles | plan | check | render (+ stage | serve).
+"""`python -m trnspec <subcommand>`: profiles | plan | check | render (+ stage | serve | predict).
 
 Bad input exits 2 with every problem listed, never a traceback. Subcommands from other modules
 plug in through `register(subparsers)`: trnspec.stage_cli and trnspec.serve each add theirs and
@@ -26,7 +26,7 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 
 #: Modules that contribute subcommands; each exposes register(subparsers).
-EXTENSION_MODULES = ("trnspec.stage_cli", "trnspec.serve")
+EXTENSION_MODULES = ("trnspec.stage_cli", "trnspec.serve", "trnspec.predict")
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:

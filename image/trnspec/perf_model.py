@@ -393,7 +393,10 @@ def best_k_per_batch(points: Sequence[Prediction]) -> dict[int, Prediction]:
 
 def speculation_stops_paying(points: Sequence[Prediction]) -> int | None:
     """The smallest batch at which no k > 0 beats plain decoding, or None if some k pays at every
-    batch given. Speedup falls with batch, so every larger batch should be run without it."""
+    batch given (or no k > 0 was asked for). Speedup falls with batch, so every larger batch
+    should be run without speculation."""
+    if not any(p.k > 0 for p in points):
+        return None
     for b, p in sorted(best_k_per_batch(points).items()):
         if p.k == 0:
             return b
