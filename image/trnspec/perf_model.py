@@ -38,7 +38,7 @@ figures by `trnspec.calibrate`; the hardware peaks come from the Trainium2 archi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from trnspec.model_shapes import ModelShape
@@ -343,29 +343,35 @@ class Prediction:
         return self.batch * self.tokens_per_step / self.step.total_s
 
 
+#: Mean tokens per step as a function of k: a per-token rate, or measured per-position rates.
+TokensPerStep = Callable[[int], float]
+
+
 def predict_point(
     target: ModelShape,
     method: str,
     draft: ModelShape | None,
-    alpha: float,
+    alpha: float | TokensPerStep,
     k: int,
     batch: int,
     dep: Deployment,
     eff: Efficiency,
 ) -> Prediction:
-    """One (batch, k) point; k=0 is plain decoding whatever the method."""
+    """One (batch, k) point; k=0 is plain decoding whatever the method. `alpha` is a per-token
+    acceptance rate, or a function k -> tokens per step (e.g. from per-position acceptance)."""
     if batch < 1:
         raise ModelInputError(f"--batch={batch}: a batch holds at least one sequence")
     m = method if k > 0 else "none"
     step = step_cost(target, m, draft, k, batch, dep, eff)
-    return Prediction(batch, k, tokens_per_step(alpha, k), step)
+    tau = alpha(k) if callable(alpha) else tokens_per_step(alpha, k)
+    return Prediction(batch, k, tau if k > 0 else 1.0, step)
 
 
 def predict_grid(
     target: ModelShape,
     method: str,
     draft: ModelShape | None,
-    alpha: float,
+    alpha: float | TokensPerStep,
     ks: Sequence[int],
     batches: Sequence[int],
     dep: Deployment,

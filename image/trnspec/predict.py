@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +25,10 @@ from trnspec.model_shapes import ModelShape, ShapeError, known_model_names, reso
 from trnspec.perf_model import (
     DRAFT_METHODS,
     Deployment,
+    Efficiency,
     ModelInputError,
     Prediction,
+    TokensPerStep,
     alpha_from_tokens_per_step,
     best_k_per_batch,
     dflash_drafter_for,
@@ -111,8 +114,37 @@ def _acceptance(
     ]
 
 
-def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
-    """The JSON document `predict` prints (pure apart from reading the packaged data)."""
+@dataclass(frozen=True)
+class ProfileModel:
+    """A Trn2 profile turned into the performance model's inputs."""
+
+    cfg: ServingConfig
+    group: str
+    target: ModelShape
+    #: The drafter costed: the profile's draft, or the default EAGLE3/DFlash shape.
+    draft: ModelShape | None
+    method: str
+    deployment: Deployment
+    efficiency: Efficiency
+
+    def grid(
+        self, alpha: float | TokensPerStep, ks: Sequence[int], batches: Sequence[int]
+    ) -> list[Prediction]:
+        return predict_grid(
+            self.target,
+            self.method,
+            self.draft,
+            alpha,
+            ks,
+            batches,
+            self.deployment,
+            self.efficiency,
+        )
+
+
+def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
+    """The model of `cfg` on Trn2 with the calibrated constants; ConfigError lists every reason
+    it cannot be built (not a Trn2 profile, unknown shapes, a method the model cannot cost)."""
     problems: list[Problem] = []
     spec = image_spec(cfg.image)
     group = STACK_GROUP.get(ImageGeneration(cfg.image))
@@ -128,26 +160,10 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
             ]
         )
     method = cfg.speculation.method
-    inputs = Inputs({})
-    ks = _int_list("--k", args.k, 0) if args.k else None
-    batches = _int_list("--batch", args.batch, 1) if args.batch else list(DEFAULT_BATCHES)
-    if ks is None:
-        top = max(spec.max_speculative_tokens, cfg.speculation.num_speculative_tokens)
-        ks = list(range(0, top + 1)) if method != "none" else [0]
-    if method == "none" and any(k > 0 for k in ks):
-        problems.append(
-            Problem(
-                "--k",
-                args.k,
-                f"profile {cfg.name} has no speculation; give --k 0, or a speculative profile",
-            )
-        )
-    elif method not in ("none", *DRAFT_METHODS):
+    if method not in ("none", *DRAFT_METHODS):
         problems.append(
             Problem("speculation.method", method, "predict costs " + ", ".join(DRAFT_METHODS))
         )
-    alpha, acc_problems = _acceptance(args, cfg, inputs)
-    problems += acc_problems
     target = _shape("target.source", cfg.target)
     if target is None:
         problems.append(
@@ -171,28 +187,53 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
         )
     if problems:
         raise ConfigError(problems)
-    assert target is not None
+    assert target is not None and group is not None
     cal = trn2_calibration()
-    eff = cal.efficiency[group]
-    hw = cal.hardware
-    context = args.input_len + args.output_len // 2
     dep = Deployment(
-        hardware=hw,
+        hardware=cal.hardware,
         tensor_parallel_size=cfg.tensor_parallel_size,
         lnc=cfg.hardware.lnc,
         weight_bytes=BYTES_PER_DTYPE[cfg.dtype],
         draft_weight_bytes=BYTES_PER_DTYPE[cfg.dtype],
         kv_bytes=BYTES_PER_DTYPE[cfg.dtype],
-        context_tokens=context,
+        context_tokens=context_tokens,
     )
     if method == "eagle3" and draft is None:
-        draft_used: ModelShape | None = eagle3_head_for(target)
+        draft = eagle3_head_for(target)
     elif method == "dflash" and draft is None:
-        draft_used = dflash_drafter_for(target)
-    else:
-        draft_used = draft
+        draft = dflash_drafter_for(target)
+    return ProfileModel(cfg, group, target, draft, method, dep, cal.efficiency[group])
+
+
+def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
+    """The JSON document `predict` prints (pure apart from reading the packaged data)."""
+    spec = image_spec(cfg.image)
+    context = args.input_len + args.output_len // 2
+    model = profile_model(cfg, context)
+    method, target, draft_used, eff = model.method, model.target, model.draft, model.efficiency
+    group, hw = model.group, model.deployment.hardware
+    cal = trn2_calibration()
+    problems: list[Problem] = []
+    inputs = Inputs({})
+    ks = _int_list("--k", args.k, 0) if args.k else None
+    batches = _int_list("--batch", args.batch, 1) if args.batch else list(DEFAULT_BATCHES)
+    if ks is None:
+        top = max(spec.max_speculative_tokens, cfg.speculation.num_speculative_tokens)
+        ks = list(range(0, top + 1)) if method != "none" else [0]
+    if method == "none" and any(k > 0 for k in ks):
+        problems.append(
+            Problem(
+                "--k",
+                args.k,
+                f"profile {cfg.name} has no speculation; give --k 0, or a speculative profile",
+            )
+        )
+    alpha, acc_problems = _acceptance(args, cfg, inputs)
+    problems += acc_problems
+    if problems:
+        raise ConfigError(problems)
     try:
-        points = predict_grid(target, method, draft_used, alpha, ks, batches, dep, eff)
+        points = model.grid(alpha, ks, batches)
     except ModelInputError as err:
         raise ConfigError([Problem("--k/--batch", f"{args.k}/{args.batch}", str(err))]) from None
 
