@@ -46,10 +46,14 @@ class SweepPoint:
     def tokens_per_step(self) -> float:
         return 1.0 if self.k == 0 else float(self.mean_accepted_length or 1.0)
 
-    @property
-    def step_s(self) -> float:
-        """Seconds per decode step: c sequences each emit tau tokens per step."""
-        return self.concurrency * self.tokens_per_step / self.output_tokens_per_s
+    def batch(self, max_batch: int) -> int:
+        """Sequences decoded together: the concurrency, capped by the server's max_num_seqs
+        (the rest wait in its queue)."""
+        return min(self.concurrency, max_batch)
+
+    def step_s(self, max_batch: int) -> float:
+        """Seconds per decode step: `batch` sequences each emit tau tokens per step."""
+        return self.batch(max_batch) * self.tokens_per_step / self.output_tokens_per_s
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ class EngineSetup:
     method: str
     weight_bytes: float
     context_tokens: int
+    #: the server's max_num_seqs: concurrency above it queues instead of batching
+    max_batch: int = 1_000_000
 
 
 #: Fitted constants as (name, lower, upper) of the value: effective DRAM bandwidth and compute
@@ -146,7 +152,11 @@ def fit_engine(points: Sequence[SweepPoint], setup: EngineSetup, fit_concurrency
     def loss(theta: Sequence[float]) -> float:
         hw, eff = _constants(theta)
         return sum(
-            (math.log(model_step_s(setup, hw, eff, p.concurrency, p.k)) - math.log(p.step_s)) ** 2
+            (
+                math.log(model_step_s(setup, hw, eff, p.batch(setup.max_batch), p.k))
+                - math.log(p.step_s(setup.max_batch))
+            )
+            ** 2
             for p in rows
         )
 
@@ -175,8 +185,9 @@ def validation_rows(
         b = base.get(p.concurrency)
         if p.k == 0 or b is None or b.output_tokens_per_s <= 0:
             continue
-        t_spec = model_step_s(setup, fit.hardware, fit.efficiency, p.concurrency, p.k)
-        t_base = model_step_s(setup, fit.hardware, fit.efficiency, p.concurrency, 0)
+        batch = p.batch(setup.max_batch)
+        t_spec = model_step_s(setup, fit.hardware, fit.efficiency, batch, p.k)
+        t_base = model_step_s(setup, fit.hardware, fit.efficiency, batch, 0)
         measured = p.output_tokens_per_s / b.output_tokens_per_s
         predicted = p.tokens_per_step * t_base / t_spec
         out.append(

@@ -317,6 +317,7 @@ def engine_setup(args: argparse.Namespace, local: bool) -> EngineSetup | str:
         method=method,
         weight_bytes=BYTES_PER_DTYPE[cfg.dtype],
         context_tokens=args.input_len + args.output_len // 2,
+        max_batch=cfg.max_num_seqs,
     )
 
 

@@ -40,8 +40,13 @@ def synthetic_sweep(levels=(1, 2, 4, 8), ks=(1, 2, 4, 6)) -> list[SweepPoint]:
 
 def test_step_time_is_recovered_from_throughput_and_acceptance():
     p = SweepPoint(concurrency=4, k=3, output_tokens_per_s=200.0, mean_accepted_length=2.5)
-    assert p.step_s == pytest.approx(4 * 2.5 / 200.0)
-    assert SweepPoint(2, 0, 100.0).step_s == pytest.approx(0.02)
+    assert p.step_s(max_batch=8) == pytest.approx(4 * 2.5 / 200.0)
+    assert SweepPoint(2, 0, 100.0).step_s(8) == pytest.approx(0.02)
+
+
+def test_concurrency_above_max_num_seqs_queues_instead_of_batching():
+    p = SweepPoint(concurrency=8, k=0, output_tokens_per_s=100.0)
+    assert p.batch(4) == 4 and p.step_s(4) == pytest.approx(0.04)
 
 
 def test_rows_used_for_the_fit_are_baselines_and_the_fit_concurrency():
