@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="also recommend k per batch for this Trn2 profile, from the acceptance measured here",
     )
     p.add_argument(
+        "--from-json",
+        type=Path,
+        help="re-analyse the measurements of an earlier --out JSON instead of measuring",
+    )
+    p.add_argument(
         "--per-category",
         action="store_true",
         help='measure acceptance per "category" of a JSONL --dataset and recommend k for each',
@@ -293,6 +298,33 @@ async def measure_all(
     return baseline, runs, cats
 
 
+def load_measurements(
+    path: Path, levels: Sequence[int]
+) -> tuple[Levels, dict[int, Levels], dict[str, dict[int, dict[str, Any]]]]:
+    """baseline[c], runs[k][c] and per-category runs from an earlier tune.py --out JSON."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        by_c = data["by_concurrency"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(
+            f"--from-json={path}: not a tune.py result with by_concurrency ({exc})"
+        ) from None
+    missing = [c for c in levels if str(c) not in by_c]
+    if missing:
+        raise UsageError(f"--from-json={path}: no measurements at concurrency {missing}")
+    baseline = {c: by_c[str(c)]["baseline"] for c in levels}
+    runs: dict[int, Levels] = {}
+    for c in levels:
+        for k, r in by_c[str(c)]["runs"].items():
+            runs.setdefault(int(k), {})[c] = r
+    cats = {
+        cat: {int(k): r for k, r in entry["runs"].items()}
+        for cat, entry in (data.get("categories") or {}).items()
+        if isinstance(entry, dict) and entry.get("runs")
+    }
+    return baseline, runs, cats
+
+
 def engine_setup(args: argparse.Namespace, local: bool) -> EngineSetup | str:
     """The served models' shapes and the workload's context, or why they are unknown."""
     from trnspec.config import apply_overrides, load_profile
@@ -474,6 +506,7 @@ def category_analysis(
             },
             "alpha": model.alpha,
             "conditional": list(model.conditional),
+            "runs": {str(k): r for k, r in sorted(by_k.items())},
         }
         if recommend_for is not None:
             entry["recommendation_by_batch"] = recommend_for(list(model.conditional), model.alpha)
@@ -587,9 +620,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             else None
         )
         load = os.getloadavg()
-        baseline_by_c, runs_by_c, cats = asyncio.run(
-            measure_all(args, specs, levels, categories, fit_c)
-        )
+        if args.from_json:
+            baseline_by_c, runs_by_c, cats = load_measurements(args.from_json, levels)
+        else:
+            baseline_by_c, runs_by_c, cats = asyncio.run(
+                measure_all(args, specs, levels, categories, fit_c)
+            )
         baseline = baseline_by_c[fit_c]
         runs = {k: by_c[fit_c] for k, by_c in runs_by_c.items()}
         analysis = analyse(baseline, runs, args.k_max)

@@ -100,6 +100,9 @@ class Efficiency:
     #: Fixed cost of each sequential draft pass, seconds (0 where the draft is fused into the
     #: target's graph; the local CPU engine launches each draft pass from Python).
     draft_pass_overhead_s: float = 0.0
+    #: Fixed cost of a step with speculation on, whatever k (rejection sampling, draft
+    #: bookkeeping), seconds. Published Trn2 baselines (k = 0) cannot pin it: 0 there.
+    spec_overhead_s: float = 0.0
     #: Cost of each position a pass computes logits for (LM head output handling, sampling,
     #: rejection), seconds; what grows with tokens below the compute roofline.
     token_overhead_s: float = 0.0
@@ -113,6 +116,7 @@ class Efficiency:
             "step_overhead_s",
             "collective_latency_s",
             "draft_pass_overhead_s",
+            "spec_overhead_s",
             "token_overhead_s",
         ):
             if getattr(self, name) < 0:
@@ -290,8 +294,10 @@ def step_cost(
         raise ModelInputError(f"k={k}: the window must be >= 0")
     per_seq = verify_tokens if verify_tokens is not None else k + 1
     t = pass_cost(target, batch * per_seq, batch, dep, eff, dep.weight_bytes)
-    d = draft_cost_s(method, draft, target, k, batch, dep, eff) if method != "none" else 0.0
-    return StepCost(eff.step_overhead_s, t, d)
+    speculating = method != "none" and k > 0
+    d = draft_cost_s(method, draft, target, k, batch, dep, eff) if speculating else 0.0
+    overhead = eff.step_overhead_s + (eff.spec_overhead_s if speculating else 0.0)
+    return StepCost(overhead, t, d)
 
 
 def tokens_per_step(alpha: float, k: int) -> float:

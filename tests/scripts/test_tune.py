@@ -283,3 +283,25 @@ def test_two_concurrency_levels_against_fake_servers_write_the_validation_rows(t
     assert result["trn2"]["profile"] == "qwen3-32b-draft"
     assert (tmp_path / "tune_concurrency.png").read_bytes()[:4] == b"\x89PNG"
     assert "Speedup across concurrency" in out.with_suffix(".md").read_text()
+
+
+def test_an_earlier_result_can_be_reanalysed_without_measuring(tmp_path):
+    from scripts.tune import load_measurements
+
+    result = {
+        "by_concurrency": {
+            "1": {"baseline": _level_stats(100.0), "runs": {"2": _level_stats(150.0, 2.5)}},
+            "2": {"baseline": _level_stats(180.0), "runs": {"2": _level_stats(250.0, 2.5)}},
+        },
+        "categories": {"code": {"alpha": 0.9, "runs": {"2": _level_stats(1.0, 2.7)}}},
+    }
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(result))
+    baseline, runs, cats = load_measurements(path, [1, 2])
+    assert baseline[2]["output_tokens_per_s"] == 180.0
+    assert runs[2][1]["output_tokens_per_s"] == 150.0
+    assert cats["code"][2]["mean_accepted_length"] == 2.7
+    from scripts.bench import UsageError
+
+    with pytest.raises(UsageError, match="concurrency \\[4\\]"):
+        load_measurements(path, [1, 4])

@@ -192,3 +192,12 @@ def test_replicas_fill_the_instance_side_by_side(cores, tp, expected):
 def test_bad_efficiency_names_the_field():
     with pytest.raises(ModelInputError, match=r"efficiency\.compute=1\.5"):
         Efficiency(memory=0.5, compute=1.5, step_overhead_s=0.0, collective_latency_s=0.0)
+
+
+def test_the_speculation_overhead_is_paid_only_when_speculating():
+    eff = Efficiency(0.5, 0.5, 0.004, 0.0, spec_overhead_s=0.003)
+    plain = step_cost(QWEN32, "none", None, 0, 1, dep(), eff)
+    k0 = step_cost(QWEN32, "draft_model", QWEN17, 0, 1, dep(), eff)
+    k3 = step_cost(QWEN32, "draft_model", QWEN17, 3, 1, dep(), eff)
+    assert plain.overhead_s == k0.overhead_s == pytest.approx(0.004)
+    assert k3.overhead_s == pytest.approx(0.007)
