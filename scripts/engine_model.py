@@ -8,8 +8,8 @@ ONE concurrency, and the speculative runs at the other concurrencies are then pr
 own measured acceptance, as the Trn2 calibration predicts published speculative results.
 
 The fitted constants are the engine's effective bandwidth and compute rate (the "hardware" of a
-CPU running vLLM), its fixed cost per step, per step with speculation on, per sequential draft
-pass and per position with logits. Pure: no I/O.
+CPU running vLLM), its fixed cost per step, per step with speculation on, per sequence per
+step, per sequential draft pass and per position with logits. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ PARAMETERS = (
     ("step_overhead_s", 1e-6, 1.0),
     ("draft_pass_overhead_s", 1e-7, 1.0),
     ("spec_overhead_s", 1e-7, 1.0),
+    ("sequence_overhead_s", 1e-8, 0.1),
     ("token_overhead_s", 1e-8, 0.1),
 )
 
@@ -95,6 +96,7 @@ class EngineFit:
             "step_overhead_s": self.efficiency.step_overhead_s,
             "draft_pass_overhead_s": self.efficiency.draft_pass_overhead_s,
             "spec_overhead_s": self.efficiency.spec_overhead_s,
+            "sequence_overhead_s": self.efficiency.sequence_overhead_s,
             "token_overhead_s": self.efficiency.token_overhead_s,
         }
 
@@ -119,6 +121,7 @@ def _constants(theta: Sequence[float]) -> tuple[Hardware, Efficiency]:
         collective_latency_s=0.0,
         draft_pass_overhead_s=v["draft_pass_overhead_s"],
         spec_overhead_s=v["spec_overhead_s"],
+        sequence_overhead_s=v["sequence_overhead_s"],
         token_overhead_s=v["token_overhead_s"],
     )
     return hw, eff
@@ -167,7 +170,7 @@ def fit_engine(points: Sequence[SweepPoint], setup: EngineSetup, fit_concurrency
     for flops in (1e9, 1e11):
         for overhead in (1e-3, 2e-2):
             start = [math.log(1e10), math.log(flops), math.log(overhead), math.log(1e-3)]
-            start += [math.log(1e-3), math.log(1e-5)]
+            start += [math.log(1e-3), math.log(1e-4), math.log(1e-5)]
             theta, value = nelder_mead(loss, start, iterations=800)
             theta, value = nelder_mead(loss, theta, step=0.2, iterations=400)
             if best is None or value < best[1]:

@@ -15,8 +15,10 @@ target, after the draft proposed `k` tokens per sequence. The step's time is
   latency per ring hop (log2 TP, the depth of a tree/recursive-halving reduction) plus the bytes
   of `tokens x hidden` over the link bandwidth (ring cost 2 (TP - 1) / TP).
 * overhead: a fixed per-step cost (host scheduling, graph launch) that dominates small models
-  (measured Trn2 decode reaches only about 11-46 % of the HBM roofline without it), plus a cost
-  per position that gets logits (logit handling, sampling, rejection), which is what grows with
+  (measured Trn2 decode reaches only about 11-46 % of the HBM roofline without it), a host cost
+  per sequence per step (output processing, detokenization, streaming: paid once per step
+  however many tokens the step emits, so speculation amortises it), plus a cost per position
+  that gets logits (logit handling, sampling, rejection), which is what grows with
   tokens while the matmuls are still hidden under the weight reads.
 
 The draft's cost depends on its method (the `method` string of the serving config):
@@ -103,6 +105,9 @@ class Efficiency:
     #: Fixed cost of a step with speculation on, whatever k (rejection sampling, draft
     #: bookkeeping), seconds. Published Trn2 baselines (k = 0) cannot pin it: 0 there.
     spec_overhead_s: float = 0.0
+    #: Host cost of each sequence in a step (output processing, detokenization, streaming),
+    #: seconds; paid once per sequence per step however many tokens the step emits for it.
+    sequence_overhead_s: float = 0.0
     #: Cost of each position a pass computes logits for (LM head output handling, sampling,
     #: rejection), seconds; what grows with tokens below the compute roofline.
     token_overhead_s: float = 0.0
@@ -117,6 +122,7 @@ class Efficiency:
             "collective_latency_s",
             "draft_pass_overhead_s",
             "spec_overhead_s",
+            "sequence_overhead_s",
             "token_overhead_s",
         ):
             if getattr(self, name) < 0:
@@ -296,7 +302,11 @@ def step_cost(
     t = pass_cost(target, batch * per_seq, batch, dep, eff, dep.weight_bytes)
     speculating = method != "none" and k > 0
     d = draft_cost_s(method, draft, target, k, batch, dep, eff) if speculating else 0.0
-    overhead = eff.step_overhead_s + (eff.spec_overhead_s if speculating else 0.0)
+    overhead = (
+        eff.step_overhead_s
+        + batch * eff.sequence_overhead_s
+        + (eff.spec_overhead_s if speculating else 0.0)
+    )
     return StepCost(overhead, t, d)
 
 
