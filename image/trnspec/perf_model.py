@@ -82,8 +82,11 @@ TRN2 = Hardware(
     peak_flops=667e12,
     link_bytes_per_s=1.024e12,
     cores_per_chip=8,
-    source="aws-neuron-sdk trainium2.rst / trn2-arch.rst (per chip: 2.9 TB/s HBM, 667 BF16"
-    " TFLOPS dense, 8 NeuronCore-v3, 1,024 GB/s NeuronLink within the instance)",
+    source="per chip: 667 dense BF16 TFLOPS, 8 NeuronCore-v3"
+    " (awsdocs-neuron.readthedocs-hosted.com/en/v2.29.0/_sources/about-neuron/arch/"
+    "neuron-hardware/trainium2.rst); 96 GiB HBM at 2.9 TB/s"
+    " (awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/arch/trainium2_arch.html);"
+    " 1,024 GB/s NeuronLink within the instance (aws-neuron-sdk trn2-arch.rst)",
 )
 
 
