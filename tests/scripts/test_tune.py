@@ -309,3 +309,40 @@ def test_an_earlier_result_can_be_reanalysed_without_measuring(tmp_path):
 
     with pytest.raises(UsageError, match="concurrency \\[4\\]"):
         load_measurements(path, [1, 4])
+
+
+def test_per_category_sweep_against_fake_servers_reports_acceptance_per_category(tmp_path):
+    data = tmp_path / "prompts.jsonl"
+    rows = [{"prompt": f"write {i}", "category": "writing"} for i in range(3)]
+    rows += [{"prompt": f"code {i}", "category": "coding"} for i in range(3)]
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "tune.json"
+    with (
+        running("--ttft-ms", "5", "--itl-ms", "10", "--tokens-per-step", "1", "--k", "1") as base,
+        running("--ttft-ms", "5", "--itl-ms", "14", "--k", "2", "--tokens-per-step", "3,2,1") as k2,
+    ):
+        code = main(
+            [
+                "--baseline",
+                base,
+                "--endpoint-for-k",
+                f"2={k2}",
+                "--dataset",
+                str(data),
+                "--per-category",
+                "--num-prompts",
+                "4",
+                "--output-len",
+                "12",
+                "--out",
+                str(out),
+                "--no-plots",
+            ]
+        )
+    assert code == 0
+    cats = json.loads(out.read_text())["categories"]
+    assert set(cats) == {"writing", "coding"}
+    for entry in cats.values():
+        # the fake server accepts 3, 2, 1 tokens per step in turn: mean 2
+        assert entry["acceptance"]["2"]["mean_accepted_length"] == pytest.approx(2.0, abs=0.35)
+        assert 0.0 < entry["alpha"] < 1.0
