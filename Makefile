@@ -49,9 +49,12 @@ bench: setup
 	$(BIN)/python scripts/bench.py --local --compare local --dataset tiny-corpus \
 		--concurrency 1,2,4 --num-prompts 24 --output-len 64 --out reports/bench.json
 
+# The k x concurrency sweep: the step-time model is fitted at concurrency 2 and checked at 1, 4, 8
+# (reports/tune.md, reports/tune_concurrency.png); max_num_seqs=8 so concurrency 8 is batch 8.
 tune: setup
-	$(BIN)/python scripts/tune.py --k 1,2,4,6 --dataset tiny-corpus --concurrency 2 \
-		--num-prompts 24 --output-len 64 --out reports/tune.json
+	$(BIN)/python scripts/tune.py --k 1,2,4,6 --dataset tiny-corpus --concurrency 1,2,4,8 \
+		--fit-concurrency 2 --set max_num_seqs=8 --num-prompts 24 --output-len 64 \
+		--out reports/tune.json
 
 lint: setup
 	$(BIN)/ruff check .

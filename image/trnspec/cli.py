@@ -1,4 +1,4 @@
-"""`python -m trnspec <subcommand>`: profiles | plan | check | render (+ stage | serve).
+"""`python -m trnspec <subcommand>`: profiles | plan | check | render (+ stage | serve | predict).
 
 Exit codes: 0 ok; 1 the command ran and failed (a transfer, a file that cannot be written, the
 server's own exit status for `serve`); 2 bad input, every problem listed one a line (at most
@@ -32,7 +32,7 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 #: Modules that contribute subcommands; each exposes register(subparsers).
-EXTENSION_MODULES = ("trnspec.stage_cli", "trnspec.serve")
+EXTENSION_MODULES = ("trnspec.stage_cli", "trnspec.serve", "trnspec.predict")
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
