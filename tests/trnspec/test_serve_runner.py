@@ -8,6 +8,7 @@ import dataclasses
 import json
 import logging
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from serve_fakes import s3_qwen
 from trnspec.config import ConfigError, ServingConfig, apply_overrides, load_profile
 from trnspec.render import RenderedCommand
 from trnspec.serve.plan import plan_serve
-from trnspec.serve.runner import ServeOptions, execute
+from trnspec.serve.runner import ServeOptions, SuperviseVllm, execute
 from trnspec.staging import S3Location, TransferSettings, fetch_manifest, upload
 
 QWEN3_32B = {
@@ -273,3 +274,28 @@ def test_the_precompile_job_waits_for_credentials_too(s3: Any, tmp_path: Path) -
     slept: list[float] = []
     code = execute(cfg, plan_for(cfg, opts), opts, fake, s3, stop=lambda: None, sleep=slept.append)
     assert code == 0 and slept == [2.0] and len(fake.calls) == 1
+
+
+# --- the pod's supervise function -------------------------------------------------------------
+
+KEY = "k" * 48
+
+
+def test_the_pods_supervise_gives_the_key_to_vllms_environment_only(tmp_path: Path) -> None:
+    """The child sees the command's env plus VLLM_API_KEY; its exit code comes back; the key
+    is in no argv and not in the supervise object's repr (which a traceback could print)."""
+    check_env = (
+        "import os, sys; "
+        f"sys.exit(0 if os.environ.get('VLLM_API_KEY') == {KEY!r} "
+        "and os.environ.get('FROM_COMMAND') == '1' else 5)"
+    )
+    command = RenderedCommand(
+        image="test", argv=[sys.executable, "-c", check_env], env={"FROM_COMMAND": "1"}
+    )
+    opts = dataclasses.replace(
+        ServeOptions(progress=False), ready_file=str(tmp_path / "ready"), poll_interval=0.05
+    )
+    supervise = SuperviseVllm(load_profile("local-tiny"), opts, KEY)
+    assert supervise(command, None) == 0
+    assert KEY not in repr(supervise)
+    assert SuperviseVllm(load_profile("local-tiny"), opts, None)(command, None) == 5
