@@ -13,7 +13,7 @@ from pathlib import Path
 from trnspec.config import ServingConfig
 from trnspec.pod_contract import METRICS_PATH, MODELS_PATH
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("trnspec.serve")
 
 #: vLLM gauges of requests it holds; both exist in the V0 (Neuron fork) and V1 engines.
 _IN_FLIGHT_GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting")

@@ -13,7 +13,7 @@ from types import FrameType
 
 from trnspec.serve.probes import ReadyFile
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("trnspec.serve")
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
