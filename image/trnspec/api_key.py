@@ -19,8 +19,9 @@ from typing import Any
 
 from trnspec.config import ConfigError, Problem
 
-#: Env var with the ARN (or name) of the Secrets Manager secret holding the key.
-ENV_API_KEY_SECRET = "TRNSPEC_API_KEY_SECRET_ARN"
+#: Env var with the ARN (or name) of the Secrets Manager secret holding the key (the pod sets it).
+from trnspec.pod_contract import ENV_API_KEY_SECRET
+
 #: What vLLM reads when --api-key is absent (vllm.envs.VLLM_API_KEY).
 VLLM_API_KEY_ENV = "VLLM_API_KEY"
 #: Shorter keys are refused: the stack generates 48 characters.

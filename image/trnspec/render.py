@@ -18,12 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from trnspec.config import ModelRef, ServingConfig
 from trnspec.images import ImageGeneration, image_spec
 from trnspec.model_shapes import is_local
-from trnspec.sizing import CPU_KVCACHE_GIB
 
-#: Where the serve entrypoint stages S3 models in the pod (one directory per bucket/prefix).
-MODELS_ROOT = "/var/lib/trnspec/models"
-#: Where compiled Neuron artifacts live in the pod (synced with the S3 compile cache).
-COMPILED_ROOT = "/var/lib/trnspec/compiled"
+# Where the serve entrypoint stages S3 models in the pod (one directory per bucket/prefix), and
+# where compiled Neuron artifacts live (synced with the S3 compile cache): the pod contract's.
+from trnspec.pod_contract import COMPILED_ROOT, MODELS_ROOT
+from trnspec.sizing import CPU_KVCACHE_GIB
 
 
 class RenderedCommand(BaseModel):

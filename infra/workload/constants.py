@@ -7,6 +7,10 @@ carries) fails silently on a real cluster: pods stay Pending with no error in Cl
 
 from __future__ import annotations
 
+# The pod contract (data dir, image user, vLLM's health and metrics paths) is the engine's, in an
+# import-free module: re-exported here so the manifest builders keep importing one module.
+from trnspec.pod_contract import DATA_DIR, HEALTH_PATH, IMAGE_UID, METRICS_PATH  # noqa: F401
+
 # The node contract (taint, device resource, scheduler name, node labels) is the platform's:
 # re-exported here so the manifest builders keep importing one module.
 from infra.addons.node_contract import (  # noqa: F401
@@ -32,15 +36,8 @@ COMPILE_CACHE_PREFIX = "compile-cache/"
 #: Where the pod finds its serving config (the ConfigMap is mounted there).
 CONFIG_DIR = "/etc/trnspec"
 CONFIG_FILE = "serving.yaml"
-#: Scratch space for staged weights and compiled artifacts (NVMe emptyDir or EBS ephemeral volume);
-#: the engine stages under DATA_DIR/models and DATA_DIR/compiled (trnspec.render's defaults).
-DATA_DIR = "/var/lib/trnspec"
-#: The non-root user image/Dockerfile creates (`ARG TRNSPEC_UID`); a test keeps them equal.
-IMAGE_UID = 10001
-
-#: vLLM's OpenAI server: liveness/health and Prometheus endpoints.
-HEALTH_PATH = "/health"
-METRICS_PATH = "/metrics"
+# DATA_DIR (trnspec.pod_contract): scratch space for staged weights and compiled artifacts (NVMe
+# emptyDir or EBS ephemeral volume); the engine stages under DATA_DIR/models and DATA_DIR/compiled.
 
 #: Seconds a terminating pod keeps serving before SIGTERM, so the Service/NLB stops routing new
 #: requests to it first (endpoint and target deregistration are asynchronous).

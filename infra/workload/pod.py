@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from trnspec.api_key import ENV_API_KEY_SECRET
-from trnspec.serve import (
-    DEFAULT_READY_FILE,
+from trnspec.pod_contract import (
+    ENTRYPOINT,
+    ENV_API_KEY_SECRET,
     ENV_COMPILE_CACHE,
     ENV_DATA_DIR,
     ENV_DRAIN_SECONDS,
     ENV_READY_FILE,
+    READY_FILE,
 )
 
 from infra.serving_settings import ServingSettings
@@ -42,8 +43,6 @@ Manifest = dict[str, Any]
 
 SERVE_COMPONENT = "server"
 PRECOMPILE_COMPONENT = "precompile"
-#: The engine's entrypoint (engine-io): validates, stages from S3, execs vLLM.
-ENTRYPOINT = ["python", "-m", "trnspec"]
 
 
 def labels(spec: WorkloadSpec, component: str) -> dict[str, str]:
@@ -76,11 +75,12 @@ def service_account_name(spec: WorkloadSpec, component: str) -> str:
 
 def _env(spec: WorkloadSpec, settings: ServingSettings) -> list[dict[str, Any]]:
     """Where the engine (trnspec.serve) stages models, finds the shared compile cache, and how
-    long it drains: the names are the engine's own constants, so the two cannot drift apart."""
+    long it drains: the names are the pod contract's (trnspec.pod_contract), which the engine
+    reads too, so the two cannot drift apart."""
     env = [
         {"name": ENV_DATA_DIR, "value": DATA_DIR},
         {"name": ENV_COMPILE_CACHE, "value": f"s3://{spec.bucket_name}/{COMPILE_CACHE_PREFIX}"},
-        {"name": ENV_READY_FILE, "value": DEFAULT_READY_FILE},
+        {"name": ENV_READY_FILE, "value": READY_FILE},
         # The preStop sleep has already passed when SIGTERM arrives; the engine then waits for
         # in-flight requests at most this long (the grace period covers both, plus a margin).
         {"name": ENV_DRAIN_SECONDS, "value": str(settings.max_request_seconds)},
@@ -151,6 +151,7 @@ def container(
         "name": name,
         "image": spec.image_uri,
         "imagePullPolicy": "IfNotPresent",
+        # The engine's entrypoint: validates, stages from S3, execs vLLM.
         "command": list(ENTRYPOINT),
         "args": args,
         "env": _env(spec, settings),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from trnspec.pod_contract import SERVE_COMMAND
+
 from infra.serving_settings import ServingSettings
 from infra.workload.pod import (
     PRECOMPILE_COMPONENT,
@@ -17,7 +19,7 @@ from infra.workload.spec import WorkloadSpec
 
 #: Arguments of the engine's compile-only mode (engine-io: stage, compile, upload the
 #: artifacts under the cache key, exit 0).
-PRECOMPILE_ARGS = ["serve", "--config", "{config}", "--compile-only"]
+PRECOMPILE_ARGS = [SERVE_COMMAND, "--config", "{config}", "--compile-only"]
 
 
 def precompile_job_name(spec: WorkloadSpec) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from trnspec.serve import DEFAULT_READY_FILE
+from trnspec.pod_contract import READY_FILE, SERVE_COMMAND
 
 from infra.serving_settings import ServingSettings
 from infra.workload.constants import DRAIN_SECONDS, HEALTH_PATH, METRICS_PATH
@@ -38,15 +38,15 @@ def termination_grace_seconds(settings: ServingSettings) -> int:
 def probes(settings: ServingSettings) -> dict[str, Any]:
     """Probes sized for a load that takes tens of minutes.
 
-    Readiness is the engine's ready file (trnspec.serve): it exists only while the model answers
-    GET /v1/models and disappears as soon as SIGTERM arrives, so a draining pod leaves the
-    Service at once. The startup probe watches the same file for the whole staging and load
-    budget (max_startup_minutes); liveness (vLLM's /health) only starts after it has passed, so
-    a slow load is never killed as "dead".
+    Readiness is the engine's ready file (trnspec.pod_contract.READY_FILE): it exists only while
+    the model answers GET /v1/models and disappears as soon as SIGTERM arrives, so a draining pod
+    leaves the Service at once. The startup probe watches the same file for the whole staging
+    and load budget (max_startup_minutes); liveness (vLLM's /health) only starts after it has
+    passed, so a slow load is never killed as "dead".
     """
 
     def ready() -> dict[str, Any]:
-        return {"exec": {"command": ["test", "-f", DEFAULT_READY_FILE]}}
+        return {"exec": {"command": ["test", "-f", READY_FILE]}}
 
     return {
         "startupProbe": {
@@ -73,7 +73,7 @@ def probes(settings: ServingSettings) -> dict[str, Any]:
 
 
 def deployment(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
-    main = container(spec, settings, args=["serve", "--config", config_path()], name="vllm")
+    main = container(spec, settings, args=[SERVE_COMMAND, "--config", config_path()], name="vllm")
     main["env"].extend(api_key_env(spec))
     main["ports"] = [{"name": "http", "containerPort": spec.port, "protocol": "TCP"}]
     main.update(probes(settings))

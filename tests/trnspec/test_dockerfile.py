@@ -1,12 +1,14 @@
 """What can be checked of the serving image without a Docker engine: the base is the pinned
-image of trnspec.images, the entrypoint is the serve command, the user is not root, the build
-context carries what the Dockerfile copies, and the package builds and installs from its wheel."""
+image of trnspec.images, the entrypoint is the serve command, the user, data directory, ready
+file and port are the pod contract's (trnspec.pod_contract), the build context carries what the
+Dockerfile copies, and the package builds and installs from its wheel."""
 
 from __future__ import annotations
 
 import fnmatch
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from trnspec import pod_contract
 from trnspec.config import list_profiles, load_profile
 from trnspec.images import IMAGES, ImageGeneration
 
@@ -47,6 +50,29 @@ def last(keyword: str) -> str:
     return [args for k, args in instructions() if k == keyword][-1]
 
 
+def build_args() -> dict[str, str]:
+    return dict(a.partition("=")[::2] for k, a in instructions() if k == "ARG")
+
+
+def env() -> dict[str, str]:
+    """The image's ENV assignments (KEY=value form)."""
+    return {
+        key: value
+        for k, a in instructions()
+        if k == "ENV"
+        for key, _, value in (item.partition("=") for item in shlex.split(a))
+    }
+
+
+def run_commands() -> list[list[str]]:
+    """Each `&&`-joined command of every RUN, as argv (parentheses and `||` groups dropped)."""
+    out: list[list[str]] = []
+    for k, a in instructions():
+        if k == "RUN":
+            out += [shlex.split(c.strip(" ()")) for c in a.split("&&")]
+    return out
+
+
 def pinned(generation: ImageGeneration) -> str:
     spec = IMAGES[generation]
     return f"{spec.uri}@{spec.digest}" if spec.digest else spec.uri
@@ -77,14 +103,39 @@ def test_every_trn2_base_is_pinned_by_tag(generation: ImageGeneration) -> None:
 
 def test_entrypoint_is_the_serve_command_in_exec_form() -> None:
     assert json.loads(last("ENTRYPOINT")) == ["python", "-m", "trnspec", "serve"]
+    assert json.loads(last("ENTRYPOINT")) == [
+        *pod_contract.ENTRYPOINT,
+        pod_contract.SERVE_COMMAND,
+    ]
 
 
 def test_runtime_user_is_not_root() -> None:
     user = last("USER")
-    uid = dict(a.partition("=")[::2] for k, a in instructions() if k == "ARG").get(
-        user.strip("${}")
-    )
+    uid = build_args().get(user.strip("${}"))
     assert (uid or user) not in {"0", "root", ""}
+
+
+def test_runtime_user_is_the_contracts_uid() -> None:
+    assert last("USER") == "${TRNSPEC_UID}"
+    assert build_args()["TRNSPEC_UID"] == str(pod_contract.IMAGE_UID)
+
+
+def test_image_environment_is_the_contracts() -> None:
+    image_env = env()
+    assert image_env[pod_contract.ENV_DATA_DIR] == pod_contract.DATA_DIR
+    assert image_env[pod_contract.ENV_READY_FILE] == pod_contract.READY_FILE
+
+
+def test_image_creates_the_contracts_data_dirs_for_its_user() -> None:
+    commands = run_commands()
+    made = {path for argv in commands if argv[:2] == ["mkdir", "-p"] for path in argv[2:]}
+    assert {pod_contract.MODELS_ROOT, pod_contract.COMPILED_ROOT} <= made
+    assert ["chown", "-R", "${TRNSPEC_UID}", pod_contract.DATA_DIR] in commands
+    assert last("WORKDIR") == pod_contract.DATA_DIR
+
+
+def test_image_exposes_the_contracts_server_port() -> None:
+    assert last("EXPOSE").split() == [str(pod_contract.SERVER_PORT)]
 
 
 def test_build_context_carries_everything_the_dockerfile_copies() -> None:
@@ -110,8 +161,10 @@ def test_build_context_carries_everything_the_dockerfile_copies() -> None:
     for src in sources:
         assert (IMAGE_DIR / src).exists(), src
         assert included(src), f"{src} is excluded by .dockerignore"
-    assert included("trnspec/serve.py") and included("trnspec/profiles/local-tiny.yaml")
-    assert not included("trnspec/__pycache__/serve.cpython-311.pyc")
+    assert included("trnspec/serve/runner.py") and included("trnspec/pod_contract.py")
+    assert included("trnspec/profiles/local-tiny.yaml")
+    assert not included("trnspec/__pycache__/cli.cpython-311.pyc")
+    assert not included("trnspec/serve/__pycache__/runner.cpython-311.pyc")
     assert not included("trnspec.egg-info/PKG-INFO")
 
 
@@ -145,7 +198,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_contains_the_package_and_every_profile(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    for module in ("__init__", "__main__", "cli", "serve", "stage_cli", "staging", "manifest"):
+    modules = ("__init__", "__main__", "cli", "pod_contract", "stage_cli", "staging", "manifest")
+    serve = ("__init__", "plan", "probes", "supervisor", "runner", "cli")
+    for module in (*modules, *(f"serve/{m}" for m in serve)):
         assert f"trnspec/{module}.py" in names
     for profile in list_profiles():
         assert f"trnspec/profiles/{profile}.yaml" in names

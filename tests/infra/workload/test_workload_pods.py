@@ -11,7 +11,8 @@ import pytest
 import yaml
 from trnspec.cli import build_parser
 from trnspec.config import load_config
-from trnspec.serve import DEFAULT_READY_FILE, resolve_options
+from trnspec.pod_contract import READY_FILE
+from trnspec.serve import resolve_options
 from workload_cases import build, by_kind
 
 from infra.workload.constants import (
@@ -92,7 +93,7 @@ def test_startup_probe_covers_the_whole_load_budget() -> None:
         < startup["periodSeconds"] * startup["failureThreshold"]
     )
     # Readiness and startup watch the engine's ready file (present only while the model answers).
-    ready = ["test", "-f", DEFAULT_READY_FILE]
+    ready = ["test", "-f", READY_FILE]
     assert c["readinessProbe"]["exec"]["command"] == ready
     assert startup["exec"]["command"] == ready
     assert live["httpGet"]["path"] == "/health"
@@ -194,7 +195,7 @@ def test_engine_reads_the_pods_args_and_env_as_its_staging_dirs_cache_and_drain(
     assert options.models_root.startswith(DATA_DIR)
     assert options.compiled_root.startswith(DATA_DIR)
     assert options.compile_cache == f"s3://{spec.bucket_name}/{COMPILE_CACHE_PREFIX}"
-    assert options.ready_file == DEFAULT_READY_FILE
+    assert options.ready_file == READY_FILE
     assert options.drain_timeout == 900
     assert options.compile_only is (kind == "Job")
     mounts = {m["mountPath"] for m in c["volumeMounts"]}

@@ -1,0 +1,136 @@
+"""`python -m trnspec serve`: the pod's entrypoint around vLLM.
+
+The `serve` subcommand: its flags, the options they resolve to (flags first, then the pod's
+environment, then the pod contract's defaults), and the call into the runner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Mapping
+
+from trnspec.api_key import load_api_key
+from trnspec.config import ConfigError, Problem
+from trnspec.pod_contract import (
+    COMPILED_ROOT,
+    COMPILED_SUBDIR,
+    DEFAULT_DRAIN_SECONDS,
+    ENV_COMPILE_CACHE,
+    ENV_DATA_DIR,
+    ENV_DRAIN_SECONDS,
+    ENV_READY_FILE,
+    MODELS_ROOT,
+    MODELS_SUBDIR,
+    READY_FILE,
+)
+from trnspec.serve.plan import plan_serve
+from trnspec.serve.runner import ServeOptions, SuperviseVllm, execute
+
+
+def resolve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeOptions:
+    """Flags first, then the pod's environment, then the defaults (pure: environ is passed in)."""
+    data_dir = environ.get(ENV_DATA_DIR)
+    return ServeOptions(
+        models_root=args.models_root
+        or (f"{data_dir}/{MODELS_SUBDIR}" if data_dir else MODELS_ROOT),
+        compiled_root=args.compiled_root
+        or (f"{data_dir}/{COMPILED_SUBDIR}" if data_dir else COMPILED_ROOT),
+        compile_cache=args.compile_cache or environ.get(ENV_COMPILE_CACHE) or None,
+        ready_file=args.ready_file or environ.get(ENV_READY_FILE) or READY_FILE,
+        poll_interval=args.poll_interval,
+        progress=not args.no_progress,
+        compile_only=args.compile_only,
+        drain_timeout=args.drain_timeout
+        if args.drain_timeout is not None
+        else _seconds(environ, ENV_DRAIN_SECONDS, DEFAULT_DRAIN_SECONDS),
+    )
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ConfigError([Problem(name, raw, "must be a number of seconds >= 0")])
+    return value
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from trnspec.checks import validate
+    from trnspec.cli import config_from_args
+
+    cfg = validate(config_from_args(args))
+    options = resolve_options(args, os.environ)
+    try:
+        plan = plan_serve(
+            cfg,
+            models_root=options.models_root,
+            compiled_root=options.compiled_root,
+            compile_cache=options.compile_cache,
+        )
+    except ValueError as err:  # a malformed compile-cache URI
+        raise ConfigError([Problem("--compile-cache", options.compile_cache, str(err))]) from None
+    if args.dry_run:
+        print(plan.to_json())
+        return 0
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per readiness probe is noise
+    api_key = load_api_key(os.environ)  # before staging: a missing key fails in seconds
+    return execute(cfg, plan, options, SuperviseVllm(cfg, options, api_key))
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `serve` to the trnspec CLI (called by trnspec.cli.build_parser)."""
+    from trnspec.cli import add_config_arguments
+
+    p = subparsers.add_parser(
+        "serve",
+        help="validate, stage from S3, run vLLM with signal forwarding and a readiness file",
+        description=(__doc__ or "").split("\n\n")[0],
+    )
+    add_config_arguments(p)
+    p.add_argument(
+        "--models-root",
+        help=f"where S3 models are staged (default ${ENV_DATA_DIR}/{MODELS_SUBDIR}, "
+        f"else {MODELS_ROOT})",
+    )
+    p.add_argument(
+        "--compiled-root",
+        help=f"compiled-artifact root, one subdirectory per cache key "
+        f"(default ${ENV_DATA_DIR}/{COMPILED_SUBDIR}, else {COMPILED_ROOT})",
+    )
+    p.add_argument(
+        "--compile-cache",
+        metavar="S3_URI",
+        help=f"S3 prefix of the shared compile cache (default ${ENV_COMPILE_CACHE}; else none)",
+    )
+    p.add_argument(
+        "--ready-file",
+        help=f"exists only while the model answers (default ${ENV_READY_FILE}, else {READY_FILE})",
+    )
+    p.add_argument(
+        "--poll-interval", type=float, default=5.0, help="seconds between readiness probes"
+    )
+    p.add_argument(
+        "--drain-timeout",
+        type=float,
+        help=f"seconds to let in-flight requests finish after SIGTERM before vLLM is stopped "
+        f"(default ${ENV_DRAIN_SECONDS}, else {DEFAULT_DRAIN_SECONDS:.0f}; keep it below the "
+        f"pod's grace period)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--compile-only",
+        action="store_true",
+        help="stage, compile, publish to the compile cache, stop (exit 0 if already cached)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the plan (staging, cache, command) as JSON"
+    )
+    p.set_defaults(func=_cmd_serve)

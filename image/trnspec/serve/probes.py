@@ -1,0 +1,120 @@
+"""Readiness: what the supervisor asks vLLM (is the model answering, are requests in flight) and
+the file the Kubernetes probes read (trnspec.pod_contract.READY_FILE)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trnspec.config import ServingConfig
+from trnspec.pod_contract import METRICS_PATH, MODELS_PATH
+
+log = logging.getLogger("trnspec.serve")
+
+#: vLLM gauges of requests it holds; both exist in the V0 (Neuron fork) and V1 engines.
+_IN_FLIGHT_GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+
+
+def probe_url(cfg: ServingConfig) -> str:
+    """Where the supervisor asks the model: loopback when vLLM binds every interface."""
+    host = cfg.server.host
+    if host in {"0.0.0.0", "::", ""}:
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{cfg.server.port}"
+
+
+@dataclass(frozen=True)
+class ModelProbe:
+    """Called: True when GET /v1/models answers 200 and lists the served model (`headers`: the
+    API key's, since vLLM guards /v1 when it has one)."""
+
+    base_url: str
+    model: str
+    timeout: float = 2.0
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __call__(self) -> bool:
+        import httpx
+
+        try:
+            response = httpx.get(
+                f"{self.base_url}{MODELS_PATH}", timeout=self.timeout, headers=dict(self.headers)
+            )
+            if response.status_code != 200:
+                return False
+            return any(m.get("id") == self.model for m in response.json().get("data", []))
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return False
+
+
+def http_probe(
+    base_url: str, model: str, timeout: float = 2.0, headers: Mapping[str, str] | None = None
+) -> ModelProbe:
+    """The readiness probe of `model` served at `base_url` (see ModelProbe)."""
+    return ModelProbe(base_url, model, timeout, dict(headers or {}))
+
+
+def requests_in_flight(metrics_text: str) -> int | None:
+    """Running + waiting requests from a Prometheus exposition; None when vLLM reports neither."""
+    total, seen = 0.0, False
+    for line in metrics_text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in _IN_FLIGHT_GAUGES:
+            try:
+                total += float(line.rsplit(" ", 1)[1])
+                seen = True
+            except (IndexError, ValueError):
+                continue
+    return int(total) if seen else None
+
+
+@dataclass(frozen=True)
+class BusyProbe:
+    """Called: True while vLLM holds requests, False when idle, None when /metrics cannot tell."""
+
+    base_url: str
+    timeout: float = 2.0
+
+    def __call__(self) -> bool | None:
+        import httpx
+
+        try:
+            response = httpx.get(f"{self.base_url}{METRICS_PATH}", timeout=self.timeout)
+        except httpx.HTTPError:
+            return None
+        if response.status_code != 200:
+            return None
+        count = requests_in_flight(response.text)
+        return None if count is None else count > 0
+
+
+def http_busy(base_url: str, timeout: float = 2.0) -> BusyProbe:
+    """The in-flight probe of the vLLM server at `base_url` (see BusyProbe)."""
+    return BusyProbe(base_url, timeout)
+
+
+class ReadyFile:
+    """The readiness signal: present iff the model answered the last probe."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._warned = False
+
+    def set(self) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            tmp.write_text(f"{time.time():.0f}\n")
+            os.replace(tmp, self.path)
+        except OSError as err:  # e.g. a read-only root filesystem without a /tmp volume
+            if not self._warned:
+                self._warned = True
+                log.warning("cannot write the readiness file %s: %s", self.path, err)
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)

@@ -1,0 +1,178 @@
+"""The supervisor with a tiny fake child server instead of vLLM: signal forwarding, drain,
+readiness and exit codes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from serve_fakes import FAKE_SERVER, free_port, wait_for
+from trnspec.serve.probes import ReadyFile
+from trnspec.serve.supervisor import Supervisor, exit_status
+
+DRIVER = textwrap.dedent(
+    """
+    import os, sys
+    from pathlib import Path
+    from trnspec.serve.probes import ReadyFile, http_busy, http_probe
+    from trnspec.serve.supervisor import Supervisor
+
+    work, port, drain = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+
+    def first_ready():
+        with (work / "first-ready").open("a") as fh:
+            fh.write("x")
+
+    sup = Supervisor(
+        [sys.executable, str(work / "fake_server.py"), port, "fake-model", str(work), "0.5"],
+        dict(os.environ),
+        http_probe(f"http://127.0.0.1:{port}", "fake-model", timeout=0.5),
+        ReadyFile(work / "ready"),
+        poll_interval=0.1,
+        on_first_ready=first_ready,
+        busy=http_busy(f"http://127.0.0.1:{port}", timeout=0.5),
+        drain_timeout=drain,
+        drain_poll=0.1,
+    )
+    sys.exit(sup.run())
+    """
+)
+
+
+@pytest.fixture
+def start_driver(tmp_path: Path) -> Any:
+    """Start the supervisor (in its own process, so signals never hit pytest) over a fake child."""
+    (tmp_path / "fake_server.py").write_text(FAKE_SERVER)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(drain_timeout: float = 0.0) -> tuple[subprocess.Popen[bytes], Path]:
+        argv = [sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(free_port())]
+        procs.append(subprocess.Popen([*argv, str(drain_timeout)]))
+        return procs[-1], tmp_path
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    child_pid = tmp_path / "child.pid"
+    if child_pid.exists():  # a failed test can leave the fake server (own session) behind
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(child_pid.read_text()), signal.SIGKILL)
+
+
+@pytest.fixture
+def driver(start_driver: Any) -> Any:
+    return start_driver()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_stop_signal_is_forwarded_and_the_child_drains(driver: Any, sig: signal.Signals) -> None:
+    proc, work = driver
+    ready = work / "ready"
+    seen_ready_before_listening = False
+
+    def became_ready() -> bool:
+        nonlocal seen_ready_before_listening
+        if ready.exists() and not (work / "listening").exists():
+            seen_ready_before_listening = True
+        return ready.exists()
+
+    assert wait_for(became_ready), "the readiness file never appeared"
+    assert not seen_ready_before_listening
+    assert wait_for(lambda: (work / "first-ready").exists())
+    proc.send_signal(sig)
+    assert proc.wait(timeout=20) == 0  # the child's own exit code
+    assert (work / "child-signal").read_text() == sig.name
+    assert (work / "drained").exists()
+    assert not ready.exists()
+
+
+def test_readiness_follows_the_model_and_first_ready_runs_once(driver: Any) -> None:
+    proc, work = driver
+    ready = work / "ready"
+    assert wait_for(ready.exists)
+    (work / "sick").write_text("")
+    assert wait_for(lambda: not ready.exists()), "readiness kept while the model fails"
+    (work / "sick").unlink()
+    assert wait_for(ready.exists)
+    proc.terminate()
+    proc.wait(timeout=20)
+    assert (work / "first-ready").read_text() == "x"
+
+
+def test_stop_waits_for_in_flight_requests_before_forwarding(start_driver: Any) -> None:
+    proc, work = start_driver(drain_timeout=30)
+    assert wait_for((work / "ready").exists)
+    (work / "busy").write_text("")  # vLLM reports one running request
+    proc.terminate()
+    assert wait_for(lambda: not (work / "ready").exists(), timeout=5)  # out of the Service now
+    time.sleep(1.0)
+    assert not (work / "child-signal").exists(), "stopped vLLM while a request was running"
+    (work / "busy").unlink()  # the request finishes
+    assert proc.wait(timeout=20) == 0
+    assert (work / "child-signal").read_text() == "SIGTERM"
+
+
+def test_drain_gives_up_after_the_timeout(start_driver: Any) -> None:
+    proc, work = start_driver(drain_timeout=1.0)
+    assert wait_for((work / "ready").exists)
+    (work / "busy").write_text("")
+    started = time.monotonic()
+    proc.terminate()
+    assert proc.wait(timeout=20) == 0
+    assert time.monotonic() - started >= 1.0
+    assert (work / "child-signal").read_text() == "SIGTERM"
+
+
+def test_a_second_signal_stops_at_once_without_waiting_for_the_drain(start_driver: Any) -> None:
+    proc, work = start_driver(drain_timeout=60)
+    assert wait_for((work / "ready").exists)
+    (work / "busy").write_text("")
+    proc.terminate()
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 0
+    assert (work / "child-signal").read_text() == "SIGINT"
+
+
+def never_ready() -> bool:
+    return False
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("import sys; sys.exit(3)", 3),
+        ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", 128 + 9),
+    ],
+)
+def test_child_exit_status_is_the_supervisors(tmp_path: Path, code: str, expected: int) -> None:
+    ready = ReadyFile(tmp_path / "ready")
+    sup = Supervisor(
+        [sys.executable, "-c", code], dict(os.environ), never_ready, ready, poll_interval=0.05
+    )
+    assert sup.run() == expected
+    assert not ready.path.exists()
+
+
+def test_signal_handlers_are_restored_after_run(tmp_path: Path) -> None:
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    Supervisor(
+        [sys.executable, "-c", "pass"], dict(os.environ), never_ready, ReadyFile(tmp_path / "r")
+    ).run()
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+@pytest.mark.parametrize(("rc", "status"), [(0, 0), (1, 1), (-15, 143), (-9, 137)])
+def test_exit_status_reports_signals_like_a_shell(rc: int, status: int) -> None:
+    assert exit_status(rc) == status
