@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from trnspec.pod_contract import HEALTH_PATH
+
 from infra.workload.pod import SERVE_COMPONENT, Manifest, metadata, selector_labels
 from infra.workload.spec import WorkloadSpec
 
@@ -42,7 +44,7 @@ def internal_nlb_service(spec: WorkloadSpec, source_cidrs: tuple[str, ...] = ())
         "service.beta.kubernetes.io/aws-load-balancer-type": "external",
         "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
         "service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
-        "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path": "/health",
+        "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path": HEALTH_PATH,
         "service.beta.kubernetes.io/aws-load-balancer-target-group-attributes": (
             "deregistration_delay.timeout_seconds=15"
         ),
