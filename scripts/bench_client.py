@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -38,15 +37,6 @@ ERROR_KINDS = (
     "connect",
     "bad_response",
 )
-
-DEFAULT_API_KEY_ENV = "TRNSPEC_API_KEY"
-
-
-def api_key_from_env(name: str | None) -> str | None:
-    """The API key from environment variable `name` (or TRNSPEC_API_KEY when `name` is None);
-    None when unset or empty. Keys are never taken from a flag: argv ends up in shell history."""
-    value = os.environ.get(name or DEFAULT_API_KEY_ENV, "").strip()
-    return value or None
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:
