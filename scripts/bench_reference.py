@@ -136,6 +136,7 @@ def side_by_side(ours: dict[str, Any], ref: dict[str, Any]) -> list[dict[str, An
         ("TPOT p50 ms", q("tpot_ms", "p50"), ref.get("median_tpot_ms")),
         ("E2E p50 ms", q("e2e_ms", "p50"), ref.get("median_e2el_ms")),
         ("completed", ours["completed"], ref.get("completed")),
+        ("acceptance rate", ours.get("acceptance_rate"), _ref_acceptance(ref)),
     ]
     out = []
     for name, a, b in rows:
@@ -145,6 +146,49 @@ def side_by_side(ours: dict[str, Any], ref: dict[str, Any]) -> list[dict[str, An
             else None
         )
         out.append({"metric": name, "bench.py": a, "vllm bench serve": b, "difference": diff})
+    return out
+
+
+def _ref_acceptance(ref: dict[str, Any]) -> float | None:
+    """vLLM's benchmark reports acceptance in percent (spec_decode_acceptance_rate)."""
+    value = ref.get("spec_decode_acceptance_rate")
+    return value / 100.0 if isinstance(value, int | float) else None
+
+
+#: the figures the agreement criterion (issue 14) is about, with their keys in both tools
+PAIRED = {
+    "output tokens/s": (("output_tokens_per_s", None), "output_throughput"),
+    "ITL p50 ms": (("itl_ms", "p50"), "median_itl_ms"),
+    "TPOT p50 ms": (("tpot_ms", "p50"), "median_tpot_ms"),
+    "TTFT p50 ms": (("ttft_ms", "p50"), "median_ttft_ms"),
+}
+
+
+def pair_ratios(ours: Sequence[dict[str, Any]], refs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per repeat, bench.py's figure over vllm bench serve's from the same repeat (the two ran
+    back to back, so slow drift on a shared host cancels), and the median over repeats; for
+    acceptance, the absolute differences."""
+    out: dict[str, Any] = {}
+    for name, ((key, q), ref_key) in PAIRED.items():
+        ratios = []
+        for a, b in zip(ours, refs, strict=True):
+            mine = a.get(key) if q is None else (a.get(key) or {}).get(q)
+            theirs = b.get(ref_key)
+            if isinstance(mine, int | float) and isinstance(theirs, int | float) and theirs:
+                ratios.append(mine / theirs)
+        out[name] = {
+            "ratios": ratios,
+            "median_ratio": statistics.median(ratios) if ratios else None,
+        }
+    diffs = [
+        a["acceptance_rate"] - r
+        for a, b in zip(ours, refs, strict=True)
+        if isinstance(a.get("acceptance_rate"), float) and (r := _ref_acceptance(b)) is not None
+    ]
+    out["acceptance rate"] = {
+        "differences": diffs,
+        "median_difference": statistics.median(diffs) if diffs else None,
+    }
     return out
 
 
@@ -212,6 +256,7 @@ def compare_tools(
     warmup: int | None = None,
     timeout_s: float = 900.0,
     repeats: int = 1,
+    warmup_rounds: int = 0,
 ) -> dict[str, Any]:
     """Run both tools on the same prompts, alternating which goes first on each repeat (a server
     warms up and drifts, so a fixed order would favour one tool), and compare per-figure medians
@@ -224,6 +269,8 @@ def compare_tools(
     opts = RunOptions(api=api, warmup=warmup)  # type: ignore[arg-type]
     ours: list[dict[str, Any]] = []
     refs: list[dict[str, Any]] = []
+    for _ in range(warmup_rounds):  # whole untimed rounds: caches, allocator, CPU frequency
+        asyncio.run(run_level(base_url, model, specs, concurrency, opts))
     for i in range(repeats):
         steps = ("ours", "ref") if i % 2 == 0 else ("ref", "ours")
         for step in steps:
@@ -236,7 +283,9 @@ def compare_tools(
         "bench.py": ours_m,
         "vllm bench serve": ref_m,
         "repeats": {"bench.py": ours, "vllm bench serve": refs},
+        "order": ["bench.py first" if i % 2 == 0 else "vllm first" for i in range(repeats)],
         "table": side_by_side(ours_m, ref_m),
+        "pair_ratios": pair_ratios(ours, refs),
     }
 
 
