@@ -259,7 +259,9 @@ async def run_arm_levels(
     assert arm.endpoint is not None
     model = model_flag or arm.model or await discover_model(arm.endpoint, api_key=opts.api_key)
     if model is None:
-        raise UsageError(f"--model: {arm.endpoint}/v1/models did not answer; pass --model NAME")
+        raise UsageError(
+            f"--model: {arm.endpoint}/v1/models did not answer with a model list; pass --model NAME"
+        )
     runs = []
     for c in levels:
         task = progress.add_task(f"{arm.name} c={c}", total=len(specs))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from scripts.bench_client import Api, RequestResult, StreamClient, scrape_metrics, send_request
 from scripts.bench_stats import Slo, aggregate
 from scripts.bench_workload import RequestSpec, arrival_offsets
+from scripts.client_args import default_api_key
 from scripts.http_stream import Deadlines, ProtocolError
 from scripts.metrics import (
     NO_COUNTERS,
@@ -47,7 +48,8 @@ class RunOptions:
     #: longest wait a Retry-After header may ask for before a retry, s
     retry_after_cap_s: float = 10.0
     #: sent as "Authorization: Bearer"; kept out of repr so it never reaches a log
-    api_key: str | None = field(default=None, repr=False)
+    #: (default: $TRNSPEC_API_KEY, so every caller of the runner sends it when it is set)
+    api_key: str | None = field(default_factory=default_api_key, repr=False)
     ignore_eos: bool = True
     slo: Slo = field(default_factory=Slo)
     #: the server's k, only needed to turn a chunk-based estimate into an acceptance rate
@@ -208,7 +210,9 @@ def deadlines(opts: RunOptions) -> Deadlines:
 async def discover_model(
     base_url: str, timeout_s: float = 10.0, api_key: str | None = None
 ) -> str | None:
-    """The first served model name from /v1/models, so --model can be left out."""
+    """The first served model name from /v1/models, so --model can be left out (None when the
+    endpoint does not answer or lists no model)."""
+    api_key = api_key or default_api_key()
     d = Deadlines(connect_s=timeout_s, first_byte_s=timeout_s, total_s=timeout_s)
     try:
         async with StreamClient(base_url, d, api_key) as client:

@@ -84,6 +84,11 @@ def client_arg_problems(args: argparse.Namespace) -> list[str]:
     return problems
 
 
+def default_api_key() -> str | None:
+    """$TRNSPEC_API_KEY, or None when unset or empty."""
+    return os.environ.get(DEFAULT_API_KEY_ENV, "").strip() or None
+
+
 def api_key(args: argparse.Namespace) -> str | None:
     """The key from --api-key-env, else TRNSPEC_API_KEY if set, else None."""
     value = os.environ.get(args.api_key_env or DEFAULT_API_KEY_ENV, "").strip()

@@ -367,7 +367,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_tokens=args.max_tokens,
             expect_speculation=not args.no_speculation,
             client_factory=lambda url: OpenAIClient(
-                url, deadlines=limits, retries=retries, api_key=key
+                url,
+                deadlines=limits,
+                retries=retries,
+                api_key=key,
+                retry_after_cap_s=args.retry_after_cap,
             ),
         )
     except SmokeError as exc:
