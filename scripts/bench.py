@@ -257,7 +257,11 @@ async def run_arm_levels(
 ) -> list[dict[str, Any]]:
     """All concurrency levels for one live arm."""
     assert arm.endpoint is not None
-    model = model_flag or arm.model or await discover_model(arm.endpoint, api_key=opts.api_key)
+    model = (
+        model_flag
+        or arm.model
+        or await discover_model(arm.endpoint, min(10.0, opts.timeout_s), opts.api_key)
+    )
     if model is None:
         raise UsageError(
             f"--model: {arm.endpoint}/v1/models did not answer with a model list; pass --model NAME"
@@ -396,6 +400,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except LocalServerError as exc:
         print(f"bench.py: the local server failed: {exc}", file=sys.stderr)
+        return 1
+    except UnicodeDecodeError as exc:
+        print(f"bench.py: error: an input file is not UTF-8 text ({exc.reason})", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"bench.py: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("bench.py: interrupted; no report written", file=sys.stderr)

@@ -411,3 +411,18 @@ def test_no_key_no_authorization_header(tmp_path, monkeypatch):
     with fault_server() as server:
         bench_level(server.url, n=1)
     assert server.auth_headers == [None]
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [(b'{"prompt": "caf\xe9"}\n', "not UTF-8"), (b"[1, 2]\n", '"prompt"')],
+    ids=["latin-1", "json-array-line"],
+)
+def test_a_bad_dataset_file_is_one_line_not_a_traceback(tmp_path, capsys, content, needle):
+    data = tmp_path / "prompts.jsonl"
+    data.write_bytes(content)
+    code = bench_main(
+        ["--endpoint", "http://127.0.0.1:9", "--dataset", str(data), "--out", str(tmp_path / "o")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err
