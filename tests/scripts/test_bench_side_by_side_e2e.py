@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 pytest.importorskip("vllm.benchmarks.serve")
 
-NUM_PROMPTS, OUTPUT_LEN, CONCURRENCY, REPEATS = 32, 64, 4, 4
+NUM_PROMPTS, OUTPUT_LEN, CONCURRENCY, REPEATS = 32, 64, 4, 8
 RATIO_TOLERANCE = 0.03
 ACCEPTANCE_TOLERANCE = 0.01
 
