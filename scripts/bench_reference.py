@@ -194,6 +194,11 @@ def pair_ratios(ours: Sequence[dict[str, Any]], refs: Sequence[dict[str, Any]]) 
         out[name] = {
             "ratios": ratios,
             "median_ratio": statistics.median(ratios) if ratios else None,
+            # repeats alternate: even ones ran bench.py first, odd ones vllm bench serve first
+            "median_ratio_by_order": {
+                order: statistics.median(part) if (part := ratios[first::2]) else None
+                for first, order in ((0, "bench.py first"), (1, "vllm first"))
+            },
         }
     diffs = [
         a["acceptance_rate"] - r

@@ -2,11 +2,13 @@
 
 Both tools load the same shared speculative server (tiny pair, k=4, greedy) with the same 32
 prompts from a JSONL file, 64 output tokens with EOS ignored, concurrency 4 and one warm-up
-request per slot, after a whole untimed warm-up round. They alternate (ours first, then vLLM's
-first, ...), and each figure is compared as the median over repeats of the ratio between the two
-runs of one repeat: the two ran back to back, so drift on a shared 2-core host cancels. The
-reference tool runs in its own interpreter (as `vllm bench serve` does); bench.py runs in this
-one, so any client CPU it burns competes with the server exactly as in real use.
+request per slot, after a whole untimed warm-up round of each. They alternate (ours first, then
+vLLM's first, ...), and each figure is compared as the median over repeats of the ratio between
+the two runs of one repeat: the two ran back to back, so drift on a shared 2-core host (other
+work starting and stopping) cancels within a pair, and the median drops the pairs it hit
+unevenly. The reference tool runs in its own interpreter (as `vllm bench serve` does, kept up
+between runs); bench.py runs in this one, so any client CPU it burns competes with the server
+exactly as in real use.
 """
 
 from __future__ import annotations
