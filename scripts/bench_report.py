@@ -19,6 +19,17 @@ from matplotlib.figure import Figure
 Run = Mapping[str, Any]
 
 
+#: the client's CPU share of the host above which a run on the server's own host is flagged
+HOST_CPU_WARN_FRACTION = 0.03
+
+
+def _umask_mode() -> int:
+    """0666 minus the process umask: the mode open() would give a new file (mkstemp gives 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary file in the same directory, then rename over the target."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -26,6 +37,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, _umask_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -132,11 +144,32 @@ def bench_markdown(result: Mapping[str, Any]) -> str:
         + ", ".join(
             f"{r.get('arm')} c={r.get('concurrency')}"
             f" {_f(r.get('tool_cpu_us_per_output_token'), '{:.0f}')} us/token"
-            f" ({_f((r.get('tool_cpu_fraction_of_one_core') or 0) * 100, '{:.0f}')}% of a core)"
+            f" ({_f((r.get('tool_cpu_fraction_of_one_core') or 0) * 100, '{:.1f}')}% of a core)"
             for r in runs
         ),
     ]
+    if warning := client_cpu_warning(runs, cfg):
+        lines.append(f"- **warning**: {warning}")
     return "\n".join(lines) + "\n"
+
+
+def client_cpu_warning(runs: Sequence[Run], cfg: Mapping[str, Any]) -> str | None:
+    """A note when the client ran on the server's host and took more than a few percent of its
+    CPU: that CPU was taken from the server, so the figures are biased against it."""
+    cpus = cfg.get("cpu_count")
+    if not cfg.get("client_on_server_host") or not isinstance(cpus, int) or cpus < 1:
+        return None
+    fractions = [
+        f / cpus for r in runs if isinstance(f := r.get("tool_cpu_fraction_of_one_core"), float)
+    ]
+    worst = max(fractions, default=0.0)
+    if worst <= HOST_CPU_WARN_FRACTION:
+        return None
+    return (
+        f"the client ran on the server's host and used {worst * 100:.1f}% of its {cpus} CPUs"
+        f" (more than {HOST_CPU_WARN_FRACTION * 100:.0f}%): that CPU was taken from the server,"
+        " so throughput and latency are biased against it; run the client on another host"
+    )
 
 
 def _save(fig: Figure, path: Path) -> None:
@@ -145,6 +178,7 @@ def _save(fig: Figure, path: Path) -> None:
     os.close(fd)
     try:
         fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+        os.chmod(tmp, _umask_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -10,16 +10,23 @@ other traffic before it are excluded.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import httpx
-
-from scripts.bench_client import Api, RequestResult, scrape_metrics, send_request
+from scripts.bench_client import Api, RequestResult, StreamClient, scrape_metrics, send_request
 from scripts.bench_stats import Slo, aggregate
 from scripts.bench_workload import RequestSpec, arrival_offsets
-from scripts.metrics import MetricsFormatError, SpecDecodeCounters, acceptance
+from scripts.client_args import default_api_key
+from scripts.http_stream import Deadlines, ProtocolError
+from scripts.metrics import (
+    NO_COUNTERS,
+    MetricsFormatError,
+    SpecDecodeCounters,
+    acceptance,
+    checked_delta,
+)
 from scripts.pricing import cost_per_1m_output_tokens
 
 
@@ -33,8 +40,16 @@ class RunOptions:
     warmup: int | None = None
     request_rate: float = float("inf")
     seed: int = 0
+    #: per-request deadline for the whole request, s
     timeout_s: float = 300.0
+    connect_timeout_s: float = 10.0
+    first_byte_timeout_s: float = 120.0
     max_retries: int = 2
+    #: longest wait a Retry-After header may ask for before a retry, s
+    retry_after_cap_s: float = 10.0
+    #: sent as "Authorization: Bearer"; kept out of repr so it never reaches a log
+    #: (default: $TRNSPEC_API_KEY, so every caller of the runner sends it when it is set)
+    api_key: str | None = field(default_factory=default_api_key, repr=False)
     ignore_eos: bool = True
     slo: Slo = field(default_factory=Slo)
     #: the server's k, only needed to turn a chunk-based estimate into an acceptance rate
@@ -50,25 +65,33 @@ def spec_decode_fields(
 ) -> dict[str, object]:
     """Acceptance figures for the window between two /metrics snapshots.
 
-    Prefer the server's own counters (exact); fall back to the chunk-size estimate when the
-    counters are absent, did not move (some Neuron builds) or went backwards (a restart), and say
-    which one was used.
+    Prefer the server's own counters (exact) when their delta is consistent. When the server
+    exports none (or /metrics is missing), or they did not move (some Neuron builds), fall back to
+    the chunk-size estimate, labelled as such. When they are present but inconsistent (a reset
+    or restart in the window, accepted > drafted), acceptance is absent: an estimate would hide
+    a fault. `acceptance_note` says why the counters were not used.
     """
     out: dict[str, object] = {
         "acceptance_rate": None,
         "mean_accepted_length": None,
         "acceptance_per_position": None,
         "acceptance_source": None,
+        "acceptance_note": None,
         "spec_decode_deltas": None,
     }
+    reason = "the server has no /metrics endpoint"
     if before is not None and after is not None:
         try:
             first = SpecDecodeCounters.from_text(before, model)
             second = SpecDecodeCounters.from_text(after, model)
-        except MetricsFormatError:
+        except MetricsFormatError as exc:
             first = second = SpecDecodeCounters()
-        delta = second.minus(first)
-        if second.present and delta.drafts > 0 and delta.draft_tokens >= 0:
+            reason = f"/metrics is not a Prometheus exposition ({str(exc)[:80]})"
+        else:
+            reason = NO_COUNTERS
+        checked = checked_delta(first, second)
+        if checked.delta is not None:
+            delta = checked.delta
             acc = acceptance(delta)
             per_pos = [p for p in acc.per_position if p is not None]
             out.update(
@@ -86,6 +109,12 @@ def spec_decode_fields(
                 },
             )
             return out
+        if first.present or second.present:
+            reason = checked.reason or reason
+            if "did not move" not in reason:
+                out["acceptance_note"] = reason
+                return out
+    out["acceptance_note"] = reason
     if tokens_per_step_estimate is not None:
         out["mean_accepted_length"] = tokens_per_step_estimate
         out["acceptance_source"] = "estimate-from-chunks"
@@ -95,8 +124,7 @@ def spec_decode_fields(
 
 
 async def _run_requests(
-    client: httpx.AsyncClient,
-    base_url: str,
+    client: StreamClient,
     model: str,
     specs: Sequence[RequestSpec],
     concurrency: int,
@@ -114,7 +142,7 @@ async def _run_requests(
             await asyncio.sleep(delay)
         async with sem:
             results[i] = await send_request(
-                client, base_url, model, spec, opts.api, opts.max_retries, opts.ignore_eos
+                client, model, spec, opts.api, opts.max_retries, opts.ignore_eos
             )
         if on_done is not None:
             on_done()
@@ -133,25 +161,21 @@ async def run_level(
     on_done: Callable[[], None] | None = None,
 ) -> dict[str, object]:
     """Warm up, measure, and return the run's figures (JSON-ready)."""
-    limits = httpx.Limits(max_connections=concurrency + 2, max_keepalive_connections=concurrency)
-    timeout = httpx.Timeout(opts.timeout_s, connect=min(10.0, opts.timeout_s))
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+    async with StreamClient(
+        base_url, deadlines(opts), opts.api_key, opts.retry_after_cap_s
+    ) as client:
         n_warm = concurrency if opts.warmup is None else opts.warmup
         if n_warm > 0:
             warm = [specs[i % len(specs)] for i in range(n_warm)]
-            await _run_requests(
-                client, base_url, model, warm, concurrency, opts, [0.0] * len(warm), None
-            )
-        before = await scrape_metrics(client, base_url)
+            await _run_requests(client, model, warm, concurrency, opts, [0.0] * len(warm), None)
+        before = await scrape_metrics(client)
         offsets = arrival_offsets(len(specs), opts.request_rate, opts.seed)
         cpu0 = time.process_time()
         start = time.perf_counter()
-        results = await _run_requests(
-            client, base_url, model, specs, concurrency, opts, offsets, on_done
-        )
+        results = await _run_requests(client, model, specs, concurrency, opts, offsets, on_done)
         duration = time.perf_counter() - start
         cpu_s = time.process_time() - cpu0
-        after = await scrape_metrics(client, base_url)
+        after = await scrape_metrics(client)
     stats = aggregate(results, duration, opts.slo)
     stats.update(
         spec_decode_fields(
@@ -175,14 +199,28 @@ async def run_level(
     return stats
 
 
-async def discover_model(base_url: str, timeout_s: float = 10.0) -> str | None:
-    """The first served model name from /v1/models, so --model can be left out."""
+def deadlines(opts: RunOptions) -> Deadlines:
+    return Deadlines(
+        connect_s=min(opts.connect_timeout_s, opts.timeout_s),
+        first_byte_s=min(opts.first_byte_timeout_s, opts.timeout_s),
+        total_s=opts.timeout_s,
+    )
+
+
+async def discover_model(
+    base_url: str, timeout_s: float = 10.0, api_key: str | None = None
+) -> str | None:
+    """The first served model name from /v1/models, so --model can be left out (None when the
+    endpoint does not answer or lists no model)."""
+    api_key = api_key or default_api_key()
+    d = Deadlines(connect_s=timeout_s, first_byte_s=timeout_s, total_s=timeout_s)
     try:
-        async with httpx.AsyncClient(timeout=timeout_s) as client:
-            resp = await client.get(base_url.rstrip("/") + "/v1/models")
-        data = resp.json().get("data") if resp.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
+        async with StreamClient(base_url, d, api_key) as client:
+            status, body = await client.get("/v1/models")
+        doc = json.loads(body) if status == 200 else None
+    except (OSError, ProtocolError, TimeoutError, ValueError):
         return None
+    data = doc.get("data") if isinstance(doc, dict) else None
     if isinstance(data, list) and data and isinstance(data[0], dict):
         model = data[0].get("id")
         return model if isinstance(model, str) else None

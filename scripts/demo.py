@@ -2,8 +2,13 @@
 
 Makes (or reuses) the tiny target/draft pair, then runs the same greedy requests against the
 baseline server (speculation off) and the speculative server (k draft tokens), one server at a
-time so they do not compete for the cores. Against the speculative server it also runs the smoke
-checks and reads acceptance from `/metrics`. It prints a summary and writes `reports/demo.json`.
+time so they do not compete for the cores. The throughput is measured by the bench runner
+(`scripts.bench_run.run_level`: one request at a time, streamed, EOS ignored, one warm-up
+request), so the demo's and bench.py's figures are measured one way; acceptance comes from the
+runner's consistent `/metrics` counter deltas over the same window. An untimed non-streamed pass
+first records each greedy output's token ids for the token-for-token comparison. Against the
+speculative server it also runs the smoke checks. It prints a summary and writes
+`reports/demo.json`.
 
 Exit code: 0 when the smoke checks pass and every greedy output matched token for token; 1
 otherwise; with `--strict`, also 1 when speedup or acceptance miss the targets. Servers are
@@ -13,6 +18,7 @@ stopped on every path out, including Ctrl-C and SIGTERM.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -26,8 +32,11 @@ from rich.console import Console
 from rich.table import Table
 
 from scripts import tiny_corpus
+from scripts.bench_report import atomic_write_text
+from scripts.bench_run import RunOptions, run_level
+from scripts.bench_workload import RequestSpec
 from scripts.local_server import LocalServer, LocalServerError, exit_on_sigterm
-from scripts.metrics import Acceptance, SpecDecodeCounters, acceptance
+from scripts.metrics import Acceptance
 from scripts.openai_client import EndpointError, Generation, OpenAIClient
 from scripts.smoke import SmokeResult, report_table, run_smoke
 from scripts.tiny_models import ensure_tiny_models
@@ -38,43 +47,51 @@ TARGET_SPEEDUP = 1.3
 TARGET_ACCEPTANCE = 0.6
 
 
+#: the demo as a preset of the bench runner: one request at a time (the latency-bound case
+#: speculation is for), one warm-up request, EOS ignored so both servers produce the same tokens
+DEMO_RUN = RunOptions(warmup=1, ignore_eos=True)
+
+
 @dataclass(frozen=True)
 class Run:
-    """The same workload's results on one server: the outputs of the first pass and the wall
-    time of each pass (the fastest counts: on a shared machine the slower passes measure the
-    neighbours, not the server)."""
+    """The same workload's results on one server: the greedy outputs (untimed pass) and the
+    bench runner's figures for the timed pass (bench.py's JSON fields)."""
 
     outputs: list[Generation]
-    pass_wall_s: list[float]
-
-    @property
-    def wall_s(self) -> float:
-        return min(self.pass_wall_s)
+    bench: dict[str, Any]
 
     @property
     def output_tokens(self) -> int:
-        return sum(g.completion_tokens or 0 for g in self.outputs)
+        return int(self.bench.get("output_tokens") or 0)
 
     @property
     def tokens_per_s(self) -> float:
-        return self.output_tokens / self.wall_s if self.wall_s > 0 else 0.0
+        return float(self.bench.get("output_tokens_per_s") or 0.0)
 
 
-def run_workload(
-    client: OpenAIClient, model: str, prompts: Sequence[str], max_tokens: int, passes: int = 2
-) -> Run:
-    """Greedy completions, one at a time (the latency-bound case speculation is for), each
-    exactly `max_tokens` long so both servers produce the same number of tokens."""
+def run_workload(client: OpenAIClient, model: str, prompts: Sequence[str], max_tokens: int) -> Run:
+    """Greedy completions of exactly `max_tokens`: an untimed pass for the outputs, then the
+    bench runner's measured pass over the same prompts."""
     params = {"temperature": 0.0, "max_tokens": max_tokens, "ignore_eos": True}
-    client.complete(model, prompts[0], **{**params, "max_tokens": 8})  # warm-up, not timed
-    first: list[Generation] = []
-    walls = []
-    for _ in range(passes):
-        start = time.perf_counter()
-        outputs = [client.complete(model, p, **params) for p in prompts]
-        walls.append(time.perf_counter() - start)
-        first = first or outputs
-    return Run(first, walls)
+    outputs = [client.complete(model, p, **params) for p in prompts]
+    specs = [RequestSpec(p, max_tokens) for p in prompts]
+    bench = asyncio.run(run_level(client.base_url, model, specs, 1, DEMO_RUN))
+    return Run(outputs, bench)
+
+
+def run_acceptance(run: Run) -> Acceptance:
+    """The bench runner's acceptance (server counters, checked for consistency) as figures."""
+    deltas = run.bench.get("spec_decode_deltas") or {}
+    per_pos = run.bench.get("acceptance_per_position") or []
+    from_counters = run.bench.get("acceptance_source") == "server-metrics"
+    return Acceptance(
+        drafts=float(deltas.get("num_drafts", 0)),
+        draft_tokens=float(deltas.get("num_draft_tokens", 0)),
+        accepted_tokens=float(deltas.get("num_accepted_tokens", 0)),
+        acceptance_rate=run.bench.get("acceptance_rate") if from_counters else None,
+        mean_accepted_length=run.bench.get("mean_accepted_length") if from_counters else None,
+        per_position=list(per_pos) if from_counters else [],
+    )
 
 
 def greedy_match(baseline: Run, spec: Run) -> tuple[bool, list[int]]:
@@ -109,10 +126,7 @@ def summary(
 
 def write_report(path: Path, report: dict[str, Any]) -> None:
     """Write atomically: a reader never sees half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n")
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(report, indent=2) + "\n")
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:
@@ -203,13 +217,11 @@ def run_demo(
             )
         console.print(report_table(smoke))
         with console.status(f"speculative: {requests} greedy requests x {max_tokens} tokens"):
-            before = SpecDecodeCounters.from_text(client.metrics_text(), spec_server.model)
             spec = run_workload(client, spec_server.model, prompts, max_tokens)
-            after = SpecDecodeCounters.from_text(client.metrics_text(), spec_server.model)
     console.log(f"speculative: {spec.tokens_per_s:.1f} tokens/s; server stopped")
 
     match, mismatched = greedy_match(baseline, spec)
-    report = summary(baseline, spec, acceptance(after.minus(before)), k, match, smoke)
+    report = summary(baseline, spec, run_acceptance(spec), k, match, smoke)
     if not baseline_smoke.ok:
         report["smoke_ok"] = False
         report["smoke_failures"] += [f"baseline: {c.name}" for c in baseline_smoke.failures]
@@ -219,7 +231,8 @@ def run_demo(
         "model_key": models.key,
         "model_build_s": model_build_s,
         "models_simulated_acceptance": models.info["evaluation"]["acceptance_rate"],
-        "pass_wall_s": {"baseline": baseline.pass_wall_s, "spec": spec.pass_wall_s},
+        "bench": {"baseline": baseline.bench, "spec": spec.bench},
+        "acceptance_note": spec.bench.get("acceptance_note"),
         "wall_s": time.perf_counter() - start,
         "load_average_1m": os.getloadavg()[0],
         "cpu_count": os.cpu_count(),

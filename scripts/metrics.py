@@ -10,7 +10,12 @@ a measurement is the difference of two scrapes taken around a workload:
 - mean accepted length = 1 + d(accepted_tokens) / d(drafts)   (the bonus token counts as one)
 - acceptance at position p = d(accepted_tokens_per_pos{position=p}) / d(drafts)
 
-Both the local demo and the benchmark use this module so the figures mean the same everywhere.
+A delta is used only when it is consistent (`checked_delta`): every counter non-negative over the
+window, accepted <= drafted, and no reset between the scrapes (a changed `_created` timestamp,
+which prometheus_client exports per series, or any counter that went down: a server restart).
+Otherwise the figures are absent with the reason, never a number.
+
+Bench, smoke, tune and the demo use this module so the figures mean the same everywhere.
 Parsing uses prometheus_client's own text parser (a vLLM dependency) rather than a regex.
 """
 
@@ -70,6 +75,9 @@ class SpecDecodeCounters:
     present: bool = False
     """False when the server exported none of the counters (speculation off, or a build that
     leaves them empty): callers then report acceptance as unknown instead of zero."""
+    created: Mapping[str, float] = field(default_factory=dict)
+    """The `_created` timestamp of each counter series (name and labels): a change between two
+    scrapes means the counters were reset (the process restarted)."""
 
     @classmethod
     def from_samples(
@@ -78,13 +86,17 @@ class SpecDecodeCounters:
         totals: dict[str, float] = defaultdict(float)
         per_pos: dict[int, float] = defaultdict(float)
         present = False
+        created: dict[str, float] = {}
         for sample in samples:
-            if sample.name.endswith("_created"):
-                continue
-            name = _counter_value_name(sample.name)
+            is_created = sample.name.endswith("_created")
+            name = sample.name.removesuffix("_created") if is_created else sample.name
+            name = _counter_value_name(name)
             if name not in SPEC_DECODE_COUNTERS:
                 continue
             if model_name is not None and sample.labels.get("model_name", model_name) != model_name:
+                continue
+            if is_created:
+                created[f"{name}{sorted(sample.labels.items())}"] = sample.value
                 continue
             present = True
             if name == ACCEPTED_PER_POS:
@@ -97,6 +109,7 @@ class SpecDecodeCounters:
             accepted_tokens=totals[ACCEPTED_TOKENS],
             accepted_per_position=dict(sorted(per_pos.items())),
             present=present,
+            created=created,
         )
 
     @classmethod
@@ -104,7 +117,7 @@ class SpecDecodeCounters:
         return cls.from_samples(parse_exposition(text), model_name)
 
     def minus(self, earlier: SpecDecodeCounters) -> SpecDecodeCounters:
-        """The increase since `earlier` (a counter reset, i.e. a restart, shows as negative)."""
+        """The raw difference from `earlier` (a reset shows as negative: use checked_delta)."""
         positions = set(self.accepted_per_position) | set(earlier.accepted_per_position)
         return SpecDecodeCounters(
             drafts=self.drafts - earlier.drafts,
@@ -141,6 +154,69 @@ class Acceptance:
         }
 
 
+@dataclass(frozen=True)
+class CheckedDelta:
+    """A counter increase that is safe to turn into figures, or the reason it is not."""
+
+    delta: SpecDecodeCounters | None
+    reason: str | None = None
+
+
+NO_COUNTERS = "the server exports no vllm:spec_decode_* counters"
+
+
+def checked_delta(before: SpecDecodeCounters, after: SpecDecodeCounters) -> CheckedDelta:
+    """The increase between two scrapes if it is consistent, else None and why.
+
+    Consistent: counters present in both scrapes, the same `_created` timestamps (no reset),
+    no counter went down, something was drafted, accepted <= drafted, and no position accepted
+    more often than there were drafts."""
+    if not after.present and not before.present:
+        return CheckedDelta(None, NO_COUNTERS)
+    if not after.present or not before.present:
+        return CheckedDelta(
+            None, "the counters appeared or vanished between the scrapes (a server restart?)"
+        )
+    changed = [
+        k for k in before.created if k in after.created and after.created[k] != before.created[k]
+    ]
+    if changed:
+        return CheckedDelta(
+            None, "the counters were reset between the scrapes (_created changed: a restart)"
+        )
+    delta = after.minus(before)
+    negative = [
+        name
+        for name, value in (
+            ("num_drafts", delta.drafts),
+            ("num_draft_tokens", delta.draft_tokens),
+            ("num_accepted_tokens", delta.accepted_tokens),
+            *((f"accepted_per_pos[{p}]", v) for p, v in delta.accepted_per_position.items()),
+        )
+        if value < 0
+    ]
+    if negative:
+        return CheckedDelta(
+            None,
+            f"counters went backwards between the scrapes ({', '.join(negative)}): a reset or"
+            " restart",
+        )
+    if delta.drafts == 0 or delta.draft_tokens == 0:
+        return CheckedDelta(None, "the counters did not move (nothing was drafted in the window)")
+    if delta.accepted_tokens > delta.draft_tokens:
+        return CheckedDelta(
+            None,
+            f"inconsistent counters: {delta.accepted_tokens:.0f} accepted >"
+            f" {delta.draft_tokens:.0f} drafted tokens",
+        )
+    over = [p for p, v in delta.accepted_per_position.items() if v > delta.drafts]
+    if over or sum(delta.accepted_per_position.values()) > delta.accepted_tokens:
+        return CheckedDelta(
+            None, "inconsistent counters: per-position acceptances exceed the drafts"
+        )
+    return CheckedDelta(delta)
+
+
 def acceptance(delta: SpecDecodeCounters) -> Acceptance:
     """Acceptance figures from a counter increase (see the module docstring for the formulas)."""
     positions = max(delta.accepted_per_position, default=-1) + 1
@@ -160,7 +236,11 @@ def acceptance(delta: SpecDecodeCounters) -> Acceptance:
 
 
 def acceptance_between(before: str, after: str, model_name: str | None = None) -> Acceptance:
-    """Acceptance over the interval between two `/metrics` scrapes."""
+    """Acceptance over the interval between two `/metrics` scrapes (ratios None when the
+    delta is not consistent: see checked_delta for why)."""
     first = SpecDecodeCounters.from_text(before, model_name)
     second = SpecDecodeCounters.from_text(after, model_name)
-    return acceptance(second.minus(first))
+    checked = checked_delta(first, second)
+    if checked.delta is None:
+        return acceptance(SpecDecodeCounters())
+    return acceptance(checked.delta)

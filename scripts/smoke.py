@@ -6,8 +6,11 @@
 Checks: the model list; completions and chat, streamed and not; finish reasons and usage counts
 agree with each other; under greedy decoding the streamed text equals the non-streamed text;
 with `--baseline-endpoint`, the speculative server's greedy outputs equal the baseline's token for
-token (speculation must be lossless); the spec-decode counters on `/metrics` exist and move.
-Prints a table and exits non-zero naming every failed check.
+token (speculation must be lossless); the spec-decode counters on `/metrics` move consistently
+(an endpoint that exports none, such as the Neuron fork's fused speculation, is reported as
+"acceptance not checked" with the reason, not as a failure). Every request has a deadline
+(--connect-timeout, --first-byte-timeout, --timeout) and is retried only before the first byte of
+an answer. Prints a table and exits non-zero naming every failed check.
 
 `run_smoke(...)` is the library entry point (the demo and the tests use it) and returns
 structured results; nothing here prints unless `main` is called.
@@ -24,7 +27,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from scripts.metrics import MetricsFormatError, SpecDecodeCounters
+from scripts.client_args import add_client_args, api_key, client_arg_problems, deadlines
+from scripts.metrics import NO_COUNTERS, MetricsFormatError, SpecDecodeCounters, checked_delta
 from scripts.openai_client import EndpointError, Generation, OpenAIClient
 from scripts.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
 
@@ -153,10 +157,16 @@ def run_smoke(
         greedy: dict[str, Any] = {"temperature": 0.0, "max_tokens": max_tokens}
 
         before: SpecDecodeCounters | None = None
+        metrics_skip: str | None = None
         if expect_speculation:
             try:
                 before = SpecDecodeCounters.from_text(client.metrics_text(), served)
-            except (EndpointError, MetricsFormatError) as exc:
+            except EndpointError as exc:
+                if "HTTP 404" in str(exc):
+                    metrics_skip = "acceptance not checked: the endpoint has no /metrics"
+                else:
+                    checks.append(Check("spec-decode metrics", False, f"/metrics: {exc}"))
+            except MetricsFormatError as exc:
                 checks.append(Check("spec-decode metrics", False, f"/metrics: {exc}"))
 
         def endpoint_checks(kind: str, call: Callable[..., Generation]) -> None:
@@ -176,7 +186,12 @@ def run_smoke(
                 problems = _consistency(gen, max_tokens)
                 if plain and (why := _same_output(gen, plain[0])):
                     problems.append(f"streamed != non-streamed under greedy: {why}")
-                detail = "; ".join(problems) or f"{gen.chunks} chunks, same text as non-streamed"
+                compared = (
+                    "same text as non-streamed"
+                    if plain
+                    else "not compared with non-streamed (that request failed)"
+                )
+                detail = "; ".join(problems) or f"{gen.chunks} chunks, {compared}"
                 return Check(f"{kind} (stream)", not problems, detail)
 
             _guard(checks, kind, non_streamed)
@@ -213,15 +228,23 @@ def run_smoke(
         else:
             checks.append(Check("lossless vs baseline", None, "no --baseline-endpoint given"))
 
-        if expect_speculation and before is not None:
+        if metrics_skip is not None:
+            checks.append(Check("spec-decode metrics", None, metrics_skip))
+        elif expect_speculation and before is not None:
 
             def metrics_check() -> Check:
                 after = SpecDecodeCounters.from_text(client.metrics_text(), served)
-                if not after.present:
-                    return Check("spec-decode metrics", False, "no vllm:spec_decode_* counters")
-                delta = after.minus(before)
-                if delta.drafts <= 0 or delta.draft_tokens <= 0:
-                    return Check("spec-decode metrics", False, "counters present but did not move")
+                checked = checked_delta(before, after)
+                if checked.reason == NO_COUNTERS:
+                    return Check(
+                        "spec-decode metrics",
+                        None,
+                        f"acceptance not checked: {NO_COUNTERS} (e.g. the Neuron fork's fused"
+                        " speculation); measure it with bench.py's chunk estimate",
+                    )
+                if checked.delta is None:
+                    return Check("spec-decode metrics", False, str(checked.reason))
+                delta = checked.delta
                 rate = delta.accepted_tokens / delta.draft_tokens
                 return Check(
                     "spec-decode metrics",
@@ -245,6 +268,8 @@ def _baseline_outputs(
 ) -> dict[str, Generation]:
     with client_factory(baseline_endpoint) as baseline:
         served = baseline.models()
+        if not served:
+            raise EndpointError(f"{baseline_endpoint}/v1/models lists no model")
         base_model = model if model in served else served[0]
         return {prompt: baseline.complete(base_model, prompt, **params) for prompt in prompts}
 
@@ -289,11 +314,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="do not require spec-decode counters (e.g. against a baseline server)",
     )
+    add_client_args(parser.add_argument_group("client (deadlines per request, retries, API key)"))
     args = parser.parse_args(argv)
     console = Console()
     try:
         if args.max_tokens < 1:
             raise SmokeError(f"--max-tokens={args.max_tokens}: must be at least 1")
+        if problems := client_arg_problems(args):
+            raise SmokeError("; ".join(problems))
+        for flag, url in (
+            ("--endpoint", args.endpoint),
+            ("--baseline-endpoint", args.baseline_endpoint),
+        ):
+            if url is not None and not url.startswith(("http://", "https://")):
+                raise SmokeError(f"{flag}={url}: must be an http(s):// base URL")
+        key, limits, retries = api_key(args), deadlines(args), args.max_retries
         with resolve_endpoint(args) as endpoint:
             result = run_smoke(
                 endpoint,
@@ -301,6 +336,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 model=args.model,
                 max_tokens=args.max_tokens,
                 expect_speculation=not args.no_speculation,
+                client_factory=lambda url: OpenAIClient(
+                    url,
+                    deadlines=limits,
+                    retries=retries,
+                    api_key=key,
+                    retry_after_cap_s=args.retry_after_cap,
+                ),
             )
     except (SmokeError, StackError) as exc:
         console.print(f"[red]error:[/red] {exc}")
@@ -310,7 +352,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         names = ", ".join(c.name for c in result.failures)
         console.print(f"[red]FAILED ({len(result.failures)}): {names}")
         return 1
-    console.print("[green]all checks passed")
+    skipped = [c.name for c in result.checks if c.ok is None]
+    console.print(
+        "[green]all checks passed"
+        + (f" ({len(skipped)} not checked: {', '.join(skipped)})" if skipped else "")
+    )
     return 0
 
 

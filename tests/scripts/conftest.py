@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from scripts.local_server import LocalServer
 from scripts.tiny_models import TinyModels, ensure_tiny_models
+
+#: draft tokens per step of the shared speculative server
+SPECULATIVE_K = 4
 
 
 @pytest.fixture(scope="session")
@@ -12,3 +18,11 @@ def tiny_models() -> TinyModels:
     """The tiny target/draft pair, from the project cache (built once, a few minutes, if absent:
     the same cache `make demo` uses, so a machine pays for it once)."""
     return ensure_tiny_models()
+
+
+@pytest.fixture(scope="session")
+def speculative_server(tiny_models: TinyModels) -> Iterator[LocalServer]:
+    """One real local vLLM CPU server (tiny pair, speculative, k=SPECULATIVE_K) shared by the
+    end-to-end tests of the session: starting one costs about a minute."""
+    with LocalServer([f"speculation.num_speculative_tokens={SPECULATIVE_K}"]) as server:
+        yield server

@@ -29,11 +29,28 @@ def gen(ids: list[int] | None, tokens: int = 4) -> Generation:
 
 
 def run(outputs: list[Generation], wall_s: float) -> Run:
-    return Run(outputs, [wall_s])
+    tokens = sum(g.completion_tokens or 0 for g in outputs)
+    return Run(outputs, {"output_tokens": tokens, "output_tokens_per_s": tokens / wall_s})
 
 
-def test_tokens_per_second_counts_output_tokens_over_the_fastest_pass() -> None:
-    assert Run([gen([1], tokens=100), gen([2], tokens=50)], [5.0, 3.0]).tokens_per_s == 50.0
+def test_throughput_is_the_bench_runners_figure() -> None:
+    bench = {"output_tokens": 150, "output_tokens_per_s": 50.0}
+    assert Run([gen([1], tokens=100), gen([2], tokens=50)], bench).tokens_per_s == 50.0
+
+
+def test_acceptance_is_taken_only_from_the_runners_server_counters() -> None:
+    from scripts.demo import run_acceptance
+
+    counted = {
+        "acceptance_source": "server-metrics",
+        "acceptance_rate": 0.8,
+        "mean_accepted_length": 4.2,
+        "acceptance_per_position": [0.9, 0.8, 0.8, 0.7],
+        "spec_decode_deltas": {"num_drafts": 10, "num_draft_tokens": 40, "num_accepted_tokens": 32},
+    }
+    assert run_acceptance(Run([], counted)).acceptance_rate == 0.8
+    estimated = {"acceptance_source": "estimate-from-chunks", "acceptance_rate": 0.7}
+    assert run_acceptance(Run([], estimated)).acceptance_rate is None
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from conftest import SPECULATIVE_K
 from scripts.local_server import LocalServer
 from scripts.metrics import SpecDecodeCounters, acceptance
 from scripts.openai_client import OpenAIClient
@@ -21,7 +22,7 @@ from scripts.tiny_models import TinyModels
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
-K = 4
+K = SPECULATIVE_K
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +32,8 @@ def baseline(tiny_models: TinyModels) -> Iterator[LocalServer]:
 
 
 @pytest.fixture(scope="module")
-def speculative(tiny_models: TinyModels) -> Iterator[LocalServer]:
-    with LocalServer([f"speculation.num_speculative_tokens={K}"]) as server:
-        yield server
+def speculative(speculative_server: LocalServer) -> LocalServer:
+    return speculative_server
 
 
 def test_smoke_checks_pass_and_speculative_greedy_equals_baseline(

@@ -7,10 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scripts.metrics import (
+    NO_COUNTERS,
     MetricsFormatError,
     SpecDecodeCounters,
     acceptance,
     acceptance_between,
+    checked_delta,
     parse_exposition,
 )
 
@@ -124,3 +126,57 @@ def test_acceptance_figures_stay_within_their_bounds(drafts: int, k: int, data) 
     assert result.acceptance_rate is not None and 0 <= result.acceptance_rate <= 1
     assert result.mean_accepted_length is not None and 1 <= result.mean_accepted_length <= k + 1
     assert result.acceptance_rate == pytest.approx(sum(result.per_position) / k)
+
+
+# --- consistency: acceptance only from deltas that can be true (issue 12) ----------------------
+
+
+def counters(text: str) -> SpecDecodeCounters:
+    return SpecDecodeCounters.from_text(text)
+
+
+def test_a_consistent_delta_is_used() -> None:
+    checked = checked_delta(
+        counters(exposition(10, 40, 30, [9])), counters(exposition(20, 80, 60, [18]))
+    )
+    assert checked.reason is None and checked.delta is not None
+    assert checked.delta.accepted_tokens == 30
+
+
+def test_counters_that_went_backwards_give_no_figure_and_say_why() -> None:
+    checked = checked_delta(
+        counters(exposition(100, 400, 300, [90])), counters(exposition(20, 80, 60, [18]))
+    )
+    assert checked.delta is None and "went backwards" in str(checked.reason)
+    rate = acceptance_between(exposition(100, 400, 300, [90]), exposition(20, 80, 60, [18]))
+    assert rate.acceptance_rate is None  # not -1.0
+
+
+def test_a_reset_is_detected_from_created_even_when_the_counters_grew_past_the_old_values() -> None:
+    before = exposition(10, 40, 30, [9])
+    after = exposition(20, 80, 60, [18]).replace(" 1.7e9", " 1.8e9")
+    checked = checked_delta(counters(before), counters(after))
+    assert checked.delta is None and "_created changed" in str(checked.reason)
+
+
+def test_more_accepted_than_drafted_tokens_is_inconsistent() -> None:
+    checked = checked_delta(
+        counters(exposition(0, 0, 0, [0])), counters(exposition(5, 5, 100, [5]))
+    )
+    assert checked.delta is None and "inconsistent" in str(checked.reason)
+    assert (
+        acceptance_between(exposition(0, 0, 0, [0]), exposition(5, 5, 100, [5])).acceptance_rate
+        is None
+    )
+
+
+def test_a_position_accepted_more_often_than_drafted_is_inconsistent() -> None:
+    checked = checked_delta(counters(exposition(0, 0, 0, [0])), counters(exposition(5, 20, 9, [9])))
+    assert checked.delta is None and "per-position" in str(checked.reason)
+
+
+def test_absent_counters_and_counters_that_appeared_are_told_apart() -> None:
+    none = counters("# TYPE x gauge\nx 1\n")
+    some = counters(exposition(5, 20, 10, [5]))
+    assert checked_delta(none, none).reason == NO_COUNTERS
+    assert "appeared or vanished" in str(checked_delta(none, some).reason)

@@ -1,0 +1,219 @@
+"""A fault-injecting OpenAI-compatible server on loopback, for the fault suite (issue 12).
+
+One server, one fault at a time (`FaultServer.fault`, switched per test). With no fault it is a
+healthy streaming server: /v1/models, /metrics with consistent spec-decode counters (and their
+`_created` samples), completions and chat, streamed and not. Each fault breaks one thing the way a
+real server, proxy or network does; the bytes are written by hand so the framing can be wrong on
+purpose. HTTP/1.0 style: every response ends by closing the connection.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODEL = "fault-model"
+
+#: every fault the server can inject, with what it does
+FAULTS = {
+    "http_500": "every generation request answers 500",
+    "http_429": "the first generation attempt answers 429 with Retry-After (retry_after_s)",
+    "http_429_forever": "every generation attempt answers 429 with Retry-After: 3600",
+    "cut_stream": "a stream is cut (connection closed) after two events, without [DONE]",
+    "json_array": "a stream event is a JSON array",
+    "not_json": "a stream event is not JSON",
+    "trickle": "headers, then an SSE keep-alive comment every 0.1 s, forever",
+    "silent": "accepts the connection and never answers",
+    "non_utf8": "a stream event carries bytes that are not UTF-8",
+    "models_list": "/v1/models answers a JSON list instead of an object",
+    "choices_empty": "replies (and stream events) have choices: []",
+    "message_null": "non-streamed chat replies have message: null",
+    "usage_na": 'usage is "n/a"',
+    "counters_reset": "spec-decode counters drop, with a new _created, after a scrape",
+    "counters_inconsistent": "accepted tokens grow faster than drafted tokens",
+    "no_counters": "/metrics has no spec-decode counters",
+    "metrics_non_utf8": "/metrics carries bytes that are not UTF-8",
+}
+
+
+@dataclass
+class FaultServer:
+    url: str
+    fault: str | None = None
+    retry_after_s: int = 1
+    drafts: int = 0
+    scrapes: int = 0
+    attempts: list[float] = field(default_factory=list)
+    auth_headers: list[str | None] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+def _tokens(prompt: str, max_tokens: int) -> tuple[list[int], str]:
+    ids = [(ord(c) % 26) for c in (prompt * 10)[:10]][:max_tokens]
+    return ids, "".join(chr(ord("a") + i) for i in ids)
+
+
+def _metrics(s: FaultServer) -> bytes:
+    s.scrapes += 1
+    if s.fault == "no_counters":
+        return b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 0\n"
+    drafts, created = s.drafts, 1.7e9
+    accepted = 3 * drafts
+    if s.fault == "counters_reset" and s.scrapes > 1:
+        drafts, accepted, created = 1, 1, 1.8e9
+    if s.fault == "counters_inconsistent":
+        accepted = 10 * drafts + 10 * s.scrapes
+    labels = f'model_name="{MODEL}"'
+    lines = []
+    for name, value in (
+        ("num_drafts", drafts),
+        ("num_draft_tokens", 4 * drafts),
+        ("num_accepted_tokens", accepted),
+    ):
+        lines += [
+            f"# TYPE vllm:spec_decode_{name} counter",
+            f"vllm:spec_decode_{name}_total{{{labels}}} {float(value)}",
+            f"vllm:spec_decode_{name}_created{{{labels}}} {created}",
+        ]
+    text = ("\n".join(lines) + "\n").encode()
+    if s.fault == "metrics_non_utf8":
+        text = b"# HELP vllm:x caf\xe9\n" + text
+    return text
+
+
+def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_args: object) -> None:
+            pass
+
+        def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            if s.fault == "silent":
+                s.stop.wait()
+                return
+            if self.path == "/v1/models":
+                data = [{"id": MODEL, "object": "model"}]
+                doc: object = data if s.fault == "models_list" else {"object": "list", "data": data}
+                self._send(200, json.dumps(doc).encode())
+            elif self.path == "/metrics":
+                self._send(200, _metrics(s), {"Content-Type": "text/plain"})
+            else:
+                self._send(404, b'{"error": "not found"}')
+
+        def do_POST(self) -> None:
+            s.attempts.append(time.monotonic())
+            s.auth_headers.append(self.headers.get("Authorization"))
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            f = s.fault
+            if f == "silent":
+                s.stop.wait()
+                return
+            if f == "http_500":
+                self._send(500, b'{"error": "injected"}')
+                return
+            if f == "http_429" and len(s.attempts) == 1:
+                self._send(429, b'{"error": "slow down"}', {"Retry-After": str(s.retry_after_s)})
+                return
+            if f == "http_429_forever":
+                self._send(429, b'{"error": "slow down"}', {"Retry-After": "3600"})
+                return
+            chat = self.path.endswith("/chat/completions")
+            prompt = body["messages"][-1]["content"] if chat else body["prompt"]
+            ids, text = _tokens(prompt, int(body.get("max_tokens") or 8))
+            s.drafts += len(ids)
+            usage: object = {
+                "prompt_tokens": 5,
+                "completion_tokens": len(ids),
+                "total_tokens": 5 + len(ids),
+            }
+            if f == "usage_na":
+                usage = "n/a"
+            finish = "length"
+            if not body.get("stream"):
+                choice: dict[str, object] = {"index": 0, "finish_reason": finish, "token_ids": ids}
+                if chat:
+                    choice["message"] = (
+                        None if f == "message_null" else {"role": "assistant", "content": text}
+                    )
+                else:
+                    choice["text"] = text
+                choices = [] if f == "choices_empty" else [choice]
+                self._send(200, json.dumps({"choices": choices, "usage": usage}).encode())
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            if f == "trickle":
+                while not s.stop.is_set():
+                    try:
+                        self.wfile.write(b": keep-alive\n\n")
+                        self.wfile.flush()
+                    except OSError:
+                        return
+                    s.stop.wait(0.1)
+                return
+            for i, (tid, ch) in enumerate(zip(ids, text, strict=True)):
+                if i == 2 and f == "cut_stream":
+                    self.wfile.flush()
+                    self.connection.close()
+                    return
+                if i == 2 and f == "json_array":
+                    self.wfile.write(b"data: [1, 2, 3]\n\n")
+                    continue
+                if i == 2 and f == "not_json":
+                    self.wfile.write(b"data: {oops\n\n")
+                    continue
+                if i == 2 and f == "non_utf8":
+                    self.wfile.write(b'data: {"choices": [{"text": "caf\xe9"}]}\n\n')
+                    continue
+                piece = {"delta": {"content": ch}} if chat else {"text": ch}
+                last = i == len(ids) - 1
+                choice = {"index": 0, "token_ids": [tid], "finish_reason": finish if last else None}
+                event = {"choices": [] if f == "choices_empty" else [choice | piece]}
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+            final = {"choices": [], "usage": usage}
+            self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
+
+    return Handler
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that hangs up on a broken reply is expected here: no traceback on stderr
+        (the tests look for tracebacks of the tools, not of this server)."""
+
+
+@contextmanager
+def fault_server(fault: str | None = None) -> Iterator[FaultServer]:
+    """A server on 127.0.0.1 with `fault` switched on (None: healthy); stopped afterwards, its
+    hanging handlers released."""
+    if fault is not None and fault not in FAULTS:
+        raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+    state = FaultServer(url="", fault=fault)
+    httpd = _Server(("127.0.0.1", 0), _handler(state))
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        state.stop.set()
+        httpd.shutdown()
+        httpd.server_close()
