@@ -41,6 +41,7 @@ from scripts.bench import Arm, UsageError, opened, parse_int_list
 from scripts.bench_report import atomic_write_text, plot_k_sweep, tune_markdown
 from scripts.bench_run import RunOptions, discover_model, run_level
 from scripts.bench_workload import TINY_CORPUS, RequestSpec, WorkloadError, select_workload
+from scripts.client_args import add_client_args, api_key, client_arg_problems
 from scripts.engine_model import (
     EngineSetup,
     SweepPoint,
@@ -117,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", help=f'JSONL prompts, or "{TINY_CORPUS}" (see bench.py)')
     p.add_argument("--warmup", type=int, help="default: one per concurrency slot")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timeout", type=float, default=300.0)
+    add_client_args(p)
     p.add_argument(
         "--k-max",
         type=int,
@@ -253,7 +254,19 @@ async def measure_all(
 ) -> tuple[Levels, dict[int, Levels], dict[str, dict[int, dict[str, Any]]]]:
     """Every arm at every concurrency level (one server per arm, opened once), and per category
     at `category_level` for the speculative arms. Returns baseline[c], runs[k][c], cats[cat][k]."""
-    opts = RunOptions(api=args.api, warmup=args.warmup, seed=args.seed, timeout_s=args.timeout)
+    if problems := client_arg_problems(args):
+        raise UsageError("; ".join(problems))
+    opts = RunOptions(
+        api=args.api,
+        warmup=args.warmup,
+        seed=args.seed,
+        timeout_s=args.timeout,
+        connect_timeout_s=args.connect_timeout,
+        first_byte_timeout_s=args.first_byte_timeout,
+        max_retries=args.max_retries,
+        retry_after_cap_s=args.retry_after_cap,
+        api_key=api_key(args),
+    )
     endpoints = parse_endpoints(args.endpoint_for_k)
     if endpoints:
         if args.k or not args.baseline:
@@ -276,7 +289,11 @@ async def measure_all(
         out: Levels = {}
         with opened(arm) as live:
             assert live.endpoint is not None
-            model = args.model or live.model or await discover_model(live.endpoint)
+            model = (
+                args.model
+                or live.model
+                or await discover_model(live.endpoint, min(10.0, args.timeout), opts.api_key)
+            )
             if model is None:
                 raise UsageError(f"--model: {live.endpoint}/v1/models did not answer")
             run_opts = dataclasses.replace(opts, num_speculative_tokens=k)
