@@ -12,7 +12,12 @@ from aws_cdk import App
 from trnspec.problems import Problem
 
 from infra.addons.pins import PINS, ChartPin, ImagePin, compatibility_problems
-from infra.addons.selection import WorkloadNeeds, installed_addons, workload_needs
+from infra.addons.selection import (
+    WorkloadNeeds,
+    addon_problems,
+    installed_addons,
+    workload_needs,
+)
 from infra.nag import acknowledge, attach_nag
 from infra.platform_stack import PlatformStack
 from infra.serving_stack import BUCKET_PLACEHOLDER, ServingStack, add_serving
@@ -42,7 +47,7 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
         settings.serving, bucket_name=BUCKET_PLACEHOLDER, image_uri="preflight"
     )
     needs = workload_needs(serving_settings)
-    check_addon_versions(settings, needs)
+    check_addons(settings, needs)
     attach_nag(app)
     platform = PlatformStack(app, settings.stack_name, settings=settings, needs=needs)
     serving = add_serving(app, platform, serving_settings)
@@ -50,16 +55,20 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
     return Composition(platform, serving, acknowledged)
 
 
-def check_addon_versions(
+def check_addons(
     settings: DeploymentSettings,
     needs: WorkloadNeeds,
     pins: tuple[ChartPin | ImagePin, ...] = PINS,
 ) -> None:
-    """Refuse a cluster version outside the supported range of an installed add-on's pin
-    (infra/addons/pins.py), one line per add-on."""
+    """Refuse an installed set whose add-ons' declared requirements or exclusions do not hold
+    (infra/addons/selection.py), or a cluster version outside the supported range of an
+    installed add-on's pin (infra/addons/pins.py); one line per problem."""
     addons = installed_addons(settings, needs)
-    lines = compatibility_problems(settings.kubernetes_version, addons, pins)
-    if lines:
-        raise SettingsError(
-            [Problem("kubernetes_version", settings.kubernetes_version, line) for line in lines]
-        )
+    installed = ",".join(sorted(addons))
+    problems = [Problem("installed add-ons", installed, line) for line in addon_problems(addons)]
+    problems += [
+        Problem("kubernetes_version", settings.kubernetes_version, line)
+        for line in compatibility_problems(settings.kubernetes_version, addons, pins)
+    ]
+    if problems:
+        raise SettingsError(problems)

@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 from trnspec.topology import instance
 
+from infra.addons.addon import Addon
 from infra.addons.helm import HelmReleaseProps, helm_release
 from infra.addons.pins import KARPENTER_CHART, KARPENTER_CRD_CHART
 from infra.cluster import SYSTEM_LABEL, node_role
@@ -24,6 +25,13 @@ from infra.neuron_node import (
 )
 from infra.pod_identity import PodIdentityRole
 from infra.settings import Trn2PoolSettings
+
+#: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
+ADDON = Addon(
+    name="karpenter",
+    excludes=frozenset({"cluster_autoscaler"}),
+    reason="both launch Trn2 nodes for the same pending pods; `autoscaler` picks one",
+)
 
 CHART_REPOSITORY = KARPENTER_CHART.repository
 CHART = KARPENTER_CHART.chart

@@ -10,6 +10,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 from trnspec.topology import INSTANCE_TYPES
 
+from infra.addons.addon import Addon
 from infra.addons.helm import HelmReleaseProps, helm_release
 from infra.addons.pins import NEURON_CHART, NEURON_KUBE_SCHEDULER, NEURON_MONITOR_IMAGE
 from infra.cluster import SYSTEM_LABEL
@@ -21,6 +22,9 @@ from infra.workload.constants import (
     NEURON_SCHEDULER_NAME,
 )
 from infra.workload.scan_skips import NEURON_MONITOR_SKIPS, skip_annotations
+
+#: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
+ADDON = Addon(name="neuron")
 
 CHART_REPOSITORY = NEURON_CHART.repository
 CHART = NEURON_CHART.chart
