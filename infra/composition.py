@@ -7,6 +7,7 @@ deploys; the choice of stacks and their order is made here once.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import App
 from trnspec.problems import Problem
@@ -19,10 +20,13 @@ from infra.addons.selection import (
     workload_needs,
 )
 from infra.nag import acknowledge, attach_nag
+from infra.placement import placement_problems
 from infra.platform_stack import PlatformStack
+from infra.serving_settings import ServingSettings
 from infra.serving_stack import BUCKET_PLACEHOLDER, ServingStack, add_serving
 from infra.settings import DeploymentSettings, SettingsError
-from infra.workload.spec import check_serving
+from infra.workload.manifests import build_manifests
+from infra.workload.spec import check_serving, derive_workload, resolve_serving_config
 
 
 @dataclass(frozen=True)
@@ -38,8 +42,10 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
     """Build every stack of a profile onto `app`.
 
     Raises the settings' and the engine's own errors (every problem listed) before any construct
-    exists when the `serving:` section is bad or an add-on pin does not support the cluster's
-    Kubernetes version; the acknowledgements run last so they see every construct of both stacks.
+    exists when the `serving:` section is bad, when the installed add-ons break a declared
+    relation or a pin does not support the cluster's Kubernetes version, or when no Trn2 pool
+    makes a node the serving pods fit (infra/placement.py); the acknowledgements run last so
+    they see every construct of both stacks.
     """
     # One pass over the serving section, before any construct: every problem in one synth, and
     # a bad profile leaves no staged assets in cdk.out.
@@ -47,7 +53,13 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
         settings.serving, bucket_name=BUCKET_PLACEHOLDER, image_uri="preflight"
     )
     needs = workload_needs(serving_settings)
-    check_addons(settings, needs)
+    # Then the platform against the workload, in one pass: the add-ons it needs, and a node
+    # for its pods (read from the manifests the serving stack applies).
+    manifests = preflight_manifests(settings, serving_settings)
+    problems = addon_check_problems(settings, needs)
+    problems += placement_problems(settings.trn2_pools, manifests)
+    if problems:
+        raise SettingsError(problems)
     attach_nag(app)
     platform = PlatformStack(app, settings.stack_name, settings=settings, needs=needs)
     serving = add_serving(app, platform, serving_settings)
@@ -55,14 +67,41 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
     return Composition(platform, serving, acknowledged)
 
 
+def preflight_manifests(
+    settings: DeploymentSettings, serving: ServingSettings
+) -> list[dict[str, Any]]:
+    """The workload's Kubernetes objects as the serving stack builds them, with placeholders
+    for the bucket, image and (for an existing VPC) CIDR, which no pod's placement depends on."""
+    cfg = resolve_serving_config(serving, BUCKET_PLACEHOLDER)
+    spec = derive_workload(
+        cfg,
+        serving,
+        image_uri="preflight",
+        bucket_name=BUCKET_PLACEHOLDER,
+        vpc_cidr=settings.vpc.cidr,
+    )
+    return build_manifests(spec, serving).all()
+
+
 def check_addons(
     settings: DeploymentSettings,
     needs: WorkloadNeeds,
     pins: tuple[ChartPin | ImagePin, ...] = PINS,
 ) -> None:
-    """Refuse an installed set whose add-ons' declared requirements or exclusions do not hold
+    """Raise `addon_check_problems`, if any, as one SettingsError."""
+    problems = addon_check_problems(settings, needs, pins)
+    if problems:
+        raise SettingsError(problems)
+
+
+def addon_check_problems(
+    settings: DeploymentSettings,
+    needs: WorkloadNeeds,
+    pins: tuple[ChartPin | ImagePin, ...] = PINS,
+) -> list[Problem]:
+    """An installed set whose add-ons' declared requirements or exclusions do not hold
     (infra/addons/selection.py), or a cluster version outside the supported range of an
-    installed add-on's pin (infra/addons/pins.py); one line per problem."""
+    installed add-on's pin (infra/addons/pins.py); one problem per line."""
     addons = installed_addons(settings, needs)
     installed = ",".join(sorted(addons))
     problems = [Problem("installed add-ons", installed, line) for line in addon_problems(addons)]
@@ -70,5 +109,4 @@ def check_addons(
         Problem("kubernetes_version", settings.kubernetes_version, line)
         for line in compatibility_problems(settings.kubernetes_version, addons, pins)
     ]
-    if problems:
-        raise SettingsError(problems)
+    return problems
