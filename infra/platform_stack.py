@@ -56,7 +56,18 @@ class PlatformStack(Stack):
         self._vpc = network.vpc
         private = network.private_subnets
         core = Cluster(
-            self, "Eks", ClusterProps(settings=settings, vpc=network.vpc, subnets=private)
+            self,
+            "Eks",
+            ClusterProps(
+                cluster_name=settings.cluster_name,
+                kubernetes_version=settings.kubernetes_version,
+                endpoint_access=settings.endpoint_access,
+                admin_principal_arns=settings.admin_principal_arns,
+                system_nodes=settings.system_nodes,
+                tags=dict(settings.tags),
+                vpc=network.vpc,
+                subnets=private,
+            ),
         )
         self._cluster = core.cluster
         self._kubectl_layer = core.kubectl_layer

@@ -15,7 +15,7 @@ from infra.addons.pins import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGE
 from infra.asg_tags import AsgNodeTemplateTags, AsgNodeTemplateTagsProps
 from infra.cluster import SYSTEM_LABEL
 from infra.neuron_node import node_template_tags
-from infra.pod_identity import PodIdentityRole
+from infra.pod_identity import PodIdentityRole, PodIdentityRoleProps
 from infra.trn2_nodegroup import Trn2Nodegroup
 
 #: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
@@ -59,10 +59,12 @@ class ClusterAutoscaler(Construct):
         self.identity = PodIdentityRole(
             self,
             "PodIdentity",
-            cluster=props.cluster,
-            namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT,
-            description="Cluster Autoscaler (Pod Identity)",
+            PodIdentityRoleProps(
+                cluster=props.cluster,
+                namespace=NAMESPACE,
+                service_account=SERVICE_ACCOUNT,
+                description="Cluster Autoscaler (Pod Identity)",
+            ),
         )
         self.role = self.identity.role
         self.role.add_to_policy(

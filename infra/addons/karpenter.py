@@ -23,7 +23,7 @@ from infra.neuron_node import (
     custom_node_labels,
     mime_user_data,
 )
-from infra.pod_identity import PodIdentityRole
+from infra.pod_identity import PodIdentityRole, PodIdentityRoleProps
 from infra.settings import Trn2PoolSettings
 
 #: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
@@ -178,10 +178,12 @@ class Karpenter(Construct):
         self.controller_identity = PodIdentityRole(
             self,
             "ControllerIdentity",
-            cluster=props.cluster,
-            namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT,
-            description="Karpenter controller (Pod Identity)",
+            PodIdentityRoleProps(
+                cluster=props.cluster,
+                namespace=NAMESPACE,
+                service_account=SERVICE_ACCOUNT,
+                description="Karpenter controller (Pod Identity)",
+            ),
         )
         self.controller_role = self.controller_identity.role
         for statement in _controller_statements(stack, props.cluster_name, self.node_role):
