@@ -38,7 +38,7 @@ class Composition:
     acknowledged: list[str]
 
 
-def compose(app: App, settings: DeploymentSettings) -> Composition:
+def compose(app: App, settings: DeploymentSettings, *, check_placement: bool = True) -> Composition:
     """Build every stack of a profile onto `app`.
 
     Raises the settings' and the engine's own errors (every problem listed) before any construct
@@ -46,6 +46,10 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
     relation or a pin does not support the cluster's Kubernetes version, or when no Trn2 pool
     makes a node the serving pods fit (infra/placement.py); the acknowledgements run last so
     they see every construct of both stacks.
+
+    `check_placement=False` builds a profile the placement check refuses, so that
+    tests/infra/test_scheduling_simulation.py can show the autoscalers' simulation on its
+    templates reaches the same verdict; `app.py` always checks.
     """
     # One pass over the serving section, before any construct: every problem in one synth, and
     # a bad profile leaves no staged assets in cdk.out.
@@ -57,7 +61,8 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
     # for its pods (read from the manifests the serving stack applies).
     manifests = preflight_manifests(settings, serving_settings)
     problems = addon_check_problems(settings, needs)
-    problems += placement_problems(settings.trn2_pools, manifests)
+    if check_placement:
+        problems += placement_problems(settings.trn2_pools, manifests)
     if problems:
         raise SettingsError(problems)
     attach_nag(app)
