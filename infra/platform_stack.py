@@ -76,7 +76,8 @@ class PlatformStack(Stack):
         timeout = settings.addons.helm_timeout_minutes
         self._nodegroups: tuple[Trn2Nodegroup, ...] = ()
         # The node autoscaler, chosen once (infra/addons/selection.py names the same choice).
-        if "cluster_autoscaler" in self.addon_names:
+        managed_nodegroups = "cluster_autoscaler" in self.addon_names
+        if managed_nodegroups:
             trn2_role = node_role(self, "Trn2NodeRole")
             self._nodegroups = tuple(
                 Trn2Nodegroup(
@@ -168,10 +169,9 @@ class PlatformStack(Stack):
                     timeout_minutes=timeout,
                 ),
             )
+        autoscaler = "cluster_autoscaler" if managed_nodegroups else "karpenter"
         built: dict[str, Construct | None] = {
-            "cluster_autoscaler"
-            if "cluster_autoscaler" in self.addon_names
-            else "karpenter": self.autoscaler,
+            autoscaler: self.autoscaler,
             "neuron": self.neuron,
             "ebs_csi": self.ebs_csi,
             "keda": self.keda,
