@@ -12,7 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.lambda_layer_kubectl_v36 import KubectlV36Layer
 from constructs import Construct
 
-from infra.settings import DeploymentSettings
+from infra.settings import SystemNodeGroupSettings
 
 #: Add-ons every node needs; versions are left to EKS's default for the cluster version,
 #: which EKS keeps compatible (a pinned add-on version would break on a version bump).
@@ -62,8 +62,19 @@ CONTROL_PLANE_LOGS = (
 class ClusterProps:
     """Inputs of the control plane."""
 
-    settings: DeploymentSettings
-    """Version, name, endpoint access, admins, system node group."""
+    cluster_name: str
+    """EKS cluster name (also names the system node group)."""
+    kubernetes_version: str
+    """Kubernetes minor of the control plane."""
+    endpoint_access: str
+    """A key of ENDPOINT_ACCESS: public-and-private, or private (the kubectl handler then runs
+    in the private subnets)."""
+    admin_principal_arns: tuple[str, ...]
+    """IAM role/user ARNs given cluster-admin access entries."""
+    system_nodes: SystemNodeGroupSettings
+    """Size and type of the non-Trn2 node group."""
+    tags: dict[str, str]
+    """Tags on the cluster resource."""
     vpc: ec2.IVpc
     """Where the control plane ENIs and nodes live."""
     subnets: ec2.SubnetSelection
@@ -75,7 +86,7 @@ class Cluster(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, props: ClusterProps) -> None:
         super().__init__(scope, construct_id)
-        s = props.settings
+        s = props  # (short name)
         self.secrets_key = kms.Key(
             self,
             "SecretsKey",

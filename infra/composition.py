@@ -7,17 +7,26 @@ deploys; the choice of stacks and their order is made here once.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import App
 from trnspec.problems import Problem
 
 from infra.addons.pins import PINS, ChartPin, ImagePin, compatibility_problems
-from infra.addons.selection import WorkloadNeeds, installed_addons, workload_needs
+from infra.addons.selection import (
+    WorkloadNeeds,
+    addon_problems,
+    installed_addons,
+    workload_needs,
+)
 from infra.nag import acknowledge, attach_nag
+from infra.placement import placement_problems
 from infra.platform_stack import PlatformStack
+from infra.serving_settings import ServingSettings
 from infra.serving_stack import BUCKET_PLACEHOLDER, ServingStack, add_serving
 from infra.settings import DeploymentSettings, SettingsError
-from infra.workload.spec import check_serving
+from infra.workload.manifests import build_manifests
+from infra.workload.spec import check_serving, derive_workload, resolve_serving_config
 
 
 @dataclass(frozen=True)
@@ -29,12 +38,18 @@ class Composition:
     acknowledged: list[str]
 
 
-def compose(app: App, settings: DeploymentSettings) -> Composition:
+def compose(app: App, settings: DeploymentSettings, *, check_placement: bool = True) -> Composition:
     """Build every stack of a profile onto `app`.
 
     Raises the settings' and the engine's own errors (every problem listed) before any construct
-    exists when the `serving:` section is bad or an add-on pin does not support the cluster's
-    Kubernetes version; the acknowledgements run last so they see every construct of both stacks.
+    exists when the `serving:` section is bad, when the installed add-ons break a declared
+    relation or a pin does not support the cluster's Kubernetes version, or when no Trn2 pool
+    makes a node the serving pods fit (infra/placement.py); the acknowledgements run last so
+    they see every construct of both stacks.
+
+    `check_placement=False` builds a profile the placement check refuses, so that
+    tests/infra/test_scheduling_simulation.py can show the autoscalers' simulation on its
+    templates reaches the same verdict; `app.py` always checks.
     """
     # One pass over the serving section, before any construct: every problem in one synth, and
     # a bad profile leaves no staged assets in cdk.out.
@@ -42,7 +57,14 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
         settings.serving, bucket_name=BUCKET_PLACEHOLDER, image_uri="preflight"
     )
     needs = workload_needs(serving_settings)
-    check_addon_versions(settings, needs)
+    # Then the platform against the workload, in one pass: the add-ons it needs, and a node
+    # for its pods (read from the manifests the serving stack applies).
+    manifests = preflight_manifests(settings, serving_settings)
+    problems = addon_check_problems(settings, needs)
+    if check_placement:
+        problems += placement_problems(settings.trn2_pools, manifests)
+    if problems:
+        raise SettingsError(problems)
     attach_nag(app)
     platform = PlatformStack(app, settings.stack_name, settings=settings, needs=needs)
     serving = add_serving(app, platform, serving_settings)
@@ -50,16 +72,46 @@ def compose(app: App, settings: DeploymentSettings) -> Composition:
     return Composition(platform, serving, acknowledged)
 
 
-def check_addon_versions(
+def preflight_manifests(
+    settings: DeploymentSettings, serving: ServingSettings
+) -> list[dict[str, Any]]:
+    """The workload's Kubernetes objects as the serving stack builds them, with placeholders
+    for the bucket, image and (for an existing VPC) CIDR, which no pod's placement depends on."""
+    cfg = resolve_serving_config(serving, BUCKET_PLACEHOLDER)
+    spec = derive_workload(
+        cfg,
+        serving,
+        image_uri="preflight",
+        bucket_name=BUCKET_PLACEHOLDER,
+        vpc_cidr=settings.vpc.cidr,
+    )
+    return build_manifests(spec, serving).all()
+
+
+def check_addons(
     settings: DeploymentSettings,
     needs: WorkloadNeeds,
     pins: tuple[ChartPin | ImagePin, ...] = PINS,
 ) -> None:
-    """Refuse a cluster version outside the supported range of an installed add-on's pin
-    (infra/addons/pins.py), one line per add-on."""
+    """Raise `addon_check_problems`, if any, as one SettingsError."""
+    problems = addon_check_problems(settings, needs, pins)
+    if problems:
+        raise SettingsError(problems)
+
+
+def addon_check_problems(
+    settings: DeploymentSettings,
+    needs: WorkloadNeeds,
+    pins: tuple[ChartPin | ImagePin, ...] = PINS,
+) -> list[Problem]:
+    """An installed set whose add-ons' declared requirements or exclusions do not hold
+    (infra/addons/selection.py), or a cluster version outside the supported range of an
+    installed add-on's pin (infra/addons/pins.py); one problem per line."""
     addons = installed_addons(settings, needs)
-    lines = compatibility_problems(settings.kubernetes_version, addons, pins)
-    if lines:
-        raise SettingsError(
-            [Problem("kubernetes_version", settings.kubernetes_version, line) for line in lines]
-        )
+    installed = ",".join(sorted(addons))
+    problems = [Problem("installed add-ons", installed, line) for line in addon_problems(addons)]
+    problems += [
+        Problem("kubernetes_version", settings.kubernetes_version, line)
+        for line in compatibility_problems(settings.kubernetes_version, addons, pins)
+    ]
+    return problems

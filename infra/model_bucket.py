@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.workload.constants import COMPILE_CACHE_PREFIX, MODELS_PREFIX
+
+
+@dataclass(frozen=True)
+class ModelBucketProps:
+    """Inputs of the model bucket."""
+
+    compile_cache_retention_days: int
+    """Days after which an unrewritten object under the compile cache expires."""
 
 
 class ModelBucket(Construct):
@@ -19,7 +29,7 @@ class ModelBucket(Construct):
     superseded versions go after a week.
     """
 
-    def __init__(self, scope: Construct, id: str, *, compile_cache_retention_days: int) -> None:
+    def __init__(self, scope: Construct, id: str, props: ModelBucketProps) -> None:
         super().__init__(scope, id)
         self.key = kms.Key(
             self,
@@ -58,7 +68,7 @@ class ModelBucket(Construct):
                 s3.LifecycleRule(
                     id="expire-stale-compile-cache",
                     prefix=COMPILE_CACHE_PREFIX,
-                    expiration=Duration.days(compile_cache_retention_days),
+                    expiration=Duration.days(props.compile_cache_retention_days),
                     noncurrent_version_expiration=Duration.days(7),
                 ),
                 s3.LifecycleRule(

@@ -8,21 +8,20 @@ from __future__ import annotations
 
 from trnspec.topology import instance
 
-from infra.settings import Trn2PoolSettings
-
-# The taint and device resource are shared with the workload manifests (one definition).
-from infra.workload.constants import (
+# The taint, device resources and labels the workload selects on: the platform's node contract.
+from infra.addons.node_contract import (
+    INSTANCE_TYPE_LABEL,
+    NEURON_CORE_RESOURCE,
     NEURON_DEVICE_RESOURCE,
     NEURON_TAINT_EFFECT,
     NEURON_TAINT_KEY,
     NEURON_TAINT_VALUE,
 )
+from infra.addons.node_contract import LNC_NODE_LABEL as LNC_LABEL
+from infra.settings import Trn2PoolSettings
 
-#: Extended resource for (logical) NeuronCores.
-NEURON_CORE_RESOURCE = "aws.amazon.com/neuroncore"
-#: Label naming the pool a node belongs to (workloads select on it).
+#: Label naming the pool a node belongs to.
 POOL_LABEL = "trnspec.io/pool"
-LNC_LABEL = "trnspec.io/lnc"
 #: CloudFormation's spelling of the Neuron AMI type (the Python enum's `.value` differs).
 NEURON_AMI_TYPE = "AL2023_x86_64_NEURON"
 #: Autoscaler node-template tag prefix on the Auto Scaling group.
@@ -46,14 +45,14 @@ def node_labels(pool: Trn2PoolSettings) -> dict[str, str]:
         **pool.labels,
         POOL_LABEL: pool.name,
         LNC_LABEL: str(pool.lnc),
-        "node.kubernetes.io/instance-type": pool.instance_type,
+        INSTANCE_TYPE_LABEL: pool.instance_type,
     }
 
 
 def custom_node_labels(pool: Trn2PoolSettings) -> dict[str, str]:
     """The labels we set ourselves (instance-type is set by the kubelet)."""
     labels = node_labels(pool)
-    labels.pop("node.kubernetes.io/instance-type")
+    labels.pop(INSTANCE_TYPE_LABEL)
     return labels
 
 

@@ -16,15 +16,15 @@ from infra.addons.aws_load_balancer_controller import (
     LoadBalancerController,
     LoadBalancerControllerProps,
 )
+from infra.addons.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerProps
 from infra.addons.ebs_csi import EbsCsi, EbsCsiProps
+from infra.addons.karpenter import Karpenter, KarpenterProps
 from infra.addons.keda import Keda, KedaProps
+from infra.addons.neuron import Neuron, NeuronProps
 from infra.addons.prometheus import Prometheus, PrometheusProps
-from infra.addons.selection import WorkloadNeeds, installed_addons
+from infra.addons.selection import ADDONS, WorkloadNeeds, installed_addons
 from infra.cluster import SYSTEM_LABEL, Cluster, ClusterProps, node_role
-from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerProps
-from infra.karpenter import Karpenter, KarpenterProps
 from infra.network import Network, NetworkProps
-from infra.neuron import Neuron, NeuronProps
 from infra.outputs import PlatformOutputs, update_kubeconfig_command
 from infra.settings import DeploymentSettings
 from infra.trn2_nodegroup import Trn2Nodegroup, Trn2NodegroupProps
@@ -56,7 +56,18 @@ class PlatformStack(Stack):
         self._vpc = network.vpc
         private = network.private_subnets
         core = Cluster(
-            self, "Eks", ClusterProps(settings=settings, vpc=network.vpc, subnets=private)
+            self,
+            "Eks",
+            ClusterProps(
+                cluster_name=settings.cluster_name,
+                kubernetes_version=settings.kubernetes_version,
+                endpoint_access=settings.endpoint_access,
+                admin_principal_arns=settings.admin_principal_arns,
+                system_nodes=settings.system_nodes,
+                tags=dict(settings.tags),
+                vpc=network.vpc,
+                subnets=private,
+            ),
         )
         self._cluster = core.cluster
         self._kubectl_layer = core.kubectl_layer
@@ -65,7 +76,8 @@ class PlatformStack(Stack):
         timeout = settings.addons.helm_timeout_minutes
         self._nodegroups: tuple[Trn2Nodegroup, ...] = ()
         # The node autoscaler, chosen once (infra/addons/selection.py names the same choice).
-        if "cluster_autoscaler" in self.addon_names:
+        managed_nodegroups = "cluster_autoscaler" in self.addon_names
+        if managed_nodegroups:
             trn2_role = node_role(self, "Trn2NodeRole")
             self._nodegroups = tuple(
                 Trn2Nodegroup(
@@ -144,8 +156,6 @@ class PlatformStack(Stack):
                     timeout_minutes=timeout,
                 ),
             )
-            # Its volume needs the StorageClass and the driver behind it.
-            self.prometheus.node.add_dependency(self.ebs_csi)
         self.load_balancer_controller: LoadBalancerController | None = None
         if needs.load_balancer_controller:
             self.load_balancer_controller = LoadBalancerController(
@@ -159,19 +169,29 @@ class PlatformStack(Stack):
                     timeout_minutes=timeout,
                 ),
             )
+        autoscaler = "cluster_autoscaler" if managed_nodegroups else "karpenter"
+        built: dict[str, Construct | None] = {
+            autoscaler: self.autoscaler,
+            "neuron": self.neuron,
+            "ebs_csi": self.ebs_csi,
+            "keda": self.keda,
+            "prometheus": self.prometheus,
+            "aws_load_balancer_controller": self.load_balancer_controller,
+        }
         # Every add-on waits for its pods: they need the system nodes, and the controllers with
         # an AWS role need the Pod Identity agent.
-        for addon in (
-            self.autoscaler,
-            self.neuron,
-            self.ebs_csi,
-            self.keda,
-            self.prometheus,
-            self.load_balancer_controller,
-        ):
+        for addon in built.values():
             if addon is not None:
                 addon.node.add_dependency(core.system_nodegroup)
                 addon.node.add_dependency(core.addons["eks-pod-identity-agent"])
+        # Then for the add-ons each one declares it requires (infra/addons/*.py `ADDON`).
+        for name, addon in built.items():
+            if addon is not None:
+                for required in sorted(ADDONS[name].requires):
+                    dependency = built[required]
+                    if dependency is None:  # composition.check_addons refuses this first
+                        raise ValueError(f"add-on {name} requires {required}, not installed")
+                    addon.node.add_dependency(dependency)
         self._outputs()
 
     def _outputs(self) -> None:

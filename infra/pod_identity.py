@@ -8,9 +8,25 @@ issuer; the association binds the role to exactly one namespace/service account.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
+
+
+@dataclass(frozen=True)
+class PodIdentityRoleProps:
+    """Inputs of one Pod Identity role."""
+
+    cluster: eks.ICluster
+    """Cluster whose agent hands out the role."""
+    namespace: str
+    """Namespace of the service account."""
+    service_account: str
+    """The one service account that assumes the role."""
+    description: str
+    """IAM role description."""
 
 
 class PodIdentityRole(Construct):
@@ -20,24 +36,20 @@ class PodIdentityRole(Construct):
         self,
         scope: Construct,
         construct_id: str,
-        *,
-        cluster: eks.ICluster,
-        namespace: str,
-        service_account: str,
-        description: str,
+        props: PodIdentityRoleProps,
     ) -> None:
         super().__init__(scope, construct_id)
         self.role = iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
-            description=description,
+            description=props.description,
         )
         self.association = eks.CfnPodIdentityAssociation(
             self,
             "Association",
-            cluster_name=cluster.cluster_name,
-            namespace=namespace,
-            service_account=service_account,
+            cluster_name=props.cluster.cluster_name,
+            namespace=props.namespace,
+            service_account=props.service_account,
             role_arn=self.role.role_arn,
         )

@@ -8,10 +8,25 @@ workload never removes them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from infra.workload.manifests import WorkloadManifests
+
+
+@dataclass(frozen=True)
+class ServingWorkloadProps:
+    """Inputs of the workload's manifests."""
+
+    cluster: eks.ICluster
+    """Cluster to apply them to."""
+    manifests: WorkloadManifests
+    """The workload's objects, grouped by what each group needs first."""
+    service_accounts: tuple[IConstruct, ...]
+    """The identities (service accounts) the pods run as: created after the namespace, before
+    the pods."""
 
 
 class ServingWorkload(Construct):
@@ -25,12 +40,14 @@ class ServingWorkload(Construct):
         self,
         scope: Construct,
         id: str,
-        *,
-        cluster: eks.ICluster,
-        manifests: WorkloadManifests,
-        service_accounts: list[IConstruct],
+        props: ServingWorkloadProps,
     ) -> None:
         super().__init__(scope, id)
+        cluster, manifests, service_accounts = (
+            props.cluster,
+            props.manifests,
+            props.service_accounts,
+        )
         self.namespace = eks.KubernetesManifest(
             self, "Namespace", cluster=cluster, manifest=[manifests.namespace]
         )

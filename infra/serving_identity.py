@@ -13,6 +13,8 @@ Least privilege, by prefix:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import Aws
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -21,7 +23,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.api_key import ApiKeySecret
-from infra.pod_identity import PodIdentityRole
+from infra.pod_identity import PodIdentityRole, PodIdentityRoleProps
 from infra.workload.constants import COMPILE_CACHE_PREFIX, MODELS_PREFIX
 
 READ_OBJECT_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
@@ -90,6 +92,20 @@ def compile_statements(bucket: s3.IBucket, key: kms.IKey) -> list[iam.PolicyStat
     ]
 
 
+@dataclass(frozen=True)
+class ServingIdentityProps:
+    """Inputs of one workload service account and its role."""
+
+    cluster: eks.ICluster
+    """Cluster to create the service account on."""
+    name: str
+    """Service account name."""
+    namespace: str
+    """Its namespace."""
+    statements: tuple[iam.PolicyStatement, ...]
+    """The role's whole policy."""
+
+
 class ServingIdentity(Construct):
     """A Kubernetes service account bound to an IAM role through EKS Pod Identity.
 
@@ -105,25 +121,26 @@ class ServingIdentity(Construct):
         self,
         scope: Construct,
         id: str,
-        *,
-        cluster: eks.ICluster,
-        name: str,
-        namespace: str,
-        statements: list[iam.PolicyStatement],
+        props: ServingIdentityProps,
     ) -> None:
         super().__init__(scope, id)
+        cluster, name, namespace = props.cluster, props.name, props.namespace
         self.service_account_name = name
         self.identity = PodIdentityRole(
             self,
             "PodIdentity",
-            cluster=cluster,
-            namespace=namespace,
-            service_account=name,
-            description=f"EKS Pod Identity role of {namespace}/{name}",
+            PodIdentityRoleProps(
+                cluster=cluster,
+                namespace=namespace,
+                service_account=name,
+                description=f"EKS Pod Identity role of {namespace}/{name}",
+            ),
         )
         self.role = self.identity.role
         self.association = self.identity.association
-        self.policy = iam.Policy(self, "Policy", statements=statements, roles=[self.role])
+        self.policy = iam.Policy(
+            self, "Policy", statements=list(props.statements), roles=[self.role]
+        )
         self.manifest = eks.KubernetesManifest(
             self,
             "ServiceAccount",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import aws_ecr_assets as ecr_assets
@@ -31,6 +32,16 @@ def docker_tag_prefix(generation: ImageGeneration | str) -> str:
     return f"{ImageGeneration(generation).value}-"
 
 
+@dataclass(frozen=True)
+class ServingImageProps:
+    """Inputs of the serving image asset."""
+
+    generation: ImageGeneration | str
+    """Which pinned Neuron base image (and vLLM build) to build on."""
+    directory: Path = IMAGE_DIR
+    """Build context (the repository's image/ directory)."""
+
+
 class ServingImage(Construct):
     """Docker image asset of the serving package on the generation's pinned Neuron base image.
 
@@ -43,17 +54,15 @@ class ServingImage(Construct):
         self,
         scope: Construct,
         id: str,
-        *,
-        generation: ImageGeneration | str,
-        directory: Path = IMAGE_DIR,
+        props: ServingImageProps,
     ) -> None:
         super().__init__(scope, id)
-        self.generation = ImageGeneration(generation)
+        self.generation = ImageGeneration(props.generation)
         self.base_image = base_image_reference(self.generation)
         self.asset = ecr_assets.DockerImageAsset(
             self,
             "Asset",
-            directory=str(directory),
+            directory=str(props.directory),
             build_args={BASE_IMAGE_BUILD_ARG: self.base_image},
             platform=ecr_assets.Platform.LINUX_AMD64,
             display_name=f"trnspec-{self.generation.value}",

@@ -31,11 +31,16 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from infra.api_key import ApiKeySecret, ApiKeySecretProps
-from infra.model_bucket import ModelBucket
+from infra.model_bucket import ModelBucket, ModelBucketProps
 from infra.outputs import ServingOutputs
-from infra.serving import ServingWorkload
-from infra.serving_identity import ServingIdentity, compile_statements, serve_statements
-from infra.serving_image import IMAGE_DIR, ServingImage, docker_tag_prefix
+from infra.serving import ServingWorkload, ServingWorkloadProps
+from infra.serving_identity import (
+    ServingIdentity,
+    ServingIdentityProps,
+    compile_statements,
+    serve_statements,
+)
+from infra.serving_image import IMAGE_DIR, ServingImage, ServingImageProps, docker_tag_prefix
 from infra.serving_settings import ServingSettings
 from infra.workload.constants import COMPILE_CACHE_PREFIX, MODELS_PREFIX
 from infra.workload.manifests import build_manifests
@@ -75,10 +80,14 @@ class ServingStack(Stack):
         self.serving_config = cfg
 
         self.model_bucket = ModelBucket(
-            self, "ModelBucket", compile_cache_retention_days=settings.compile_cache_retention_days
+            self,
+            "ModelBucket",
+            ModelBucketProps(compile_cache_retention_days=settings.compile_cache_retention_days),
         )
         bucket = self.model_bucket.bucket
-        self.image = ServingImage(self, "Image", generation=cfg.image, directory=image_directory)
+        self.image = ServingImage(
+            self, "Image", ServingImageProps(generation=cfg.image, directory=image_directory)
+        )
         # The API key (docs/workload.md, "Security"): generated into Secrets Manager, read by
         # the serving pods at start; only its ARN reaches the manifests.
         self.api_key = (
@@ -106,25 +115,31 @@ class ServingStack(Stack):
         self.serve_identity = ServingIdentity(
             self,
             "ServeIdentity",
-            cluster=cluster,
-            name=service_account_name(self.spec, SERVE_COMPONENT),
-            namespace=settings.namespace,
-            statements=serve_statements(bucket, self.model_bucket.key, self.api_key),
+            ServingIdentityProps(
+                cluster=cluster,
+                name=service_account_name(self.spec, SERVE_COMPONENT),
+                namespace=settings.namespace,
+                statements=tuple(serve_statements(bucket, self.model_bucket.key, self.api_key)),
+            ),
         )
         self.compile_identity = ServingIdentity(
             self,
             "CompileIdentity",
-            cluster=cluster,
-            name=service_account_name(self.spec, PRECOMPILE_COMPONENT),
-            namespace=settings.namespace,
-            statements=compile_statements(bucket, self.model_bucket.key),
+            ServingIdentityProps(
+                cluster=cluster,
+                name=service_account_name(self.spec, PRECOMPILE_COMPONENT),
+                namespace=settings.namespace,
+                statements=tuple(compile_statements(bucket, self.model_bucket.key)),
+            ),
         )
         self.workload = ServingWorkload(
             self,
             "Workload",
-            cluster=cluster,
-            manifests=manifests,
-            service_accounts=[self.serve_identity, self.compile_identity],
+            ServingWorkloadProps(
+                cluster=cluster,
+                manifests=manifests,
+                service_accounts=(self.serve_identity, self.compile_identity),
+            ),
         )
         self._outputs(cluster)
         self._acknowledge()

@@ -18,9 +18,13 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from infra.addons.addon import Addon
 from infra.addons.helm import HelmReleaseProps, helm_release
 from infra.addons.pins import AWS_LOAD_BALANCER_CONTROLLER_CHART
-from infra.pod_identity import PodIdentityRole
+from infra.pod_identity import PodIdentityRole, PodIdentityRoleProps
+
+#: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
+ADDON = Addon(name="aws_load_balancer_controller")
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
@@ -221,10 +225,12 @@ class LoadBalancerController(Construct):
         self.identity = PodIdentityRole(
             self,
             "PodIdentity",
-            cluster=props.cluster,
-            namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT,
-            description="AWS Load Balancer Controller (Pod Identity)",
+            PodIdentityRoleProps(
+                cluster=props.cluster,
+                namespace=NAMESPACE,
+                service_account=SERVICE_ACCOUNT,
+                description="AWS Load Balancer Controller (Pod Identity)",
+            ),
         )
         self.policy = iam.Policy(
             self, "Policy", statements=controller_statements(stack), roles=[self.identity.role]

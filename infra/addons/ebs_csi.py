@@ -16,7 +16,11 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from infra.addons.addon import Addon
 from infra.addons.pins import EBS_CSI_DRIVER
+
+#: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
+ADDON = Addon(name="ebs_csi")
 
 NAMESPACE = "kube-system"
 #: Service account of the driver's controller (the add-on creates it).

@@ -12,9 +12,13 @@ from typing import Any
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
+from infra.addons.addon import Addon
 from infra.addons.helm import HelmReleaseProps, helm_release
 from infra.addons.monitoring_contract import KEDA_NAMESPACE
 from infra.addons.pins import KEDA_CHART
+
+#: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
+ADDON = Addon(name="keda")
 
 
 @dataclass(frozen=True)

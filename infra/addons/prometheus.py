@@ -19,9 +19,17 @@ from typing import Any
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
+from infra.addons.addon import Addon
 from infra.addons.helm import HelmReleaseProps, helm_release
 from infra.addons.monitoring_contract import KUBE_PROMETHEUS_STACK_FULLNAME
 from infra.addons.pins import KUBE_PROMETHEUS_STACK_CHART
+
+#: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
+ADDON = Addon(
+    name="prometheus",
+    requires=frozenset({"ebs_csi"}),
+    reason="its volume is a PVC of the gp3 StorageClass the EBS CSI driver provisions",
+)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from infra.addons import (
+    aws_load_balancer_controller,
+    cluster_autoscaler,
+    ebs_csi,
+    karpenter,
+    keda,
+    neuron,
+    prometheus,
+)
+from infra.addons.addon import Addon
 from infra.serving_settings import ServingSettings
 from infra.settings import DeploymentSettings
+
+#: Every add-on's declaration, by name.
+ADDONS: dict[str, Addon] = {
+    a.name: a
+    for a in (
+        neuron.ADDON,
+        cluster_autoscaler.ADDON,
+        karpenter.ADDON,
+        keda.ADDON,
+        prometheus.ADDON,
+        ebs_csi.ADDON,
+        aws_load_balancer_controller.ADDON,
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -47,3 +71,26 @@ def installed_addons(settings: DeploymentSettings, needs: WorkloadNeeds) -> froz
     if needs.load_balancer_controller:
         names.add("aws_load_balancer_controller")
     return frozenset(names)
+
+
+def addon_problems(names: frozenset[str], addons: dict[str, Addon] | None = None) -> list[str]:
+    """One line per broken relation among the installed add-ons `names`: a required add-on
+    missing, an excluded one present, or a name no module declares."""
+    declared = ADDONS if addons is None else addons
+    lines: list[str] = []
+    for name in sorted(names):
+        addon = declared.get(name)
+        if addon is None:
+            lines.append(f"add-on {name}: no module of infra/addons declares it; add its ADDON")
+            continue
+        for missing in sorted(addon.requires - names):
+            lines.append(
+                f"add-on {name} requires {missing}, which is not installed ({addon.reason}); "
+                f"install {missing} or remove {name}"
+            )
+        for clash in sorted(addon.excludes & names):
+            lines.append(
+                f"add-on {name} excludes {clash}, which is installed too ({addon.reason}); "
+                "install only one of them"
+            )
+    return lines

@@ -71,15 +71,20 @@ class Synth:
 
 
 def synth_profile(
-    profile: str, outdir: Path, overrides: dict[str, Any] | None = None, validation: bool = False
+    profile: str,
+    outdir: Path,
+    overrides: dict[str, Any] | None = None,
+    validation: bool = False,
+    check_placement: bool = True,
 ) -> Synth:
-    """Build and synthesize the app for a profile exactly as app.py does (infra.composition)."""
+    """Build and synthesize the app for a profile exactly as app.py does (infra.composition);
+    `check_placement=False` skips only the placement check (infra/placement.py)."""
     app = App(
         context=cdk_json_context(),
         outdir=str(outdir),
         builtin_cloud_formation_validation=validation,
     )
-    built = compose(app, load_settings(profile, overrides or {}))
+    built = compose(app, load_settings(profile, overrides or {}), check_placement=check_placement)
     app.synth()
     stack, serving = built.platform, built.serving
     raw = json.loads((outdir / f"{stack.stack_name}.template.json").read_text())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.addons.neuron import chart_values
 from infra.addons.pins import (
     KEDA_CHART,
     PINS,
@@ -19,8 +20,7 @@ from infra.addons.pins import (
     markdown_table,
 )
 from infra.addons.selection import installed_addons, workload_needs
-from infra.composition import check_addon_versions
-from infra.neuron import chart_values
+from infra.composition import check_addons
 from infra.serving_settings import load_serving_settings
 from infra.settings import (
     SUPPORTED_KUBERNETES_VERSIONS,
@@ -46,14 +46,14 @@ def test_every_shipped_profile_fits_every_pin_at_every_supported_version(
     needs = workload_needs(load_serving_settings(settings.serving))
     addons = installed_addons(settings, needs)
     assert compatibility_problems(version, addons) == []
-    check_addon_versions(settings, needs)  # does not raise
+    check_addons(settings, needs)  # does not raise
 
 
 def test_a_pin_outside_the_cluster_version_is_refused_in_one_line_naming_the_add_on() -> None:
     settings = load_settings("default", {"kubernetes_version": "1.36"})
     needs = workload_needs(load_serving_settings(settings.serving))
     with pytest.raises(SettingsError) as err:
-        check_addon_versions(settings, needs, pins=(KEDA_2_20, *PINS[1:]))
+        check_addons(settings, needs, pins=(KEDA_2_20, *PINS[1:]))
     (problem,) = err.value.problems
     line = str(problem)
     assert "\n" not in line

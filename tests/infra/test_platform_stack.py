@@ -9,7 +9,7 @@ import pytest
 from aws_cdk.assertions import Match
 from platform_synth import Synth, cfn_text
 
-from infra import cluster_autoscaler, karpenter, neuron
+from infra.addons import cluster_autoscaler, karpenter, neuron
 from infra.neuron_node import NEURON_AMI_TYPE
 from infra.workload.constants import NEURON_SCHEDULER_NAME
 

@@ -9,13 +9,21 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from infra.addons.addon import Addon
 from infra.addons.helm import HelmReleaseProps, helm_release
 from infra.addons.pins import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGE
 from infra.asg_tags import AsgNodeTemplateTags, AsgNodeTemplateTagsProps
 from infra.cluster import SYSTEM_LABEL
 from infra.neuron_node import node_template_tags
-from infra.pod_identity import PodIdentityRole
+from infra.pod_identity import PodIdentityRole, PodIdentityRoleProps
 from infra.trn2_nodegroup import Trn2Nodegroup
+
+#: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
+ADDON = Addon(
+    name="cluster_autoscaler",
+    excludes=frozenset({"karpenter"}),
+    reason="both launch Trn2 nodes for the same pending pods; `autoscaler` picks one",
+)
 
 CHART_REPOSITORY = CLUSTER_AUTOSCALER_CHART.repository
 CHART = CLUSTER_AUTOSCALER_CHART.chart
@@ -51,10 +59,12 @@ class ClusterAutoscaler(Construct):
         self.identity = PodIdentityRole(
             self,
             "PodIdentity",
-            cluster=props.cluster,
-            namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT,
-            description="Cluster Autoscaler (Pod Identity)",
+            PodIdentityRoleProps(
+                cluster=props.cluster,
+                namespace=NAMESPACE,
+                service_account=SERVICE_ACCOUNT,
+                description="Cluster Autoscaler (Pod Identity)",
+            ),
         )
         self.role = self.identity.role
         self.role.add_to_policy(

@@ -10,17 +10,18 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 from trnspec.topology import INSTANCE_TYPES
 
+from infra.addons.addon import Addon
 from infra.addons.helm import HelmReleaseProps, helm_release
+from infra.addons.node_contract import NEURON_SCHEDULER_NAME
 from infra.addons.pins import NEURON_CHART, NEURON_KUBE_SCHEDULER, NEURON_MONITOR_IMAGE
 from infra.cluster import SYSTEM_LABEL
 from infra.neuron_node import NEURON_TAINT_EFFECT, NEURON_TAINT_KEY
 from infra.settings import NeuronSettings
-from infra.workload.constants import (
-    NEURON_MONITOR_POD_LABELS,
-    NEURON_MONITOR_PORT,
-    NEURON_SCHEDULER_NAME,
-)
+from infra.workload.constants import NEURON_MONITOR_POD_LABELS, NEURON_MONITOR_PORT
 from infra.workload.scan_skips import NEURON_MONITOR_SKIPS, skip_annotations
+
+#: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
+ADDON = Addon(name="neuron")
 
 CHART_REPOSITORY = NEURON_CHART.repository
 CHART = NEURON_CHART.chart

@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 from trnspec.topology import instance
 
+from infra.addons.addon import Addon
 from infra.addons.helm import HelmReleaseProps, helm_release
 from infra.addons.pins import KARPENTER_CHART, KARPENTER_CRD_CHART
 from infra.cluster import SYSTEM_LABEL, node_role
@@ -22,8 +23,15 @@ from infra.neuron_node import (
     custom_node_labels,
     mime_user_data,
 )
-from infra.pod_identity import PodIdentityRole
+from infra.pod_identity import PodIdentityRole, PodIdentityRoleProps
 from infra.settings import Trn2PoolSettings
+
+#: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
+ADDON = Addon(
+    name="karpenter",
+    excludes=frozenset({"cluster_autoscaler"}),
+    reason="both launch Trn2 nodes for the same pending pods; `autoscaler` picks one",
+)
 
 CHART_REPOSITORY = KARPENTER_CHART.repository
 CHART = KARPENTER_CHART.chart
@@ -170,10 +178,12 @@ class Karpenter(Construct):
         self.controller_identity = PodIdentityRole(
             self,
             "ControllerIdentity",
-            cluster=props.cluster,
-            namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT,
-            description="Karpenter controller (Pod Identity)",
+            PodIdentityRoleProps(
+                cluster=props.cluster,
+                namespace=NAMESPACE,
+                service_account=SERVICE_ACCOUNT,
+                description="Karpenter controller (Pod Identity)",
+            ),
         )
         self.controller_role = self.controller_identity.role
         for statement in _controller_statements(stack, props.cluster_name, self.node_role):

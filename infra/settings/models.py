@@ -1,39 +1,16 @@
-"""Typed deployment settings: one profile file plus `cdk -c key=value` overrides, validated once.
-
-`app.py` is the only reader of CDK context; every construct receives these frozen models, so a
-bad value fails before any construct exists, with one message naming every bad field.
+"""The deployment settings' typed models: one frozen pydantic model per section, every field
+with a type, a default and a docstring. Field-level rules live on the fields; rules spanning
+sections are in `checks`, reading a profile and `-c` overrides in `loading`.
 """
 
 from __future__ import annotations
 
-import copy
 import re
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
-from trnspec.problems import InputError, Problem, problems_from_validation
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from trnspec.topology import INSTANCE_TYPES
-from trnspec.user_input import (
-    InputReadError,
-    Int,
-    Text,
-    as_text,
-    load_yaml,
-    parse_value,
-    read_text_file,
-    refuse_bool,
-)
-
-from infra.addons.node_contract import NEURON_SCHEDULER_NAME
+from trnspec.user_input import Int, Text, as_text, refuse_bool
 
 #: Kubernetes minors this app deploys: aws-cdk-lib 2.275 `aws_eks_v2.KubernetesVersion` has them
 #: and the kubectl-v36 layer drives them (a test keeps this list in step with the library).
@@ -44,12 +21,6 @@ DEFAULT_KUBERNETES_VERSION = SUPPORTED_KUBERNETES_VERSIONS[-1]
 #: Kubernetes minor (amazon-eks-node-al2023-x86_64-neuron-1.34/1.35/1.36-v20260714 in the
 #: awslabs/amazon-eks-ami CHANGELOG). Releases before 1.36 existed have no 1.36 AMI to resolve.
 DEFAULT_KARPENTER_AMI_ALIAS = "al2023@v20260714"
-
-#: Where deployment profiles live, relative to the repository root.
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
-
-#: Context keys that belong to CDK or to the Makefile, never to settings.
-RESERVED_CONTEXT_KEYS = frozenset({"profile"})
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,28}[a-z0-9])?$"
 _AZ = r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"
@@ -291,211 +262,3 @@ class DeploymentSettings(_Frozen):
         if bad:
             raise ValueError(f"{bad} are not IAM role/user ARNs")
         return v
-
-
-class SettingsError(InputError):
-    """Every problem of one settings load, so the user fixes them in one round."""
-
-    def __init__(self, problems: list[Problem], source: str = "") -> None:
-        super().__init__(
-            problems, f"invalid deployment settings{f' ({source})' if source else ''}:"
-        )
-
-
-def cross_check(s: DeploymentSettings) -> list[Problem]:
-    """Rules spanning several sections; run once every field is individually valid."""
-    problems: list[Problem] = []
-    names = [p.name for p in s.trn2_pools]
-    for i, pool in enumerate(s.trn2_pools):
-        at = f"trn2_pools.{i}"
-        if names.count(pool.name) > 1:
-            problems.append(Problem(f"{at}.name", pool.name, "pool names must be unique"))
-        if pool.availability_zone:
-            if s.region is None:
-                problems.append(
-                    Problem("region", None, f"set region: {at}.availability_zone pins an AZ")
-                )
-            elif not pool.availability_zone.startswith(s.region):
-                problems.append(
-                    Problem(f"{at}.availability_zone", pool.availability_zone, f"not in {s.region}")
-                )
-            if s.vpc.vpc_id is None and pool.availability_zone not in s.vpc.availability_zones:
-                problems.append(
-                    Problem(
-                        f"{at}.availability_zone",
-                        pool.availability_zone,
-                        f"add it to vpc.availability_zones {list(s.vpc.availability_zones)}",
-                    )
-                )
-        if pool.subnet_ids and s.vpc.vpc_id is None:
-            problems.append(
-                Problem(
-                    f"{at}.subnet_ids", list(pool.subnet_ids), "only with an existing vpc.vpc_id"
-                )
-            )
-        if pool.capacity.kind != "on-demand" and not (pool.availability_zone or pool.subnet_ids):
-            problems.append(
-                Problem(
-                    f"{at}.availability_zone",
-                    None,
-                    f"{pool.capacity.kind} is AZ-bound: set availability_zone or subnet_ids",
-                )
-            )
-        if pool.efa and not (pool.availability_zone or pool.subnet_ids):
-            problems.append(
-                Problem(
-                    f"{at}.efa",
-                    True,
-                    "EFA needs a cluster placement group in one AZ: set availability_zone",
-                )
-            )
-        if s.autoscaler == "karpenter":
-            if pool.min_size or pool.desired_size:
-                problems.append(
-                    Problem(
-                        f"{at}.min_size/desired_size",
-                        (pool.min_size, pool.desired_size),
-                        "Karpenter launches nodes for pending pods: use 0 and 0",
-                    )
-                )
-            if pool.efa:
-                problems.append(
-                    Problem(f"{at}.efa", True, "EFA is wired for managed node groups only")
-                )
-    if not s.neuron.scheduler_extension:
-        problems.append(
-            Problem(
-                "neuron.scheduler_extension",
-                False,
-                "the workload's pods name the Neuron scheduler extension (schedulerName "
-                f"{NEURON_SCHEDULER_NAME}) and would stay Pending without it: keep it true",
-            )
-        )
-    if s.vpc.availability_zones and s.region is None:
-        problems.append(Problem("region", None, "set region: vpc.availability_zones names AZs"))
-    if s.vpc.vpc_id and (s.account is None or s.region is None):
-        problems.append(
-            Problem("account/region", (s.account, s.region), "an existing vpc.vpc_id needs both")
-        )
-    if s.vpc.availability_zones and s.region:
-        for az in s.vpc.availability_zones:
-            if not az.startswith(s.region):
-                problems.append(Problem("vpc.availability_zones", az, f"not in {s.region}"))
-    if len(s.vpc.availability_zones) == 1:
-        problems.append(
-            Problem("vpc.availability_zones", list(s.vpc.availability_zones), "EKS needs >= 2 AZs")
-        )
-    return problems
-
-
-def parse_settings(data: dict[str, Any], source: str = "") -> DeploymentSettings:
-    """Validate a plain dict into settings, raising one SettingsError with every problem."""
-    if not isinstance(data, dict):
-        raise SettingsError([Problem("(root)", data, "expected a mapping of settings")], source)
-    try:
-        settings = DeploymentSettings.model_validate(data)
-    except ValidationError as err:
-        raise SettingsError(problems_from_validation(err, DeploymentSettings), source) from None
-    problems = cross_check(settings)
-    if problems:
-        raise SettingsError(problems, source)
-    return settings
-
-
-def settings_overrides(context: dict[str, Any]) -> dict[str, str]:
-    """The context entries that are settings overrides: not CDK's own keys (feature flags,
-    `aws:cdk:*`, lookup results all contain ':'), nor `profile`."""
-    return {
-        k: v
-        for k, v in context.items()
-        if ":" not in k and not k.startswith("@") and k not in RESERVED_CONTEXT_KEYS
-    }
-
-
-def _scalar(value: Any) -> Any:
-    """`-c` values arrive as strings: one rule with the engine's `--set`
-    (trnspec.user_input.parse_value): YAML 1.2 values, text fields keep the text as written."""
-    return parse_value(value) if isinstance(value, str) else value
-
-
-def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Set dotted keys (`trn2_pools.0.max_size`, `vpc.nat_gateways`) in a copy of `data`.
-
-    A list segment is an index or a pool name (`trn2_pools.trn2.max_size`). Problems with the
-    paths themselves are collected and raised together.
-    """
-    out = copy.deepcopy(data)
-    problems: list[Problem] = []
-    for key, raw in sorted(overrides.items()):
-        parts = key.split(".")
-        node: Any = out
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            if isinstance(node, list):
-                idx = _list_index(node, part)
-                if idx is None:
-                    problems.append(
-                        Problem(
-                            key,
-                            raw,
-                            f"no item {part!r} in {'.'.join(parts[:i])} "
-                            f"(indexes 0..{len(node) - 1} or a pool name)",
-                        )
-                    )
-                    break
-                if last:
-                    node[idx] = _scalar(raw)
-                else:
-                    node = node[idx]
-            elif isinstance(node, dict):
-                if last:
-                    node[part] = _scalar(raw)
-                else:
-                    node = node.setdefault(part, _default_container(parts, i))
-            else:
-                problems.append(Problem(key, raw, f"{'.'.join(parts[:i])} is not a section"))
-                break
-    if problems:
-        raise SettingsError(problems, "context overrides")
-    return out
-
-
-def _default_container(parts: list[str], i: int) -> Any:
-    """Missing intermediate: `trn2_pools` is a list of pools (its defaults), others sections."""
-    if parts[i] == "trn2_pools":
-        return [p.model_dump(mode="json") for p in DeploymentSettings().trn2_pools]
-    return {}
-
-
-def _list_index(node: list[Any], part: str) -> int | None:
-    if part.isdigit():
-        idx = int(part)
-        return idx if idx < len(node) else None
-    for idx, item in enumerate(node):
-        if isinstance(item, dict) and item.get("name") == part:
-            return idx
-    return None
-
-
-def list_profiles(config_dir: Path = CONFIG_DIR) -> list[str]:
-    """Profile names shipped under config/."""
-    return sorted(p.stem for p in config_dir.glob("*.yaml"))
-
-
-def load_settings(
-    profile: str, overrides: dict[str, Any] | None = None, config_dir: Path = CONFIG_DIR
-) -> DeploymentSettings:
-    """Read config/<profile>.yaml, apply dotted overrides, validate everything at once."""
-    path = config_dir / f"{profile}.yaml"
-    if not path.is_file():
-        raise SettingsError(
-            [Problem("profile", profile, f"one of {', '.join(list_profiles(config_dir))}")]
-        )
-    try:
-        data = load_yaml(read_text_file(path)) or {}
-    except (OSError, InputReadError) as err:
-        raise SettingsError([Problem("profile", profile, f"{path}: {err}")]) from None
-    if not isinstance(data, dict):
-        raise SettingsError([Problem("profile", profile, f"{path} must hold a mapping")])
-    merged = apply_overrides(data, overrides or {})
-    return parse_settings(merged, source=f"profile {profile}")
