@@ -11,3 +11,7 @@ PROMETHEUS_PORT = 9090
 KEDA_NAMESPACE = "keda"
 #: Grafana's dashboard sidecar (kube-prometheus-stack default) loads ConfigMaps with this label.
 GRAFANA_DASHBOARD_LABEL = ("grafana_dashboard", "1")
+#: Labels and port of the neuron-monitor DaemonSet pods (Prometheus exporter), as in the Neuron
+#: SDK's k8s-neuron-monitor-daemonset.yml; the workload's PodMonitor selects them.
+NEURON_MONITOR_POD_LABELS: dict[str, str] = {"app": "neuron-monitor"}
+NEURON_MONITOR_PORT = 8000

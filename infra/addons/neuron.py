@@ -12,13 +12,13 @@ from trnspec.topology import INSTANCE_TYPES
 
 from infra.addons.addon import Addon
 from infra.addons.helm import HelmReleaseProps, helm_release
+from infra.addons.monitoring_contract import NEURON_MONITOR_POD_LABELS, NEURON_MONITOR_PORT
 from infra.addons.node_contract import NEURON_SCHEDULER_NAME
 from infra.addons.pins import NEURON_CHART, NEURON_KUBE_SCHEDULER, NEURON_MONITOR_IMAGE
 from infra.cluster import SYSTEM_LABEL
+from infra.k8s_scan import skip_annotations
 from infra.neuron_node import NEURON_TAINT_EFFECT, NEURON_TAINT_KEY
 from infra.settings import NeuronSettings
-from infra.workload.constants import NEURON_MONITOR_POD_LABELS, NEURON_MONITOR_PORT
-from infra.workload.scan_skips import NEURON_MONITOR_SKIPS, skip_annotations
 
 #: Its relations to the other add-ons (checked at synth, infra/addons/selection.py).
 ADDON = Addon(name="neuron")
@@ -44,6 +44,28 @@ MONITOR_GOMEMLIMIT = "160MiB"
 def monitor_args(port: int) -> list[str]:
     """Arguments of the published DaemonSet, with our metrics port."""
     return ["--port", str(port), "--neuron-monitor-config", MONITOR_CONFIG]
+
+
+#: The neuron-monitor DaemonSet (this module): it reads every Neuron device's counters on
+#: the node, which the device plugin does not hand to an unprivileged container, and AWS ships
+#: it privileged (aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml).
+_PRIVILEGED = "neuron-monitor reads all Neuron devices of the node through the driver"
+NEURON_MONITOR_SKIPS: dict[str, str] = {
+    "CKV_K8S_16": f"privileged: {_PRIVILEGED} (as AWS's own DaemonSet)",
+    "CKV_K8S_20": f"privileged implies privilege escalation: {_PRIVILEGED}",
+    "CKV_K8S_22": "AWS's image is not documented to run on a read-only root filesystem",
+    "CKV_K8S_23": f"runs as root like AWS's DaemonSet: {_PRIVILEGED}",
+    "CKV_K8S_28": "privileged containers keep NET_RAW; the pod exposes only its metrics port",
+    "CKV_K8S_29": f"a security context is set (privileged): {_PRIVILEGED}",
+    "CKV_K8S_31": "seccomp does not apply to a privileged container",
+    "CKV_K8S_37": "privileged containers hold all capabilities; dropping some has no effect",
+    "CKV_K8S_40": f"runs as root (UID 0): {_PRIVILEGED}",
+    "CKV_K8S_43": (
+        "public.ecr.aws/neuron/neuron-monitor is pinned by version tag: its digest could not be "
+        "resolved offline here; record it with `crane digest` before production"
+    ),
+    "CKV_K8S_15": "the version tag is pinned; IfNotPresent keeps node restarts off the registry",
+}
 
 
 NEURON_TOLERATION = {"key": NEURON_TAINT_KEY, "operator": "Exists", "effect": NEURON_TAINT_EFFECT}

@@ -23,11 +23,6 @@ from infra.addons.node_contract import (  # noqa: F401
     NEURON_TAINT_VALUE,
 )
 
-#: Labels and port of the neuron-monitor DaemonSet pods (Prometheus exporter), as in the Neuron
-#: SDK's k8s-neuron-monitor-daemonset.yml. The platform's Neuron construct must keep these.
-NEURON_MONITOR_POD_LABELS: dict[str, str] = {"app": "neuron-monitor"}
-NEURON_MONITOR_PORT = 8000
-
 #: Bucket layout. The serving role may read MODELS_PREFIX and COMPILE_CACHE_PREFIX; only the
 #: precompile role may write, and only under COMPILE_CACHE_PREFIX.
 MODELS_PREFIX = "models/"
@@ -49,6 +44,8 @@ from infra.addons.monitoring_contract import (  # noqa: E402, F401
     GRAFANA_DASHBOARD_LABEL,
     KEDA_NAMESPACE,
     KUBE_PROMETHEUS_STACK_FULLNAME,
+    NEURON_MONITOR_POD_LABELS,
+    NEURON_MONITOR_PORT,
     PROMETHEUS_PORT,
 )
 
