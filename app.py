@@ -13,9 +13,9 @@ import sys
 from aws_cdk import App
 from trnspec.config import ConfigError
 
-from infra.composition import compose
+from infra.composition import check_profile, compose
 from infra.serving_settings import ServingSettingsError
-from infra.settings import SettingsError, load_settings, settings_overrides
+from infra.settings import SettingsError, settings_overrides
 from infra.workload.spec import WorkloadError
 
 
@@ -24,7 +24,7 @@ def main() -> int:
     context = app.node.get_all_context()
     profile = str(context.get("profile", "default"))
     try:
-        settings = load_settings(profile, settings_overrides(context))
+        settings = check_profile(profile, settings_overrides(context))
         compose(app, settings)
     except ConfigError as err:
         print(

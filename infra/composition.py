@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import App
+from trnspec.config import ConfigError
 from trnspec.problems import Problem
 
 from infra.addons.pins import PINS, ChartPin, ImagePin, compatibility_problems
@@ -22,11 +23,16 @@ from infra.addons.selection import (
 from infra.nag import acknowledge, attach_nag
 from infra.placement import placement_problems
 from infra.platform_stack import PlatformStack
-from infra.serving_settings import ServingSettings
+from infra.serving_settings import ServingSettings, ServingSettingsError
 from infra.serving_stack import BUCKET_PLACEHOLDER, ServingStack, add_serving
-from infra.settings import DeploymentSettings, SettingsError
+from infra.settings import DeploymentSettings, SettingsError, load_settings, profile_data
 from infra.workload.manifests import build_manifests
-from infra.workload.spec import check_serving, derive_workload, resolve_serving_config
+from infra.workload.spec import (
+    WorkloadError,
+    check_serving,
+    derive_workload,
+    resolve_serving_config,
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,38 @@ def compose(app: App, settings: DeploymentSettings, *, check_placement: bool = T
     serving = add_serving(app, platform, serving_settings)
     acknowledged = acknowledge(platform)
     return Composition(platform, serving, acknowledged)
+
+
+def check_profile(profile: str, overrides: dict[str, Any] | None = None) -> DeploymentSettings:
+    """Validate a deployment profile (plus `-c` overrides) in one pass and return its settings.
+
+    Every problem is listed in one SettingsError: the deployment settings, the `serving:` section
+    with the engine config and workload it names (checked even when the deployment settings are
+    bad, from the profile as read), and, when both are valid, the platform against the workload
+    (add-ons, pins, a Trn2 pool for the serving pods). One synth shows everything to fix.
+    """
+    problems: list[Problem] = []
+    settings: DeploymentSettings | None = None
+    try:
+        settings = load_settings(profile, overrides)
+        serving_raw = settings.serving
+    except SettingsError as err:
+        problems += err.problems
+        serving_raw = profile_data(profile, overrides).get("serving")
+        if any(p.field == "profile" for p in err.problems):
+            raise  # the profile itself could not be read: nothing else to check
+    try:
+        serving = check_serving(serving_raw, bucket_name=BUCKET_PLACEHOLDER, image_uri="preflight")
+    except (ServingSettingsError, ConfigError, WorkloadError) as err:
+        problems += err.problems
+        serving = None
+    if settings is not None and serving is not None:
+        manifests = preflight_manifests(settings, serving)
+        problems += addon_check_problems(settings, workload_needs(serving))
+        problems += placement_problems(settings.trn2_pools, manifests)
+    if problems or settings is None:
+        raise SettingsError(problems, source=f"profile {profile}")
+    return settings
 
 
 def preflight_manifests(

@@ -15,6 +15,7 @@ from infra.settings.loading import (
     list_profiles,
     load_settings,
     parse_settings,
+    profile_data,
     settings_overrides,
 )
 from infra.settings.models import (
@@ -49,5 +50,6 @@ __all__ = [
     "list_profiles",
     "load_settings",
     "parse_settings",
+    "profile_data",
     "settings_overrides",
 ]

@@ -125,10 +125,10 @@ def list_profiles(config_dir: Path = CONFIG_DIR) -> list[str]:
     return sorted(p.stem for p in config_dir.glob("*.yaml"))
 
 
-def load_settings(
+def profile_data(
     profile: str, overrides: dict[str, Any] | None = None, config_dir: Path = CONFIG_DIR
-) -> DeploymentSettings:
-    """Read config/<profile>.yaml, apply dotted overrides, validate everything at once."""
+) -> dict[str, Any]:
+    """config/<profile>.yaml as read, with the dotted overrides applied (not yet validated)."""
     path = config_dir / f"{profile}.yaml"
     if not path.is_file():
         raise SettingsError(
@@ -140,5 +140,12 @@ def load_settings(
         raise SettingsError([Problem("profile", profile, f"{path}: {err}")]) from None
     if not isinstance(data, dict):
         raise SettingsError([Problem("profile", profile, f"{path} must hold a mapping")])
-    merged = apply_overrides(data, overrides or {})
+    return apply_overrides(data, overrides or {})
+
+
+def load_settings(
+    profile: str, overrides: dict[str, Any] | None = None, config_dir: Path = CONFIG_DIR
+) -> DeploymentSettings:
+    """Read config/<profile>.yaml, apply dotted overrides, validate everything at once."""
+    merged = profile_data(profile, overrides, config_dir)
     return parse_settings(merged, source=f"profile {profile}")

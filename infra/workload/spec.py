@@ -7,6 +7,7 @@ the resource requests with it; nothing here is typed by hand per profile.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -219,7 +220,11 @@ def check_serving(
         cfg = resolve_serving_config(settings, bucket_name)
         derive_workload(cfg, settings, image_uri=image_uri, bucket_name=bucket_name)
     except (ConfigError, WorkloadError) as err:
-        problems.extend(err.problems)
+        # The engine names its profile by its CLI flag; here it is the serving section's field.
+        problems.extend(
+            dataclasses.replace(p, field="serving.profile") if p.field == "--profile" else p
+            for p in err.problems
+        )
     if problems:
         raise ServingSettingsError(problems, heading=_HEADING)
     return settings

@@ -46,7 +46,7 @@ def test_app_exits_2_listing_every_bad_context_value_without_traceback(tmp_path:
 def test_a_bad_serving_profile_fails_before_any_asset_is_staged(tmp_path: Path) -> None:
     result = _run_app({"serving.profile": "no-such-profile"}, tmp_path)
     assert result.returncode == 2
-    assert "--profile=no-such-profile: unknown profile" in result.stderr
+    assert "serving.profile=no-such-profile: unknown profile" in result.stderr
     assert "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []  # no asset.* directories, no templates
 
