@@ -36,3 +36,23 @@ def test_v1_images_get_every_spec_decode_graph(generation):
     panels = _panels(generation)
     assert list(panels) == list(QUERIES)
     assert all(p["type"] == "timeseries" for p in panels.values())
+
+
+@pytest.mark.parametrize("generation", list(ImageGeneration), ids=lambda g: g.value)
+def test_every_counter_is_read_through_rate_so_a_server_restart_is_not_a_negative_delta(
+    generation,
+):
+    """Counters reset when a pod restarts; rate()/increase() detect the reset, a raw difference
+    would draw a negative acceptance (issue 12's rule, on the dashboard)."""
+    import re
+
+    seen = 0
+    for title, panel in _panels(generation).items():
+        for target in panel.get("targets", []):
+            for counter in re.findall(r"[a-z_:]+_total\b", target["expr"]):
+                seen += 1
+                assert re.search(rf"(rate|increase)\(\s*{re.escape(counter)}\b", target["expr"]), (
+                    title,
+                    counter,
+                )
+    assert seen >= 2  # generation and prompt tokens at least: the check ran
