@@ -10,6 +10,10 @@
 `scripts.local_server.LocalServer`; `--compare local` restarts it with speculation.method=none for
 the baseline. Both arms get the same prompts in the same order. Writes the JSON (every figure),
 a Markdown summary next to it and PNG plots; exit code 2 on bad input, 1 if no request completed.
+
+`--profile P` (a Trn2 profile) adds the performance model's prediction next to each measured
+level (scripts.bench_predict); `--per-category` measures acceptance per "category" of a JSONL
+dataset, each category alone (scripts.bench_categories).
 """
 
 from __future__ import annotations
@@ -301,7 +305,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     validate(args)
     levels = parse_int_list("--concurrency", args.concurrency)
     specs = workload(args)
-    ps = setup(args.profile, args.overrides, args.input_len, args.output_len, args.local)
+    ps = setup(args.profile, args.overrides, specs, args.output_len, args.local)
     categories = (
         category_workloads(args.dataset, args.num_prompts, args.output_len, args.seed)
         if args.per_category

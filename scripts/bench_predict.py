@@ -4,6 +4,7 @@
 the run, each measured level gets a `prediction` block: `trnspec.perf_model` (through
 `trnspec.predict.profile_model`, the constants fitted to published Trn2 figures) evaluated at
 
+* context = the workload's mean prompt length in words + half of --output-len,
 * batch = the level's concurrency (capped by the number of prompts and the profile's
   `max_num_seqs`, the most sequences the server batches),
 * k = the profile's `speculation.num_speculative_tokens` (0 for a baseline arm),
@@ -33,6 +34,8 @@ from trnspec.config import (
     load_profile,
 )
 from trnspec.predict import ProfileModel, profile_model
+
+from scripts.bench_workload import RequestSpec
 
 LABEL = "model estimate (trnspec.perf_model, constants fitted to published Trn2 figures)"
 SCOPE = "decode only, one replica: the measured figures also hold prefill and queueing"
@@ -65,7 +68,7 @@ def add_predict_arguments(group: argparse._ArgumentGroup) -> None:
 def setup(
     profile: str | None,
     overrides: Sequence[str],
-    input_len: int,
+    prompts: Sequence[RequestSpec],
     output_len: int,
     local: bool,
 ) -> PredictionSetup | None:
@@ -84,14 +87,15 @@ def setup(
     cfg: ServingConfig = load_profile(profile)
     if overrides:
         cfg = apply_overrides(cfg, list(overrides))
-    context = input_len + output_len // 2
+    words = round(sum(len(p.prompt.split()) for p in prompts) / max(1, len(prompts)))
+    context = words + output_len // 2
     model = profile_model(cfg, context)
     return PredictionSetup(
         profile,
         model,
         context,
-        f"--input-len {input_len} (words: the client has no tokenizer) + half of"
-        f" --output-len {output_len}",
+        f"mean prompt length of the workload, {words} words (the client has no tokenizer),"
+        f" + half of --output-len {output_len}",
     )
 
 

@@ -12,9 +12,12 @@ from trnspec.predict import profile_model
 
 from scripts.bench import main
 from scripts.bench_predict import predict_run, setup
+from scripts.bench_workload import synthetic_prompts
 
 PROFILE = "llama31-8b-eagle3"  # k=3, max_num_seqs 4, trn2.3xlarge
 INPUT_LEN, OUTPUT_LEN = 8, 25
+#: bench's synthetic prompts have exactly --input-len words
+PROMPTS = synthetic_prompts(3, INPUT_LEN, OUTPUT_LEN, seed=0)
 
 
 def expected(tau: float, k: int, batch: int) -> tuple[float, float, float]:
@@ -49,7 +52,7 @@ def measured_run(**over: object) -> dict[str, object]:
 
 
 def test_prediction_uses_the_counters_mean_accepted_length_and_the_concurrency_as_batch():
-    ps = setup(PROFILE, [], INPUT_LEN, OUTPUT_LEN, local=False)
+    ps = setup(PROFILE, [], PROMPTS, OUTPUT_LEN, local=False)
     assert ps is not None
     block = predict_run(ps, measured_run(), num_prompts=8, speculative=True)
     tpot, tps, speedup = expected(2.5, 3, 2)  # 1 + 15 accepted / 10 drafts
@@ -64,7 +67,7 @@ def test_prediction_uses_the_counters_mean_accepted_length_and_the_concurrency_a
 
 
 def test_a_concurrency_above_max_num_seqs_is_predicted_at_the_servers_batch_with_a_note():
-    ps = setup(PROFILE, [], INPUT_LEN, OUTPUT_LEN, local=False)
+    ps = setup(PROFILE, [], PROMPTS, OUTPUT_LEN, local=False)
     assert ps is not None
     block = predict_run(ps, measured_run(concurrency=16), num_prompts=32, speculative=True)
     assert block["inputs"]["batch"] == 4
@@ -92,7 +95,7 @@ def test_a_concurrency_above_max_num_seqs_is_predicted_at_the_servers_batch_with
     ],
 )
 def test_no_measured_acceptance_gives_no_prediction_and_says_why(over, reason):
-    ps = setup(PROFILE, [], INPUT_LEN, OUTPUT_LEN, local=False)
+    ps = setup(PROFILE, [], PROMPTS, OUTPUT_LEN, local=False)
     assert ps is not None
     block = predict_run(ps, measured_run(**over), num_prompts=8, speculative=True)
     assert block["predicted"] is None
@@ -100,7 +103,7 @@ def test_no_measured_acceptance_gives_no_prediction_and_says_why(over, reason):
 
 
 def test_a_baseline_arm_is_predicted_without_speculation():
-    ps = setup(PROFILE, [], INPUT_LEN, OUTPUT_LEN, local=False)
+    ps = setup(PROFILE, [], PROMPTS, OUTPUT_LEN, local=False)
     assert ps is not None
     run = measured_run(arm="baseline", spec_decode_deltas=None, acceptance_source=None)
     block = predict_run(ps, run, num_prompts=8, speculative=False)
@@ -113,7 +116,7 @@ def test_a_baseline_arm_is_predicted_without_speculation():
 @pytest.mark.parametrize("profile", ["local-tiny", "no-such-profile"])
 def test_a_profile_the_trn2_model_cannot_cost_is_refused_before_measuring(profile):
     with pytest.raises(ConfigError) as err:
-        setup(profile, [], INPUT_LEN, OUTPUT_LEN, local=False)
+        setup(profile, [], PROMPTS, OUTPUT_LEN, local=False)
     assert "--profile" in str(err.value)
 
 
