@@ -10,6 +10,10 @@
 `scripts.local_server.LocalServer`; `--compare local` restarts it with speculation.method=none for
 the baseline. Both arms get the same prompts in the same order. Writes the JSON (every figure),
 a Markdown summary next to it and PNG plots; exit code 2 on bad input, 1 if no request completed.
+
+`--profile P` (a Trn2 profile) adds the performance model's prediction next to each measured
+level (scripts.bench_predict); `--per-category` measures acceptance per "category" of a JSONL
+dataset, each category alone (scripts.bench_categories).
 """
 
 from __future__ import annotations
@@ -34,6 +38,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from trnspec.config import ConfigError
 
+from scripts.bench_categories import (
+    add_category_arguments,
+    category_workloads,
+    dataset_categories,
+    run_categories,
+)
+from scripts.bench_predict import add_predict_arguments, attach, setup
 from scripts.bench_report import (
     atomic_write_text,
     bench_markdown,
@@ -95,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATH=VALUE",
-        help="profile override for --local (repeatable), e.g. speculation.num_speculative_tokens=2",
+        help="profile override for --local or --profile (repeatable),"
+        " e.g. speculation.num_speculative_tokens=2",
     )
     target.add_argument("--model", help="served model name (default: first of /v1/models)")
     target.add_argument("--api", choices=("completions", "chat"), default="completions")
@@ -126,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="warm-up requests, not measured (default: one per concurrency slot)",
     )
     load.add_argument("--seed", type=int, default=0)
+    add_category_arguments(load)
     add_client_args(p.add_argument_group("client (deadlines per request, retries, API key)"))
     load.add_argument(
         "--no-ignore-eos",
@@ -147,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="price table entry (default: cpu-local with --local, else trn2.48xlarge)",
     )
     cost.add_argument("--price-per-hour", type=float, help="override the price table, USD/h")
+    add_predict_arguments(cost)
     out = p.add_argument_group("output")
     out.add_argument("--out", type=Path, required=True, help="result JSON path")
     out.add_argument("--no-plots", action="store_true")
@@ -163,8 +177,8 @@ def workload(args: argparse.Namespace) -> list[RequestSpec]:
 def validate(args: argparse.Namespace) -> None:
     if bool(args.endpoint) == bool(args.local):
         raise UsageError("--endpoint/--local: give exactly one (a URL or --stack, or --local)")
-    if args.overrides and not args.local:
-        raise UsageError("--set: only applies to --local (the launcher renders the profile)")
+    if args.overrides and not (args.local or args.profile):
+        raise UsageError("--set: only applies to --local or --profile (the profile it changes)")
     for flag, value in (("--endpoint", args.endpoint), ("--compare", args.compare)):
         if value and value != LOCAL and not value.startswith(("http://", "https://")):
             raise UsageError(
@@ -291,6 +305,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     validate(args)
     levels = parse_int_list("--concurrency", args.concurrency)
     specs = workload(args)
+    ps = setup(args.profile, args.overrides, specs, args.output_len, args.local)
+    categories = (
+        category_workloads(args.dataset, args.num_prompts, args.output_len, args.seed)
+        if args.per_category
+        else None
+    )
+    per_category: dict[str, Any] | None = None
     instance_type = args.instance_type or ("cpu-local" if args.local else "trn2.48xlarge")
     price, price_source = resolve_price(instance_type, args.price_per_hour)
     opts = RunOptions(
@@ -325,6 +346,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for c in levels:
                 for arm in arms:
                     runs += await run_arm_levels(arm, specs, [c], opts, price, progress, args.model)
+            if categories:
+                per_category = await run_categories(
+                    target.endpoint or "",
+                    runs[0]["model"],
+                    None,
+                    categories,
+                    levels[0],
+                    opts,
+                    price,
+                    ps,
+                )
         else:
             # A local server is (re)started per arm: run all its levels while it is up.
             for arm in arms:
@@ -332,12 +364,24 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     runs += await run_arm_levels(
                         live, specs, levels, opts, price, progress, args.model
                     )
+                    if categories and live.name == "target":
+                        per_category = await run_categories(
+                            live.endpoint or "",
+                            runs[0]["model"],
+                            live.k,
+                            categories,
+                            levels[0],
+                            opts,
+                            price,
+                            ps,
+                        )
     comparison = []
     if len(arms) == 2:
         for c in levels:
             t = next(r for r in runs if r["arm"] == "target" and r["concurrency"] == c)
             b = next(r for r in runs if r["arm"] == "baseline" and r["concurrency"] == c)
             comparison.append({"concurrency": c, **compare(t, b)})
+    attach(ps, runs, comparison, len(specs))
     headline = next(r for r in runs if r["arm"] == "target")
     return {
         **{k: v for k, v in headline.items() if k not in ("arm",)},
@@ -358,12 +402,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "price_per_hour_usd": price,
             "price_source": price_source,
             "overrides": args.overrides,
+            "profile": args.profile,
+            "dataset_categories": dataset_categories(args.dataset),
             "load_average": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cpus)",
             "cpu_count": os.cpu_count(),
             "client_on_server_host": on_server_host,
         },
         "runs": runs,
         "comparison": comparison,
+        "per_category": per_category,
     }
 
 

@@ -16,6 +16,9 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from scripts.bench_categories import categories_markdown
+from scripts.bench_predict import prediction_markdown
+
 Run = Mapping[str, Any]
 
 
@@ -130,6 +133,7 @@ def bench_markdown(result: Mapping[str, Any]) -> str:
             vals = ", ".join(f"{v:.3f}" for v in r["acceptance_per_position"])
             lines.append(f"- {r.get('arm')} c={r.get('concurrency')}: {vals}")
         lines.append("")
+    lines += prediction_markdown(result) + categories_markdown(result)
     sources = sorted({str(r.get("acceptance_source")) for r in runs})
     overhead = [r.get("tool_overhead_us_per_chunk") for r in runs]
     overhead = [o for o in overhead if isinstance(o, int | float)]

@@ -9,7 +9,8 @@ those amounts. Prompts containing FAULT markers make it misbehave on purpose:
 FAULT:500 (always 500), FAULT:500ONCE (500 on the first attempt only), FAULT:DROP (abort the TCP
 connection mid-stream), FAULT:TRUNCATE (end the stream cleanly without [DONE]), FAULT:ERROREVENT
 (an in-stream error event after two chunks, as vLLM sends after a 200 header), FAULT:SLOW
-(sleep --slow-s before answering, to trip the client's timeout).
+(sleep --slow-s before answering, to trip the client's timeout). A prompt containing STEPS:n
+emits n tokens per decode step whatever --tokens-per-step says (a category with known acceptance).
 
 Run: python tests/scripts/fake_openai_server.py --port 0 --ttft-ms 60 --itl-ms 25 --k 4
 It prints "PORT <n>" once it listens on 127.0.0.1.
@@ -88,6 +89,14 @@ def plan_chunks(max_tokens: int, tokens_per_step: list[int]) -> list[int]:
     return chunks
 
 
+def steps_for(prompt: str, default: list[int]) -> list[int]:
+    """The tokens-per-step cycle of one request: [n] when the prompt says STEPS:n."""
+    for word in prompt.split():
+        if word.startswith("STEPS:") and word[6:].isdigit():
+            return [int(word[6:])]
+    return default
+
+
 def metrics_text(s: State) -> str:
     labels = f'engine="0",model_name="{s.model}"'
     lines = [
@@ -143,7 +152,7 @@ def make_app(s: State) -> web.Application:
             await asyncio.sleep(s.slow_s)
         s.generation_requests += 1
         max_tokens = int(body.get("max_tokens") or 16)
-        chunks = plan_chunks(max_tokens, s.tokens_per_step)
+        chunks = plan_chunks(max_tokens, steps_for(prompt, s.tokens_per_step))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         created = int(time.time())
