@@ -40,16 +40,17 @@ from trnspec_tools.bench.bench_report import (
     plot_acceptance_by_position,
     plot_latency_vs_throughput,
 )
-from trnspec_tools.bench.bench_run import RunOptions, discover_model, run_level
+from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.bench_stats import Slo, compare
 from trnspec_tools.bench.bench_workload import (
-    TINY_CORPUS,
     RequestSpec,
     WorkloadError,
     select_workload,
 )
 from trnspec_tools.bench.pricing import PriceError, resolve_price
+from trnspec_tools.bench.workload_args import add_workload_args
 from trnspec_tools.client.client_args import add_client_args, api_key, client_arg_problems
+from trnspec_tools.client.served_model import discover_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
 from trnspec_tools.local_engine.local_server import LocalServerError
 
@@ -110,27 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="baseline endpoint for A/B, or 'local' to restart the local server with method none",
     )
     load = p.add_argument_group("load")
-    load.add_argument("--concurrency", default="1", help="one level or a sweep, e.g. 1,4,16")
-    load.add_argument("--num-prompts", type=int, default=32)
-    load.add_argument("--input-len", type=int, default=64, help="synthetic prompt length (words)")
-    load.add_argument("--output-len", type=int, default=128, help="max_tokens per request")
-    load.add_argument(
-        "--dataset",
-        help=f'JSONL prompts ({{"prompt": ...}} per line), or "{TINY_CORPUS}": prompts in the '
-        "style the local tiny models were trained on",
-    )
+    add_workload_args(load)
     load.add_argument(
         "--request-rate",
         type=float,
         default=float("inf"),
         help="Poisson arrivals per second (default: inf = closed loop)",
     )
-    load.add_argument(
-        "--warmup",
-        type=int,
-        help="warm-up requests, not measured (default: one per concurrency slot)",
-    )
-    load.add_argument("--seed", type=int, default=0)
     add_client_args(p.add_argument_group("client (deadlines per request, retries, API key)"))
     load.add_argument(
         "--no-ignore-eos",

@@ -33,14 +33,15 @@ from typing import Any
 
 from trnspec_tools.bench.bench import Arm, opened
 from trnspec_tools.bench.bench_report import atomic_write_text
-from trnspec_tools.bench.bench_run import RunOptions, discover_model, run_level
+from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.bench_workload import (
-    TINY_CORPUS,
     VOCABULARY,
     RequestSpec,
     WorkloadError,
     select_workload,
 )
+from trnspec_tools.bench.workload_args import add_workload_args
+from trnspec_tools.client.served_model import discover_model
 
 # `vllm bench serve` is vllm.entrypoints.cli.benchmark.serve: add_cli_args + main of
 # vllm.benchmarks.serve (vLLM 0.32). The same two calls, in a process that stays up between runs
@@ -371,15 +372,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="PATH=VALUE",
         help="profile override for --local (repeatable)",
     )
-    p.add_argument("--dataset", help=f'JSONL prompts, or "{TINY_CORPUS}" (as for bench.py)')
     p.add_argument("--model")
     p.add_argument("--tokenizer", type=Path, help="tokenizer dir for vllm bench (default: built)")
     p.add_argument("--api", choices=("completions", "chat"), default="completions")
-    p.add_argument("--concurrency", type=int, default=4)
-    p.add_argument("--num-prompts", type=int, default=32)
-    p.add_argument("--input-len", type=int, default=32)
-    p.add_argument("--output-len", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--concurrency", type=int, default=4, help="one level (vllm bench --max-concurrency)"
+    )
+    add_workload_args(p, sweep=False, warmup=False)
     p.add_argument(
         "--repeats",
         type=int,

@@ -10,7 +10,6 @@ other traffic before it are excluded.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from trnspec_tools.client.bench_client import (
     send_request,
 )
 from trnspec_tools.client.client_args import default_api_key
-from trnspec_tools.client.http_stream import Deadlines, ProtocolError
+from trnspec_tools.client.http_stream import Deadlines
 from trnspec_tools.client.metrics import (
     NO_COUNTERS,
     MetricsFormatError,
@@ -211,23 +210,3 @@ def deadlines(opts: RunOptions) -> Deadlines:
         first_byte_s=min(opts.first_byte_timeout_s, opts.timeout_s),
         total_s=opts.timeout_s,
     )
-
-
-async def discover_model(
-    base_url: str, timeout_s: float = 10.0, api_key: str | None = None
-) -> str | None:
-    """The first served model name from /v1/models, so --model can be left out (None when the
-    endpoint does not answer or lists no model)."""
-    api_key = api_key or default_api_key()
-    d = Deadlines(connect_s=timeout_s, first_byte_s=timeout_s, total_s=timeout_s)
-    try:
-        async with StreamClient(base_url, d, api_key) as client:
-            status, body = await client.get("/v1/models")
-        doc = json.loads(body) if status == 200 else None
-    except (OSError, ProtocolError, TimeoutError, ValueError):
-        return None
-    data = doc.get("data") if isinstance(doc, dict) else None
-    if isinstance(data, list) and data and isinstance(data[0], dict):
-        model = data[0].get("id")
-        return model if isinstance(model, str) else None
-    return None

@@ -24,6 +24,12 @@ from typing import Any
 from trnspec_tools.client.bench_client import StreamClient
 from trnspec_tools.client.http_stream import Deadlines, ProtocolError
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
+from trnspec_tools.client.served_model import (
+    MODELS_PATH,
+    ModelListError,
+    served_model_ids,
+)
+from trnspec_tools.client.served_model import json_shape as _shape
 
 DEFAULT_DEADLINES = Deadlines(connect_s=10.0, first_byte_s=120.0, total_s=300.0)
 
@@ -183,14 +189,10 @@ class OpenAIClient:
     # --- the API ---------------------------------------------------------------------------
 
     def models(self) -> list[str]:
-        doc = self._json("GET", "/v1/models")
-        data = doc.get("data") if isinstance(doc, dict) else None
-        if not isinstance(data, list):
-            raise EndpointError(
-                f"GET /v1/models: expected an object with a 'data' list, got {_shape(doc)}"
-            )
-        ids = [m.get("id") for m in data if isinstance(m, dict)]
-        return [i for i in ids if isinstance(i, str)]
+        try:
+            return served_model_ids(self._json("GET", MODELS_PATH))
+        except ModelListError as exc:
+            raise EndpointError(str(exc)) from None
 
     def metrics_text(self) -> str:
         answer = self._run("GET", "/metrics", None)
@@ -263,12 +265,6 @@ async def _read_sse(resp: Any) -> list[Any]:
     if not done:
         raise ProtocolError(f"the stream ended before [DONE] after {len(events)} events")
     return events
-
-
-def _shape(value: object) -> str:
-    if value is None:
-        return "null"
-    return f"a JSON {type(value).__name__} ({json.dumps(value, default=str)[:60]})"
 
 
 def _str_or_none(value: object) -> str | None:

@@ -39,14 +39,16 @@ from trnspec.config import ConfigError
 
 from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
 from trnspec_tools.bench.bench_report import atomic_write_text, plot_k_sweep, tune_markdown
-from trnspec_tools.bench.bench_run import RunOptions, discover_model, run_level
+from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.bench_workload import (
     TINY_CORPUS,
     RequestSpec,
     WorkloadError,
     select_workload,
 )
+from trnspec_tools.bench.workload_args import add_workload_args
 from trnspec_tools.client.client_args import add_client_args, api_key, client_arg_problems
+from trnspec_tools.client.served_model import discover_model
 from trnspec_tools.local_engine.local_server import LocalServerError, model_overrides
 from trnspec_tools.tune.engine_model import (
     EngineSetup,
@@ -89,11 +91,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="served model name (default: first of /v1/models)")
     p.add_argument("--api", choices=("completions", "chat"), default="completions")
     p.add_argument(
-        "--concurrency",
-        default="1",
-        help="concurrency levels, e.g. 1,2,4,8 (each arm is measured at every level)",
-    )
-    p.add_argument(
         "--fit-concurrency",
         type=int,
         help="the level the step-time model is fitted at (default: the second level given)",
@@ -117,12 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help='measure acceptance per "category" of a JSONL --dataset and recommend k for each',
     )
-    p.add_argument("--num-prompts", type=int, default=16)
-    p.add_argument("--input-len", type=int, default=32)
-    p.add_argument("--output-len", type=int, default=128)
-    p.add_argument("--dataset", help=f'JSONL prompts, or "{TINY_CORPUS}" (see bench.py)')
-    p.add_argument("--warmup", type=int, help="default: one per concurrency slot")
-    p.add_argument("--seed", type=int, default=0)
+    add_workload_args(p)
     add_client_args(p)
     p.add_argument(
         "--k-max",
