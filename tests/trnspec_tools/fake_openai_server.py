@@ -11,7 +11,7 @@ connection mid-stream), FAULT:TRUNCATE (end the stream cleanly without [DONE]), 
 (an in-stream error event after two chunks, as vLLM sends after a 200 header), FAULT:SLOW
 (sleep --slow-s before answering, to trip the client's timeout).
 
-Run: python tests/scripts/fake_openai_server.py --port 0 --ttft-ms 60 --itl-ms 25 --k 4
+Run: python tests/trnspec_tools/fake_openai_server.py --port 0 --ttft-ms 60 --itl-ms 25 --k 4
 It prints "PORT <n>" once it listens on 127.0.0.1.
 """
 

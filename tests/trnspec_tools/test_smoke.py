@@ -1,5 +1,5 @@
 """trnspec_tools.smoke against a small fake OpenAI-compatible server (real HTTP on 127.0.0.1) whose
-faults are switched on per test (`--stack`: tests/scripts/test_stack_endpoint.py)."""
+faults are switched on per test (`--stack`: tests/trnspec_tools/client/test_stack_endpoint.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Cross-check bench.py against the reference tool, `vllm bench serve`, on the same server.
 
-    python scripts/bench_reference.py --endpoint http://127.0.0.1:8000 --tokenizer /path/to/tok
-    python scripts/bench_reference.py --local            # the embedded default, started here
+    python -m trnspec_tools.bench.bench_reference --endpoint http://127.0.0.1:8000 \\
+        --tokenizer /path/to/tok
+    python -m trnspec_tools.bench.bench_reference --local   # the embedded default, started here
 
 Both tools get the same prompts (written once to a file in vLLM's ShareGPT format, unshuffled),
 the same max_tokens with ignore_eos, greedy sampling and the same concurrency; the table shows

@@ -12,7 +12,8 @@ Usage as a library:
 
 or from the shell (runs until Ctrl-C):
 
-    python scripts/local_server.py [--set k=v ...] [--port N] [--profile local-tiny]
+    python -m trnspec_tools.local_engine.local_server [--set k=v ...] [--port N] \\
+        [--profile local-tiny]
 """
 
 from __future__ import annotations

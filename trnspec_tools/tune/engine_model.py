@@ -112,7 +112,7 @@ def _constants(theta: Sequence[float]) -> tuple[Hardware, Efficiency]:
         peak_flops=v["peak_flops"],
         link_bytes_per_s=1e12,
         cores_per_chip=1,
-        source="fitted to the local k x concurrency sweep (scripts/engine_model.py)",
+        source="fitted to the local k x concurrency sweep (trnspec_tools/tune/engine_model.py)",
     )
     eff = Efficiency(
         memory=1.0,

@@ -13,7 +13,7 @@ predicted vs measured, and writes the recommended k as a `--set` override line f
 `python -m trnspec render`. On Trn2 every k is a separate Neuron compile, so it also names the k
 values worth precompiling.
 
-With several concurrencies it also fits trnspec's step-time model (scripts/engine_model.py) to
+With several concurrencies it also fits trnspec's step-time model (engine_model.py) to
 the baselines and to the speculative runs at `--fit-concurrency`, predicts the speedup of every
 other speculative run from its measured acceptance, and recommends k per batch size and the batch
 from which to switch speculation off; `--trn2-profile P` does the same for a Trn2 profile with the

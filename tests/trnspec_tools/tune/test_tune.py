@@ -189,7 +189,7 @@ def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
         (8, False),
     }
     assert out["held_out"]["rows"] == 9
-    for r in out["rows"]:  # accuracy off the fit concurrency: tests/scripts/test_engine_model.py
+    for r in out["rows"]:  # accuracy off the fit concurrency: test_engine_model.py
         if r["used_for_fit"]:
             assert r["predicted_speedup"] == pytest.approx(r["measured_speedup"], rel=0.02)
     rec = out["recommendation_by_batch"]
