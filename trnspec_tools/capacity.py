@@ -319,12 +319,8 @@ def report(findings: Sequence[Finding], region: str, profile: str) -> str:
     return "\n".join(lines)
 
 
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="capacity.py",
-        description="Check Trn2 capacity for a deployment profile before `cdk deploy`.",
-        epilog="Exit: 0 ok, 1 would fail for capacity, 2 bad input, 3 could not verify.",
-    )
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    """The capacity check flags (`python -m trnspec_tools capacity` and scripts/capacity.py)."""
     parser.add_argument("--profile", default="default", help="config/<profile>.yaml")
     parser.add_argument(
         "-c",
@@ -335,6 +331,15 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="settings override, as with `cdk -c` (repeatable)",
     )
     parser.add_argument("--region", help="region to check (default: the profile's, then AWS's)")
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="capacity.py",
+        description="Check Trn2 capacity for a deployment profile before `cdk deploy`.",
+        epilog="Exit: 0 ok, 1 would fail for capacity, 2 bad input, 3 could not verify.",
+    )
+    add_cli_args(parser)
     return parser.parse_args(argv)
 
 

@@ -240,8 +240,8 @@ def run_demo(
     return report
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    """The demo flags (`python -m trnspec_tools demo` and scripts/demo.py)."""
     parser.add_argument("--k", type=int, default=4, help="draft tokens per step")
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=128)
@@ -251,6 +251,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cache-dir", type=Path, default=None, help="tiny-model cache (default .cache/tiny-models)"
     )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_cli_args(parser)
     args = parser.parse_args(argv)
     console = Console()
     for name in ("k", "requests", "max_tokens"):

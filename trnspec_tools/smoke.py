@@ -311,8 +311,8 @@ def report_table(result: SmokeResult, title: str | None = None) -> Table:
     return table
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    """The smoke test flags (`python -m trnspec_tools smoke` and scripts/smoke.py)."""
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--endpoint", help="base URL, e.g. http://127.0.0.1:8000")
     add_stack_arguments(parser, where)
@@ -325,6 +325,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="do not require spec-decode counters (e.g. against a baseline server)",
     )
     add_client_args(parser.add_argument_group("client (deadlines per request, retries, API key)"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_cli_args(parser)
     args = parser.parse_args(argv)
     console = Console()
     try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +21,16 @@ def test_every_subcommand_runs_its_modules_parser(capsys: pytest.CaptureFixture[
             main([name, "--help"])
         assert exit_info.value.code == 0, name
         assert "usage:" in capsys.readouterr().out, name
+
+
+def test_every_command_module_declares_its_flags_apart_from_its_main() -> None:
+    for name, (module_name, _) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        parser = argparse.ArgumentParser()
+        module.add_cli_args(parser)
+        flags = {opt for action in parser._actions for opt in action.option_strings}
+        assert flags - {"-h", "--help"}, name
+        assert callable(module.main), name
 
 
 def test_an_unknown_command_is_named_with_the_choices(capsys: pytest.CaptureFixture[str]) -> None:

@@ -84,11 +84,8 @@ def parse_int_list(flag: str, text: str) -> list[int]:
     return values
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="bench.py",
-        description="Benchmark an OpenAI-compatible endpoint (speculative vs baseline).",
-    )
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """The benchmark flags (`python -m trnspec_tools bench` and scripts/bench.py)."""
     target = p.add_argument_group("target")
     target.add_argument("--endpoint", help="base URL, e.g. http://127.0.0.1:8000")
     add_stack_arguments(p, target)
@@ -143,6 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--out", type=Path, required=True, help="result JSON path")
     out.add_argument("--no-plots", action="store_true")
     out.add_argument("--no-progress", action="store_true")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bench.py",
+        description="Benchmark an OpenAI-compatible endpoint (speculative vs baseline).",
+    )
+    add_cli_args(p)
     return p
 
 

@@ -20,10 +20,15 @@ from rich.console import Console
 from trnspec_tools.local_engine.tiny_models import DEFAULT_CACHE_DIR, ensure_tiny_models
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    """The tiny-model flags (`python -m trnspec_tools models`, scripts/make_tiny_models.py)."""
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_cli_args(parser)
     args = parser.parse_args(argv)
     console = Console(stderr=True)
     start = time.perf_counter()

@@ -65,8 +65,8 @@ from trnspec_tools.tune.window_model import KMeasurement, best_k, fit, precompil
 OVERRIDE_KEY = "speculation.num_speculative_tokens"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tune.py", description="Sweep k and recommend one.")
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """The tuner flags (`python -m trnspec_tools tune` and scripts/tune.py)."""
     p.add_argument("--k", help="k values to run through the local launcher, e.g. 1,2,4,6")
     p.add_argument(
         "--set",
@@ -132,6 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--override-out", type=Path, help="file for the override line (default: <out>.override)"
     )
     p.add_argument("--no-plots", action="store_true")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tune.py", description="Sweep k and recommend one.")
+    add_cli_args(p)
     return p
 
 
