@@ -1,5 +1,5 @@
 """Fixtures every test tree shares (at the repo root: a conftest in tests/ would put tests/ on
-sys.path, where tests/infra, tests/scripts and tests/trnspec would shadow the real packages)."""
+sys.path, where tests/infra, tests/trnspec_tools, tests/trnspec would shadow the real packages)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The names of the stacks' CloudFormation outputs: one definition, for the stacks and the tools.
 
-The stacks declare their `CfnOutput`s with these names and `scripts/stack_endpoint.py` looks the
+The stacks declare their `CfnOutput`s with these names and the tools' `stack_endpoint` looks the
 same names up with `DescribeStacks`, so a renamed output cannot leave the tools reading a key that
 no longer exists (`tests/infra/test_outputs.py` checks the synthesized templates against this
-module, and `tests/scripts/test_stack_endpoint.py` checks the tools against the same names).
+module, and `test_stack_endpoint.py` checks the tools against the same names).
 """
 
 from __future__ import annotations

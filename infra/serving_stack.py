@@ -146,7 +146,7 @@ class ServingStack(Stack):
 
     def _outputs(self, cluster: eks.ICluster) -> None:
         spec = self.spec
-        # What scripts/stack_endpoint.py needs to reach the service from outside the cluster.
+        # What the tools' stack_endpoint needs to reach the service from outside the cluster.
         CfnOutput(self, ServingOutputs.PLATFORM_STACK, value=Stack.of(cluster).stack_name)
         CfnOutput(self, ServingOutputs.REGION, value=Aws.REGION)
         CfnOutput(self, ServingOutputs.NAMESPACE, value=spec.namespace)

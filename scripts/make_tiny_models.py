@@ -1,58 +1,13 @@
-"""Make (or reuse) the tiny target/draft pair for the embedded default and print where it is.
+"""`python scripts/make_tiny_models.py` = `python -m trnspec_tools models`: the documented command
+line, kept. The code is trnspec_tools/local_engine/make_tiny_models.py; this file only runs it."""
 
-    python scripts/make_tiny_models.py [--cache-dir DIR] [--json]
-
-A thin command line over `scripts.tiny_models.ensure_tiny_models`: seeded, cached by a content
-hash of the generator and its parameters, so a second run returns at once.
-"""
-
-from __future__ import annotations
-
-import argparse
-import json
 import sys
-import time
-from collections.abc import Sequence
 from pathlib import Path
 
-from rich.console import Console
+# Run from a checkout, the package sits next to scripts/ (sys.path[0] is scripts/ itself).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.tiny_models import DEFAULT_CACHE_DIR, ensure_tiny_models
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    args = parser.parse_args(argv)
-    console = Console(stderr=True)
-    start = time.perf_counter()
-    models = ensure_tiny_models(args.cache_dir, log=lambda message: console.log(message))
-    elapsed = time.perf_counter() - start
-    evaluation = models.info["evaluation"]
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "target": str(models.target),
-                    "draft": str(models.draft),
-                    "key": models.key,
-                    "elapsed_s": elapsed,
-                    "evaluation": evaluation,
-                    "build_timings": models.info["timings"],
-                },
-                indent=2,
-            )
-        )
-    else:
-        print(f"target: {models.target}")
-        print(f"draft:  {models.draft}")
-        print(
-            f"simulated greedy acceptance at k={evaluation['k']}: "
-            f"{evaluation['acceptance_rate']:.3f} (key {models.key}, {elapsed:.1f} s)"
-        )
-    return 0
-
+from trnspec_tools.local_engine.make_tiny_models import main
 
 if __name__ == "__main__":
     sys.exit(main())

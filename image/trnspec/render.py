@@ -1,7 +1,7 @@
 """Render a validated config into the exact argv and environment of its image's vLLM server.
 
 Pure: no environment reads, no process start. The launcher (the pod's serve entrypoint, or
-scripts/local_server.py) execs what this returns, so the Kubernetes pod and the local engine run
+the tools' local_server) execs what this returns, so the Kubernetes pod and the local engine run
 the same command derived from the same config. Every argv is parsed by the `vllm serve` parser of
 the exact vLLM release in its image (tests/trnspec/test_vllm_parsers.py), and each Trn2 render
 mirrors AWS's published command for its method, flag by flag (docs/workload.md, "Commands").

@@ -2,7 +2,7 @@
 
 Every shipped profile's synthesized templates declare exactly the outputs `infra.outputs` names
 (CDK's own cross-stack `ExportsOutput*` aside). The serving stack's outputs, resolved the way
-CloudFormation would resolve them after a deploy, parse with `scripts.stack_endpoint` into the
+CloudFormation would resolve them after a deploy, parse with `stack_endpoint` into the
 platform stack (whose outputs name the cluster), region, namespace and a Service that the same
 template creates, whose port and selector lead to the serving pods' named container port: what
 the port-forward needs. cfn-lint and cdk-nag run over the same templates in test_templates.py.
@@ -24,7 +24,7 @@ from infra.outputs import (
     platform_output_names,
     serving_output_names,
 )
-from scripts.stack_endpoint import StackOutputs, platform_cluster_name
+from trnspec_tools.client.stack_endpoint import StackOutputs, platform_cluster_name
 
 REGION = "us-east-2"
 NLB_HOST = "internal-k8s-trnspec-0123456789.elb.us-east-2.amazonaws.com"

@@ -88,7 +88,7 @@ def _variant(cfg: ServingConfig, overrides: tuple[str, ...]) -> ServingConfig | 
 def _tiny_config_dirs(root: Path) -> list[str]:
     """HF-layout directories holding only the tiny models' config.json (no weights, no
     tokenizer): enough for vLLM's ModelConfig and SpeculativeConfig to validate offline."""
-    from scripts.tiny_models import BuildSpec
+    from trnspec_tools.local_engine.tiny_models import BuildSpec
 
     spec = BuildSpec()
     overrides = []

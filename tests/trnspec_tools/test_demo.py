@@ -1,0 +1,125 @@
+"""trnspec_tools.demo's pure parts: the greedy-match rule, the report's fields and the exit rule.
+(`make demo` itself runs the real servers; test_e2e_local.py covers that path.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trnspec_tools.client.metrics import Acceptance
+from trnspec_tools.client.openai_client import Generation
+from trnspec_tools.demo import Run, greedy_match, main, shortfalls, summary, write_report
+from trnspec_tools.smoke import Check, SmokeResult
+
+REQUIRED = (
+    "acceptance_rate",
+    "mean_accepted_length",
+    "tokens_per_s_baseline",
+    "tokens_per_s_spec",
+    "speedup",
+    "greedy_match",
+    "k",
+)
+
+
+def gen(ids: list[int] | None, tokens: int = 4) -> Generation:
+    return Generation("x", "length", 3, tokens, 3 + tokens, ids)
+
+
+def run(outputs: list[Generation], wall_s: float) -> Run:
+    tokens = sum(g.completion_tokens or 0 for g in outputs)
+    return Run(outputs, {"output_tokens": tokens, "output_tokens_per_s": tokens / wall_s})
+
+
+def test_throughput_is_the_bench_runners_figure() -> None:
+    bench = {"output_tokens": 150, "output_tokens_per_s": 50.0}
+    assert Run([gen([1], tokens=100), gen([2], tokens=50)], bench).tokens_per_s == 50.0
+
+
+def test_acceptance_is_taken_only_from_the_runners_server_counters() -> None:
+    from trnspec_tools.demo import run_acceptance
+
+    counted = {
+        "acceptance_source": "server-metrics",
+        "acceptance_rate": 0.8,
+        "mean_accepted_length": 4.2,
+        "acceptance_per_position": [0.9, 0.8, 0.8, 0.7],
+        "spec_decode_deltas": {"num_drafts": 10, "num_draft_tokens": 40, "num_accepted_tokens": 32},
+    }
+    assert run_acceptance(Run([], counted)).acceptance_rate == 0.8
+    estimated = {"acceptance_source": "estimate-from-chunks", "acceptance_rate": 0.7}
+    assert run_acceptance(Run([], estimated)).acceptance_rate is None
+
+
+@pytest.mark.parametrize(
+    ("baseline_ids", "spec_ids", "expected"),
+    [
+        ([[1, 2], [3]], [[1, 2], [3]], (True, [])),
+        ([[1, 2], [3]], [[1, 9], [3]], (False, [0])),
+        ([[1, 2], None], [[1, 2], None], (False, [1])),  # no token ids: cannot claim a match
+    ],
+    ids=["identical", "one-differs", "ids-missing"],
+)
+def test_greedy_match_is_true_only_if_every_output_matches_token_for_token(
+    baseline_ids: list[list[int] | None],
+    spec_ids: list[list[int] | None],
+    expected: tuple[bool, list[int]],
+) -> None:
+    baseline = run([gen(i) for i in baseline_ids], 1.0)
+    spec = run([gen(i) for i in spec_ids], 1.0)
+    assert greedy_match(baseline, spec) == expected
+
+
+def make_report(speedup_wall: float, rate: float, match: bool, smoke_ok: bool) -> dict:
+    baseline = run([gen([1], tokens=100)], 1.0)
+    spec = run([gen([1], tokens=100)], 1.0 / speedup_wall)
+    accept = Acceptance(10, 40, 40 * rate, rate, 1 + 4 * rate, [rate] * 4)
+    smoke = SmokeResult("http://x", "m", [Check("chat", smoke_ok, "")])
+    report = summary(baseline, spec, accept, 4, match, smoke)
+    return report | {"mismatched_requests": [] if match else [0]}
+
+
+def test_the_report_has_the_required_fields_and_the_speedup_ratio() -> None:
+    report = make_report(1.5, 0.8, True, True)
+    assert set(REQUIRED) <= set(report)
+    assert report["speedup"] == pytest.approx(1.5)
+    assert report["k"] == 4
+
+
+@pytest.mark.parametrize(
+    ("speedup", "rate", "match", "smoke_ok", "strict", "expected"),
+    [
+        (1.5, 0.8, True, True, True, []),
+        (1.1, 0.8, True, True, False, []),
+        (1.1, 0.8, True, True, True, ["speedup"]),
+        (1.5, 0.3, True, True, True, ["acceptance"]),
+        (1.5, 0.8, False, True, False, ["greedy outputs differ"]),
+        (1.5, 0.8, True, False, False, ["smoke checks failed: chat"]),
+    ],
+)
+def test_the_demo_fails_on_functional_problems_and_on_targets_only_when_strict(
+    speedup: float,
+    rate: float,
+    match: bool,
+    smoke_ok: bool,
+    strict: bool,
+    expected: list[str],
+) -> None:
+    problems = shortfalls(make_report(speedup, rate, match, smoke_ok), strict)
+    assert len(problems) == len(expected)
+    for problem, fragment in zip(problems, expected, strict=True):
+        assert fragment in problem
+
+
+def test_the_report_is_written_whole(tmp_path: Path) -> None:
+    path = tmp_path / "reports" / "demo.json"
+    write_report(path, {"speedup": 1.4})
+    assert json.loads(path.read_text()) == {"speedup": 1.4}
+    assert [p.name for p in path.parent.iterdir()] == ["demo.json"]
+
+
+def test_bad_arguments_are_refused_with_the_flag_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--k", "0"]) == 2
+    assert "--k" in capsys.readouterr().out

@@ -1,0 +1,106 @@
+"""The step-time model fitted to a k x concurrency sweep: recovery, held-out rows, advice."""
+
+from __future__ import annotations
+
+import pytest
+from trnspec.model_shapes import ModelShape
+from trnspec.perf_model import Efficiency, Hardware, tokens_per_step
+
+from trnspec_tools.tune.engine_model import (
+    EngineSetup,
+    SweepPoint,
+    conditional_tokens_per_step,
+    deployment,
+    fit_engine,
+    held_out_summary,
+    model_step_s,
+    recommend,
+    used_for_fit,
+    validation_rows,
+)
+
+TARGET = ModelShape("tiny-target", 4, 256, 4, 2, 64, 768, 4096, True, origin="test")
+DRAFT = ModelShape("tiny-draft", 1, 128, 2, 1, 64, 384, 4096, True, origin="test")
+SETUP = EngineSetup(TARGET, DRAFT, "draft_model", 4, 96)
+TRUTH_HW = Hardware("cpu", 8e9, 4e10, 1e12, 1, "truth")
+TRUTH = Efficiency(1.0, 1.0, 0.012, 0.0, draft_pass_overhead_s=0.004, token_overhead_s=1.5e-4)
+ALPHA = 0.8
+
+
+def synthetic_sweep(levels=(1, 2, 4, 8), ks=(1, 2, 4, 6)) -> list[SweepPoint]:
+    points = []
+    for c in levels:
+        points.append(SweepPoint(c, 0, c / model_step_s(SETUP, TRUTH_HW, TRUTH, c, 0)))
+        for k in ks:
+            tau = tokens_per_step(ALPHA, k)
+            tps = c * tau / model_step_s(SETUP, TRUTH_HW, TRUTH, c, k)
+            points.append(SweepPoint(c, k, tps, tau))
+    return points
+
+
+def test_step_time_is_recovered_from_throughput_and_acceptance():
+    p = SweepPoint(concurrency=4, k=3, output_tokens_per_s=200.0, mean_accepted_length=2.5)
+    assert p.step_s(max_batch=8) == pytest.approx(4 * 2.5 / 200.0)
+    assert SweepPoint(2, 0, 100.0).step_s(8) == pytest.approx(0.02)
+
+
+def test_concurrency_above_max_num_seqs_queues_instead_of_batching():
+    p = SweepPoint(concurrency=8, k=0, output_tokens_per_s=100.0)
+    assert p.batch(4) == 4 and p.step_s(4) == pytest.approx(0.04)
+
+
+def test_rows_used_for_the_fit_are_baselines_and_the_fit_concurrency():
+    assert used_for_fit(SweepPoint(8, 0, 1.0), 2)
+    assert used_for_fit(SweepPoint(2, 4, 1.0, 2.0), 2)
+    assert not used_for_fit(SweepPoint(8, 4, 1.0, 2.0), 2)
+
+
+def test_a_fit_at_one_concurrency_predicts_the_others_when_the_engine_follows_the_model():
+    """Noise-free data from known constants: the fit rows are reproduced exactly; the held-out
+    rows within 15 % (one concurrency cannot pin every constant: several sets fit it exactly
+    and extrapolate a little differently)."""
+    points = synthetic_sweep()
+    fit = fit_engine(points, SETUP, fit_concurrency=2)
+    assert fit.rms_log_error < 0.02
+    rows = validation_rows(points, SETUP, fit)
+    for r in rows:
+        if r["used_for_fit"]:
+            assert r["predicted_speedup"] == pytest.approx(r["measured_speedup"], rel=0.02)
+    held = [r for r in rows if not r["used_for_fit"]]
+    assert {r["concurrency"] for r in held} == {1, 4, 8} and len(held) == 12
+    for r in rows:
+        assert r["predicted_speedup"] == pytest.approx(r["measured_speedup"], rel=0.15)
+    summary = held_out_summary(rows)
+    assert summary["rows"] == 12 and summary["within_15pct"] == 12
+
+
+def test_fit_refuses_a_sweep_without_speculative_runs_at_the_fit_concurrency():
+    points = [p for p in synthetic_sweep() if p.k == 0 or p.concurrency != 2]
+    with pytest.raises(ValueError, match="fit concurrency 2"):
+        fit_engine(points, SETUP, fit_concurrency=2)
+
+
+def test_advice_switches_speculation_off_at_large_batch_and_names_what_to_precompile():
+    rec = recommend(
+        TARGET,
+        "draft_model",
+        DRAFT,
+        conditional_tokens_per_step([], ALPHA),
+        deployment(SETUP, TRUTH_HW),
+        TRUTH,
+        [1, 2, 4, 8, 64, 512, 4096],
+        8,
+    )
+    best = {int(b): v["k"] for b, v in rec["best_k_per_batch"].items()}
+    stop = rec["disable_speculation_at_batch"]
+    assert best[1] > 0 and stop is not None
+    assert all(k == 0 for b, k in best.items() if b >= stop)
+    assert best[1] in rec["precompile"] and all(1 <= k <= 8 for k in rec["precompile"])
+
+
+def test_per_position_acceptance_drives_tokens_per_step_where_measured():
+    f = conditional_tokens_per_step([0.9, 0.5], 0.2)
+    assert f(1) == pytest.approx(1.9)
+    assert f(2) == pytest.approx(1 + 0.9 + 0.45)
+    assert f(3) == pytest.approx(1 + 0.9 + 0.45 + 0.225)  # last position's rate carries on
+    assert conditional_tokens_per_step([], 0.5)(2) == pytest.approx(1.75)

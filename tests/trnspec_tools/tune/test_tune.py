@@ -1,0 +1,348 @@
+"""tune.py: the fit and recommendation from runs, and the sweep end to end on fake servers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_openai_server import running
+
+from trnspec_tools.tune.tune import analyse, check_override, main, parse_endpoints
+from trnspec_tools.tune.window_model import expected_tokens_per_step
+
+
+def model_runs(alpha: float, c: float, ks: list[int], base_tps: float = 100.0):
+    baseline = {"output_tokens_per_s": base_tps, "tpot_ms": {"p50": 10.0}}
+    runs = {}
+    for k in ks:
+        tps = expected_tokens_per_step(alpha, k)
+        runs[k] = {
+            "output_tokens_per_s": base_tps * tps / (1 + k * c),
+            "mean_accepted_length": tps,
+            "acceptance_rate": None,
+            "acceptance_per_position": [alpha ** (i + 1) for i in range(k)],
+            "spec_decode_deltas": {"num_drafts": 1000},
+            "tpot_ms": {"p50": 5.0},
+        }
+    return baseline, runs
+
+
+def test_analysis_recommends_the_hand_computed_k_and_its_precompile_neighbours():
+    # a = 0.6, c = 0.2: speedups 1.333, 1.400, 1.360 for k = 1, 2, 3 -> k = 2
+    baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
+    a = analyse(baseline, runs, k_max=7)
+    assert a["recommendation"]["k"] == 2
+    assert a["recommendation"]["precompile"] == [1, 2, 3]
+    assert a["recommendation"]["best_measured_k"] == 2
+    assert a["fit"]["alpha"] == pytest.approx(0.6, abs=1e-6)
+    assert a["fit"]["cost_ratio"] == pytest.approx(0.2, abs=1e-9)
+    for row in a["rows"]:
+        if row["measured_speedup"] is not None:
+            assert row["predicted_speedup"] == pytest.approx(row["measured_speedup"], rel=1e-9)
+    assert [r["k"] for r in a["rows"]] == list(range(1, 8))
+
+
+def test_analysis_may_recommend_an_unmeasured_k_and_says_so():
+    baseline, runs = model_runs(0.9, 0.02, [1, 2])
+    rec = analyse(baseline, runs, k_max=7)["recommendation"]
+    assert rec["k"] > 2 and rec["measured"] is False
+
+
+def test_analysis_refuses_runs_without_acceptance():
+    from trnspec_tools.bench.bench import UsageError
+
+    with pytest.raises(UsageError, match="acceptance"):
+        analyse({"output_tokens_per_s": 1.0}, {2: {"mean_accepted_length": None}}, 7)
+
+
+@pytest.mark.parametrize(
+    ("line", "profile", "ok"),
+    [
+        ("speculation.num_speculative_tokens=3", "local-tiny", True),
+        ("speculation.num_speculative_tokens=9", "qwen3-32b-draft", False),  # neuron-fork k <= 7
+    ],
+)
+def test_the_override_line_is_checked_by_the_config_layer(line, profile, ok):
+    pytest.importorskip("trnspec.checks")
+    assert (check_override(line, profile) is None) is ok
+
+
+@pytest.mark.parametrize("item", ["x=http://h", "0=http://h", "3=ftp://h", "3"])
+def test_bad_endpoint_for_k_is_named(item):
+    from trnspec_tools.bench.bench import UsageError
+
+    with pytest.raises(UsageError, match="--endpoint-for-k"):
+        parse_endpoints([item])
+
+
+def test_sweep_against_per_k_servers_writes_table_plot_and_override(tmp_path, capsys):
+    """Fake servers whose step time grows with k like a draft of cost c = 0.25 of the target
+    (ITL 10 ms * (1 + k c)) and whose acceptance is about 0.75 per position."""
+    patterns = {1: "2,2,1,2", 2: "3,1,2,3,3,1,3,2", 4: "5,1,2,5,3,1,4,5,2,1,5,3,4,1,5,2"}
+    out = tmp_path / "tune.json"
+    base_args = ("--ttft-ms", "10", "--tokens-per-step", "1", "--k", "1", "--no-spec-metrics")
+    with (
+        running("--itl-ms", "10", *base_args) as base,
+        running(
+            "--ttft-ms", "10", "--itl-ms", "12.5", "--k", "1", "--tokens-per-step", patterns[1]
+        ) as k1,
+        running(
+            "--ttft-ms", "10", "--itl-ms", "15", "--k", "2", "--tokens-per-step", patterns[2]
+        ) as k2,
+        running(
+            "--ttft-ms", "10", "--itl-ms", "20", "--k", "4", "--tokens-per-step", patterns[4]
+        ) as k4,
+    ):
+        code = main(
+            [
+                "--baseline",
+                base,
+                "--endpoint-for-k",
+                f"1={k1}",
+                "--endpoint-for-k",
+                f"2={k2}",
+                "--endpoint-for-k",
+                f"4={k4}",
+                "--num-prompts",
+                "4",
+                "--concurrency",
+                "2",
+                "--output-len",
+                "41",
+                "--input-len",
+                "8",
+                "--out",
+                str(out),
+            ]
+        )
+    assert code == 0
+    result = json.loads(out.read_text())
+    assert result["acceptance_source"] == "server-metrics"
+    assert result["fit"]["cost_ratio"] == pytest.approx(0.25, abs=0.07)
+    assert result["fit"]["alpha"] == pytest.approx(0.75, abs=0.1)
+    measured = {r["k"]: r["measured_speedup"] for r in result["rows"] if r["measured_speedup"]}
+    assert set(measured) == {1, 2, 4}
+    for r in result["rows"]:
+        if r["measured_speedup"]:
+            assert r["predicted_speedup"] == pytest.approx(r["measured_speedup"], rel=0.15)
+    k = result["recommendation"]["k"]
+    assert 1 <= k <= 7
+    assert out.with_suffix(".override").read_text() == f"speculation.num_speculative_tokens={k}\n"
+    assert "precompile" in out.with_suffix(".md").read_text()
+    assert (tmp_path / "tune_ksweep.png").read_bytes()[:4] == b"\x89PNG"
+    assert f"--set speculation.num_speculative_tokens={k}" in capsys.readouterr().out
+
+
+def test_remote_mode_needs_a_baseline(tmp_path, capsys):
+    code = main(["--endpoint-for-k", "2=http://127.0.0.1:9", "--out", str(tmp_path / "t.json")])
+    assert code == 2 and "--baseline" in capsys.readouterr().err
+
+
+def test_a_measured_k_that_beats_the_model_is_preferred_over_the_prediction():
+    baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
+    runs[3]["output_tokens_per_s"] = 150.0  # 1.5x measured, the model says 1.36x
+    rec = analyse(baseline, runs, k_max=7)["recommendation"]
+    assert rec["k"] == 3 and rec["measured"] and rec["expected_speedup"] == pytest.approx(1.5)
+    assert rec["best_measured_k"] == 3
+
+
+# --- concurrency sweep, step-time model, per-category acceptance -------------------------------
+
+
+def _level_stats(tps: float, mal: float | None = None, per_pos=None, drafts: int = 0) -> dict:
+    return {
+        "output_tokens_per_s": tps,
+        "mean_accepted_length": mal,
+        "acceptance_rate": None,
+        "acceptance_per_position": per_pos,
+        "spec_decode_deltas": {"num_drafts": drafts},
+        "tpot_ms": {"p50": 1.0},
+    }
+
+
+def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
+    from trnspec.model_shapes import ModelShape
+    from trnspec.perf_model import Efficiency, Hardware
+
+    from trnspec_tools.tune.engine_model import EngineSetup, model_step_s
+    from trnspec_tools.tune.tune import concurrency_analysis
+
+    target = ModelShape("t", 4, 256, 4, 2, 64, 768, 4096, True)
+    draft = ModelShape("d", 1, 128, 2, 1, 64, 384, 4096, True)
+    setup = EngineSetup(target, draft, "draft_model", 4, 96)
+    hw = Hardware("cpu", 8e9, 4e10, 1e12, 1, "truth")
+    eff = Efficiency(1.0, 1.0, 0.012, 0.0, draft_pass_overhead_s=0.004, token_overhead_s=1e-4)
+    alpha = 0.8
+    baseline, runs = {}, {}
+    for c in (1, 2, 4, 8):
+        baseline[c] = _level_stats(c / model_step_s(setup, hw, eff, c, 0))
+        for k in (1, 2, 4):
+            tau = expected_tokens_per_step(alpha, k)
+            tps = c * tau / model_step_s(setup, hw, eff, c, k)
+            runs.setdefault(k, {})[c] = _level_stats(tps, tau)
+    out = concurrency_analysis(baseline, runs, setup, 2, [alpha], alpha, [1, 4, 64, 4096], 6)
+    assert out["fit_concurrency"] == 2
+    assert {(r["concurrency"], r["used_for_fit"]) for r in out["rows"]} == {
+        (1, False),
+        (2, True),
+        (4, False),
+        (8, False),
+    }
+    assert out["held_out"]["rows"] == 9
+    for r in out["rows"]:  # accuracy off the fit concurrency: test_engine_model.py
+        if r["used_for_fit"]:
+            assert r["predicted_speedup"] == pytest.approx(r["measured_speedup"], rel=0.02)
+    rec = out["recommendation_by_batch"]
+    assert set(rec["best_k_per_batch"]) == {"1", "4", "64", "4096"}
+    assert "disable_speculation_at_batch" in rec and rec["precompile"]
+
+
+def test_trn2_advice_uses_the_measured_acceptance_and_the_image_limit():
+    from trnspec_tools.tune.tune import trn2_recommendation
+
+    high = trn2_recommendation("qwen3-32b-draft", [], [0.95], 0.95, [1, 4, 64], 640)
+    low = trn2_recommendation("qwen3-32b-draft", [], [0.5], 0.5, [1, 4, 64], 640)
+    assert high["k_max"] == 7 and all(k <= 7 for k in high["precompile"])
+    assert high["best_k_per_batch"]["1"]["k"] > low["best_k_per_batch"]["1"]["k"]
+    assert high["best_k_per_batch"]["64"]["k"] == 0
+
+
+def test_categories_are_grouped_from_the_jsonl(tmp_path):
+    from trnspec_tools.tune.tune import category_specs
+
+    path = tmp_path / "d.jsonl"
+    lines = [{"prompt": f"w{i}", "category": "writing"} for i in range(5)]
+    lines += [{"prompt": f"c{i}", "category": "coding", "max_tokens": 9} for i in range(2)]
+    lines += [{"prompt": "x"}]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    groups = category_specs(str(path), 6, 16, 0)
+    assert set(groups) == {"writing", "coding", "uncategorized"}
+    assert all(len(v) == 2 for v in groups.values())
+    assert {s.prompt[0] for s in groups["coding"]} == {"c"} and groups["coding"][0].max_tokens == 9
+
+
+@pytest.mark.parametrize("dataset", [None, "tiny-corpus"])
+def test_per_category_needs_a_jsonl_dataset(dataset):
+    from trnspec_tools.bench.bench import UsageError
+    from trnspec_tools.tune.tune import category_specs
+
+    with pytest.raises(UsageError, match="--per-category"):
+        category_specs(dataset, 4, 16, 0)
+
+
+def test_category_analysis_fits_acceptance_per_category():
+    from trnspec_tools.tune.tune import category_analysis
+
+    cats = {
+        "coding": {k: _level_stats(1.0, expected_tokens_per_step(0.9, k)) for k in (1, 2, 4)},
+        "writing": {k: _level_stats(1.0, expected_tokens_per_step(0.4, k)) for k in (1, 2, 4)},
+    }
+    out = category_analysis(cats, 7, lambda cond, a: {"alpha_seen": a})
+    assert out["coding"]["alpha"] == pytest.approx(0.9, abs=1e-4)
+    assert out["writing"]["alpha"] == pytest.approx(0.4, abs=1e-4)
+    assert out["writing"]["recommendation_by_batch"] == {"alpha_seen": out["writing"]["alpha"]}
+
+
+def test_two_concurrency_levels_against_fake_servers_write_the_validation_rows(tmp_path):
+    out = tmp_path / "tune.json"
+    with (
+        running("--ttft-ms", "5", "--itl-ms", "10", "--tokens-per-step", "1", "--k", "1") as base,
+        running("--ttft-ms", "5", "--itl-ms", "14", "--k", "2", "--tokens-per-step", "3,2,1") as k2,
+        running("--ttft-ms", "5", "--itl-ms", "20", "--k", "4", "--tokens-per-step", "5,3,2") as k4,
+    ):
+        code = main(
+            [
+                "--baseline",
+                base,
+                "--endpoint-for-k",
+                f"2={k2}",
+                "--endpoint-for-k",
+                f"4={k4}",
+                "--profile",
+                "qwen3-32b-draft",
+                "--trn2-profile",
+                "qwen3-32b-draft",
+                "--concurrency",
+                "1,2",
+                "--fit-concurrency",
+                "1",
+                "--num-prompts",
+                "4",
+                "--output-len",
+                "24",
+                "--input-len",
+                "8",
+                "--out",
+                str(out),
+            ]
+        )
+    assert code == 0
+    result = json.loads(out.read_text())
+    cv = result["concurrency_validation"]
+    assert isinstance(cv, dict), cv
+    rows = cv["rows"]
+    assert {(r["concurrency"], r["k"]) for r in rows} == {(1, 2), (1, 4), (2, 2), (2, 4)}
+    assert all(r["used_for_fit"] == (r["concurrency"] == 1) for r in rows)
+    assert set(result["by_concurrency"]) == {"1", "2"}
+    assert result["trn2"]["profile"] == "qwen3-32b-draft"
+    assert (tmp_path / "tune_concurrency.png").read_bytes()[:4] == b"\x89PNG"
+    assert "Speedup across concurrency" in out.with_suffix(".md").read_text()
+
+
+def test_an_earlier_result_can_be_reanalysed_without_measuring(tmp_path):
+    from trnspec_tools.tune.tune import load_measurements
+
+    result = {
+        "by_concurrency": {
+            "1": {"baseline": _level_stats(100.0), "runs": {"2": _level_stats(150.0, 2.5)}},
+            "2": {"baseline": _level_stats(180.0), "runs": {"2": _level_stats(250.0, 2.5)}},
+        },
+        "categories": {"code": {"alpha": 0.9, "runs": {"2": _level_stats(1.0, 2.7)}}},
+    }
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(result))
+    baseline, runs, cats = load_measurements(path, [1, 2])
+    assert baseline[2]["output_tokens_per_s"] == 180.0
+    assert runs[2][1]["output_tokens_per_s"] == 150.0
+    assert cats["code"][2]["mean_accepted_length"] == 2.7
+    from trnspec_tools.bench.bench import UsageError
+
+    with pytest.raises(UsageError, match="concurrency \\[4\\]"):
+        load_measurements(path, [1, 4])
+
+
+def test_per_category_sweep_against_fake_servers_reports_acceptance_per_category(tmp_path):
+    data = tmp_path / "prompts.jsonl"
+    rows = [{"prompt": f"write {i}", "category": "writing"} for i in range(3)]
+    rows += [{"prompt": f"code {i}", "category": "coding"} for i in range(3)]
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "tune.json"
+    with (
+        running("--ttft-ms", "5", "--itl-ms", "10", "--tokens-per-step", "1", "--k", "1") as base,
+        running("--ttft-ms", "5", "--itl-ms", "14", "--k", "2", "--tokens-per-step", "3,2,1") as k2,
+    ):
+        code = main(
+            [
+                "--baseline",
+                base,
+                "--endpoint-for-k",
+                f"2={k2}",
+                "--dataset",
+                str(data),
+                "--per-category",
+                "--num-prompts",
+                "4",
+                "--output-len",
+                "12",
+                "--out",
+                str(out),
+                "--no-plots",
+            ]
+        )
+    assert code == 0
+    cats = json.loads(out.read_text())["categories"]
+    assert set(cats) == {"writing", "coding"}
+    for entry in cats.values():
+        # the fake server accepts 3, 2, 1 tokens per step in turn: mean 2
+        assert entry["acceptance"]["2"]["mean_accepted_length"] == pytest.approx(2.0, abs=0.35)
+        assert 0.0 < entry["alpha"] < 1.0

@@ -1,0 +1,2 @@
+"""The benchmark: workloads, the runner, statistics, reports, pricing and the side-by-side with
+vLLM's own benchmark."""

@@ -1,0 +1,182 @@
+"""Acceptance per prompt category: each category of a JSONL dataset measured as its own group.
+
+Workloads differ (a writing assistant's prompts and a coding agent's do not accept drafts alike),
+so when the dataset's lines carry "category", `bench.py --per-category` measures each category
+separately. The spec-decode counters on /metrics are global to the server, so requests cannot be
+attributed to categories after the fact: the categories run one after the other, each between
+its own pair of /metrics scrapes (`bench_run.run_level`), at one concurrency level on the
+speculative arm. Off by default: it costs one more measured run per category.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from trnspec_tools.bench.bench_predict import PredictionSetup, predict_run
+from trnspec_tools.bench.bench_run import RunOptions, run_level
+from trnspec_tools.bench.bench_workload import TINY_CORPUS, RequestSpec, WorkloadError
+
+#: the group of lines without a "category" in a dataset where other lines have one
+UNCATEGORIZED = "uncategorized"
+
+#: the per-run figures a category's entry keeps
+KEPT = (
+    "num_requests",
+    "completed",
+    "acceptance_rate",
+    "mean_accepted_length",
+    "acceptance_per_position",
+    "acceptance_source",
+    "acceptance_note",
+    "spec_decode_deltas",
+    "output_tokens_per_s",
+    "tpot_ms",
+    "errors",
+)
+
+
+def add_category_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--per-category",
+        action="store_true",
+        help='measure acceptance per "category" of a JSONL --dataset: each category runs on its'
+        " own, between two /metrics scrapes, at the first --concurrency level",
+    )
+
+
+def dataset_categories(dataset: str | None) -> list[str]:
+    """The distinct "category" values of a JSONL dataset ([] for none, synthetic or tiny-corpus)."""
+    if dataset is None or dataset == TINY_CORPUS or not Path(dataset).is_file():
+        return []
+    seen: set[str] = set()
+    for line in Path(dataset).read_text(encoding="utf-8").splitlines():
+        try:
+            obj = json.loads(line) if line.strip() else None
+        except json.JSONDecodeError:
+            continue  # load_dataset names the bad line
+        if isinstance(obj, dict) and obj.get("category") not in (None, ""):
+            seen.add(str(obj["category"]))
+    return sorted(seen)
+
+
+def category_workloads(
+    dataset: str | None, num_prompts: int, output_len: int, seed: int
+) -> dict[str, list[RequestSpec]]:
+    """The dataset's prompts grouped by "category" (lines without one: "uncategorized"), each
+    group sampled or cycled to `num_prompts` with the seed, like the whole workload."""
+    if dataset is None or dataset == TINY_CORPUS:
+        raise WorkloadError('--per-category: give a JSONL --dataset whose lines carry "category"')
+    if num_prompts < 1:
+        raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
+    path = Path(dataset)
+    groups: dict[str, list[RequestSpec]] = {}
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        obj = json.loads(line)  # already validated by load_dataset
+        cat = obj.get("category")
+        if cat is not None and not isinstance(cat, str | int):
+            raise WorkloadError(
+                f"--dataset={path} line {lineno}: category={cat!r} must be a string or an integer"
+            )
+        max_tokens = obj.get("max_tokens", output_len)
+        groups.setdefault(str(cat) if cat not in (None, "") else UNCATEGORIZED, []).append(
+            RequestSpec(obj["prompt"], max_tokens)
+        )
+    if set(groups) <= {UNCATEGORIZED}:
+        raise WorkloadError(
+            f'--per-category: no line of --dataset={path} carries a "category",'
+            ' e.g. {"prompt": "def f(", "category": "code"}'
+        )
+    rng = random.Random(seed)
+    return {
+        cat: rng.sample(specs, num_prompts)
+        if len(specs) >= num_prompts
+        else [specs[i % len(specs)] for i in range(num_prompts)]
+        for cat, specs in sorted(groups.items())
+    }
+
+
+async def run_categories(
+    endpoint: str,
+    model: str,
+    k: int | None,
+    categories: Mapping[str, list[RequestSpec]],
+    concurrency: int,
+    opts: RunOptions,
+    price: float | None,
+    ps: PredictionSetup | None,
+) -> dict[str, Any]:
+    """`measure_categories` against a live speculative endpoint with the bench's options (and the
+    model's prediction per category when bench has a --profile)."""
+    run_opts = dataclasses.replace(opts, num_speculative_tokens=opts.num_speculative_tokens or k)
+
+    async def measure(specs: list[RequestSpec], c: int) -> dict[str, Any]:
+        stats = await run_level(endpoint, model, specs, c, run_opts, price)
+        if ps is not None:
+            stats["prediction"] = predict_run(ps, stats, len(specs), speculative=True)
+        return stats
+
+    return await measure_categories(categories, concurrency, measure)
+
+
+async def measure_categories(
+    categories: Mapping[str, list[RequestSpec]],
+    concurrency: int,
+    measure: Callable[[list[RequestSpec], int], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """Each category measured on its own, one after the other (`measure(specs, concurrency)`
+    warms up, scrapes /metrics, runs, scrapes again). Returns the JSON block."""
+    out: dict[str, Any] = {}
+    for cat, specs in categories.items():
+        stats = await measure(specs, concurrency)
+        out[cat] = {"num_prompts": len(specs), **{k: stats.get(k) for k in KEPT}}
+        if "prediction" in stats:
+            out[cat]["prediction"] = stats["prediction"]
+    return {
+        "concurrency": concurrency,
+        "arm": "target",
+        "method": "each category run alone between two /metrics scrapes (counters are global)",
+        "categories": out,
+    }
+
+
+def _f(value: object, fmt: str) -> str:
+    return fmt.format(value) if isinstance(value, int | float) else "-"
+
+
+def categories_markdown(result: Mapping[str, Any]) -> list[str]:
+    """The Markdown section: acceptance per category ([] when not measured); a hint when the
+    dataset carries categories that were not measured."""
+    block = result.get("per_category")
+    if not block:
+        found = (result.get("config") or {}).get("dataset_categories") or []
+        if found:
+            return [
+                f"- the dataset tags {len(found)} categories ({', '.join(found[:8])}):"
+                " pass --per-category to measure acceptance for each",
+                "",
+            ]
+        return []
+    lines = [
+        f"## Acceptance per category (target, c={block['concurrency']}, each category run alone)",
+        "",
+        "| category | prompts | accept. rate | mean acc. len | out tok/s | TPOT p50 ms | source |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for cat, e in block["categories"].items():
+        src = e.get("acceptance_source") or e.get("acceptance_note") or "-"
+        lines.append(
+            f"| {cat} | {e['num_prompts']} | {_f(e.get('acceptance_rate'), '{:.3f}')}"
+            f" | {_f(e.get('mean_accepted_length'), '{:.2f}')}"
+            f" | {_f(e.get('output_tokens_per_s'), '{:.1f}')}"
+            f" | {_f((e.get('tpot_ms') or {}).get('p50'), '{:.2f}')} | {src} |"
+        )
+    lines.append("")
+    return lines

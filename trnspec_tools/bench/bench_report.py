@@ -1,0 +1,320 @@
+"""Markdown summaries and PNG plots of benchmark and tuning results.
+
+Plots are drawn on a bare matplotlib Figure with the Agg canvas (no pyplot global state, no
+display needed), and every file is written under a temporary name and renamed when complete, so a
+crashed run never leaves a half-written report behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from trnspec_tools.bench.bench_categories import categories_markdown
+from trnspec_tools.bench.bench_predict import prediction_markdown
+
+Run = Mapping[str, Any]
+
+
+#: the client's CPU share of the host above which a run on the server's own host is flagged
+HOST_CPU_WARN_FRACTION = 0.03
+
+
+def _umask_mode() -> int:
+    """0666 minus the process umask: the mode open() would give a new file (mkstemp gives 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temporary file in the same directory, then rename over the target."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, _umask_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _f(value: object, fmt: str = "{:.1f}") -> str:
+    return fmt.format(value) if isinstance(value, int | float) else "-"
+
+
+def _pct(value: object) -> str:
+    return f"{value * 100:+.1f}%" if isinstance(value, int | float) else "-"
+
+
+def _q(run: Run, key: str, q: str) -> object:
+    block = run.get(key)
+    return block.get(q) if isinstance(block, Mapping) else None
+
+
+def runs_table(runs: Sequence[Run]) -> list[str]:
+    lines = [
+        "| arm | conc. | out tok/s | req/s | TTFT p50 / p99 ms | ITL p50 / p99 ms | TPOT p50 ms"
+        " | E2E p50 ms | accept. rate | mean acc. len | USD / 1M out tok | errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        src = r.get("acceptance_source")
+        mark = " (est.)" if src == "estimate-from-chunks" else ""
+        errors = r.get("errors") or {}
+        lines.append(
+            f"| {r.get('arm', '-')} | {r.get('concurrency', '-')} "
+            f"| {_f(r.get('output_tokens_per_s'))} | {_f(r.get('requests_per_s'), '{:.2f}')} "
+            f"| {_f(_q(r, 'ttft_ms', 'p50'))} / {_f(_q(r, 'ttft_ms', 'p99'))} "
+            f"| {_f(_q(r, 'itl_ms', 'p50'))} / {_f(_q(r, 'itl_ms', 'p99'))} "
+            f"| {_f(_q(r, 'tpot_ms', 'p50'))} | {_f(_q(r, 'e2e_ms', 'p50'))} "
+            f"| {_f(r.get('acceptance_rate'), '{:.3f}')}{mark} "
+            f"| {_f(r.get('mean_accepted_length'), '{:.2f}')}{mark} "
+            f"| {_f(r.get('cost_per_1m_output_tokens_usd'), '{:.2f}')} "
+            f"| {errors.get('total', 0)} |"
+        )
+    return lines
+
+
+def bench_markdown(result: Mapping[str, Any]) -> str:
+    """The human summary of a bench.py run (the JSON holds every figure)."""
+    cfg = result.get("config", {})
+    runs: list[Run] = result.get("runs", [])
+    lines = [
+        "# Benchmark summary",
+        "",
+        f"- endpoint: `{cfg.get('endpoint')}`, model `{cfg.get('model')}`, API {cfg.get('api')}",
+        f"- baseline: `{cfg.get('compare') or 'none'}`",
+        f"- {cfg.get('num_prompts')} prompts, input {cfg.get('input_desc')}, output"
+        f" {cfg.get('output_len')} tokens,"
+        f" warm-up {cfg.get('warmup') or 'one per slot'} (excluded),"
+        f" request rate {cfg.get('request_rate') or 'closed loop'}, seed {cfg.get('seed')}",
+        f"- price: {_f(cfg.get('price_per_hour_usd'), '{:.3f}')} USD/h for"
+        f" {cfg.get('instance_type')} ({cfg.get('price_source')})",
+        f"- host load at start: {cfg.get('load_average', '-')}",
+        "",
+        *runs_table(runs),
+        "",
+    ]
+    comparisons = result.get("comparison") or []
+    if comparisons:
+        lines += [
+            "## Speculative vs baseline (same prompts, same order)",
+            "",
+            "| conc. | speedup (out tok/s) | ITL p50 change | TPOT p50 change | TTFT p50 change"
+            " | E2E p50 change |",
+            "|---:|---:|---:|---:|---:|---:|",
+        ]
+        for c in comparisons:
+            lines.append(
+                f"| {c['concurrency']} | {_f(c.get('speedup_output_tokens_per_s'), '{:.2f}x')} "
+                f"| {_pct(c.get('itl_p50_change'))} | {_pct(c.get('tpot_p50_change'))} "
+                f"| {_pct(c.get('ttft_p50_change'))} | {_pct(c.get('e2e_p50_change'))} |"
+            )
+        lines.append("")
+        lines += [f"- c={c['concurrency']}: {c['note']}" for c in comparisons if c.get("note")]
+        lines.append("")
+    pos_runs = [r for r in runs if r.get("acceptance_per_position")]
+    if pos_runs:
+        lines += ["## Acceptance by draft position (server counters)", ""]
+        for r in pos_runs:
+            vals = ", ".join(f"{v:.3f}" for v in r["acceptance_per_position"])
+            lines.append(f"- {r.get('arm')} c={r.get('concurrency')}: {vals}")
+        lines.append("")
+    lines += prediction_markdown(result) + categories_markdown(result)
+    sources = sorted({str(r.get("acceptance_source")) for r in runs})
+    overhead = [r.get("tool_overhead_us_per_chunk") for r in runs]
+    overhead = [o for o in overhead if isinstance(o, int | float)]
+    lines += [
+        "## Notes",
+        "",
+        f"- acceptance source: {', '.join(sources)} ('estimate-from-chunks' = tokens per streamed"
+        " chunk, an estimate; 'server-metrics' = vllm:spec_decode_* counter deltas)",
+        "- client parse overhead: "
+        + (f"{max(overhead):.0f} us per chunk (max over runs)" if overhead else "-"),
+        "- client CPU: "
+        + ", ".join(
+            f"{r.get('arm')} c={r.get('concurrency')}"
+            f" {_f(r.get('tool_cpu_us_per_output_token'), '{:.0f}')} us/token"
+            f" ({_f((r.get('tool_cpu_fraction_of_one_core') or 0) * 100, '{:.1f}')}% of a core)"
+            for r in runs
+        ),
+    ]
+    if warning := client_cpu_warning(runs, cfg):
+        lines.append(f"- **warning**: {warning}")
+    return "\n".join(lines) + "\n"
+
+
+def client_cpu_warning(runs: Sequence[Run], cfg: Mapping[str, Any]) -> str | None:
+    """A note when the client ran on the server's host and took more than a few percent of its
+    CPU: that CPU was taken from the server, so the figures are biased against it."""
+    cpus = cfg.get("cpu_count")
+    if not cfg.get("client_on_server_host") or not isinstance(cpus, int) or cpus < 1:
+        return None
+    fractions = [
+        f / cpus for r in runs if isinstance(f := r.get("tool_cpu_fraction_of_one_core"), float)
+    ]
+    worst = max(fractions, default=0.0)
+    if worst <= HOST_CPU_WARN_FRACTION:
+        return None
+    return (
+        f"the client ran on the server's host and used {worst * 100:.1f}% of its {cpus} CPUs"
+        f" (more than {HOST_CPU_WARN_FRACTION * 100:.0f}%): that CPU was taken from the server,"
+        " so throughput and latency are biased against it; run the client on another host"
+    )
+
+
+def _save(fig: Figure, path: Path) -> None:
+    FigureCanvasAgg(fig)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+        os.chmod(tmp, _umask_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def plot_latency_vs_throughput(runs: Sequence[Run], path: Path) -> Path:
+    """Median TPOT, ITL and TTFT against output throughput, one line per arm, points labelled by
+    concurrency. TPOT is the per-token figure; ITL is per chunk, which holds several tokens when
+    drafts are accepted, so both are shown."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keys = (("tpot_ms", "median TPOT"), ("itl_ms", "median ITL"), ("ttft_ms", "median TTFT"))
+    fig = Figure(figsize=(14, 4))
+    axes = fig.subplots(1, len(keys))
+    arms = sorted({str(r.get("arm")) for r in runs})
+    for arm in arms:
+        pts = sorted(
+            (r for r in runs if str(r.get("arm")) == arm),
+            key=lambda r: r.get("output_tokens_per_s") or 0,
+        )
+        for ax, (key, _) in zip(axes, keys, strict=True):
+            xs = [r.get("output_tokens_per_s") or 0 for r in pts]
+            ys = [_q(r, key, "p50") for r in pts]
+            keep = [(x, y, r) for x, y, r in zip(xs, ys, pts, strict=True) if y is not None]
+            if not keep:
+                continue
+            ax.plot([k[0] for k in keep], [k[1] for k in keep], marker="o", label=arm)
+            for x, y, r in keep:
+                ax.annotate(
+                    f"c={r.get('concurrency')}",
+                    (x, y),
+                    fontsize=7,
+                    xytext=(3, 3),
+                    textcoords="offset points",
+                )
+    for ax, (_, title) in zip(axes, keys, strict=True):
+        ax.set_xlabel("output tokens / s")
+        ax.set_ylabel(f"{title} (ms)")
+        ax.set_title(f"{title} vs throughput")
+        ax.grid(True, alpha=0.3)
+        if arms:
+            ax.legend()
+    _save(fig, path)
+    return path
+
+
+def plot_acceptance_by_position(runs: Sequence[Run], path: Path) -> Path | None:
+    """Per-position acceptance bars; None (no file) when no run exposed per-position counters."""
+    pos_runs = [r for r in runs if r.get("acceptance_per_position")]
+    if not pos_runs:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
+    width = 0.8 / len(pos_runs)
+    for j, r in enumerate(pos_runs):
+        vals = r["acceptance_per_position"]
+        xs = [i + 1 + (j - (len(pos_runs) - 1) / 2) * width for i in range(len(vals))]
+        ax.bar(xs, vals, width=width, label=f"{r.get('arm')} c={r.get('concurrency')}")
+    ax.set_xticks(range(1, max(len(r["acceptance_per_position"]) for r in pos_runs) + 1))
+    ax.set_xlabel("draft position")
+    ax.set_ylabel("acceptance (fraction of drafts)")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Acceptance by draft position")
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
+    _save(fig, path)
+    return path
+
+
+def plot_k_sweep(rows: Sequence[Run], path: Path) -> Path:
+    """Predicted vs measured speedup per k (tune.py)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
+    pred = [r for r in rows if r.get("predicted_speedup") is not None]
+    meas = [r for r in rows if r.get("measured_speedup") is not None]
+    ax.plot(
+        [r["k"] for r in pred],
+        [r["predicted_speedup"] for r in pred],
+        marker=".",
+        label="predicted (fitted model)",
+    )
+    ax.plot([r["k"] for r in meas], [r["measured_speedup"] for r in meas], "o", label="measured")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xlabel("k (num_speculative_tokens)")
+    ax.set_ylabel("speedup vs baseline (output tokens/s)")
+    ax.set_title("Window size sweep")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    _save(fig, path)
+    return path
+
+
+def tune_markdown(result: Mapping[str, Any]) -> str:
+    """The human summary of a tune.py run."""
+    fit = result["fit"]
+    lines = [
+        "# Window (k) sweep",
+        "",
+        f"- baseline: {_f(result['baseline']['output_tokens_per_s'])} output tokens/s"
+        f" (TPOT p50 {_f(_q(result['baseline'], 'tpot_ms', 'p50'))} ms)",
+        f"- fitted acceptance alpha = {fit['alpha']:.3f}; per position (conditional) ="
+        f" {', '.join(f'{a:.3f}' for a in fit['conditional']) or '-'}",
+        f"- fitted draft/target cost ratio c = {fit['cost_ratio']:.3f}"
+        f" (per k: {', '.join(f'k={k}: {c:.3f}' for k, c in fit['c_per_k'].items())})",
+        f"- acceptance source: {result.get('acceptance_source')}",
+        f"- host load at start: {result.get('load_average', '-')}",
+        "",
+        "| k | measured out tok/s | measured speedup | predicted speedup | mean acc. len"
+        " | accept. rate | TPOT p50 ms |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result["rows"]:
+        lines.append(
+            f"| {r['k']} | {_f(r.get('output_tokens_per_s'))} "
+            f"| {_f(r.get('measured_speedup'), '{:.2f}x')} "
+            f"| {_f(r.get('predicted_speedup'), '{:.2f}x')} "
+            f"| {_f(r.get('mean_accepted_length'), '{:.2f}')} "
+            f"| {_f(r.get('acceptance_rate'), '{:.3f}')} | {_f(r.get('tpot_p50_ms'))} |"
+        )
+    rec = result["recommendation"]
+    lines += [
+        "",
+        f"**Recommended k = {rec['k']}** ({rec['expected_speedup']:.2f}x,"
+        f" {'measured' if rec['measured'] else 'predicted, not measured: confirm with a run'};"
+        f" model optimum k = {rec['model_best_k']}, best measured k = {rec['best_measured_k']})."
+        " Override line written to"
+        f" `{rec['override_file']}`: `{rec['override']}`",
+        "",
+        f"Trn2: k is compiled into the Neuron graph; precompile k in {rec['precompile']}"
+        " (the best and its neighbours) and cache the artifacts, so a drift in acceptance can be"
+        " followed without a fresh compile.",
+    ]
+    return "\n".join(lines) + "\n"

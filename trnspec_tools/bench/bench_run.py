@@ -1,0 +1,212 @@
+"""One measured run at one concurrency level against one endpoint: the benchmark's I/O core.
+
+Shared by `bench.py` (A/B and concurrency sweeps) and `tune.py` (k sweeps) so both measure the same
+way: warm-up requests first (not recorded), a /metrics snapshot, the measured requests (closed loop
+bounded by concurrency, or open loop with Poisson arrivals), a second snapshot, then aggregates.
+Acceptance comes from the spec-decode counter deltas over exactly that window, so warm-up and
+other traffic before it are excluded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from trnspec_tools.bench.bench_stats import Slo, aggregate
+from trnspec_tools.bench.bench_workload import RequestSpec, arrival_offsets
+from trnspec_tools.bench.pricing import cost_per_1m_output_tokens
+from trnspec_tools.client.bench_client import (
+    Api,
+    RequestResult,
+    StreamClient,
+    scrape_metrics,
+    send_request,
+)
+from trnspec_tools.client.client_args import default_api_key
+from trnspec_tools.client.http_stream import Deadlines
+from trnspec_tools.client.metrics import (
+    NO_COUNTERS,
+    MetricsFormatError,
+    SpecDecodeCounters,
+    acceptance,
+    checked_delta,
+)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to load the server; identical for every arm of a comparison."""
+
+    api: Api = "completions"
+    #: warm-up requests, not recorded; None = one per concurrency slot, so every connection the
+    #: measured window uses is already open (a new TCP connect would land in someone's TTFT)
+    warmup: int | None = None
+    request_rate: float = float("inf")
+    seed: int = 0
+    #: per-request deadline for the whole request, s
+    timeout_s: float = 300.0
+    connect_timeout_s: float = 10.0
+    first_byte_timeout_s: float = 120.0
+    max_retries: int = 2
+    #: longest wait a Retry-After header may ask for before a retry, s
+    retry_after_cap_s: float = 10.0
+    #: sent as "Authorization: Bearer"; kept out of repr so it never reaches a log
+    #: (default: $TRNSPEC_API_KEY, so every caller of the runner sends it when it is set)
+    api_key: str | None = field(default_factory=default_api_key, repr=False)
+    ignore_eos: bool = True
+    slo: Slo = field(default_factory=Slo)
+    #: the server's k, only needed to turn a chunk-based estimate into an acceptance rate
+    num_speculative_tokens: int | None = None
+
+
+def spec_decode_fields(
+    before: str | None,
+    after: str | None,
+    tokens_per_step_estimate: float | None,
+    k: int | None,
+    model: str | None = None,
+) -> dict[str, object]:
+    """Acceptance figures for the window between two /metrics snapshots.
+
+    Prefer the server's own counters (exact) when their delta is consistent. When the server
+    exports none (or /metrics is missing), or they did not move (some Neuron builds), fall back to
+    the chunk-size estimate, labelled as such. When they are present but inconsistent (a reset
+    or restart in the window, accepted > drafted), acceptance is absent: an estimate would hide
+    a fault. `acceptance_note` says why the counters were not used.
+    """
+    out: dict[str, object] = {
+        "acceptance_rate": None,
+        "mean_accepted_length": None,
+        "acceptance_per_position": None,
+        "acceptance_source": None,
+        "acceptance_note": None,
+        "spec_decode_deltas": None,
+    }
+    reason = "the server has no /metrics endpoint"
+    if before is not None and after is not None:
+        try:
+            first = SpecDecodeCounters.from_text(before, model)
+            second = SpecDecodeCounters.from_text(after, model)
+        except MetricsFormatError as exc:
+            first = second = SpecDecodeCounters()
+            reason = f"/metrics is not a Prometheus exposition ({str(exc)[:80]})"
+        else:
+            reason = NO_COUNTERS
+        checked = checked_delta(first, second)
+        if checked.delta is not None:
+            delta = checked.delta
+            acc = acceptance(delta)
+            per_pos = [p for p in acc.per_position if p is not None]
+            out.update(
+                acceptance_rate=acc.acceptance_rate,
+                mean_accepted_length=acc.mean_accepted_length,
+                acceptance_per_position=per_pos or None,
+                acceptance_source="server-metrics",
+                spec_decode_deltas={
+                    "num_drafts": int(delta.drafts),
+                    "num_draft_tokens": int(delta.draft_tokens),
+                    "num_accepted_tokens": int(delta.accepted_tokens),
+                    "accepted_per_position": [
+                        int(v) for _, v in sorted(delta.accepted_per_position.items())
+                    ],
+                },
+            )
+            return out
+        if first.present or second.present:
+            reason = checked.reason or reason
+            if "did not move" not in reason:
+                out["acceptance_note"] = reason
+                return out
+    out["acceptance_note"] = reason
+    if tokens_per_step_estimate is not None:
+        out["mean_accepted_length"] = tokens_per_step_estimate
+        out["acceptance_source"] = "estimate-from-chunks"
+        if k:
+            out["acceptance_rate"] = max(0.0, min(1.0, (tokens_per_step_estimate - 1.0) / k))
+    return out
+
+
+async def _run_requests(
+    client: StreamClient,
+    model: str,
+    specs: Sequence[RequestSpec],
+    concurrency: int,
+    opts: RunOptions,
+    offsets: Sequence[float],
+    on_done: Callable[[], None] | None,
+) -> list[RequestResult]:
+    sem = asyncio.Semaphore(concurrency)
+    results: list[RequestResult | None] = [None] * len(specs)
+    t0 = time.perf_counter()
+
+    async def one(i: int, spec: RequestSpec) -> None:
+        delay = t0 + offsets[i] - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        async with sem:
+            results[i] = await send_request(
+                client, model, spec, opts.api, opts.max_retries, opts.ignore_eos
+            )
+        if on_done is not None:
+            on_done()
+
+    await asyncio.gather(*(one(i, s) for i, s in enumerate(specs)))
+    return [r for r in results if r is not None]
+
+
+async def run_level(
+    base_url: str,
+    model: str,
+    specs: Sequence[RequestSpec],
+    concurrency: int,
+    opts: RunOptions,
+    price_per_hour: float | None = None,
+    on_done: Callable[[], None] | None = None,
+) -> dict[str, object]:
+    """Warm up, measure, and return the run's figures (JSON-ready)."""
+    async with StreamClient(
+        base_url, deadlines(opts), opts.api_key, opts.retry_after_cap_s
+    ) as client:
+        n_warm = concurrency if opts.warmup is None else opts.warmup
+        if n_warm > 0:
+            warm = [specs[i % len(specs)] for i in range(n_warm)]
+            await _run_requests(client, model, warm, concurrency, opts, [0.0] * len(warm), None)
+        before = await scrape_metrics(client)
+        offsets = arrival_offsets(len(specs), opts.request_rate, opts.seed)
+        cpu0 = time.process_time()
+        start = time.perf_counter()
+        results = await _run_requests(client, model, specs, concurrency, opts, offsets, on_done)
+        duration = time.perf_counter() - start
+        cpu_s = time.process_time() - cpu0
+        after = await scrape_metrics(client)
+    stats = aggregate(results, duration, opts.slo)
+    stats.update(
+        spec_decode_fields(
+            before,
+            after,
+            stats["tokens_per_step_estimate"],  # type: ignore[arg-type]
+            opts.num_speculative_tokens,
+            model,
+        )
+    )
+    tps = float(stats["output_tokens_per_s"])  # type: ignore[arg-type]
+    stats["cost_per_1m_output_tokens_usd"] = (
+        cost_per_1m_output_tokens(price_per_hour, tps) if price_per_hour else None
+    )
+    # The tool's own CPU over the measured window: on a shared host it competes with the server.
+    stats["tool_cpu_fraction_of_one_core"] = cpu_s / duration if duration > 0 else None
+    out_tokens = int(stats["output_tokens"])  # type: ignore[call-overload]
+    stats["tool_cpu_us_per_output_token"] = cpu_s / out_tokens * 1e6 if out_tokens else None
+    stats["concurrency"] = concurrency
+    stats["request_rate"] = None if opts.request_rate == float("inf") else opts.request_rate
+    return stats
+
+
+def deadlines(opts: RunOptions) -> Deadlines:
+    return Deadlines(
+        connect_s=min(opts.connect_timeout_s, opts.timeout_s),
+        first_byte_s=min(opts.first_byte_timeout_s, opts.timeout_s),
+        total_s=opts.timeout_s,
+    )

@@ -1,0 +1,167 @@
+"""Aggregates over per-request timings: percentiles, throughput, goodput, errors.
+
+Pure functions over RequestResult lists so the numbers a report prints can be checked against
+hand-computed values. Percentiles use linear interpolation (numpy's default, also what
+`vllm bench serve` uses), so the two tools agree on the same samples.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from trnspec_tools.client.bench_client import RequestResult
+
+PERCENTILES = (50, 90, 99)
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Latency objectives; a request is 'good' when it meets every objective that is set."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+
+    @property
+    def is_set(self) -> bool:
+        return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
+
+    def met_by(self, r: RequestResult) -> bool:
+        if not r.ok:
+            return False
+        checks = (
+            (self.ttft_ms, r.ttft_s),
+            (self.tpot_ms, r.tpot_s),
+            (self.e2e_ms, r.e2e_s),
+        )
+        for limit, value_s in checks:
+            if limit is None:
+                continue
+            if value_s is None or value_s * 1000.0 > limit:
+                # A single-token request has no TPOT; it cannot violate a TPOT objective.
+                if value_s is None and limit is self.tpot_ms:
+                    continue
+                return False
+        return True
+
+
+def summarize_ms(values_s: Iterable[float]) -> dict[str, float | None]:
+    """p50/p90/p99/mean in milliseconds (None for an empty sample, never a made-up zero)."""
+    arr = np.asarray(list(values_s), dtype=float) * 1000.0
+    if arr.size == 0:
+        return {"p50": None, "p90": None, "p99": None, "mean": None, "count": 0}
+    out: dict[str, float | None] = {f"p{p}": float(np.percentile(arr, p)) for p in PERCENTILES}
+    out["mean"] = float(arr.mean())
+    out["count"] = int(arr.size)
+    return out
+
+
+def tokens_per_step_estimate(results: Sequence[RequestResult]) -> float | None:
+    """Mean tokens per decode step, estimated from streamed chunk sizes.
+
+    A streaming server sends one chunk per engine step per request; the first chunk comes from
+    prefill (one token, no speculation), so it is left out. It is an estimate: a server or proxy
+    that coalesces chunks (slow client, detokenizer holding back partial characters) inflates it.
+    """
+    tokens = 0
+    steps = 0
+    for r in results:
+        if not r.ok or not r.usage_reported or r.output_tokens is None:
+            continue
+        if r.content_chunks < 2:
+            continue
+        tokens += r.output_tokens - 1
+        steps += r.content_chunks - 1
+    return tokens / steps if steps else None
+
+
+def aggregate(
+    results: Sequence[RequestResult], duration_s: float, slo: Slo | None = None
+) -> dict[str, object]:
+    """The run's headline figures from its measured (non warm-up) requests."""
+    ok = [r for r in results if r.ok]
+    errors = Counter(r.error for r in results if not r.ok)
+    out_tokens = sum(r.output_tokens or 0 for r in ok)
+    chunks = sum(r.content_chunks for r in results)
+    overhead = sum(r.parse_overhead_s for r in results)
+    duration = max(duration_s, 1e-9)
+    stats: dict[str, object] = {
+        "num_requests": len(results),
+        "completed": len(ok),
+        "duration_s": duration_s,
+        "ttft_ms": summarize_ms(r.ttft_s for r in ok if r.ttft_s is not None),
+        "itl_ms": summarize_ms(g for r in ok for g in r.itl_s),
+        "tpot_ms": summarize_ms(r.tpot_s for r in ok if r.tpot_s is not None),
+        "e2e_ms": summarize_ms(r.e2e_s for r in ok if r.e2e_s is not None),
+        "output_tokens": out_tokens,
+        "output_tokens_per_s": out_tokens / duration,
+        "requests_per_s": len(ok) / duration,
+        "errors": {"total": sum(errors.values()), **dict(sorted(errors.items()))},
+        "retries": sum(r.retries for r in results),
+        "usage_reported": all(r.usage_reported for r in ok) if ok else False,
+        "tool_overhead_us_per_chunk": (overhead / chunks * 1e6) if chunks else None,
+        "tokens_per_step_estimate": tokens_per_step_estimate(ok),
+    }
+    if slo is not None and slo.is_set:
+        good = sum(1 for r in ok if slo.met_by(r))
+        stats["goodput"] = {
+            "slo": {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms},
+            "good_requests": good,
+            "requests_per_s": good / duration,
+            "fraction": good / len(results) if results else None,
+        }
+    return stats
+
+
+#: below this median gap (ms) a stream is coalesced (many tokens per read), not paced per step
+BURST_ITL_MS = 0.05
+
+
+def compare(target: dict[str, object], baseline: dict[str, object]) -> dict[str, object]:
+    """A/B figures: throughput speedup and relative change of median ITL, TPOT, TTFT and E2E.
+
+    A server whose API process falls behind its engine merges queued outputs into one chunk
+    (vLLM V1 does), so its median ITL is ~0 and its TPOT reflects the burst, not the step time: a
+    relative change against that is meaningless and is left out, with a note saying why.
+    """
+
+    def ratio(a: object, b: object) -> float | None:
+        if not isinstance(a, int | float) or not isinstance(b, int | float) or b == 0:
+            return None
+        return float(a) / float(b)
+
+    def med(run: dict[str, object], key: str) -> object:
+        block = run.get(key)
+        return block.get("p50") if isinstance(block, dict) else None
+
+    def change(key: str) -> float | None:
+        r = ratio(med(target, key), med(baseline, key))
+        return None if r is None else r - 1.0
+
+    bursty = [
+        name
+        for name, run in (("target", target), ("baseline", baseline))
+        if isinstance(med(run, "itl_ms"), int | float) and med(run, "itl_ms") < BURST_ITL_MS  # type: ignore[operator]
+    ]
+    out: dict[str, object] = {
+        "speedup_output_tokens_per_s": ratio(
+            target.get("output_tokens_per_s"), baseline.get("output_tokens_per_s")
+        ),
+        "itl_p50_change": None if bursty else change("itl_ms"),
+        "tpot_p50_change": None if bursty else change("tpot_ms"),
+        "ttft_p50_change": change("ttft_ms"),
+        "e2e_p50_change": change("e2e_ms"),
+    }
+    if bursty:
+        out["note"] = (
+            f"{' and '.join(bursty)} streamed in bursts (median ITL < {BURST_ITL_MS} ms): the"
+            " server merged queued tokens into single chunks, so ITL/TPOT changes are omitted;"
+            " compare throughput and E2E"
+        )
+    return out

@@ -1,0 +1,132 @@
+"""What the benchmark sends, and when.
+
+Prompts are either synthetic (a fixed number of words drawn from a seeded vocabulary: the client
+has no tokenizer, so input length is counted in words, which is close to tokens for a word-level
+vocabulary and the same for every arm of a comparison) or read from a JSONL dataset. Arrival times
+are a seeded Poisson process for open-loop load, or all at once for closed-loop concurrency. The
+same seed gives the same prompts in the same order, which is what makes an A/B comparison fair.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+# A small, neutral vocabulary; prompts only need a controllable length, not meaning.
+VOCABULARY: tuple[str, ...] = tuple(
+    " ".join(
+        (
+            "the of and to in is that for it as with was on be by at this are from or have an",
+            "they which one you were all we can her has there been if more when will would who so",
+            "no what time year people way day man thing woman life child world school state",
+            "family student group country problem hand part place case week company system",
+            "program question work government number night point home water room mother area",
+            "money story fact month lot right study book eye job word business issue side kind",
+            "head house service friend father power hour game line end",
+        )
+    ).split()
+)
+
+
+#: `--dataset` name of the built-in workload: prompts in the style the embedded default's tiny
+#: models were trained on (tiny_corpus), where a good draft is expected to agree. Random
+#: words are the opposite case (acceptance near zero), so both are worth measuring.
+TINY_CORPUS = "tiny-corpus"
+
+
+class WorkloadError(ValueError):
+    """Bad workload input; the message names the field, the value and the fix."""
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """One request: the prompt text and how many tokens to ask for."""
+
+    prompt: str
+    max_tokens: int
+
+
+def synthetic_prompts(
+    num_prompts: int, input_len: int, output_len: int, seed: int
+) -> list[RequestSpec]:
+    """num_prompts prompts of input_len words each, different per prompt, fixed by seed."""
+    if num_prompts < 1:
+        raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
+    if input_len < 1:
+        raise WorkloadError(f"--input-len={input_len}: must be at least 1 word")
+    if output_len < 1:
+        raise WorkloadError(f"--output-len={output_len}: must be at least 1 token")
+    rng = random.Random(seed)
+    return [
+        RequestSpec(" ".join(rng.choice(VOCABULARY) for _ in range(input_len)), output_len)
+        for _ in range(num_prompts)
+    ]
+
+
+def load_dataset(path: Path, num_prompts: int, output_len: int, seed: int) -> list[RequestSpec]:
+    """Prompts from a JSONL file: one object per line with "prompt" (and optional "max_tokens").
+
+    More lines than needed are sampled with the seed; fewer are cycled, so --num-prompts is always
+    honoured and the order is reproducible.
+    """
+    if num_prompts < 1:
+        raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
+    if not path.is_file():
+        raise WorkloadError(f"--dataset={path}: no such file; give a JSONL file of prompts")
+    specs: list[RequestSpec] = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise WorkloadError(f"--dataset={path} line {lineno}: not JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
+            raise WorkloadError(
+                f'--dataset={path} line {lineno}: needs a string field "prompt",'
+                ' e.g. {"prompt": "Hello", "max_tokens": 64}'
+            )
+        max_tokens = obj.get("max_tokens", output_len)
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise WorkloadError(
+                f"--dataset={path} line {lineno}: max_tokens={max_tokens!r} must be an integer >= 1"
+            )
+        specs.append(RequestSpec(obj["prompt"], max_tokens))
+    if not specs:
+        raise WorkloadError(f"--dataset={path}: the file holds no prompts")
+    rng = random.Random(seed)
+    if len(specs) >= num_prompts:
+        return rng.sample(specs, num_prompts)
+    return [specs[i % len(specs)] for i in range(num_prompts)]
+
+
+def arrival_offsets(num_requests: int, request_rate: float, seed: int) -> list[float]:
+    """Send times in seconds from the start: Poisson with request_rate/s, or all 0 when infinite."""
+    if request_rate <= 0:
+        raise WorkloadError(f"--request-rate={request_rate}: must be > 0 (or inf for closed loop)")
+    if request_rate == float("inf"):
+        return [0.0] * num_requests
+    rng = random.Random(seed)
+    t, out = 0.0, []
+    for _ in range(num_requests):
+        out.append(t)
+        t += rng.expovariate(request_rate)
+    return out
+
+
+def select_workload(
+    dataset: str | None, num_prompts: int, input_len: int, output_len: int, seed: int
+) -> list[RequestSpec]:
+    """The `--dataset` flag of bench and tune: a JSONL path, the built-in `tiny-corpus`, or
+    (None) synthetic prompts of `input_len` words."""
+    if dataset is None:
+        return synthetic_prompts(num_prompts, input_len, output_len, seed)
+    if dataset == TINY_CORPUS:
+        if num_prompts < 1:
+            raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
+        from trnspec_tools.local_engine.tiny_corpus import completion_prompts
+
+        return [RequestSpec(p, output_len) for p in completion_prompts(num_prompts, seed)]
+    return load_dataset(Path(dataset), num_prompts, output_len, seed)

@@ -1,0 +1,64 @@
+"""The workload flags the benchmark, the tuner and the side-by-side with `vllm bench serve` share,
+declared once with one set of defaults (so the same command line means the same load in all
+three)."""
+
+from __future__ import annotations
+
+import argparse
+
+from trnspec_tools.bench.bench_workload import TINY_CORPUS
+
+#: requests measured per arm and concurrency level
+DEFAULT_NUM_PROMPTS = 32
+#: synthetic prompt length in words (ignored with --dataset)
+DEFAULT_INPUT_LEN = 64
+#: max_tokens per request
+DEFAULT_OUTPUT_LEN = 128
+#: seed of the synthetic prompts, the dataset shuffle and the arrivals
+DEFAULT_SEED = 0
+#: concurrency levels of a sweep (bench, tune)
+DEFAULT_CONCURRENCY = "1"
+
+Group = argparse.ArgumentParser | argparse._ArgumentGroup
+
+
+def add_workload_args(group: Group, *, sweep: bool = True, warmup: bool = True) -> None:
+    """--num-prompts, --input-len, --output-len, --dataset, --seed; with `sweep` also
+    --concurrency as a list of levels, with `warmup` also --warmup."""
+    if sweep:
+        group.add_argument(
+            "--concurrency",
+            default=DEFAULT_CONCURRENCY,
+            help=f"one level or a sweep, e.g. 1,4,16 (default {DEFAULT_CONCURRENCY}; every arm"
+            " is measured at every level)",
+        )
+    group.add_argument(
+        "--num-prompts",
+        type=int,
+        default=DEFAULT_NUM_PROMPTS,
+        help=f"requests per arm and level (default {DEFAULT_NUM_PROMPTS})",
+    )
+    group.add_argument(
+        "--input-len",
+        type=int,
+        default=DEFAULT_INPUT_LEN,
+        help=f"synthetic prompt length in words (default {DEFAULT_INPUT_LEN})",
+    )
+    group.add_argument(
+        "--output-len",
+        type=int,
+        default=DEFAULT_OUTPUT_LEN,
+        help=f"max_tokens per request (default {DEFAULT_OUTPUT_LEN})",
+    )
+    group.add_argument(
+        "--dataset",
+        help=f'JSONL prompts ({{"prompt": ...}} per line), or "{TINY_CORPUS}": prompts in the '
+        "style the local tiny models were trained on",
+    )
+    if warmup:
+        group.add_argument(
+            "--warmup",
+            type=int,
+            help="warm-up requests, not measured (default: one per concurrency slot)",
+        )
+    group.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"default {DEFAULT_SEED}")

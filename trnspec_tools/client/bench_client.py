@@ -1,0 +1,345 @@
+"""Streaming OpenAI-compatible client that times every chunk, and a /metrics scraper.
+
+Every server fault is turned into a classified RequestResult instead of an exception, because a
+benchmark that dies on the first 500 measures nothing. Retries follow client.retry_rule: only
+before the first byte of a real answer (retrying after tokens were streamed would double-count
+work and hide the fault). Every request runs under one deadline scope (connect, first byte, whole
+request: client.http_stream.Deadlines), so a server that trickles keep-alives cannot stretch it.
+
+Requests go over client.http_stream (asyncio streams), not httpx: the client's own CPU per
+streamed chunk competes with a server on the same host (issue 14). Times are taken with
+perf_counter as each SSE event is parsed; the parse cost of each event is accumulated so the tool
+can report its own overhead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from trnspec_tools.bench.bench_workload import RequestSpec
+from trnspec_tools.client.http_stream import ConnectionPool, Deadlines, ProtocolError, Response
+from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
+
+Api = Literal["completions", "chat"]
+
+#: error kinds, as counted in the report
+ERROR_KINDS = (
+    "http_5xx",
+    "http_429",
+    "http_4xx",
+    "stream_error",
+    "dropped_stream",
+    "timeout",
+    "connect",
+    "bad_response",
+)
+
+
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+@dataclass
+class RequestResult:
+    """Timings of one request; `error` is None when it completed."""
+
+    error: str | None = None
+    error_detail: str = ""
+    ttft_s: float | None = None
+    itl_s: list[float] = field(default_factory=list)
+    e2e_s: float | None = None
+    output_tokens: int | None = None
+    usage_reported: bool = False
+    content_chunks: int = 0
+    retries: int = 0
+    parse_overhead_s: float = 0.0
+    start_s: float = 0.0
+    end_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def tpot_s(self) -> float | None:
+        """Time per output token after the first; undefined for a single token."""
+        if self.ttft_s is None or self.e2e_s is None or not self.output_tokens:
+            return None
+        if self.output_tokens < 2:
+            return None
+        return (self.e2e_s - self.ttft_s) / (self.output_tokens - 1)
+
+
+class StreamClient:
+    """One endpoint's connection pool, deadlines and credentials, shared by a run's requests."""
+
+    def __init__(
+        self,
+        base_url: str,
+        deadlines: Deadlines | None = None,
+        api_key: str | None = None,
+        retry_after_cap_s: float = DEFAULT_RETRY_AFTER_CAP_S,
+    ) -> None:
+        self.base_url = base_url.rstrip("/").removesuffix("/v1")
+        self.deadlines = deadlines or Deadlines()
+        self.retry_after_cap_s = retry_after_cap_s
+        self.pool = ConnectionPool(self.base_url, auth_headers(api_key))
+
+    async def __aenter__(self) -> StreamClient:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.pool.aclose()
+
+    async def get(self, path: str, limit: int = 16 * 1024 * 1024) -> tuple[int, bytes]:
+        """A bounded GET: (status, body)."""
+        d = self.deadlines
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        total_at = now + d.total_s
+        async with asyncio.timeout_at(min(now + d.connect_s, total_at)) as scope:
+            resp = await self.pool.request(
+                "GET", path, on_connected=scope, first_byte_at=min(now + d.first_byte_s, total_at)
+            )
+            scope.reschedule(total_at)
+            try:
+                return resp.status, await resp.read(limit)
+            finally:
+                resp.close()
+
+
+def request_body(api: Api, model: str, spec: RequestSpec, ignore_eos: bool) -> dict[str, object]:
+    """The JSON body: greedy, streaming, with usage in the last chunk.
+
+    Greedy because speculative decoding on the CPU build is only exact (and only fast) when greedy;
+    ignore_eos (a vLLM extension, ignored elsewhere) makes every request produce max_tokens, so
+    runs are comparable.
+    """
+    body: dict[str, object] = {
+        "model": model,
+        "max_tokens": spec.max_tokens,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if ignore_eos:
+        body["ignore_eos"] = True
+    if api == "chat":
+        body["messages"] = [{"role": "user", "content": spec.prompt}]
+    else:
+        body["prompt"] = spec.prompt
+    return body
+
+
+def _chunk_text(api: Api, event: dict[str, object]) -> str:
+    choices = event.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return ""
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        return ""
+    if api == "chat":
+        delta = choice.get("delta")
+        text = delta.get("content") if isinstance(delta, dict) else None
+    else:
+        text = choice.get("text")
+    return text if isinstance(text, str) else ""
+
+
+class _Retry(Exception):
+    def __init__(self, kind: str, status: int | None, retry_after: str | None) -> None:
+        super().__init__(kind)
+        self.kind, self.status, self.retry_after = kind, status, retry_after
+
+
+async def _stream_once(
+    client: StreamClient,
+    path: str,
+    body: bytes,
+    api: Api,
+    result: RequestResult,
+    start: float,
+) -> str | None:
+    """One attempt. Returns None on success, or the error kind (result holds partial timings);
+    raises _Retry for an answer that may be retried (a status before any content).
+
+    Latencies count from `start`, the first attempt, so a retried request shows its real cost.
+    """
+    result.start_s = start
+    d = client.deadlines
+    loop = asyncio.get_running_loop()
+    now = loop.time()
+    total_at = loop.time() + d.total_s - (time.perf_counter() - start)
+    async with asyncio.timeout_at(min(now + d.connect_s, total_at)) as scope:
+        try:
+            resp = await client.pool.request(
+                "POST",
+                path,
+                body,
+                on_connected=scope,
+                first_byte_at=min(now + d.first_byte_s, total_at),
+            )
+        except OSError as exc:
+            raise _Retry("connect", None, None) from exc
+        scope.reschedule(total_at)
+        try:
+            return await _read_events(resp, api, result, start)
+        finally:
+            resp.close()
+
+
+async def _read_events(resp: Response, api: Api, result: RequestResult, start: float) -> str | None:
+    status = resp.status
+    if status != 200:
+        detail = (await resp.read(4096)).decode("utf-8", "replace")[:200]
+        result.error_detail = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
+        kind = (
+            "http_5xx"
+            if status >= 500
+            else "http_429"
+            if status == 429
+            else "http_4xx"
+            if status >= 400
+            else "bad_response"
+        )
+        raise _Retry(kind, status, resp.headers.get("retry-after"))
+    last: float | None = None
+    done = False
+    end = start
+    buf = b""
+    perf = time.perf_counter
+    loads = json.loads
+    itl = result.itl_s
+    # Read to the end even after [DONE]: leaving a response unread closes its connection, and
+    # the next request would pay a new TCP connect inside its TTFT.
+    async for data in resp.iter_raw():
+        now = perf()
+        buf = buf + data if buf else data
+        if done:
+            continue
+        while True:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                break
+            line = buf[:nl]
+            buf = buf[nl + 1 :]
+            if not line.startswith(b"data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == b"[DONE]":
+                done = True
+                end = now
+                break
+            try:
+                event = loads(payload)
+            except ValueError:  # not JSON, or not UTF-8
+                result.error_detail = f"unparseable event {payload[:80]!r}"
+                return "bad_response"
+            if not isinstance(event, dict):
+                result.error_detail = f"event is a JSON {type(event).__name__}, not an object"
+                return "bad_response"
+            if "error" in event:
+                # vLLM reports failures after the 200 header as an error event in the stream
+                result.error_detail = str(event["error"])[:200]
+                return "stream_error"
+            text = _chunk_text(api, event)
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                tokens = usage.get("completion_tokens")
+                if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
+                    result.output_tokens = tokens
+                    result.usage_reported = True
+            if text:
+                if last is None:
+                    result.ttft_s = now - start
+                else:
+                    itl.append(now - last)
+                last = now
+                result.content_chunks += 1
+            result.parse_overhead_s += perf() - now
+        if done:
+            buf = b""
+    if not done:
+        end = perf()
+    result.end_s = end
+    if not done:
+        result.error_detail = "stream ended before [DONE]"
+        return "dropped_stream"
+    if result.ttft_s is None:
+        result.error_detail = "no content in the stream"
+        return "bad_response"
+    result.e2e_s = end - start
+    if result.output_tokens is None:
+        # No usage from the server: fall back to one token per chunk (a lower bound).
+        result.output_tokens = result.content_chunks
+    return None
+
+
+async def send_request(
+    client: StreamClient,
+    model: str,
+    spec: RequestSpec,
+    api: Api = "completions",
+    max_retries: int = 2,
+    ignore_eos: bool = True,
+    retry_backoff_s: float = 0.05,
+) -> RequestResult:
+    """Send one streaming request, classify any fault, retry only before the first byte."""
+    path = "/v1/chat/completions" if api == "chat" else "/v1/completions"
+    body = json.dumps(request_body(api, model, spec, ignore_eos)).encode()
+    retries = 0
+    start = time.perf_counter()
+    while True:
+        result = RequestResult(retries=retries)
+        delay: float | None = None
+        try:
+            kind = await _stream_once(client, path, body, api, result, start)
+        except _Retry as exc:
+            kind = exc.kind
+            if kind == "connect":
+                cause = exc.__cause__
+                result.error_detail = f"{type(cause).__name__}: {cause}"[:200]
+            delay = retry_delay(
+                retries,
+                status=exc.status,
+                retry_after=exc.retry_after,
+                backoff_s=retry_backoff_s,
+                cap_s=client.retry_after_cap_s,
+                now_epoch_s=time.time(),
+            )
+        except TimeoutError:
+            kind = "timeout"
+            result.error_detail = (
+                f"no answer within the request deadline ({client.deadlines.total_s:g} s total,"
+                f" {client.deadlines.first_byte_s:g} s to first byte,"
+                f" {client.deadlines.connect_s:g} s to connect)"
+            )
+        except ProtocolError as exc:
+            kind, result.error_detail = "dropped_stream", str(exc)[:200]
+        except OSError as exc:
+            kind, result.error_detail = "dropped_stream", f"{type(exc).__name__}: {exc}"[:200]
+        if kind is None:
+            return result
+        elapsed = time.perf_counter() - start
+        if delay is None or retries >= max_retries or elapsed + delay >= client.deadlines.total_s:
+            result.error = kind
+            result.start_s = start
+            result.end_s = result.end_s or time.perf_counter()
+            return result
+        retries += 1
+        await asyncio.sleep(delay)
+
+
+async def scrape_metrics(client: StreamClient) -> str | None:
+    """The raw Prometheus text of /metrics, or None if the server does not expose it."""
+    try:
+        status, body = await client.get("/metrics")
+    except (OSError, ProtocolError, TimeoutError):
+        return None
+    if status != 200:
+        return None
+    return body.decode("utf-8", "replace")

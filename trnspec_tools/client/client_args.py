@@ -1,0 +1,103 @@
+"""The client flags every tool that talks to an endpoint shares (bench, tune, smoke): per-request
+deadlines, retries, and where the API key comes from. One set of names and defaults.
+
+The API key is read from an environment variable (`--api-key-env NAME`, default TRNSPEC_API_KEY
+when set), never from a flag: argv ends up in shell history and process listings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from trnspec_tools.client.http_stream import Deadlines
+from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S
+
+DEFAULT_API_KEY_ENV = "TRNSPEC_API_KEY"
+DEFAULTS = Deadlines()
+
+
+def add_client_args(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    *,
+    timeout_default: float = DEFAULTS.total_s,
+    max_retries_default: int = 2,
+) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=timeout_default,
+        help=f"deadline for each whole request, s (default {timeout_default:g})",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=DEFAULTS.connect_s,
+        help=f"deadline to open a connection, s (default {DEFAULTS.connect_s:g})",
+    )
+    parser.add_argument(
+        "--first-byte-timeout",
+        type=float,
+        default=DEFAULTS.first_byte_s,
+        help=f"deadline to the first byte of a reply, s (default {DEFAULTS.first_byte_s:g})",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=int,
+        default=max_retries_default,
+        help="retries of a request that got no answer yet (connect failure, 429/5xx status)",
+    )
+    parser.add_argument(
+        "--retry-after-cap",
+        type=float,
+        default=DEFAULT_RETRY_AFTER_CAP_S,
+        help="longest Retry-After (429/503) honoured before a retry, s",
+    )
+    parser.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help=f"environment variable holding the endpoint's API key, sent as a Bearer token"
+        f" (default: {DEFAULT_API_KEY_ENV} if set)",
+    )
+
+
+def client_arg_problems(args: argparse.Namespace) -> list[str]:
+    """One line per bad client flag, naming the flag, the value and the fix."""
+    problems = [
+        f"{flag}={value}: must be > 0 seconds"
+        for flag, value in (
+            ("--timeout", args.timeout),
+            ("--connect-timeout", args.connect_timeout),
+            ("--first-byte-timeout", args.first_byte_timeout),
+        )
+        if not value > 0
+    ]
+    if args.max_retries < 0:
+        problems.append(f"--max-retries={args.max_retries}: must be >= 0")
+    if not args.retry_after_cap >= 0:
+        problems.append(f"--retry-after-cap={args.retry_after_cap}: must be >= 0 seconds")
+    if args.api_key_env is not None and not os.environ.get(args.api_key_env, "").strip():
+        problems.append(
+            f"--api-key-env={args.api_key_env}: that environment variable is not set or empty;"
+            " export the key in it, or leave the flag out"
+        )
+    return problems
+
+
+def default_api_key() -> str | None:
+    """$TRNSPEC_API_KEY, or None when unset or empty."""
+    return os.environ.get(DEFAULT_API_KEY_ENV, "").strip() or None
+
+
+def api_key(args: argparse.Namespace) -> str | None:
+    """The key from --api-key-env, else TRNSPEC_API_KEY if set, else None."""
+    value = os.environ.get(args.api_key_env or DEFAULT_API_KEY_ENV, "").strip()
+    return value or None
+
+
+def deadlines(args: argparse.Namespace) -> Deadlines:
+    return Deadlines(
+        connect_s=min(args.connect_timeout, args.timeout),
+        first_byte_s=min(args.first_byte_timeout, args.timeout),
+        total_s=args.timeout,
+    )

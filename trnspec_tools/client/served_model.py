@@ -1,0 +1,57 @@
+"""Which model an OpenAI-compatible endpoint serves: `GET /v1/models`, parsed once for the sync
+client (smoke, demo) and the async discovery (bench, tune, bench_reference).
+
+vLLM answers `{"object": "list", "data": [{"id": "<served-model-name>", ...}, ...]}` (the OpenAI
+list-models shape: https://platform.openai.com/docs/api-reference/models/list)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from trnspec_tools.client.bench_client import StreamClient
+from trnspec_tools.client.client_args import default_api_key
+from trnspec_tools.client.http_stream import Deadlines, ProtocolError
+
+MODELS_PATH = "/v1/models"
+
+
+class ModelListError(ValueError):
+    """The /v1/models answer is not the OpenAI list shape."""
+
+
+def served_model_ids(doc: Any) -> list[str]:
+    """The model ids of a parsed /v1/models answer, in the server's order (entries without a
+    string id are skipped); ModelListError when the answer has no 'data' list."""
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list):
+        raise ModelListError(
+            f"GET {MODELS_PATH}: expected an object with a 'data' list, got {json_shape(doc)}"
+        )
+    ids = [m.get("id") for m in data if isinstance(m, dict)]
+    return [i for i in ids if isinstance(i, str)]
+
+
+def json_shape(value: object) -> str:
+    """A short description of a JSON value that is not what was expected (for error messages)."""
+    if value is None:
+        return "null"
+    return f"a JSON {type(value).__name__} ({json.dumps(value, default=str)[:60]})"
+
+
+async def discover_model(
+    base_url: str, timeout_s: float = 10.0, api_key: str | None = None
+) -> str | None:
+    """The first served model name from /v1/models, so --model can be left out (None when the
+    endpoint does not answer, answers another shape or lists no model)."""
+    api_key = api_key or default_api_key()
+    d = Deadlines(connect_s=timeout_s, first_byte_s=timeout_s, total_s=timeout_s)
+    try:
+        async with StreamClient(base_url, d, api_key) as client:
+            status, body = await client.get(MODELS_PATH)
+        if status != 200:
+            return None
+        ids = served_model_ids(json.loads(body))
+    except (OSError, ProtocolError, TimeoutError, ValueError):
+        return None
+    return ids[0] if ids else None

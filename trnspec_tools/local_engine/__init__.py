@@ -1,0 +1,1 @@
+"""The local engine: tiny target/draft models and the local vLLM server."""

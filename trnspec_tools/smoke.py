@@ -1,0 +1,379 @@
+"""Smoke checks for any OpenAI-compatible endpoint serving with speculative decoding.
+
+    python scripts/smoke.py --endpoint http://127.0.0.1:8000 [--baseline-endpoint URL]
+    python scripts/smoke.py --stack TrnspecPlatform-serving --region us-east-2 [--via port-forward]
+
+Checks: the model list; completions and chat, streamed and not; finish reasons and usage counts
+agree with each other; under greedy decoding the streamed text equals the non-streamed text;
+with `--baseline-endpoint`, the speculative server's greedy outputs equal the baseline's token for
+token (speculation must be lossless); the spec-decode counters on `/metrics` move consistently
+(an endpoint that exports none, such as the Neuron fork's fused speculation, is reported as
+"acceptance not checked" with the reason, not as a failure). Every request has a deadline
+(--connect-timeout, --first-byte-timeout, --timeout) and is retried only before the first byte of
+an answer. Prints a table and exits non-zero naming every failed check.
+
+`run_smoke(...)` is the library entry point (the demo and the tests use it) and returns
+structured results; nothing here prints unless `main` is called.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from trnspec_tools.client.client_args import (
+    add_client_args,
+    api_key,
+    client_arg_problems,
+    deadlines,
+)
+from trnspec_tools.client.metrics import (
+    NO_COUNTERS,
+    MetricsFormatError,
+    SpecDecodeCounters,
+    checked_delta,
+)
+from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
+from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
+
+COMPLETION_PROMPTS = (
+    "import json\n\n\ndef filter_orders(orders):\n",
+    "from dataclasses import dataclass\n\n\nclass Sensor:\n",
+    "import os\n\n\ndef count_files(files):\n",
+)
+CHAT_MESSAGE = "Write a Python function that sorts users by age."
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report. `ok is None` means skipped (with the reason in `detail`)."""
+
+    name: str
+    ok: bool | None
+    detail: str = ""
+
+
+@dataclass
+class SmokeResult:
+    endpoint: str
+    model: str | None
+    checks: list[Check] = field(default_factory=list)
+    greedy: dict[str, Generation] = field(default_factory=dict)
+    """The greedy completions by prompt, for callers that compare servers themselves."""
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if c.ok is False]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+class SmokeError(RuntimeError):
+    """Bad input or an endpoint that cannot be found (exit code 2, not a failed check)."""
+
+
+def _consistency(gen: Generation, max_tokens: int) -> list[str]:
+    """What is wrong with a generation's finish reason and usage counts (empty if nothing)."""
+    problems = []
+    if gen.finish_reason not in ("stop", "length"):
+        problems.append(f"finish_reason={gen.finish_reason!r}, expected 'stop' or 'length'")
+    if gen.completion_tokens is None or gen.prompt_tokens is None:
+        problems.append("usage counts missing")
+        return problems
+    if gen.total_tokens != gen.prompt_tokens + gen.completion_tokens:
+        problems.append(
+            f"usage total_tokens={gen.total_tokens} != prompt_tokens {gen.prompt_tokens} + "
+            f"completion_tokens {gen.completion_tokens}"
+        )
+    if gen.finish_reason == "length" and gen.completion_tokens != max_tokens:
+        problems.append(
+            f"finish_reason='length' but completion_tokens={gen.completion_tokens} "
+            f"(max_tokens={max_tokens})"
+        )
+    if gen.completion_tokens > max_tokens:
+        problems.append(f"completion_tokens={gen.completion_tokens} > max_tokens={max_tokens}")
+    if gen.token_ids is not None and len(gen.token_ids) != gen.completion_tokens:
+        problems.append(
+            f"{len(gen.token_ids)} token ids returned but completion_tokens={gen.completion_tokens}"
+        )
+    return problems
+
+
+def _same_output(a: Generation, b: Generation) -> str | None:
+    """None if the two outputs are identical (token ids when both have them, and text), else
+    why not."""
+    if a.token_ids is not None and b.token_ids is not None and a.token_ids != b.token_ids:
+        first = next(
+            (i for i, (x, y) in enumerate(zip(a.token_ids, b.token_ids, strict=False)) if x != y),
+            min(len(a.token_ids), len(b.token_ids)),
+        )
+        return f"token ids differ from position {first} ({len(a.token_ids)} vs {len(b.token_ids)})"
+    if a.text != b.text:
+        return f"texts differ: {a.text[:40]!r}... vs {b.text[:40]!r}..."
+    return None
+
+
+def _guard(checks: list[Check], name: str, fn: Callable[[], Check]) -> None:
+    """Run one check; a failed request becomes a failed check, not a crash of the whole run."""
+    try:
+        checks.append(fn())
+    except (EndpointError, MetricsFormatError, KeyError, TypeError, ValueError) as exc:
+        checks.append(Check(name, False, f"{type(exc).__name__}: {exc}"))
+
+
+def run_smoke(
+    endpoint: str,
+    *,
+    baseline_endpoint: str | None = None,
+    baseline_greedy: Mapping[str, Generation] | None = None,
+    model: str | None = None,
+    max_tokens: int = 48,
+    expect_speculation: bool = True,
+    prompts: Sequence[str] = COMPLETION_PROMPTS,
+    chat_message: str = CHAT_MESSAGE,
+    client_factory: Callable[[str], OpenAIClient] = OpenAIClient,
+) -> SmokeResult:
+    """Run every check against `endpoint` and return the results (never raises on a failed
+    check; a check whose request fails is reported as failed with the error).
+
+    The lossless check compares with `baseline_endpoint` if given, else with `baseline_greedy`
+    (the `.greedy` of an earlier run against a baseline server that is no longer up, which is
+    how the demo compares two servers it runs one after the other)."""
+    with client_factory(endpoint) as client:
+        result = SmokeResult(endpoint=client.base_url, model=model)
+        checks = result.checks
+
+        def models_check() -> Check:
+            ids = client.models()
+            if not ids:
+                return Check("models", False, "/v1/models lists no model")
+            if model is not None and model not in ids:
+                return Check("models", False, f"{model!r} not served; served: {ids}")
+            result.model = model or ids[0]
+            return Check("models", True, ", ".join(ids))
+
+        _guard(checks, "models", models_check)
+        if result.model is None:
+            return result
+        served = result.model
+        greedy: dict[str, Any] = {"temperature": 0.0, "max_tokens": max_tokens}
+
+        before: SpecDecodeCounters | None = None
+        metrics_skip: str | None = None
+        if expect_speculation:
+            try:
+                before = SpecDecodeCounters.from_text(client.metrics_text(), served)
+            except EndpointError as exc:
+                if "HTTP 404" in str(exc):
+                    metrics_skip = "acceptance not checked: the endpoint has no /metrics"
+                else:
+                    checks.append(Check("spec-decode metrics", False, f"/metrics: {exc}"))
+            except MetricsFormatError as exc:
+                checks.append(Check("spec-decode metrics", False, f"/metrics: {exc}"))
+
+        def endpoint_checks(kind: str, call: Callable[..., Generation]) -> None:
+            plain: list[Generation] = []
+
+            def non_streamed() -> Check:
+                gen = call(**greedy)
+                plain.append(gen)
+                problems = _consistency(gen, max_tokens)
+                detail = "; ".join(problems) or (
+                    f"{gen.completion_tokens} tokens, finish_reason={gen.finish_reason}"
+                )
+                return Check(f"{kind}", not problems, detail)
+
+            def streamed() -> Check:
+                gen = call(stream=True, **greedy)
+                problems = _consistency(gen, max_tokens)
+                if plain and (why := _same_output(gen, plain[0])):
+                    problems.append(f"streamed != non-streamed under greedy: {why}")
+                compared = (
+                    "same text as non-streamed"
+                    if plain
+                    else "not compared with non-streamed (that request failed)"
+                )
+                detail = "; ".join(problems) or f"{gen.chunks} chunks, {compared}"
+                return Check(f"{kind} (stream)", not problems, detail)
+
+            _guard(checks, kind, non_streamed)
+            _guard(checks, f"{kind} (stream)", streamed)
+
+        for i, prompt in enumerate(prompts):
+
+            def call(prompt: str = prompt, **params: Any) -> Generation:
+                gen = client.complete(served, prompt, **params)
+                if not params.get("stream"):
+                    result.greedy[prompt] = gen
+                return gen
+
+            endpoint_checks(f"completion #{i + 1}", call)
+        endpoint_checks("chat", lambda **params: client.chat(served, chat_message, **params))
+
+        if baseline_endpoint is not None:
+            _guard(
+                checks,
+                "lossless vs baseline",
+                lambda: lossless_check(
+                    result.greedy,
+                    _baseline_outputs(
+                        client_factory, baseline_endpoint, list(result.greedy), greedy, served
+                    ),
+                ),
+            )
+        elif baseline_greedy is not None:
+            _guard(
+                checks,
+                "lossless vs baseline",
+                lambda: lossless_check(result.greedy, baseline_greedy),
+            )
+        else:
+            checks.append(Check("lossless vs baseline", None, "no --baseline-endpoint given"))
+
+        if metrics_skip is not None:
+            checks.append(Check("spec-decode metrics", None, metrics_skip))
+        elif expect_speculation and before is not None:
+
+            def metrics_check() -> Check:
+                after = SpecDecodeCounters.from_text(client.metrics_text(), served)
+                checked = checked_delta(before, after)
+                if checked.reason == NO_COUNTERS:
+                    return Check(
+                        "spec-decode metrics",
+                        None,
+                        f"acceptance not checked: {NO_COUNTERS} (e.g. the Neuron fork's fused"
+                        " speculation); measure it with bench.py's chunk estimate",
+                    )
+                if checked.delta is None:
+                    return Check("spec-decode metrics", False, str(checked.reason))
+                delta = checked.delta
+                rate = delta.accepted_tokens / delta.draft_tokens
+                return Check(
+                    "spec-decode metrics",
+                    True,
+                    f"+{delta.drafts:.0f} drafts, +{delta.draft_tokens:.0f} draft tokens, "
+                    f"acceptance {rate:.2f}",
+                )
+
+            _guard(checks, "spec-decode metrics", metrics_check)
+        elif not expect_speculation:
+            checks.append(Check("spec-decode metrics", None, "speculation not expected"))
+    return result
+
+
+def _baseline_outputs(
+    client_factory: Callable[[str], OpenAIClient],
+    baseline_endpoint: str,
+    prompts: list[str],
+    params: dict[str, Any],
+    model: str,
+) -> dict[str, Generation]:
+    with client_factory(baseline_endpoint) as baseline:
+        served = baseline.models()
+        if not served:
+            raise EndpointError(f"{baseline_endpoint}/v1/models lists no model")
+        base_model = model if model in served else served[0]
+        return {prompt: baseline.complete(base_model, prompt, **params) for prompt in prompts}
+
+
+def lossless_check(outputs: Mapping[str, Generation], reference: Mapping[str, Generation]) -> Check:
+    """Every greedy output must equal the baseline's for the same prompt, token for token."""
+    name = "lossless vs baseline"
+    if not outputs:
+        return Check(name, False, "no greedy outputs to compare")
+    mismatches = []
+    for prompt, gen in outputs.items():
+        if prompt not in reference:
+            mismatches.append(f"prompt {prompt[:30]!r}: no baseline output")
+        elif why := _same_output(gen, reference[prompt]):
+            mismatches.append(f"prompt {prompt[:30]!r}: {why}")
+    if mismatches:
+        return Check(name, False, "; ".join(mismatches))
+    return Check(name, True, f"{len(outputs)} greedy outputs identical")
+
+
+def report_table(result: SmokeResult, title: str | None = None) -> Table:
+    table = Table(title=title or f"smoke: {result.endpoint} ({result.model or 'no model'})")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("detail", overflow="fold")
+    for check in result.checks:
+        status = {True: "[green]ok", False: "[red]FAIL", None: "[yellow]skipped"}[check.ok]
+        table.add_row(check.name, status, check.detail)
+    return table
+
+
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    """The smoke test flags (`python -m trnspec_tools smoke` and scripts/smoke.py)."""
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--endpoint", help="base URL, e.g. http://127.0.0.1:8000")
+    add_stack_arguments(parser, where)
+    parser.add_argument("--baseline-endpoint", default=None)
+    parser.add_argument("--model", default=None, help="default: the first served model")
+    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument(
+        "--no-speculation",
+        action="store_true",
+        help="do not require spec-decode counters (e.g. against a baseline server)",
+    )
+    add_client_args(parser.add_argument_group("client (deadlines per request, retries, API key)"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_cli_args(parser)
+    args = parser.parse_args(argv)
+    console = Console()
+    try:
+        if args.max_tokens < 1:
+            raise SmokeError(f"--max-tokens={args.max_tokens}: must be at least 1")
+        if problems := client_arg_problems(args):
+            raise SmokeError("; ".join(problems))
+        for flag, url in (
+            ("--endpoint", args.endpoint),
+            ("--baseline-endpoint", args.baseline_endpoint),
+        ):
+            if url is not None and not url.startswith(("http://", "https://")):
+                raise SmokeError(f"{flag}={url}: must be an http(s):// base URL")
+        key, limits, retries = api_key(args), deadlines(args), args.max_retries
+        with resolve_endpoint(args) as endpoint:
+            result = run_smoke(
+                endpoint,
+                baseline_endpoint=args.baseline_endpoint,
+                model=args.model,
+                max_tokens=args.max_tokens,
+                expect_speculation=not args.no_speculation,
+                client_factory=lambda url: OpenAIClient(
+                    url,
+                    deadlines=limits,
+                    retries=retries,
+                    api_key=key,
+                    retry_after_cap_s=args.retry_after_cap,
+                ),
+            )
+    except (SmokeError, StackError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    console.print(report_table(result))
+    if not result.ok:
+        names = ", ".join(c.name for c in result.failures)
+        console.print(f"[red]FAILED ({len(result.failures)}): {names}")
+        return 1
+    skipped = [c.name for c in result.checks if c.ok is None]
+    console.print(
+        "[green]all checks passed"
+        + (f" ({len(skipped)} not checked: {', '.join(skipped)})" if skipped else "")
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,749 @@
+"""Sweep the speculative window k (and concurrency), fit the models, and recommend k.
+
+    python scripts/tune.py --k 1,2,4,6 --out reports/tune.json            # local launcher
+    python scripts/tune.py --k 1,2,4,6 --concurrency 1,2,4,8 --fit-concurrency 2 \\
+        --out reports/tune.json  # + step-time model fitted at c=2, checked at 1, 4, 8
+    python scripts/tune.py --baseline http://h:8000 --endpoint-for-k 3=http://h:8003 \\
+        --endpoint-for-k 7=http://h:8007 --model M --out reports/tune.json  # one server per k
+
+Each k is measured against the same baseline (speculation off) with the same prompts. From the
+runs it fits the acceptance rate (single and per position) and the draft/target cost ratio c, then
+predicts the speedup for every k up to --k-max with (1 - a^(k+1)) / (1 - a) / (1 + k c), prints
+predicted vs measured, and writes the recommended k as a `--set` override line for
+`python -m trnspec render`. On Trn2 every k is a separate Neuron compile, so it also names the k
+values worth precompiling.
+
+With several concurrencies it also fits trnspec's step-time model (engine_model.py) to
+the baselines and to the speculative runs at `--fit-concurrency`, predicts the speedup of every
+other speculative run from its measured acceptance, and recommends k per batch size and the batch
+from which to switch speculation off; `--trn2-profile P` does the same for a Trn2 profile with the
+calibrated Trn2 constants and the acceptance measured here. With a JSONL dataset whose prompts
+carry a "category", `--per-category` measures acceptance per category and recommends k for each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import random
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from trnspec.config import ConfigError
+
+from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
+from trnspec_tools.bench.bench_report import atomic_write_text, plot_k_sweep, tune_markdown
+from trnspec_tools.bench.bench_run import RunOptions, run_level
+from trnspec_tools.bench.bench_workload import (
+    TINY_CORPUS,
+    RequestSpec,
+    WorkloadError,
+    select_workload,
+)
+from trnspec_tools.bench.workload_args import add_workload_args
+from trnspec_tools.client.client_args import add_client_args, api_key, client_arg_problems
+from trnspec_tools.client.served_model import discover_model
+from trnspec_tools.local_engine.local_server import LocalServerError, model_overrides
+from trnspec_tools.tune.engine_model import (
+    EngineSetup,
+    SweepPoint,
+    conditional_tokens_per_step,
+    deployment,
+    fit_engine,
+    held_out_summary,
+    recommend,
+    validation_rows,
+)
+from trnspec_tools.tune.window_model import KMeasurement, best_k, fit, precompile_set
+
+OVERRIDE_KEY = "speculation.num_speculative_tokens"
+
+
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """The tuner flags (`python -m trnspec_tools tune` and scripts/tune.py)."""
+    p.add_argument("--k", help="k values to run through the local launcher, e.g. 1,2,4,6")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="extra profile overrides for the local launcher (repeatable)",
+    )
+    p.add_argument(
+        "--endpoint-for-k",
+        action="append",
+        default=[],
+        metavar="K=URL",
+        help="an already running speculative server at window K (repeatable)",
+    )
+    p.add_argument(
+        "--baseline",
+        help="baseline URL (speculation off); required with"
+        " --endpoint-for-k, default: the local launcher",
+    )
+    p.add_argument("--model", help="served model name (default: first of /v1/models)")
+    p.add_argument("--api", choices=("completions", "chat"), default="completions")
+    p.add_argument(
+        "--fit-concurrency",
+        type=int,
+        help="the level the step-time model is fitted at (default: the second level given)",
+    )
+    p.add_argument(
+        "--batch-sizes",
+        default="1,2,4,8,16,32",
+        help="batch sizes to recommend k for (default 1,2,4,8,16,32)",
+    )
+    p.add_argument(
+        "--trn2-profile",
+        help="also recommend k per batch for this Trn2 profile, from the acceptance measured here",
+    )
+    p.add_argument(
+        "--from-json",
+        type=Path,
+        help="re-analyse the measurements of an earlier --out JSON instead of measuring",
+    )
+    p.add_argument(
+        "--per-category",
+        action="store_true",
+        help='measure acceptance per "category" of a JSONL --dataset and recommend k for each',
+    )
+    add_workload_args(p)
+    add_client_args(p)
+    p.add_argument(
+        "--k-max",
+        type=int,
+        default=7,
+        help="largest k the model may recommend (the Neuron fork allows 1..7)",
+    )
+    p.add_argument(
+        "--profile",
+        default="local-tiny",
+        help="profile the override line is checked against (trnspec.config)",
+    )
+    p.add_argument("--out", type=Path, required=True, help="result JSON path")
+    p.add_argument(
+        "--override-out", type=Path, help="file for the override line (default: <out>.override)"
+    )
+    p.add_argument("--no-plots", action="store_true")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tune.py", description="Sweep k and recommend one.")
+    add_cli_args(p)
+    return p
+
+
+def parse_endpoints(items: Sequence[str]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for item in items:
+        k_text, sep, url = item.partition("=")
+        if not sep or not k_text.strip().isdigit() or int(k_text) < 1:
+            raise UsageError(f"--endpoint-for-k={item}: use K=URL with K >= 1, e.g. 4=http://h:80")
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"--endpoint-for-k={item}: {url!r} is not an http(s):// URL")
+        out[int(k_text)] = url
+    return out
+
+
+def check_override(line: str, profile: str) -> str | None:
+    """Problems the config layer finds with the override on the profile, or None if it is clean.
+
+    The line is only useful if `trnspec render --set` accepts it and the profile's checks (e.g. the
+    image's k limit) pass; if the config package is not importable here, the check is skipped.
+    """
+    try:
+        from trnspec.checks import check
+        from trnspec.config import apply_overrides, load_profile
+    except ImportError:
+        return None
+    try:
+        problems = check(apply_overrides(load_profile(profile), [line]))
+    except ValueError as exc:
+        return str(exc)
+    return "; ".join(f"{p.field}={p.value}: {p.fix}" for p in problems) or None
+
+
+def analyse(
+    baseline: dict[str, Any], runs: dict[int, dict[str, Any]], k_max: int
+) -> dict[str, Any]:
+    """Fit the model to the runs and build the per-k table and recommendation (pure)."""
+    base_tps = float(baseline["output_tokens_per_s"])
+    measurements = []
+    for k, r in sorted(runs.items()):
+        mal = r.get("mean_accepted_length")
+        if mal is None or base_tps <= 0:
+            continue
+        deltas = r.get("spec_decode_deltas") or {}
+        per_pos = r.get("acceptance_per_position")
+        measurements.append(
+            KMeasurement(
+                k=k,
+                mean_accepted_length=float(mal),
+                measured_speedup=float(r["output_tokens_per_s"]) / base_tps,
+                per_position=tuple(per_pos) if per_pos else None,
+                num_drafts=int(deltas.get("num_drafts", 0)),
+            )
+        )
+    if not measurements:
+        raise UsageError("no k run produced acceptance figures (all requests failed?)")
+    model = fit(measurements)
+    k_top = max(k_max, *runs)
+    rows = []
+    for k in range(1, k_top + 1):
+        r = runs.get(k)
+        rows.append(
+            {
+                "k": k,
+                "predicted_speedup": model.predicted_speedup(k),
+                "predicted_tokens_per_step": model.tokens_per_step(k),
+                "measured_speedup": (float(r["output_tokens_per_s"]) / base_tps) if r else None,
+                "output_tokens_per_s": r["output_tokens_per_s"] if r else None,
+                "mean_accepted_length": r.get("mean_accepted_length") if r else None,
+                "acceptance_rate": r.get("acceptance_rate") if r else None,
+                "tpot_p50_ms": (r.get("tpot_ms") or {}).get("p50") if r else None,
+            }
+        )
+    # Evidence first, model for the gaps: a measured k scores its measured speedup, an unmeasured
+    # one its prediction. Ties go to the smaller k (fewer wasted drafts, smaller graphs).
+    model_best = best_k(model, range(1, k_max + 1))
+    in_range = [row for row in rows if row["k"] <= k_max]
+    best = max(
+        in_range,
+        key=lambda row: (
+            round(row["measured_speedup"] or row["predicted_speedup"], 9),
+            -row["k"],
+        ),
+    )["k"]
+    measured = [row for row in rows if row["measured_speedup"] is not None]
+    best_measured = max(measured, key=lambda row: row["measured_speedup"])["k"]
+    score = next(r["measured_speedup"] or r["predicted_speedup"] for r in rows if r["k"] == best)
+    return {
+        "fit": {
+            "alpha": model.alpha,
+            "conditional": list(model.conditional),
+            "cost_ratio": model.cost_ratio,
+            "c_per_k": model.c_per_k,
+        },
+        "rows": rows,
+        "recommendation": {
+            "k": best,
+            "expected_speedup": score,
+            "predicted_speedup": model.predicted_speedup(best),
+            "model_best_k": model_best,
+            "best_measured_k": best_measured,
+            "measured": best in runs,
+            "precompile": precompile_set(best, k_max),
+        },
+    }
+
+
+Levels = dict[int, dict[str, Any]]
+
+
+async def measure_all(
+    args: argparse.Namespace,
+    specs: list[RequestSpec],
+    levels: list[int],
+    categories: dict[str, list[RequestSpec]] | None = None,
+    category_level: int | None = None,
+) -> tuple[Levels, dict[int, Levels], dict[str, dict[int, dict[str, Any]]]]:
+    """Every arm at every concurrency level (one server per arm, opened once), and per category
+    at `category_level` for the speculative arms. Returns baseline[c], runs[k][c], cats[cat][k]."""
+    if problems := client_arg_problems(args):
+        raise UsageError("; ".join(problems))
+    opts = RunOptions(
+        api=args.api,
+        warmup=args.warmup,
+        seed=args.seed,
+        timeout_s=args.timeout,
+        connect_timeout_s=args.connect_timeout,
+        first_byte_timeout_s=args.first_byte_timeout,
+        max_retries=args.max_retries,
+        retry_after_cap_s=args.retry_after_cap,
+        api_key=api_key(args),
+    )
+    endpoints = parse_endpoints(args.endpoint_for_k)
+    if endpoints:
+        if args.k or not args.baseline:
+            raise UsageError("--endpoint-for-k: give --baseline URL and no --k (remote mode)")
+        arms = {k: Arm(f"k={k}", url, k=k) for k, url in endpoints.items()}
+        base_arm = Arm("baseline", args.baseline)
+    else:
+        if not args.k:
+            raise UsageError("--k: give k values for the local launcher, or --endpoint-for-k")
+        ks = parse_int_list("--k", args.k)
+        arms = {k: Arm(f"k={k}", None, [*args.overrides, f"{OVERRIDE_KEY}={k}"], k=k) for k in ks}
+        base_arm = (
+            Arm("baseline", args.baseline)
+            if args.baseline
+            else Arm("baseline", None, [*args.overrides, "speculation.method=none"])
+        )
+    cats: dict[str, dict[int, dict[str, Any]]] = {}
+
+    async def one(arm: Arm, k: int | None) -> Levels:
+        out: Levels = {}
+        with opened(arm) as live:
+            assert live.endpoint is not None
+            model = (
+                args.model
+                or live.model
+                or await discover_model(live.endpoint, min(10.0, args.timeout), opts.api_key)
+            )
+            if model is None:
+                raise UsageError(f"--model: {live.endpoint}/v1/models did not answer")
+            run_opts = dataclasses.replace(opts, num_speculative_tokens=k)
+            for c in levels:
+                print(f"tune.py: measuring {arm.name} at c={c} ({live.endpoint})", file=sys.stderr)
+                stats = await run_level(live.endpoint, model, specs, c, run_opts)
+                out[c] = {"arm": arm.name, "endpoint": live.endpoint, "model": model, **stats}
+            if k is not None and categories and category_level is not None:
+                for cat, cat_specs in categories.items():
+                    print(f"tune.py: measuring {arm.name} on category {cat}", file=sys.stderr)
+                    stats = await run_level(
+                        live.endpoint, model, cat_specs, category_level, run_opts
+                    )
+                    cats.setdefault(cat, {})[k] = stats
+        return out
+
+    baseline = await one(base_arm, None)
+    runs = {k: await one(arm, k) for k, arm in sorted(arms.items())}
+    return baseline, runs, cats
+
+
+def load_measurements(
+    path: Path, levels: Sequence[int]
+) -> tuple[Levels, dict[int, Levels], dict[str, dict[int, dict[str, Any]]]]:
+    """baseline[c], runs[k][c] and per-category runs from an earlier tune.py --out JSON."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        by_c = data["by_concurrency"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(
+            f"--from-json={path}: not a tune.py result with by_concurrency ({exc})"
+        ) from None
+    missing = [c for c in levels if str(c) not in by_c]
+    if missing:
+        raise UsageError(f"--from-json={path}: no measurements at concurrency {missing}")
+    baseline = {c: by_c[str(c)]["baseline"] for c in levels}
+    runs: dict[int, Levels] = {}
+    for c in levels:
+        for k, r in by_c[str(c)]["runs"].items():
+            runs.setdefault(int(k), {})[c] = r
+    cats = {
+        cat: {int(k): r for k, r in entry["runs"].items()}
+        for cat, entry in (data.get("categories") or {}).items()
+        if isinstance(entry, dict) and entry.get("runs")
+    }
+    return baseline, runs, cats
+
+
+def engine_setup(args: argparse.Namespace, local: bool) -> EngineSetup | str:
+    """The served models' shapes and the workload's context, or why they are unknown."""
+    from trnspec.config import apply_overrides, load_profile
+    from trnspec.model_shapes import ShapeError, resolve_shape
+    from trnspec.sizing import BYTES_PER_DTYPE
+
+    try:
+        extra = model_overrides(args.profile, args.overrides) if local else []
+        cfg = apply_overrides(load_profile(args.profile), [*extra, *args.overrides])
+        target = resolve_shape(cfg.target)
+        draft = resolve_shape(cfg.speculation.draft) if cfg.speculation.draft else None
+    except (ShapeError, ValueError, KeyError) as exc:
+        return f"--profile={args.profile}: {exc}"
+    if target is None:
+        return f"--profile={args.profile}: the target's shape is unknown ({cfg.target.source})"
+    method = cfg.speculation.method
+    if method == "draft_model" and draft is None:
+        return f"--profile={args.profile}: the draft's shape is unknown"
+    return EngineSetup(
+        target=target,
+        draft=draft,
+        method=method,
+        weight_bytes=BYTES_PER_DTYPE[cfg.dtype],
+        context_tokens=args.input_len + args.output_len // 2,
+        max_batch=cfg.max_num_seqs,
+    )
+
+
+def sweep_points(baseline: Levels, runs: dict[int, Levels]) -> list[SweepPoint]:
+    out = [
+        SweepPoint(c, 0, float(r["output_tokens_per_s"]))
+        for c, r in baseline.items()
+        if r.get("output_tokens_per_s")
+    ]
+    for k, by_c in runs.items():
+        for c, r in by_c.items():
+            if r.get("output_tokens_per_s") and r.get("mean_accepted_length"):
+                out.append(
+                    SweepPoint(
+                        c, k, float(r["output_tokens_per_s"]), float(r["mean_accepted_length"])
+                    )
+                )
+    return out
+
+
+def concurrency_analysis(
+    baseline: Levels,
+    runs: dict[int, Levels],
+    setup: EngineSetup,
+    fit_concurrency: int,
+    conditional: Sequence[float],
+    alpha: float,
+    batches: Sequence[int],
+    k_max: int,
+) -> dict[str, Any]:
+    """Fit the step-time model at one concurrency, check it on the others, recommend k (pure)."""
+    points = sweep_points(baseline, runs)
+    fit = fit_engine(points, setup, fit_concurrency)
+    rows = validation_rows(points, setup, fit)
+    tps = conditional_tokens_per_step(conditional, alpha)
+    rec = recommend(
+        setup.target,
+        setup.method,
+        setup.draft,
+        tps,
+        deployment(setup, fit.hardware),
+        fit.efficiency,
+        batches,
+        k_max,
+    )
+    return {
+        "fit_concurrency": fit_concurrency,
+        "constants": fit.constants(),
+        "fit_rms_log_error": fit.rms_log_error,
+        "rows": rows,
+        "held_out": held_out_summary(rows),
+        "recommendation_by_batch": rec,
+    }
+
+
+def trn2_recommendation(
+    profile: str,
+    overrides: Sequence[str],
+    conditional: Sequence[float],
+    alpha: float,
+    batches: Sequence[int],
+    context_tokens: int,
+) -> dict[str, Any]:
+    """k per batch, precompile set and switch-off batch for a Trn2 profile, from the measured
+    acceptance and the calibrated Trn2 constants."""
+    from trnspec.config import apply_overrides, load_profile
+    from trnspec.images import image_spec
+    from trnspec.predict import profile_model
+
+    cfg = apply_overrides(load_profile(profile), list(overrides))
+    model = profile_model(cfg, context_tokens)
+    k_max = image_spec(cfg.image).max_speculative_tokens
+    rec = recommend(
+        model.target,
+        model.method,
+        model.draft,
+        conditional_tokens_per_step(conditional, alpha),
+        model.deployment,
+        model.efficiency,
+        batches,
+        k_max,
+    )
+    return {"profile": profile, "k_max": k_max, **rec}
+
+
+def category_specs(
+    dataset: str | None, num_prompts: int, output_len: int, seed: int
+) -> dict[str, list[RequestSpec]]:
+    """Prompts of a JSONL dataset grouped by their "category" field (lines without one are
+    "uncategorized"); each group sampled or cycled to `num_prompts` like the whole workload."""
+    if dataset is None or dataset == TINY_CORPUS:
+        raise UsageError('--per-category: give a JSONL --dataset whose lines carry "category"')
+    path = Path(dataset)
+    if not path.is_file():
+        raise UsageError(f"--dataset={dataset}: no such file")
+    groups: dict[str, list[RequestSpec]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
+            continue  # load_dataset already named the bad line for the main workload
+        cat = str(obj.get("category") or "uncategorized")
+        groups.setdefault(cat, []).append(
+            RequestSpec(obj["prompt"], int(obj.get("max_tokens", output_len)))
+        )
+    if len(groups) < 2:
+        raise UsageError(
+            f'--per-category: --dataset={dataset} has fewer than two "category" values'
+        )
+    rng = random.Random(seed)
+    out = {}
+    for cat, specs in sorted(groups.items()):
+        n = max(1, num_prompts // len(groups))
+        out[cat] = (
+            rng.sample(specs, n) if len(specs) >= n else [specs[i % len(specs)] for i in range(n)]
+        )
+    return out
+
+
+def category_analysis(
+    cats: dict[str, dict[int, dict[str, Any]]],
+    k_max: int,
+    recommend_for: Any,
+) -> dict[str, Any]:
+    """Acceptance per category and k (and its recommendation), from the per-category runs."""
+    out: dict[str, Any] = {}
+    for cat, by_k in sorted(cats.items()):
+        ms = [
+            KMeasurement(
+                k=k,
+                mean_accepted_length=float(r["mean_accepted_length"]),
+                measured_speedup=1.0,
+                per_position=tuple(r["acceptance_per_position"])
+                if r.get("acceptance_per_position")
+                else None,
+                num_drafts=int((r.get("spec_decode_deltas") or {}).get("num_drafts", 0)),
+            )
+            for k, r in sorted(by_k.items())
+            if r.get("mean_accepted_length")
+        ]
+        if not ms:
+            out[cat] = {"error": "no acceptance measured"}
+            continue
+        model = fit(ms)
+        entry: dict[str, Any] = {
+            "acceptance": {
+                str(k): {
+                    "mean_accepted_length": r.get("mean_accepted_length"),
+                    "acceptance_rate": r.get("acceptance_rate"),
+                    "acceptance_per_position": r.get("acceptance_per_position"),
+                }
+                for k, r in sorted(by_k.items())
+            },
+            "alpha": model.alpha,
+            "conditional": list(model.conditional),
+            "runs": {str(k): r for k, r in sorted(by_k.items())},
+        }
+        if recommend_for is not None:
+            entry["recommendation_by_batch"] = recommend_for(list(model.conditional), model.alpha)
+        out[cat] = entry
+    return out
+
+
+def plot_concurrency(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    """Predicted against measured speedup, fit rows and held-out rows apart."""
+    from matplotlib.figure import Figure
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = Figure(figsize=(5.5, 5))
+    ax = fig.subplots()
+    for used, marker, label in ((True, "o", "used for the fit"), (False, "s", "held out")):
+        sel = [r for r in rows if r["used_for_fit"] is used]
+        ax.scatter(
+            [r["measured_speedup"] for r in sel],
+            [r["predicted_speedup"] for r in sel],
+            marker=marker,
+            label=label,
+        )
+        for r in sel:
+            ax.annotate(
+                f"c={r['concurrency']},k={r['k']}",
+                (r["measured_speedup"], r["predicted_speedup"]),
+                fontsize=6,
+            )
+    values = [r["measured_speedup"] for r in rows] + [r["predicted_speedup"] for r in rows]
+    lo, hi = min(values) * 0.9, max(values) * 1.1
+    ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
+    ax.plot([lo, hi], [lo * 1.15, hi * 1.15], color="grey", lw=0.5, ls="--")
+    ax.plot([lo, hi], [lo * 0.85, hi * 0.85], color="grey", lw=0.5, ls="--")
+    ax.set_xlabel("measured speedup")
+    ax.set_ylabel("predicted speedup (step-time model)")
+    ax.set_title("Speedup across concurrency: predicted vs measured (+-15 %)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def concurrency_markdown(result: dict[str, Any]) -> str:
+    cv = result.get("concurrency_validation")
+    lines = ["", "## Speedup across concurrency (step-time model)", ""]
+    if not isinstance(cv, dict):
+        lines.append(f"Not run: {cv}")
+        return "\n".join(lines) + "\n"
+    ho = cv["held_out"]
+    lines += [
+        f"Fitted at concurrency {cv['fit_concurrency']} (RMS log error of step time"
+        f" {cv['fit_rms_log_error']:.3f}); held out: {ho['rows']} rows,"
+        + (
+            f" mean |error| {ho['mean_abs_error']:.1%}, max {ho['max_abs_error']:.1%},"
+            f" {ho['within_15pct']} of {ho['rows']} within 15 %."
+            if ho["rows"]
+            else " none."
+        ),
+        "",
+        "| concurrency | k | mean acc. len | measured speedup | predicted speedup | error |"
+        " used for fit |",
+        "|---:|---:|---:|---:|---:|---:|:---:|",
+    ]
+    for r in cv["rows"]:
+        lines.append(
+            f"| {r['concurrency']} | {r['k']} | {r['mean_accepted_length']:.2f}"
+            f" | {r['measured_speedup']:.2f}x | {r['predicted_speedup']:.2f}x"
+            f" | {r['error']:+.1%} | {'yes' if r['used_for_fit'] else 'no'} |"
+        )
+    rec = cv["recommendation_by_batch"]
+    lines += ["", "Recommended k per batch on this engine: " + _by_batch(rec)]
+    trn2 = result.get("trn2")
+    if isinstance(trn2, dict):
+        lines += ["", f"On Trn2 ({trn2['profile']}) with this acceptance: " + _by_batch(trn2)]
+    for cat, entry in (result.get("categories") or {}).items():
+        if "recommendation_by_batch" in entry:
+            lines.append(
+                f"- category {cat} (alpha {entry['alpha']:.3f}): "
+                + _by_batch(entry["recommendation_by_batch"])
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _by_batch(rec: dict[str, Any]) -> str:
+    best = ", ".join(f"{b}: k={v['k']}" for b, v in rec["best_k_per_batch"].items())
+    stop = rec["disable_speculation_at_batch"]
+    tail = (
+        f"; switch speculation off from batch {stop}"
+        if stop
+        else "; speculation pays at every batch"
+    )
+    return f"{best}{tail}; precompile k in {rec['precompile']}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.k_max < 1:
+            raise UsageError(f"--k-max={args.k_max}: must be >= 1")
+        levels = parse_int_list("--concurrency", args.concurrency)
+        fit_c = args.fit_concurrency or (levels[1] if len(levels) > 1 else levels[0])
+        if fit_c not in levels:
+            raise UsageError(f"--fit-concurrency={fit_c}: must be one of --concurrency {levels}")
+        batches = parse_int_list("--batch-sizes", args.batch_sizes)
+        specs = select_workload(
+            args.dataset, args.num_prompts, args.input_len, args.output_len, args.seed
+        )
+        categories = (
+            category_specs(args.dataset, args.num_prompts, args.output_len, args.seed)
+            if args.per_category
+            else None
+        )
+        load = os.getloadavg()
+        if args.from_json:
+            baseline_by_c, runs_by_c, cats = load_measurements(args.from_json, levels)
+        else:
+            baseline_by_c, runs_by_c, cats = asyncio.run(
+                measure_all(args, specs, levels, categories, fit_c)
+            )
+        baseline = baseline_by_c[fit_c]
+        runs = {k: by_c[fit_c] for k, by_c in runs_by_c.items()}
+        analysis = analyse(baseline, runs, args.k_max)
+    except (UsageError, WorkloadError, ConfigError) as exc:
+        print(f"tune.py: error: {exc}", file=sys.stderr)
+        return 2
+    except LocalServerError as exc:
+        print(f"tune.py: the local server failed: {exc}", file=sys.stderr)
+        return 1
+    load_after = os.getloadavg()
+    rec = analysis["recommendation"]
+    line = f"{OVERRIDE_KEY}={rec['k']}"
+    problem = check_override(line, args.profile)
+    override_out = args.override_out or args.out.with_suffix(".override")
+    rec.update(override=line, override_file=str(override_out), override_check=problem or "ok")
+    sources = sorted({str(r.get("acceptance_source")) for r in runs.values()})
+    conditional, alpha = analysis["fit"]["conditional"], analysis["fit"]["alpha"]
+    setup = engine_setup(args, local=not args.endpoint_for_k)
+    concurrency: dict[str, Any] | str
+    if isinstance(setup, str):
+        concurrency = setup
+    elif len(levels) < 2:
+        concurrency = "needs at least two --concurrency levels"
+    else:
+        try:
+            concurrency = concurrency_analysis(
+                baseline_by_c, runs_by_c, setup, fit_c, conditional, alpha, batches, args.k_max
+            )
+        except ValueError as exc:
+            concurrency = f"could not fit: {exc}"
+    trn2: dict[str, Any] | str | None = None
+    if args.trn2_profile:
+        try:
+            trn2 = trn2_recommendation(
+                args.trn2_profile,
+                [],
+                conditional,
+                alpha,
+                batches,
+                args.input_len + args.output_len // 2,
+            )
+        except (ConfigError, ValueError) as exc:
+            trn2 = f"--trn2-profile={args.trn2_profile}: {exc}"
+    recommend_for = None
+    if isinstance(concurrency, dict) and not isinstance(setup, str):
+        fitted = fit_engine(sweep_points(baseline_by_c, runs_by_c), setup, fit_c)
+
+        def recommend_for(cond: list[float], a: float) -> dict[str, Any]:
+            return recommend(
+                setup.target,
+                setup.method,
+                setup.draft,
+                conditional_tokens_per_step(cond, a),
+                deployment(setup, fitted.hardware),
+                fitted.efficiency,
+                batches,
+                args.k_max,
+            )
+
+    result = {
+        **analysis,
+        "baseline": baseline,
+        "runs": {str(k): r for k, r in runs.items()},
+        "fit_concurrency": fit_c,
+        "by_concurrency": {
+            str(c): {
+                "baseline": baseline_by_c[c],
+                "runs": {str(k): by_c[c] for k, by_c in runs_by_c.items()},
+            }
+            for c in levels
+        },
+        "concurrency_validation": concurrency,
+        "trn2": trn2,
+        "categories": category_analysis(cats, args.k_max, recommend_for) if cats else None,
+        "acceptance_source": ", ".join(sources),
+        "load_average": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cpus)",
+        "load_average_after": f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",
+    }
+    if isinstance(concurrency, dict):
+        result["rows_by_concurrency"] = concurrency["rows"]
+    atomic_write_text(override_out, line + "\n")
+    atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
+    md = tune_markdown(result) + concurrency_markdown(result)
+    atomic_write_text(args.out.with_suffix(".md"), md)
+    if not args.no_plots:
+        with contextlib.suppress(ValueError):
+            plot_k_sweep(analysis["rows"], args.out.with_name(f"{args.out.stem}_ksweep.png"))
+        if isinstance(concurrency, dict) and concurrency["rows"]:
+            plot_concurrency(
+                concurrency["rows"], args.out.with_name(f"{args.out.stem}_concurrency.png")
+            )
+    print(md)
+    if problem:
+        print(
+            f"tune.py: warning: profile {args.profile} rejects {line}: {problem}", file=sys.stderr
+        )
+    print(f"render with: python -m trnspec render --profile {args.profile} --set {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
