@@ -51,7 +51,7 @@ from trnspec_tools.bench.bench_report import (
     plot_acceptance_by_position,
     plot_latency_vs_throughput,
 )
-from trnspec_tools.bench.bench_run import RunOptions, run_level
+from trnspec_tools.bench.bench_run import RunOptions, run_level, run_options_from_args
 from trnspec_tools.bench.bench_stats import Slo, compare
 from trnspec_tools.bench.bench_workload import (
     RequestSpec,
@@ -60,7 +60,7 @@ from trnspec_tools.bench.bench_workload import (
 )
 from trnspec_tools.bench.pricing import PriceError, resolve_price
 from trnspec_tools.bench.workload_args import add_workload_args
-from trnspec_tools.client.client_args import add_client_args, api_key, client_arg_problems
+from trnspec_tools.client.client_args import add_client_args, client_arg_problems
 from trnspec_tools.client.served_model import discover_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
 from trnspec_tools.local_engine.local_server import LocalServerError
@@ -311,17 +311,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     per_category: dict[str, Any] | None = None
     instance_type = args.instance_type or ("cpu-local" if args.local else "trn2.48xlarge")
     price, price_source = resolve_price(instance_type, args.price_per_hour)
-    opts = RunOptions(
-        api=args.api,
-        warmup=args.warmup,
+    opts = run_options_from_args(
+        args,
         request_rate=args.request_rate,
-        seed=args.seed,
-        timeout_s=args.timeout,
-        connect_timeout_s=args.connect_timeout,
-        first_byte_timeout_s=args.first_byte_timeout,
-        max_retries=args.max_retries,
-        retry_after_cap_s=args.retry_after_cap,
-        api_key=api_key(args),
         ignore_eos=not args.no_ignore_eos,
         slo=Slo(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2e_ms),
         num_speculative_tokens=args.num_speculative_tokens,

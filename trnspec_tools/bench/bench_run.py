@@ -9,10 +9,12 @@ other traffic before it are excluded.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from trnspec_tools.bench.bench_stats import Slo, aggregate
 from trnspec_tools.bench.bench_workload import RequestSpec, arrival_offsets
@@ -24,7 +26,7 @@ from trnspec_tools.client.bench_client import (
     scrape_metrics,
     send_request,
 )
-from trnspec_tools.client.client_args import default_api_key
+from trnspec_tools.client.client_args import api_key, default_api_key
 from trnspec_tools.client.http_stream import Deadlines
 from trnspec_tools.client.metrics import (
     NO_COUNTERS,
@@ -59,6 +61,23 @@ class RunOptions:
     slo: Slo = field(default_factory=Slo)
     #: the server's k, only needed to turn a chunk-based estimate into an acceptance rate
     num_speculative_tokens: int | None = None
+
+
+def run_options_from_args(args: argparse.Namespace, **extra: Any) -> RunOptions:
+    """RunOptions from the flags bench and tune share (workload_args, client_args); `extra` sets
+    the rest (request rate, EOS, SLOs, k)."""
+    return RunOptions(
+        api=args.api,
+        warmup=args.warmup,
+        seed=args.seed,
+        timeout_s=args.timeout,
+        connect_timeout_s=args.connect_timeout,
+        first_byte_timeout_s=args.first_byte_timeout,
+        max_retries=args.max_retries,
+        retry_after_cap_s=args.retry_after_cap,
+        api_key=api_key(args),
+        **extra,
+    )
 
 
 def spec_decode_fields(

@@ -39,7 +39,7 @@ from trnspec.config import ConfigError
 
 from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
 from trnspec_tools.bench.bench_report import atomic_write_text, plot_k_sweep, tune_markdown
-from trnspec_tools.bench.bench_run import RunOptions, run_level
+from trnspec_tools.bench.bench_run import run_level, run_options_from_args
 from trnspec_tools.bench.bench_workload import (
     TINY_CORPUS,
     RequestSpec,
@@ -47,7 +47,7 @@ from trnspec_tools.bench.bench_workload import (
     select_workload,
 )
 from trnspec_tools.bench.workload_args import add_workload_args
-from trnspec_tools.client.client_args import add_client_args, api_key, client_arg_problems
+from trnspec_tools.client.client_args import add_client_args, client_arg_problems
 from trnspec_tools.client.served_model import discover_model
 from trnspec_tools.local_engine.local_server import LocalServerError, model_overrides
 from trnspec_tools.tune.engine_model import (
@@ -258,17 +258,7 @@ async def measure_all(
     at `category_level` for the speculative arms. Returns baseline[c], runs[k][c], cats[cat][k]."""
     if problems := client_arg_problems(args):
         raise UsageError("; ".join(problems))
-    opts = RunOptions(
-        api=args.api,
-        warmup=args.warmup,
-        seed=args.seed,
-        timeout_s=args.timeout,
-        connect_timeout_s=args.connect_timeout,
-        first_byte_timeout_s=args.first_byte_timeout,
-        max_retries=args.max_retries,
-        retry_after_cap_s=args.retry_after_cap,
-        api_key=api_key(args),
-    )
+    opts = run_options_from_args(args)
     endpoints = parse_endpoints(args.endpoint_for_k)
     if endpoints:
         if args.k or not args.baseline:
