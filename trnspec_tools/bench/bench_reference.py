@@ -35,6 +35,7 @@ from typing import Any
 from trnspec_tools.bench.bench import Arm, opened
 from trnspec_tools.bench.bench_report import atomic_write_text
 from trnspec_tools.bench.bench_run import RunOptions, run_level
+from trnspec_tools.bench.bench_stats import median_interval
 from trnspec_tools.bench.bench_workload import (
     VOCABULARY,
     RequestSpec,
@@ -196,6 +197,8 @@ def pair_ratios(ours: Sequence[dict[str, Any]], refs: Sequence[dict[str, Any]]) 
         out[name] = {
             "ratios": ratios,
             "median_ratio": statistics.median(ratios) if ratios else None,
+            # where the median of the pair ratios lies, at 90 % or more (order statistics)
+            "median_interval_90": median_interval(ratios, 0.9),
             # repeats alternate: even ones ran bench.py first, odd ones vllm bench serve first
             "median_ratio_by_order": {
                 order: statistics.median(part) if (part := ratios[first::2]) else None
@@ -212,6 +215,32 @@ def pair_ratios(ours: Sequence[dict[str, Any]], refs: Sequence[dict[str, Any]]) 
         "median_difference": statistics.median(diffs) if diffs else None,
     }
     return out
+
+
+def differs_beyond(block: dict[str, Any], tolerance: float) -> bool:
+    """Whether a figure's pair ratios show, at 90 % confidence, a median ratio beyond
+    1 +/- tolerance: its median interval misses the band entirely. Too few pairs for an interval
+    count as differing (nothing was shown to agree)."""
+    interval = block.get("median_interval_90")
+    if interval is None:
+        return True
+    low, high = interval
+    return low > 1.0 + tolerance or high < 1.0 - tolerance
+
+
+def pair_summary(ratios: dict[str, Any]) -> str:
+    """One line per paired figure: median pair ratio and its 90 % interval (when there is one)."""
+    lines = []
+    for name in PAIRED:
+        block = ratios[name]
+        median, interval = block["median_ratio"], block["median_interval_90"]
+        if median is None:
+            continue
+        span = f", 90 % interval {interval[0]:.3f}-{interval[1]:.3f}" if interval else ""
+        lines.append(f"- {name}: median pair ratio {median:.3f}{span}")
+    if not lines:
+        return ""
+    return "\nPair ratios (bench.py / vllm bench serve):\n" + "\n".join(lines) + "\n"
 
 
 def markdown(rows: Sequence[dict[str, Any]], header: str) -> str:
@@ -422,7 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" {args.output_len} tokens out, concurrency {args.concurrency},"
         f" median of {max(1, args.repeats)} alternating repeat(s))"
     )
-    text = markdown(result["table"], header)
+    text = markdown(result["table"], header) + pair_summary(result["pair_ratios"])
     print(text)
     if args.out:
         atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")

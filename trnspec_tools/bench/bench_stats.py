@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from math import comb
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -60,6 +61,20 @@ def summarize_ms(values_s: Iterable[float]) -> dict[str, float | None]:
     out["mean"] = float(arr.mean())
     out["count"] = int(arr.size)
     return out
+
+
+def median_interval(values: Sequence[float], confidence: float = 0.9) -> tuple[float, float] | None:
+    """Distribution-free confidence interval for the median: the order statistics (x_(j),
+    x_(n+1-j)) with the largest j whose binomial coverage 1 - 2 P(Bin(n, 1/2) < j) is at least
+    `confidence`. None when there are too few values for that coverage (n < 5 at 0.9)."""
+    xs = sorted(values)
+    n = len(xs)
+    best = None
+    for j in range(1, n // 2 + 1):
+        below = sum(comb(n, i) for i in range(j)) / 2**n  # P(fewer than j values below median)
+        if 1.0 - 2.0 * below >= confidence:
+            best = j
+    return None if best is None else (xs[best - 1], xs[n - best])
 
 
 def tokens_per_step_estimate(results: Sequence[RequestResult]) -> float | None:
