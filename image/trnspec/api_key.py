@@ -14,7 +14,9 @@ probe of /v1/models sends the key (`auth_headers`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from trnspec.config import ConfigError, Problem
@@ -94,3 +96,35 @@ def child_env(env: Mapping[str, str], key: str | None) -> dict[str, str]:
 def auth_headers(key: str | None) -> dict[str, str]:
     """Headers for requests to vLLM's /v1 paths (none without a key)."""
     return {"Authorization": f"Bearer {key}"} if key is not None else {}
+
+
+def files_holding_key(root: Path, key: str, chunk: int = 1 << 20) -> list[str]:
+    """Files under root (relative POSIX paths, sorted) whose bytes contain the key.
+
+    vLLM 0.24 folds every VLLM_* variable it knows, VLLM_API_KEY included, into its torch.compile
+    cache key and writes the raw values to `cache_key_factors.json` under VLLM_CACHE_ROOT, which
+    is the compile directory the pod publishes to S3: such a file must not leave the pod. Read in
+    chunks that overlap by len(key) - 1 bytes, so a key split across chunks is still found.
+    """
+    needle = key.encode()
+    if not needle:
+        return []
+    root = Path(root)
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if path.is_file() and _holds(path, needle, max(chunk, len(needle))):
+                found.append(path.relative_to(root).as_posix())
+    return found
+
+
+def _holds(path: Path, needle: bytes, chunk: int) -> bool:
+    tail = b""
+    with path.open("rb") as f:
+        while block := f.read(chunk):
+            if needle in tail + block:
+                return True
+            tail = block[-(len(needle) - 1) :] if len(needle) > 1 else b""
+    return False

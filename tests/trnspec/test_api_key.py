@@ -9,6 +9,7 @@ uvicorn: the readiness probe must pass it with the key and fail without, while /
 from __future__ import annotations
 
 import importlib.util
+import json
 import socket
 import threading
 import time
@@ -163,3 +164,22 @@ def test_the_rendered_argv_and_plan_never_hold_the_key(monkeypatch: pytest.Monke
     assert KEY not in plan.to_json()
     assert KEY not in " ".join(plan.command.argv)
     assert VLLM_API_KEY_ENV not in plan.command.env
+
+
+def test_files_holding_the_key_are_found_even_across_read_chunks(tmp_path: Path) -> None:
+    from trnspec.api_key import files_holding_key
+
+    key = "k" * 20 + "0123456789abcdef" + "z" * 12  # 48 characters, like the stack's
+    cache = tmp_path / "torch_compile_cache" / "abc" / "rank_0_0" / "backbone"
+    cache.mkdir(parents=True)
+    (cache / "cache_key_factors.json").write_text(json.dumps({"env": {"VLLM_API_KEY": key}}))
+    (cache / "graph.bin").write_bytes(b"\0" * 5000)
+    split = tmp_path / "split.bin"  # the key straddles the 64-byte read boundary
+    split.write_bytes(b"x" * 40 + key.encode() + b"y" * 40)
+    (tmp_path / "prefix_only.txt").write_text(key[:-1])
+    found = files_holding_key(tmp_path, key, chunk=64)
+    assert found == [
+        "split.bin",
+        "torch_compile_cache/abc/rank_0_0/backbone/cache_key_factors.json",
+    ]
+    assert files_holding_key(tmp_path, "not-there-" * 4, chunk=64) == []

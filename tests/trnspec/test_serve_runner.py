@@ -161,6 +161,37 @@ def test_cache_publish_denied_is_logged_and_the_pod_keeps_serving(
     assert fetch_manifest(s3, S3Location("cache", f"neuron/{plan.cache.key}")) is None
 
 
+def test_a_compile_file_holding_the_api_key_never_reaches_the_bucket(
+    s3: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = "s3cr3t" * 8
+    factors = "torch_compile_cache/0f/rank_0_0/backbone/cache_key_factors.json"
+
+    class KeyedVllm(FakeVllm):
+        """vLLM 0.24 writes its raw env factors, VLLM_API_KEY included, into the compile dir."""
+
+        def __call__(self, command: RenderedCommand, on_first_ready: Any) -> int:
+            path = Path(command.env["NEURON_COMPILED_ARTIFACTS"]) / factors
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"env": {"VLLM_API_KEY": key, "VLLM_TARGET": "neuron"}}))
+            return super().__call__(command, on_first_ready)
+
+    cfg, fake = s3_qwen(), KeyedVllm()
+    opts = options(tmp_path, "pod")
+    plan = plan_for(cfg, opts)
+    with caplog.at_level(logging.WARNING, logger="trnspec.serve"):
+        assert execute(cfg, plan, opts, fake, s3, api_key=key) == 0
+    assert plan.cache is not None
+    published = fetch_manifest(s3, S3Location("cache", f"neuron/{plan.cache.key}"))
+    assert published is not None
+    assert [e.path for e in published.files] == ["model.neff"]
+    for obj in s3.list_objects_v2(Bucket="cache")["Contents"]:
+        body = s3.get_object(Bucket="cache", Key=obj["Key"])["Body"].read()
+        assert key.encode() not in body, obj["Key"]
+    assert f"left out of the compile cache: {factors} holds the API key" in caplog.text
+    assert key not in caplog.text
+
+
 def test_a_corrupt_compile_cache_is_recompiled_and_replaced(s3: Any, tmp_path: Path) -> None:
     cfg, fake = s3_qwen(), FakeVllm()
     first = options(tmp_path, "pod1")

@@ -82,7 +82,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per readiness probe is noise
     api_key = load_api_key(os.environ)  # before staging: a missing key fails in seconds
-    return execute(cfg, plan, options, SuperviseVllm(cfg, options, api_key))
+    return execute(cfg, plan, options, SuperviseVllm(cfg, options, api_key), api_key=api_key)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

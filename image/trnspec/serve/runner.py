@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from trnspec.api_key import auth_headers, child_env
+from trnspec.api_key import auth_headers, child_env, files_holding_key
 from trnspec.config import ConfigError, Problem, ServingConfig, apply_overrides
 from trnspec.pod_contract import (
     COMPILED_ROOT,
@@ -96,20 +96,49 @@ class CachePublisher:
     """Publishes a fresh compile under its key; called once the model answers.
 
     Returns True when the key is published (by us or by another pod meanwhile). `replace`: the
-    published entry was found broken and is overwritten.
+    published entry was found broken and is overwritten. `api_key`: files holding it (vLLM 0.24's
+    `cache_key_factors.json`, see trnspec.api_key.files_holding_key) are deleted from the local
+    compile directory first, so the key never reaches the bucket.
     """
 
     def __init__(
-        self, s3: Any, cache: CacheStep, root: S3Location, options: ServeOptions, replace: bool
+        self,
+        s3: Any,
+        cache: CacheStep,
+        root: S3Location,
+        options: ServeOptions,
+        replace: bool,
+        api_key: str | None = None,
     ) -> None:
         self.s3 = s3
         self.cache = cache
         self.root = root
         self.options = options
         self.replace = replace
+        self._api_key = api_key
+
+    def __repr__(self) -> str:
+        return f"CachePublisher(key={self.cache.key!r}, root={self.root}, replace={self.replace})"
+
+    def _drop_key_copies(self) -> None:
+        if self._api_key is None:
+            return
+        local = Path(self.cache.local_dir)
+        for rel in files_holding_key(local, self._api_key):
+            (local / rel).unlink()
+            log.warning(
+                "left out of the compile cache: %s holds the API key (written by vLLM); "
+                "see docs/workload.md, 'Who may call the model'",
+                rel,
+            )
 
     def __call__(self) -> bool:
         key = self.cache.key
+        try:
+            self._drop_key_copies()
+        except OSError as err:
+            log.warning("compile cache not published: cannot scan it for the API key: %s", err)
+            return False
         try:
             result = push_compiled(
                 self.s3,
@@ -158,6 +187,7 @@ def execute(
     s3: Any | None = None,
     stop: Callable[[], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    api_key: str | None = None,
 ) -> int:
     """Stage, re-check on the staged files, pull the compile cache, then run the server.
 
@@ -189,7 +219,7 @@ def execute(
         if not _make_compiled_dir(plan.cache.local_dir):
             return EXIT_STAGING_FAILED
         if cache_root is not None:
-            publisher = _cache_sync(s3, plan.cache, cache_root, options)
+            publisher = _cache_sync(s3, plan.cache, cache_root, options, api_key)
     if options.compile_only:
         return _compile_and_publish(plan, publisher, supervise, stop or _stop_self)
     return supervise(plan.command, None if publisher is None else publisher.in_background)
@@ -299,7 +329,7 @@ def _make_compiled_dir(local_dir: str) -> bool:
 
 
 def _cache_sync(
-    s3: Any, cache: CacheStep, root: S3Location, options: ServeOptions
+    s3: Any, cache: CacheStep, root: S3Location, options: ServeOptions, api_key: str | None
 ) -> CachePublisher | None:
     """Pull the compile; on a miss return the publisher to run once the model answers."""
     broken = False
@@ -319,7 +349,7 @@ def _cache_sync(
         log.info("compile cache hit: %s", hit.summary())
         return None
     log.info("compile cache miss for %s: vLLM compiles; published once it answers", cache.key)
-    return CachePublisher(s3, cache, root, options, replace=broken)
+    return CachePublisher(s3, cache, root, options, replace=broken, api_key=api_key)
 
 
 def _compile_and_publish(
