@@ -43,6 +43,7 @@ from trnspec_tools.bench.bench_workload import (
     select_workload,
 )
 from trnspec_tools.bench.workload_args import add_workload_args
+from trnspec_tools.client.client_args import add_api_key_arg, api_key, api_key_arg_problem
 from trnspec_tools.client.served_model import discover_model
 
 # `vllm bench serve` is vllm.entrypoints.cli.benchmark.serve: add_cli_args + main of
@@ -263,14 +264,19 @@ def markdown(rows: Sequence[dict[str, Any]], header: str) -> str:
 class ReferenceRunner:
     """`vllm bench serve` in its own interpreter (as the command runs), kept up between runs."""
 
-    def __init__(self, timeout_s: float = 900.0) -> None:
+    def __init__(self, timeout_s: float = 900.0, api_key: str | None = None) -> None:
         self.timeout_s = timeout_s
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        env = dict(os.environ)
+        env.pop("OPENAI_API_KEY", None)
+        if api_key is not None:  # vLLM's benchmark sends $OPENAI_API_KEY as a Bearer token
+            env["OPENAI_API_KEY"] = api_key
         self._proc = subprocess.Popen(
             [sys.executable, "-c", _VLLM_LOOP],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
+            env=env,
         )
         self._buf = b""
         self._wait_for(b"__READY__")
@@ -356,6 +362,7 @@ def compare_tools(
     timeout_s: float = 900.0,
     repeats: int = 1,
     warmup_rounds: int = 0,
+    api_key: str | None = None,
 ) -> dict[str, Any]:
     """Run both tools on the same prompts, alternating which goes first on each repeat (a server
     warms up and drifts, so a fixed order would favour one tool), and compare per-figure medians
@@ -365,10 +372,10 @@ def compare_tools(
     dataset.write_text(json.dumps([sharegpt_entry(s.prompt) for s in specs]))
     tok = tokenizer or build_word_tokenizer(work / "tokenizer")
     argv = vllm_bench_argv(base_url, model, tok, dataset, specs, concurrency, work, api, warmup)
-    opts = RunOptions(api=api, warmup=warmup)  # type: ignore[arg-type]
+    opts = RunOptions(api=api, warmup=warmup, api_key=api_key)  # type: ignore[arg-type]
     ours: list[dict[str, Any]] = []
     refs: list[dict[str, Any]] = []
-    with ReferenceRunner(timeout_s) as reference:
+    with ReferenceRunner(timeout_s, api_key) as reference:
         for _ in range(warmup_rounds):  # whole untimed rounds of each tool
             asyncio.run(run_level(base_url, model, specs, concurrency, opts))
             reference.run(argv)
@@ -409,6 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--concurrency", type=int, default=4, help="one level (vllm bench --max-concurrency)"
     )
     add_workload_args(p, sweep=False, warmup=False)
+    add_api_key_arg(p)
     p.add_argument(
         "--repeats",
         type=int,
@@ -420,6 +428,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bool(args.endpoint) == bool(args.local):
         print("bench_reference.py: error: --endpoint/--local: give exactly one", file=sys.stderr)
         return 2
+    if (problem := api_key_arg_problem(args)) is not None:
+        print(f"bench_reference.py: error: {problem}", file=sys.stderr)
+        return 2
+    key = api_key(args)
     try:
         specs = select_workload(
             args.dataset, args.num_prompts, args.input_len, args.output_len, args.seed
@@ -430,7 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arm = Arm("target", args.endpoint, list(args.overrides) if args.local else None)
     with opened(arm) as live, tempfile.TemporaryDirectory() as tmp:
         assert live.endpoint is not None
-        model = args.model or live.model or asyncio.run(discover_model(live.endpoint))
+        model = args.model or live.model or asyncio.run(discover_model(live.endpoint, api_key=key))
         if model is None:
             print("bench_reference.py: error: --model: /v1/models did not answer", file=sys.stderr)
             return 2
@@ -444,6 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(tmp),
             args.api,
             repeats=max(1, args.repeats),
+            api_key=key,
         )
     source = f"dataset {args.dataset}" if args.dataset else f"{args.input_len} words in"
     header = (

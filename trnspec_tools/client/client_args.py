@@ -53,12 +53,27 @@ def add_client_args(
         default=DEFAULT_RETRY_AFTER_CAP_S,
         help="longest Retry-After (429/503) honoured before a retry, s",
     )
+    add_api_key_arg(parser)
+
+
+def add_api_key_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`--api-key-env NAME` alone, for tools whose other client settings are not ours."""
     parser.add_argument(
         "--api-key-env",
         metavar="NAME",
         help=f"environment variable holding the endpoint's API key, sent as a Bearer token"
         f" (default: {DEFAULT_API_KEY_ENV} if set)",
     )
+
+
+def api_key_arg_problem(args: argparse.Namespace) -> str | None:
+    """The line for an --api-key-env naming an unset or empty variable, else None."""
+    if args.api_key_env is not None and not os.environ.get(args.api_key_env, "").strip():
+        return (
+            f"--api-key-env={args.api_key_env}: that environment variable is not set or empty;"
+            " export the key in it, or leave the flag out"
+        )
+    return None
 
 
 def client_arg_problems(args: argparse.Namespace) -> list[str]:
@@ -76,11 +91,8 @@ def client_arg_problems(args: argparse.Namespace) -> list[str]:
         problems.append(f"--max-retries={args.max_retries}: must be >= 0")
     if not args.retry_after_cap >= 0:
         problems.append(f"--retry-after-cap={args.retry_after_cap}: must be >= 0 seconds")
-    if args.api_key_env is not None and not os.environ.get(args.api_key_env, "").strip():
-        problems.append(
-            f"--api-key-env={args.api_key_env}: that environment variable is not set or empty;"
-            " export the key in it, or leave the flag out"
-        )
+    if (problem := api_key_arg_problem(args)) is not None:
+        problems.append(problem)
     return problems
 
 

@@ -27,7 +27,9 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make_tiny_models.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="make_tiny_models.py", description=__doc__.split("\n\n")[0]
+    )
     add_cli_args(parser)
     args = parser.parse_args(argv)
     console = Console(stderr=True)

@@ -56,3 +56,32 @@ def test_a_figure_differs_only_when_its_pairs_show_it_beyond_the_tolerance():
     assert differs_beyond(pairs([1.06, 1.05, 1.08, 1.07, 1.04, 1.06, 1.09, 1.05]), 0.03)
     # Four pairs cannot show anything at 90 %: not "agrees".
     assert differs_beyond(pairs([1.0, 1.0, 1.0, 1.0]), 0.03)
+
+
+@pytest.mark.slow
+def test_both_tools_send_the_api_key_from_the_named_environment_variable(
+    tmp_path, monkeypatch, capsys
+):
+    from fault_server import fault_server
+
+    from trnspec_tools.bench.bench_reference import main
+
+    monkeypatch.setenv("MY_KEY", "s3cret")
+    monkeypatch.setenv("OPENAI_API_KEY", "not-this-one")
+    with fault_server() as server:
+        argv = ["--endpoint", server.url, "--api-key-env", "MY_KEY", "--concurrency", "1"]
+        code = main([*argv, "--num-prompts", "2", "--output-len", "6"])
+        seen = list(server.auth_headers)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    # warm-up and measured requests of bench.py and of vllm bench serve: 2 x (1 + 2)
+    assert seen == ["Bearer s3cret"] * 6
+    assert "| completed | 2.00 | 2.00 | +0.0% |" in out
+
+
+def test_an_unset_api_key_env_is_refused_before_anything_runs(capsys):
+    from trnspec_tools.bench.bench_reference import main
+
+    assert main(["--endpoint", "http://127.0.0.1:9", "--api-key-env", "NOPE_NOT_SET"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--api-key-env=NOPE_NOT_SET" in err
