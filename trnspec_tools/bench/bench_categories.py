@@ -65,16 +65,14 @@ def dataset_categories(dataset: str | None) -> list[str]:
     return sorted(seen)
 
 
-def category_workloads(
-    dataset: str | None, num_prompts: int, output_len: int, seed: int
-) -> dict[str, list[RequestSpec]]:
-    """The dataset's prompts grouped by "category" (lines without one: "uncategorized"), each
-    group sampled or cycled to `num_prompts` with the seed, like the whole workload."""
+def category_groups(dataset: str | None, output_len: int) -> dict[str, list[RequestSpec]]:
+    """The dataset's prompts grouped by "category" (lines without one: "uncategorized"), sorted by
+    category. Refuses what cannot be grouped: no JSONL dataset, or no line with a category."""
     if dataset is None or dataset == TINY_CORPUS:
         raise WorkloadError('--per-category: give a JSONL --dataset whose lines carry "category"')
-    if num_prompts < 1:
-        raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
     path = Path(dataset)
+    if not path.is_file():
+        raise WorkloadError(f"--dataset={dataset}: no such file")
     groups: dict[str, list[RequestSpec]] = {}
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -94,13 +92,30 @@ def category_workloads(
             f'--per-category: no line of --dataset={path} carries a "category",'
             ' e.g. {"prompt": "def f(", "category": "code"}'
         )
+    return dict(sorted(groups.items()))
+
+
+def sample_groups(
+    groups: Mapping[str, list[RequestSpec]], per_group: int, seed: int
+) -> dict[str, list[RequestSpec]]:
+    """Each group sampled (or cycled, when it is smaller) to `per_group` prompts, with one seeded
+    generator over the groups in order, like the whole workload."""
     rng = random.Random(seed)
     return {
-        cat: rng.sample(specs, num_prompts)
-        if len(specs) >= num_prompts
-        else [specs[i % len(specs)] for i in range(num_prompts)]
-        for cat, specs in sorted(groups.items())
+        cat: rng.sample(specs, per_group)
+        if len(specs) >= per_group
+        else [specs[i % len(specs)] for i in range(per_group)]
+        for cat, specs in groups.items()
     }
+
+
+def category_workloads(
+    dataset: str | None, num_prompts: int, output_len: int, seed: int
+) -> dict[str, list[RequestSpec]]:
+    """bench's per-category workloads: `num_prompts` prompts of every category."""
+    if num_prompts < 1:
+        raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
+    return sample_groups(category_groups(dataset, output_len), num_prompts, seed)
 
 
 async def run_categories(

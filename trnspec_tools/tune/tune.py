@@ -29,7 +29,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,10 +37,10 @@ from typing import Any
 from trnspec.config import ConfigError
 
 from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
+from trnspec_tools.bench.bench_categories import category_groups, sample_groups
 from trnspec_tools.bench.bench_report import atomic_write_text, plot_k_sweep, tune_markdown
 from trnspec_tools.bench.bench_run import run_level, run_options_from_args
 from trnspec_tools.bench.bench_workload import (
-    TINY_CORPUS,
     RequestSpec,
     WorkloadError,
     select_workload,
@@ -447,36 +446,17 @@ def trn2_recommendation(
 def category_specs(
     dataset: str | None, num_prompts: int, output_len: int, seed: int
 ) -> dict[str, list[RequestSpec]]:
-    """Prompts of a JSONL dataset grouped by their "category" field (lines without one are
-    "uncategorized"); each group sampled or cycled to `num_prompts` like the whole workload."""
-    if dataset is None or dataset == TINY_CORPUS:
-        raise UsageError('--per-category: give a JSONL --dataset whose lines carry "category"')
-    path = Path(dataset)
-    if not path.is_file():
-        raise UsageError(f"--dataset={dataset}: no such file")
-    groups: dict[str, list[RequestSpec]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        obj = json.loads(line)
-        if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
-            continue  # load_dataset already named the bad line for the main workload
-        cat = str(obj.get("category") or "uncategorized")
-        groups.setdefault(cat, []).append(
-            RequestSpec(obj["prompt"], int(obj.get("max_tokens", output_len)))
-        )
+    """tune's per-category workloads: `num_prompts` split evenly over the dataset's categories
+    (at least one each), which must be two or more for a recommendation per category."""
+    try:
+        groups = category_groups(dataset, output_len)
+    except WorkloadError as err:
+        raise UsageError(str(err)) from None
     if len(groups) < 2:
         raise UsageError(
             f'--per-category: --dataset={dataset} has fewer than two "category" values'
         )
-    rng = random.Random(seed)
-    out = {}
-    for cat, specs in sorted(groups.items()):
-        n = max(1, num_prompts // len(groups))
-        out[cat] = (
-            rng.sample(specs, n) if len(specs) >= n else [specs[i % len(specs)] for i in range(n)]
-        )
-    return out
+    return sample_groups(groups, max(1, num_prompts // len(groups)), seed)
 
 
 def category_analysis(

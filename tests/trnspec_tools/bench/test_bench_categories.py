@@ -120,3 +120,25 @@ def test_a_category_that_is_not_a_name_is_named_with_its_line(tmp_path):
     path = write_dataset(tmp_path / "d.jsonl", [{"prompt": "a", "category": ["x"]}])
     with pytest.raises(WorkloadError, match="line 1: category"):
         category_workloads(path, 1, 16, seed=0)
+
+
+def test_a_missing_dataset_is_named_before_any_grouping(tmp_path):
+    from trnspec_tools.bench.bench_categories import category_groups
+
+    with pytest.raises(WorkloadError, match=r"--dataset=.*nope\.jsonl: no such file"):
+        category_groups(str(tmp_path / "nope.jsonl"), 16)
+
+
+def test_bench_and_tune_group_a_dataset_the_same_way(tmp_path):
+    """tune splits --num-prompts over the categories; bench takes --num-prompts of each. Both draw
+    from the same groups with the same seeded sampling."""
+    from trnspec_tools.tune.tune import category_specs
+
+    path = tmp_path / "d.jsonl"
+    lines = [{"prompt": f"w{i}", "category": "writing"} for i in range(9)]
+    lines += [{"prompt": f"c{i}", "category": 7} for i in range(9)]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    bench = category_workloads(str(path), 3, 16, seed=5)
+    tune = category_specs(str(path), 6, 16, seed=5)
+    assert list(bench) == list(tune) == ["7", "writing"]
+    assert bench == tune
