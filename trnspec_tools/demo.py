@@ -33,6 +33,7 @@ from rich.table import Table
 
 from trnspec_tools.bench.bench_report import atomic_write_text
 from trnspec_tools.bench.bench_run import RunOptions, run_level
+from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
 from trnspec_tools.bench.bench_workload import RequestSpec
 from trnspec_tools.client.metrics import Acceptance
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
@@ -108,13 +109,16 @@ def summary(
     baseline: Run, spec: Run, accept: Acceptance, k: int, match: bool, smoke: SmokeResult
 ) -> dict[str, Any]:
     speedup = spec.tokens_per_s / baseline.tokens_per_s if baseline.tokens_per_s else None
+    implausible = exceeds_tokens_per_step(speedup, accept.mean_accepted_length)
     return {
         "acceptance_rate": accept.acceptance_rate,
         "mean_accepted_length": accept.mean_accepted_length,
         "acceptance_per_position": accept.per_position,
         "tokens_per_s_baseline": baseline.tokens_per_s,
         "tokens_per_s_spec": spec.tokens_per_s,
-        "speedup": speedup,
+        # right or absent: a ratio above the tokens per step measures a slow baseline arm
+        "speedup": None if implausible else speedup,
+        "implausible_speedup": speedup if implausible else None,
         "greedy_match": match,
         "k": k,
         "requests": len(spec.outputs),
@@ -141,7 +145,13 @@ def summary_table(report: dict[str, Any]) -> Table:
     rows = [
         ("tokens/s, baseline", _fmt(report["tokens_per_s_baseline"], ".1f"), ""),
         ("tokens/s, speculative", _fmt(report["tokens_per_s_spec"], ".1f"), ""),
-        ("speedup", _fmt(report["speedup"]), f">= {TARGET_SPEEDUP}"),
+        (
+            "speedup",
+            _fmt(report["speedup"])
+            if report.get("implausible_speedup") is None
+            else f"n/a ({report['implausible_speedup']:.2f}x > tokens per step: baseline ran slow)",
+            f">= {TARGET_SPEEDUP}",
+        ),
         ("acceptance rate", _fmt(report["acceptance_rate"]), f">= {TARGET_ACCEPTANCE}"),
         ("mean accepted length", _fmt(report["mean_accepted_length"]), f"<= {report['k'] + 1}"),
         ("greedy outputs identical", str(report["greedy_match"]), "True"),

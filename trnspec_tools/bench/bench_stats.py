@@ -138,6 +138,24 @@ def aggregate(
 BURST_ITL_MS = 0.05
 
 
+#: Slack on the bound speedup <= tokens per step (run-to-run noise of two arms measured apart).
+SPEEDUP_BOUND_SLACK = 0.10
+
+
+def exceeds_tokens_per_step(speedup: float | None, tokens_per_step: float | None) -> bool:
+    """Whether a measured speedup is physically impossible for its acceptance.
+
+    A speculative step does all a plain step does (the target's pass over each sequence) plus
+    the drafts and the extra verified positions, so it is never cheaper; it emits
+    `tokens_per_step` tokens per sequence against one. Speedup over plain decoding at the same
+    concurrency is therefore at most the tokens per step; beyond it (with SPEEDUP_BOUND_SLACK)
+    the baseline arm ran slower than plain decoding does (a stalled server, a disturbed host)
+    and the ratio measures that, not speculation. Unknown inputs are not judged (False)."""
+    if speedup is None or tokens_per_step is None or tokens_per_step < 1.0:
+        return False
+    return speedup > tokens_per_step * (1.0 + SPEEDUP_BOUND_SLACK)
+
+
 def compare(target: dict[str, object], baseline: dict[str, object]) -> dict[str, object]:
     """A/B figures: throughput speedup and relative change of median ITL, TPOT, TTFT and E2E.
 
@@ -173,10 +191,28 @@ def compare(target: dict[str, object], baseline: dict[str, object]) -> dict[str,
         "ttft_p50_change": change("ttft_ms"),
         "e2e_p50_change": change("e2e_ms"),
     }
+    notes = []
     if bursty:
-        out["note"] = (
+        notes.append(
             f"{' and '.join(bursty)} streamed in bursts (median ITL < {BURST_ITL_MS} ms): the"
             " server merged queued tokens into single chunks, so ITL/TPOT changes are omitted;"
             " compare throughput and E2E"
         )
+    tau = target.get("mean_accepted_length")
+    speedup = out["speedup_output_tokens_per_s"]
+    if (
+        isinstance(tau, int | float)
+        and isinstance(speedup, float)
+        and exceeds_tokens_per_step(speedup, float(tau))
+    ):
+        out["speedup_output_tokens_per_s"] = None
+        out["implausible_speedup"] = speedup
+        notes.append(
+            f"measured speedup {speedup:.2f}x exceeds the {tau:.2f} tokens per step the"
+            " target's counters show; a speculative step is never cheaper than a plain one,"
+            " so the baseline arm ran slow (stalled server or busy host): speedup omitted,"
+            " re-measure"
+        )
+    if notes:
+        out["note"] = "; ".join(notes)
     return out

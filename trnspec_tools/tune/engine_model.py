@@ -31,6 +31,8 @@ from trnspec.perf_model import (
     step_cost,
 )
 
+from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
+
 
 @dataclass(frozen=True)
 class SweepPoint:
@@ -205,20 +207,33 @@ def validation_rows(
                 "predicted_speedup": predicted,
                 "error": predicted / measured - 1.0,
                 "used_for_fit": used_for_fit(p, fit.fit_concurrency),
+                # above its tokens per step: the baseline at this concurrency ran slow
+                "implausible": exceeds_tokens_per_step(measured, p.mean_accepted_length),
             }
         )
     return out
 
 
 def held_out_summary(rows: Sequence[dict[str, object]]) -> dict[str, object]:
-    errors = [abs(float(r["error"])) for r in rows if not r["used_for_fit"]]  # type: ignore[arg-type]
+    """Errors over the held-out rows whose measurement is possible (implausible ones counted
+    apart: an error against a disturbed baseline says nothing about the model)."""
+    held = [r for r in rows if not r["used_for_fit"]]
+    errors = [abs(float(r["error"])) for r in held if not r.get("implausible")]  # type: ignore[arg-type]
+    implausible = len(held) - len(errors)
     if not errors:
-        return {"rows": 0, "max_abs_error": None, "mean_abs_error": None, "within_15pct": None}
+        return {
+            "rows": 0,
+            "max_abs_error": None,
+            "mean_abs_error": None,
+            "within_15pct": None,
+            "implausible_rows": implausible,
+        }
     return {
         "rows": len(errors),
         "max_abs_error": max(errors),
         "mean_abs_error": sum(errors) / len(errors),
         "within_15pct": sum(e <= 0.15 for e in errors),
+        "implausible_rows": implausible,
     }
 
 

@@ -40,6 +40,7 @@ from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
 from trnspec_tools.bench.bench_categories import category_groups, sample_groups
 from trnspec_tools.bench.bench_report import atomic_write_text, plot_k_sweep, tune_markdown
 from trnspec_tools.bench.bench_run import run_level, run_options_from_args
+from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
 from trnspec_tools.bench.bench_workload import (
     RequestSpec,
     WorkloadError,
@@ -174,10 +175,19 @@ def analyse(
 ) -> dict[str, Any]:
     """Fit the model to the runs and build the per-k table and recommendation (pure)."""
     base_tps = float(baseline["output_tokens_per_s"])
+
+    def speedup(r: dict[str, Any] | None) -> float | None:
+        """The run's measured speedup; absent when it exceeds its tokens per step (the baseline
+        ran slow: bench_stats.exceeds_tokens_per_step) or there is no baseline."""
+        if r is None or base_tps <= 0:
+            return None
+        value = float(r["output_tokens_per_s"]) / base_tps
+        return None if exceeds_tokens_per_step(value, r.get("mean_accepted_length")) else value
+
     measurements = []
     for k, r in sorted(runs.items()):
         mal = r.get("mean_accepted_length")
-        if mal is None or base_tps <= 0:
+        if mal is None or speedup(r) is None:
             continue
         deltas = r.get("spec_decode_deltas") or {}
         per_pos = r.get("acceptance_per_position")
@@ -191,7 +201,10 @@ def analyse(
             )
         )
     if not measurements:
-        raise UsageError("no k run produced acceptance figures (all requests failed?)")
+        raise UsageError(
+            "no k run produced a usable measurement (no acceptance figures, or every speedup"
+            " above its tokens per step: the baseline ran slow; re-measure)"
+        )
     model = fit(measurements)
     k_top = max(k_max, *runs)
     rows = []
@@ -202,7 +215,8 @@ def analyse(
                 "k": k,
                 "predicted_speedup": model.predicted_speedup(k),
                 "predicted_tokens_per_step": model.tokens_per_step(k),
-                "measured_speedup": (float(r["output_tokens_per_s"]) / base_tps) if r else None,
+                "measured_speedup": speedup(r),
+                "implausible": r is not None and base_tps > 0 and speedup(r) is None,
                 "output_tokens_per_s": r["output_tokens_per_s"] if r else None,
                 "mean_accepted_length": r.get("mean_accepted_length") if r else None,
                 "acceptance_rate": r.get("acceptance_rate") if r else None,
@@ -553,6 +567,12 @@ def concurrency_markdown(result: dict[str, Any]) -> str:
             f" {ho['within_15pct']} of {ho['rows']} within 15 %."
             if ho["rows"]
             else " none."
+        )
+        + (
+            f" {ho['implausible_rows']} held-out row(s) left out: measured speedup above the"
+            " tokens per step, i.e. the baseline at that concurrency ran slow (re-measure)."
+            if ho.get("implausible_rows")
+            else ""
         ),
         "",
         "| concurrency | k | mean acc. len | measured speedup | predicted speedup | error |"
@@ -563,7 +583,8 @@ def concurrency_markdown(result: dict[str, Any]) -> str:
         lines.append(
             f"| {r['concurrency']} | {r['k']} | {r['mean_accepted_length']:.2f}"
             f" | {r['measured_speedup']:.2f}x | {r['predicted_speedup']:.2f}x"
-            f" | {r['error']:+.1%} | {'yes' if r['used_for_fit'] else 'no'} |"
+            f" | {r['error']:+.1%}{' (implausible)' if r.get('implausible') else ''}"
+            f" | {'yes' if r['used_for_fit'] else 'no'} |"
         )
     rec = cv["recommendation_by_batch"]
     lines += ["", "Recommended k per batch on this engine: " + _by_batch(rec)]

@@ -19,16 +19,22 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_bench_local_spec_vs_baseline_reads_acceptance_from_the_server(tmp_path):
+    """k=1, so a speculative step emits at most 2 tokens: a speedup above that (with slack) means
+    the baseline arm ran slower than plain decoding, as it did at concurrency 8 while vLLM's
+    async scheduling stalled the CPU server (3.9x measured from k=1); bench then leaves the
+    speedup out, and this test fails."""
     out = tmp_path / "bench.json"
     code = bench_main(
         [
             "--local",
             "--compare",
             "local",
+            "--set",
+            "speculation.num_speculative_tokens=1",
             "--concurrency",
-            "1",
+            "1,8",
             "--num-prompts",
-            "6",
+            "16",
             "--input-len",
             "16",
             "--output-len",
@@ -40,20 +46,23 @@ def test_bench_local_spec_vs_baseline_reads_acceptance_from_the_server(tmp_path)
     )
     assert code == 0
     result = json.loads(out.read_text())
-    target, baseline = result["runs"]
-    assert target["acceptance_source"] == "server-metrics"
-    assert 0.0 < target["acceptance_rate"] <= 1.0
-    assert (
-        1.0
-        < target["mean_accepted_length"]
-        <= 1
-        + target["spec_decode_deltas"]["num_draft_tokens"]
-        / target["spec_decode_deltas"]["num_drafts"]
-    )
-    assert baseline["acceptance_source"] in ("estimate-from-chunks", None)
-    assert target["errors"]["total"] == baseline["errors"]["total"] == 0
-    assert target["output_tokens"] == baseline["output_tokens"] == 6 * 48
-    assert result["comparison"][0]["speedup_output_tokens_per_s"] > 0
+    runs = result["runs"]
+    assert len(runs) == 4  # target and baseline at each of the two concurrencies
+    for target in (r for r in runs if r["arm"] == "target"):
+        assert target["acceptance_source"] == "server-metrics"
+        assert 0.0 < target["acceptance_rate"] <= 1.0
+        deltas = target["spec_decode_deltas"]
+        assert (
+            1.0
+            < target["mean_accepted_length"]
+            <= 1 + deltas["num_draft_tokens"] / deltas["num_drafts"]
+        )
+    for baseline in (r for r in runs if r["arm"] == "baseline"):
+        assert baseline["acceptance_source"] in ("estimate-from-chunks", None)
+    assert all(r["errors"]["total"] == 0 and r["output_tokens"] == 16 * 48 for r in runs)
+    for comparison in result["comparison"]:
+        assert comparison["speedup_output_tokens_per_s"] is not None, comparison
+        assert comparison["speedup_output_tokens_per_s"] > 0
 
 
 def test_tune_local_sweep_writes_an_override_the_profile_accepts(tmp_path):

@@ -132,3 +132,27 @@ def test_median_interval_needs_enough_values_for_the_coverage():
     assert median_interval([1.0, 2.0, 3.0, 4.0], 0.9) is None  # best is (x1, x4): 87.5 %
     assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0], 0.9) == (1.0, 5.0)  # 93.75 %
     assert median_interval([], 0.9) is None
+
+
+def test_a_speedup_above_the_tokens_per_step_is_impossible():
+    from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
+
+    # a speculative step is never cheaper than a plain one: speedup <= tokens per step
+    assert not exceeds_tokens_per_step(1.9, 4.7)
+    assert not exceeds_tokens_per_step(4.9, 4.7)  # within the 10 % slack for noise
+    assert exceeds_tokens_per_step(3.94, 1.99)  # make tune, c=8, k=1, baseline stalled
+    assert not exceeds_tokens_per_step(None, 2.0) and not exceeds_tokens_per_step(3.0, None)
+
+
+def test_compare_omits_a_speedup_the_acceptance_cannot_explain_and_says_why():
+    from trnspec_tools.bench.bench_stats import compare
+
+    target = {"output_tokens_per_s": 1034.0, "mean_accepted_length": 1.99}
+    baseline = {"output_tokens_per_s": 262.7}
+    out = compare(target, baseline)
+    assert out["speedup_output_tokens_per_s"] is None
+    assert abs(out["implausible_speedup"] - 1034.0 / 262.7) < 1e-9
+    assert "exceeds the 1.99 tokens per step" in out["note"]
+    fine = compare({"output_tokens_per_s": 300.0, "mean_accepted_length": 4.7}, baseline)
+    assert abs(fine["speedup_output_tokens_per_s"] - 300.0 / 262.7) < 1e-9
+    assert "implausible_speedup" not in fine

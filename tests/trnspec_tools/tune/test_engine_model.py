@@ -104,3 +104,14 @@ def test_per_position_acceptance_drives_tokens_per_step_where_measured():
     assert f(2) == pytest.approx(1 + 0.9 + 0.45)
     assert f(3) == pytest.approx(1 + 0.9 + 0.45 + 0.225)  # last position's rate carries on
     assert conditional_tokens_per_step([], 0.5)(2) == pytest.approx(1.75)
+
+
+def test_held_out_errors_leave_out_rows_whose_baseline_ran_slow():
+    rows = [
+        {"used_for_fit": False, "error": 0.10, "implausible": False},
+        {"used_for_fit": False, "error": -0.65, "implausible": True},
+        {"used_for_fit": True, "error": 0.01, "implausible": False},
+    ]
+    summary = held_out_summary(rows)
+    assert summary["rows"] == 1 and summary["implausible_rows"] == 1
+    assert summary["mean_abs_error"] == pytest.approx(0.10)

@@ -346,3 +346,14 @@ def test_per_category_sweep_against_fake_servers_reports_acceptance_per_category
         # the fake server accepts 3, 2, 1 tokens per step in turn: mean 2
         assert entry["acceptance"]["2"]["mean_accepted_length"] == pytest.approx(2.0, abs=0.35)
         assert 0.0 < entry["alpha"] < 1.0
+
+
+def test_a_speedup_above_its_tokens_per_step_is_left_out_of_the_fit_and_the_table():
+    baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
+    runs[1]["output_tokens_per_s"] = 400.0  # 4x from a window of 1 (at most 2 tokens per step)
+    a = analyse(baseline, runs, k_max=7)
+    row1 = next(r for r in a["rows"] if r["k"] == 1)
+    assert row1["measured_speedup"] is None and row1["implausible"] is True
+    assert a["recommendation"]["k"] == 2  # from the plausible runs, as without k=1
+    assert a["fit"]["alpha"] == pytest.approx(0.6, abs=1e-3)
+    assert not any(r["implausible"] for r in a["rows"] if r["k"] != 1)
