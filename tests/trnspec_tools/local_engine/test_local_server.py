@@ -218,3 +218,45 @@ def test_entering_a_started_server_does_not_start_a_second_one(
     while not gone(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert gone(pid)
+
+
+REPORTS_PLACEMENT = """
+import http.server, json, os, sys
+bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND")
+seen = {"cpus": sorted(os.sched_getaffinity(0)), "bind": bind}
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(json.dumps(seen).encode())
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs CPU affinity and two CPUs",
+)
+def test_the_server_runs_off_the_cpus_it_binds_the_model_worker_to(
+    stand_in: list[str], model_dirs: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
+    cpus = sorted(os.sched_getaffinity(0))
+    stand_in[0] = REPORTS_PLACEMENT
+    with LocalServer(model_dirs, log_path=tmp_path / "s.log") as server:
+        seen = httpx.get(f"{server.base_url}/v1/models").json()
+        assert server.client_cpus == (cpus[-1],)
+    assert seen["cpus"] == [cpus[-1]]
+    assert seen["bind"] == ",".join(str(c) for c in cpus[:-1])
+    assert sorted(os.sched_getaffinity(0)) == cpus  # the launcher itself is not moved
+
+
+def test_a_worker_binding_set_by_the_user_is_kept_and_nothing_is_pinned(
+    stand_in: list[str], model_dirs: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+    stand_in[0] = REPORTS_PLACEMENT
+    with LocalServer(model_dirs, log_path=tmp_path / "s.log") as server:
+        seen = httpx.get(f"{server.base_url}/v1/models").json()
+        assert server.client_cpus is None
+    assert seen["bind"] == "nobind"
+    assert seen["cpus"] == sorted(os.sched_getaffinity(0))
