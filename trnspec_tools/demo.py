@@ -38,7 +38,6 @@ from trnspec_tools.bench.bench_workload import RequestSpec
 from trnspec_tools.client.metrics import Acceptance
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
 from trnspec_tools.local_engine import tiny_corpus
-from trnspec_tools.local_engine.cpu_placement import running_on
 from trnspec_tools.local_engine.local_server import LocalServer, LocalServerError, exit_on_sigterm
 from trnspec_tools.local_engine.tiny_models import ensure_tiny_models
 from trnspec_tools.smoke import SmokeResult, report_table, run_smoke
@@ -204,11 +203,7 @@ def run_demo(
     baseline_server = LocalServer([*overrides, "speculation.method=none"])
     with console.status("baseline server: starting"):
         baseline_server.start()
-    with (
-        baseline_server,
-        running_on(baseline_server.client_cpus),
-        OpenAIClient(baseline_server.base_url) as client,
-    ):
+    with baseline_server, OpenAIClient(baseline_server.base_url) as client:
         console.log(f"baseline server up at {baseline_server.base_url}")
         with console.status("smoke checks (baseline)"):
             baseline_smoke = run_smoke(
@@ -222,11 +217,7 @@ def run_demo(
     spec_server = LocalServer(spec_overrides)
     with console.status(f"speculative server (k={k}): starting"):
         spec_server.start()
-    with (
-        spec_server,
-        running_on(spec_server.client_cpus),
-        OpenAIClient(spec_server.base_url) as client,
-    ):
+    with spec_server, OpenAIClient(spec_server.base_url) as client:
         console.log(f"speculative server up at {spec_server.base_url}")
         with console.status("smoke checks"):
             smoke = run_smoke(

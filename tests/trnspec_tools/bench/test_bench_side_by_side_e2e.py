@@ -26,7 +26,6 @@ import pytest
 
 from trnspec_tools.bench.bench_reference import compare_tools, differs_beyond, markdown
 from trnspec_tools.bench.bench_workload import load_dataset
-from trnspec_tools.local_engine.cpu_placement import running_on
 from trnspec_tools.local_engine.local_server import LocalServer
 from trnspec_tools.local_engine.tiny_corpus import completion_prompts
 
@@ -47,19 +46,16 @@ def test_bench_agrees_with_vllm_bench_serve_on_the_real_server(
         "".join(json.dumps({"prompt": p}) + "\n" for p in completion_prompts(NUM_PROMPTS, seed=7))
     )
     specs = load_dataset(dataset, NUM_PROMPTS, OUTPUT_LEN, seed=0)
-    # Both clients off the model worker's CPUs (bench.py here, vllm bench serve in a child that
-    # inherits the placement), as bench.py --local runs.
-    with running_on(speculative_server.client_cpus):
-        result = compare_tools(
-            speculative_server.base_url,
-            speculative_server.model,
-            specs,
-            CONCURRENCY,
-            tokenizer=Path(speculative_server.config.target.source),
-            work=tmp_path,
-            repeats=REPEATS,
-            warmup_rounds=1,
-        )
+    result = compare_tools(
+        speculative_server.base_url,
+        speculative_server.model,
+        specs,
+        CONCURRENCY,
+        tokenizer=Path(speculative_server.config.target.source),
+        work=tmp_path,
+        repeats=REPEATS,
+        warmup_rounds=1,
+    )
     ratios = result["pair_ratios"]
     load = os.getloadavg()
     with capsys.disabled():
