@@ -30,6 +30,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from trnspec.cli import add_set_argument
 
 from trnspec_tools.bench.bench_report import atomic_write_text
 from trnspec_tools.bench.bench_run import RunOptions, run_level
@@ -255,7 +256,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=4, help="draft tokens per step")
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
+    add_set_argument(parser, help="profile override for both servers (repeatable)")
     parser.add_argument("--report", type=Path, default=DEFAULT_REPORT)
     parser.add_argument("--strict", action="store_true", help="fail below the targets too")
     parser.add_argument(

@@ -29,6 +29,7 @@ from rich.table import Table
 
 from trnspec_tools.client.client_args import (
     add_client_args,
+    add_model_args,
     api_key,
     client_arg_problems,
     deadlines,
@@ -317,7 +318,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--endpoint", help="base URL, e.g. http://127.0.0.1:8000")
     add_stack_arguments(parser, where)
     parser.add_argument("--baseline-endpoint", default=None)
-    parser.add_argument("--model", default=None, help="default: the first served model")
+    add_model_args(parser, api=False)
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument(
         "--no-speculation",

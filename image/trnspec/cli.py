@@ -40,13 +40,17 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--profile", help="a shipped profile (see `trnspec profiles`)")
     source.add_argument("--config", metavar="FILE", help="a YAML/JSON ServingConfig file")
+    add_set_argument(parser)
+
+
+def add_set_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    help: str = "override a field, e.g. --set speculation.num_speculative_tokens=5 (repeatable)",
+) -> None:
+    """Repeatable `--set PATH=VALUE` into `args.overrides`: the one flag for the override
+    grammar of `apply_overrides`, shared by trnspec and the tools that launch a profile."""
     parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="PATH=VALUE",
-        help="override a field, e.g. --set speculation.num_speculative_tokens=5 (repeatable)",
+        "--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE", help=help
     )
 
 

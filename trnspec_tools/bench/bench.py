@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from trnspec.cli import add_set_argument
 from trnspec.config import ConfigError
 
 from trnspec_tools.bench.bench_categories import (
@@ -60,7 +61,11 @@ from trnspec_tools.bench.bench_workload import (
 )
 from trnspec_tools.bench.pricing import PriceError, resolve_price
 from trnspec_tools.bench.workload_args import add_workload_args
-from trnspec_tools.client.client_args import add_client_args, client_arg_problems
+from trnspec_tools.client.client_args import (
+    add_client_args,
+    add_model_args,
+    client_arg_problems,
+)
 from trnspec_tools.client.served_model import discover_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
 from trnspec_tools.local_engine.local_server import LocalServerError
@@ -103,17 +108,12 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     target.add_argument(
         "--local", action="store_true", help="start the local speculative server (LocalServer)"
     )
-    target.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="PATH=VALUE",
+    add_set_argument(
+        target,
         help="profile override for --local or --profile (repeatable),"
         " e.g. speculation.num_speculative_tokens=2",
     )
-    target.add_argument("--model", help="served model name (default: first of /v1/models)")
-    target.add_argument("--api", choices=("completions", "chat"), default="completions")
+    add_model_args(target)
     target.add_argument(
         "--compare",
         metavar="BASELINE_URL|local",

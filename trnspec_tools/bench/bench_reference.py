@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from trnspec.cli import add_set_argument
+
 from trnspec_tools.bench.bench import Arm, opened
 from trnspec_tools.bench.bench_report import atomic_write_text
 from trnspec_tools.bench.bench_run import RunOptions, run_level
@@ -43,7 +45,12 @@ from trnspec_tools.bench.bench_workload import (
     select_workload,
 )
 from trnspec_tools.bench.workload_args import add_workload_args
-from trnspec_tools.client.client_args import add_api_key_arg, api_key, api_key_arg_problem
+from trnspec_tools.client.client_args import (
+    add_api_key_arg,
+    add_model_args,
+    api_key,
+    api_key_arg_problem,
+)
 from trnspec_tools.client.served_model import discover_model
 
 # `vllm bench serve` is vllm.entrypoints.cli.benchmark.serve: add_cli_args + main of
@@ -401,17 +408,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench_reference.py", description=__doc__.splitlines()[0])
     p.add_argument("--endpoint", help="base URL of a running server")
     p.add_argument("--local", action="store_true", help="start the local speculative server")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="PATH=VALUE",
-        help="profile override for --local (repeatable)",
-    )
-    p.add_argument("--model")
+    add_set_argument(p, help="profile override for --local (repeatable)")
+    add_model_args(p)
     p.add_argument("--tokenizer", type=Path, help="tokenizer dir for vllm bench (default: built)")
-    p.add_argument("--api", choices=("completions", "chat"), default="completions")
     p.add_argument(
         "--concurrency", type=int, default=4, help="one level (vllm bench --max-concurrency)"
     )

@@ -56,6 +56,16 @@ def add_client_args(
     add_api_key_arg(parser)
 
 
+def add_model_args(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, api: bool = True
+) -> None:
+    """--model (the served name; default: the first of /v1/models) and, with `api`,
+    --api (which OpenAI route the requests use)."""
+    parser.add_argument("--model", help="served model name (default: first of /v1/models)")
+    if api:
+        parser.add_argument("--api", choices=("completions", "chat"), default="completions")
+
+
 def add_api_key_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """`--api-key-env NAME` alone, for tools whose other client settings are not ours."""
     parser.add_argument(

@@ -32,6 +32,7 @@ from types import TracebackType
 
 import httpx
 from trnspec.checks import validate
+from trnspec.cli import add_set_argument
 from trnspec.config import ConfigError, ServingConfig, apply_overrides, load_profile
 from trnspec.render import RenderedCommand, render
 
@@ -283,7 +284,7 @@ def exit_on_sigterm() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default=TINY_PROFILE)
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
+    add_set_argument(parser)
     parser.add_argument("--port", type=int, default=None, help="default: a free ephemeral port")
     parser.add_argument("--log", type=Path, default=None, help="server log file")
     args = parser.parse_args(argv)

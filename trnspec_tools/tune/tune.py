@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from trnspec.cli import add_set_argument
 from trnspec.config import ConfigError
 
 from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
@@ -47,7 +48,11 @@ from trnspec_tools.bench.bench_workload import (
     select_workload,
 )
 from trnspec_tools.bench.workload_args import add_workload_args
-from trnspec_tools.client.client_args import add_client_args, client_arg_problems
+from trnspec_tools.client.client_args import (
+    add_client_args,
+    add_model_args,
+    client_arg_problems,
+)
 from trnspec_tools.client.served_model import discover_model
 from trnspec_tools.local_engine.local_server import LocalServerError, model_overrides
 from trnspec_tools.tune.engine_model import (
@@ -68,14 +73,7 @@ OVERRIDE_KEY = "speculation.num_speculative_tokens"
 def add_cli_args(p: argparse.ArgumentParser) -> None:
     """The tuner flags (`python -m trnspec_tools tune` and scripts/tune.py)."""
     p.add_argument("--k", help="k values to run through the local launcher, e.g. 1,2,4,6")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="PATH=VALUE",
-        help="extra profile overrides for the local launcher (repeatable)",
-    )
+    add_set_argument(p, help="extra profile overrides for the local launcher (repeatable)")
     p.add_argument(
         "--endpoint-for-k",
         action="append",
@@ -88,8 +86,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         help="baseline URL (speculation off); required with"
         " --endpoint-for-k, default: the local launcher",
     )
-    p.add_argument("--model", help="served model name (default: first of /v1/models)")
-    p.add_argument("--api", choices=("completions", "chat"), default="completions")
+    add_model_args(p)
     p.add_argument(
         "--fit-concurrency",
         type=int,
