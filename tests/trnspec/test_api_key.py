@@ -101,6 +101,15 @@ def test_readiness_probe_passes_vllms_guard_only_with_the_key(guarded_server: st
     assert http_probe(guarded_server, MODEL, headers=auth_headers("wrong" * 8))() is False
 
 
+def test_the_readiness_probe_keeps_the_key_out_of_its_repr() -> None:
+    """A traceback or a log line that prints the probe must not print the key it sends."""
+    from trnspec.serve import http_probe
+
+    probe = http_probe("http://127.0.0.1:1", MODEL, headers=auth_headers(KEY))
+    assert probe.headers == auth_headers(KEY)
+    assert KEY not in repr(probe)
+
+
 def test_health_and_metrics_stay_open_for_the_kubelet_and_prometheus(guarded_server: str) -> None:
     assert httpx.get(f"{guarded_server}/health").status_code == 200
     assert httpx.get(f"{guarded_server}/metrics").status_code == 200

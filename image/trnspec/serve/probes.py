@@ -37,7 +37,8 @@ class ModelProbe:
     base_url: str
     model: str
     timeout: float = 2.0
-    headers: Mapping[str, str] = field(default_factory=dict)
+    #: Holds the API key: kept out of the repr, as everywhere the key is held.
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __call__(self) -> bool:
         import httpx
