@@ -32,6 +32,11 @@ from trnspec.perf_model import (
 )
 
 from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
+from trnspec_tools.tune.window_model import (
+    expected_tokens_per_step,
+    precompile_set,
+    tokens_per_step_from_conditional,
+)
 
 
 @dataclass(frozen=True)
@@ -256,8 +261,7 @@ def recommend(
     paying = sorted({p.k for p in best.values() if p.k > 0})
     precompile = set(paying)
     if paying:
-        first = best[min(best)].k
-        precompile |= {k for k in (first - 1, first + 1) if 1 <= k <= k_max}
+        precompile |= set(precompile_set(best[min(best)].k, k_max))
     return {
         "best_k_per_batch": {
             str(b): {"k": p.k, "predicted_speedup": round(p.speedup, 3)}
@@ -273,11 +277,6 @@ def conditional_tokens_per_step(
 ) -> Callable[[int], float]:
     """k -> tokens per step from per-position (conditional) acceptance where measured, the
     single rate beyond."""
-    from trnspec_tools.tune.window_model import (
-        expected_tokens_per_step,
-        tokens_per_step_from_conditional,
-    )
-
     if conditional:
-        return lambda k: tokens_per_step_from_conditional(conditional, k) if k > 0 else 1.0
+        return lambda k: tokens_per_step_from_conditional(conditional, k)
     return lambda k: expected_tokens_per_step(alpha, k)

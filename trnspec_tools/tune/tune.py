@@ -30,7 +30,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ from trnspec_tools.client.client_args import (
 from trnspec_tools.client.served_model import discover_model
 from trnspec_tools.local_engine.local_server import LocalServerError, model_overrides
 from trnspec_tools.tune.engine_model import (
+    EngineFit,
     EngineSetup,
     SweepPoint,
     conditional_tokens_per_step,
@@ -389,33 +390,42 @@ def sweep_points(baseline: Levels, runs: dict[int, Levels]) -> list[SweepPoint]:
     return out
 
 
-def concurrency_analysis(
-    baseline: Levels,
-    runs: dict[int, Levels],
+def engine_recommendation(
     setup: EngineSetup,
-    fit_concurrency: int,
-    conditional: Sequence[float],
-    alpha: float,
+    fit: EngineFit,
+    tokens_per_step: Callable[[int], float],
     batches: Sequence[int],
     k_max: int,
 ) -> dict[str, Any]:
-    """Fit the step-time model at one concurrency, check it on the others, recommend k (pure)."""
-    points = sweep_points(baseline, runs)
-    fit = fit_engine(points, setup, fit_concurrency)
-    rows = validation_rows(points, setup, fit)
-    tps = conditional_tokens_per_step(conditional, alpha)
-    rec = recommend(
+    """k per batch on the local engine with its fitted constants (pure)."""
+    return recommend(
         setup.target,
         setup.method,
         setup.draft,
-        tps,
+        tokens_per_step,
         deployment(setup, fit.hardware),
         fit.efficiency,
         batches,
         k_max,
     )
+
+
+def concurrency_analysis(
+    points: Sequence[SweepPoint],
+    setup: EngineSetup,
+    fit: EngineFit,
+    conditional: Sequence[float],
+    alpha: float,
+    batches: Sequence[int],
+    k_max: int,
+) -> dict[str, Any]:
+    """Check the step-time model fitted at one concurrency on the others, recommend k (pure)."""
+    rows = validation_rows(points, setup, fit)
+    rec = engine_recommendation(
+        setup, fit, conditional_tokens_per_step(conditional, alpha), batches, k_max
+    )
     return {
-        "fit_concurrency": fit_concurrency,
+        "fit_concurrency": fit.fit_concurrency,
         "constants": fit.constants(),
         "fit_rms_log_error": fit.rms_log_error,
         "rows": rows,
@@ -426,7 +436,6 @@ def concurrency_analysis(
 
 def trn2_recommendation(
     profile: str,
-    overrides: Sequence[str],
     conditional: Sequence[float],
     alpha: float,
     batches: Sequence[int],
@@ -434,11 +443,11 @@ def trn2_recommendation(
 ) -> dict[str, Any]:
     """k per batch, precompile set and switch-off batch for a Trn2 profile, from the measured
     acceptance and the calibrated Trn2 constants."""
-    from trnspec.config import apply_overrides, load_profile
+    from trnspec.config import load_profile
     from trnspec.images import image_spec
     from trnspec.predict import profile_model
 
-    cfg = apply_overrides(load_profile(profile), list(overrides))
+    cfg = load_profile(profile)
     model = profile_model(cfg, context_tokens)
     k_max = image_spec(cfg.image).max_speculative_tokens
     rec = recommend(
@@ -657,9 +666,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif len(levels) < 2:
         concurrency = "needs at least two --concurrency levels"
     else:
+        points = sweep_points(baseline_by_c, runs_by_c)
         try:
+            fitted = fit_engine(points, setup, fit_c)
             concurrency = concurrency_analysis(
-                baseline_by_c, runs_by_c, setup, fit_c, conditional, alpha, batches, args.k_max
+                points, setup, fitted, conditional, alpha, batches, args.k_max
             )
         except ValueError as exc:
             concurrency = f"could not fit: {exc}"
@@ -668,7 +679,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             trn2 = trn2_recommendation(
                 args.trn2_profile,
-                [],
                 conditional,
                 alpha,
                 batches,
@@ -678,18 +688,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             trn2 = f"--trn2-profile={args.trn2_profile}: {exc}"
     recommend_for = None
     if isinstance(concurrency, dict) and not isinstance(setup, str):
-        fitted = fit_engine(sweep_points(baseline_by_c, runs_by_c), setup, fit_c)
 
         def recommend_for(cond: list[float], a: float) -> dict[str, Any]:
-            return recommend(
-                setup.target,
-                setup.method,
-                setup.draft,
-                conditional_tokens_per_step(cond, a),
-                deployment(setup, fitted.hardware),
-                fitted.efficiency,
-                batches,
-                args.k_max,
+            return engine_recommendation(
+                setup, fitted, conditional_tokens_per_step(cond, a), batches, args.k_max
             )
 
     result = {

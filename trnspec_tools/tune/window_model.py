@@ -19,16 +19,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-
-def expected_tokens_per_step(alpha: float, k: int) -> float:
-    """Mean tokens emitted by one verification step with i.i.d. acceptance alpha."""
-    if k < 0:
-        raise ValueError(f"k={k}: the window must be >= 0")
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha={alpha}: an acceptance rate lies in [0, 1]")
-    if math.isclose(alpha, 1.0, abs_tol=1e-12):
-        return float(k + 1)
-    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+# The one geometric sum (1 - a^(k+1)) / (1 - a), under this module's name.
+from trnspec.perf_model import tokens_per_step as expected_tokens_per_step
 
 
 def tokens_per_step_from_conditional(conditional: Sequence[float], k: int) -> float:

@@ -164,8 +164,8 @@ def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
     from trnspec.model_shapes import ModelShape
     from trnspec.perf_model import Efficiency, Hardware
 
-    from trnspec_tools.tune.engine_model import EngineSetup, model_step_s
-    from trnspec_tools.tune.tune import concurrency_analysis
+    from trnspec_tools.tune.engine_model import EngineSetup, fit_engine, model_step_s
+    from trnspec_tools.tune.tune import concurrency_analysis, sweep_points
 
     target = ModelShape("t", 4, 256, 4, 2, 64, 768, 4096, True)
     draft = ModelShape("d", 1, 128, 2, 1, 64, 384, 4096, True)
@@ -180,7 +180,9 @@ def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
             tau = expected_tokens_per_step(alpha, k)
             tps = c * tau / model_step_s(setup, hw, eff, c, k)
             runs.setdefault(k, {})[c] = _level_stats(tps, tau)
-    out = concurrency_analysis(baseline, runs, setup, 2, [alpha], alpha, [1, 4, 64, 4096], 6)
+    points = sweep_points(baseline, runs)
+    fit = fit_engine(points, setup, 2)
+    out = concurrency_analysis(points, setup, fit, [alpha], alpha, [1, 4, 64, 4096], 6)
     assert out["fit_concurrency"] == 2
     assert {(r["concurrency"], r["used_for_fit"]) for r in out["rows"]} == {
         (1, False),
@@ -200,8 +202,8 @@ def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
 def test_trn2_advice_uses_the_measured_acceptance_and_the_image_limit():
     from trnspec_tools.tune.tune import trn2_recommendation
 
-    high = trn2_recommendation("qwen3-32b-draft", [], [0.95], 0.95, [1, 4, 64], 640)
-    low = trn2_recommendation("qwen3-32b-draft", [], [0.5], 0.5, [1, 4, 64], 640)
+    high = trn2_recommendation("qwen3-32b-draft", [0.95], 0.95, [1, 4, 64], 640)
+    low = trn2_recommendation("qwen3-32b-draft", [0.5], 0.5, [1, 4, 64], 640)
     assert high["k_max"] == 7 and all(k <= 7 for k in high["precompile"])
     assert high["best_k_per_batch"]["1"]["k"] > low["best_k_per_batch"]["1"]["k"]
     assert high["best_k_per_batch"]["64"]["k"] == 0
