@@ -62,17 +62,13 @@ def compose(app: App, settings: DeploymentSettings, *, check_placement: bool = T
     serving_settings = check_serving(
         settings.serving, bucket_name=BUCKET_PLACEHOLDER, image_uri="preflight"
     )
-    needs = workload_needs(serving_settings)
-    # Then the platform against the workload, in one pass: the add-ons it needs, and a node
-    # for its pods (read from the manifests the serving stack applies).
-    manifests = preflight_manifests(settings, serving_settings)
-    problems = addon_check_problems(settings, needs)
-    if check_placement:
-        problems += placement_problems(settings.trn2_pools, manifests)
+    problems = platform_problems(settings, serving_settings, check_placement=check_placement)
     if problems:
         raise SettingsError(problems)
     attach_nag(app)
-    platform = PlatformStack(app, settings.stack_name, settings=settings, needs=needs)
+    platform = PlatformStack(
+        app, settings.stack_name, settings=settings, needs=workload_needs(serving_settings)
+    )
     serving = add_serving(app, platform, serving_settings)
     acknowledged = acknowledge(platform)
     return Composition(platform, serving, acknowledged)
@@ -92,22 +88,32 @@ def check_profile(profile: str, overrides: dict[str, Any] | None = None) -> Depl
         settings = load_settings(profile, overrides)
         serving_raw = settings.serving
     except SettingsError as err:
-        problems += err.problems
-        serving_raw = profile_data(profile, overrides).get("serving")
         if any(p.field == "profile" for p in err.problems):
             raise  # the profile itself could not be read: nothing else to check
+        problems += err.problems
+        serving_raw = profile_data(profile, overrides).get("serving")
     try:
         serving = check_serving(serving_raw, bucket_name=BUCKET_PLACEHOLDER, image_uri="preflight")
     except (ServingSettingsError, ConfigError, WorkloadError) as err:
         problems += err.problems
         serving = None
     if settings is not None and serving is not None:
-        manifests = preflight_manifests(settings, serving)
-        problems += addon_check_problems(settings, workload_needs(serving))
-        problems += placement_problems(settings.trn2_pools, manifests)
+        problems += platform_problems(settings, serving)
     if problems or settings is None:
         raise SettingsError(problems, source=f"profile {profile}")
     return settings
+
+
+def platform_problems(
+    settings: DeploymentSettings, serving: ServingSettings, *, check_placement: bool = True
+) -> list[Problem]:
+    """The platform against the workload, in one pass: the add-ons it needs (relations, pins
+    for the cluster's Kubernetes version) and a Trn2 pool whose node fits its pods (read from
+    the manifests the serving stack applies)."""
+    problems = addon_check_problems(settings, workload_needs(serving))
+    if check_placement:
+        problems += placement_problems(settings.trn2_pools, preflight_manifests(settings, serving))
+    return problems
 
 
 def preflight_manifests(
