@@ -6,7 +6,7 @@ kept as data with where each came from and when, because they move and must be r
 anyone quotes them; `--price-per-hour` overrides the table.
 
 Lives in the serving package so `trnspec predict` (installed alone in the image) can price a
-profile; `trnspec_tools/bench/pricing.py` re-exports it for the benchmark and the tuner.
+profile; the benchmark and the tuner import it from here.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from trnspec.cli import add_set_argument
 from trnspec.config import ConfigError
+from trnspec.pricing import PriceError, resolve_price
 
 from trnspec_tools.bench.bench_categories import (
     add_category_arguments,
@@ -59,7 +60,6 @@ from trnspec_tools.bench.bench_workload import (
     WorkloadError,
     select_workload,
 )
-from trnspec_tools.bench.pricing import PriceError, resolve_price
 from trnspec_tools.bench.workload_args import add_workload_args
 from trnspec_tools.client.client_args import (
     add_client_args,

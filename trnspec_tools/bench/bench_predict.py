@@ -30,7 +30,6 @@ from trnspec.config import (
     Problem,
     ServingConfig,
     apply_overrides,
-    list_profiles,
     load_profile,
 )
 from trnspec.predict import ProfileModel, profile_model
@@ -80,11 +79,7 @@ def setup(
         raise ConfigError(
             [Problem("--profile", profile, "predicts Trn2; --local runs the CPU engine")]
         )
-    if profile not in list_profiles():
-        raise ConfigError(
-            [Problem("--profile", profile, f"not a shipped profile ({', '.join(list_profiles())})")]
-        )
-    cfg: ServingConfig = load_profile(profile)
+    cfg: ServingConfig = load_profile(profile)  # ConfigError on --profile when unknown
     if overrides:
         cfg = apply_overrides(cfg, list(overrides))
     words = round(sum(len(p.prompt.split()) for p in prompts) / max(1, len(prompts)))

@@ -16,9 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trnspec.pricing import cost_per_1m_output_tokens
+
 from trnspec_tools.bench.bench_stats import Slo, aggregate
 from trnspec_tools.bench.bench_workload import RequestSpec, arrival_offsets
-from trnspec_tools.bench.pricing import cost_per_1m_output_tokens
 from trnspec_tools.client.bench_client import (
     Api,
     RequestResult,
@@ -35,6 +36,7 @@ from trnspec_tools.client.metrics import (
     acceptance,
     checked_delta,
 )
+from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S
 
 
 @dataclass(frozen=True)
@@ -48,12 +50,12 @@ class RunOptions:
     request_rate: float = float("inf")
     seed: int = 0
     #: per-request deadline for the whole request, s
-    timeout_s: float = 300.0
-    connect_timeout_s: float = 10.0
-    first_byte_timeout_s: float = 120.0
+    timeout_s: float = Deadlines.total_s
+    connect_timeout_s: float = Deadlines.connect_s
+    first_byte_timeout_s: float = Deadlines.first_byte_s
     max_retries: int = 2
     #: longest wait a Retry-After header may ask for before a retry, s
-    retry_after_cap_s: float = 10.0
+    retry_after_cap_s: float = DEFAULT_RETRY_AFTER_CAP_S
     #: sent as "Authorization: Bearer"; kept out of repr so it never reaches a log
     #: (default: $TRNSPEC_API_KEY, so every caller of the runner sends it when it is set)
     api_key: str | None = field(default_factory=default_api_key, repr=False)
@@ -224,8 +226,4 @@ async def run_level(
 
 
 def deadlines(opts: RunOptions) -> Deadlines:
-    return Deadlines(
-        connect_s=min(opts.connect_timeout_s, opts.timeout_s),
-        first_byte_s=min(opts.first_byte_timeout_s, opts.timeout_s),
-        total_s=opts.timeout_s,
-    )
+    return Deadlines.capped(opts.connect_timeout_s, opts.first_byte_timeout_s, opts.timeout_s)

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from trnspec.api_key import auth_headers
+
 from trnspec_tools.bench.bench_workload import RequestSpec
 from trnspec_tools.client.http_stream import ConnectionPool, Deadlines, ProtocolError, Response
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
@@ -37,10 +39,6 @@ ERROR_KINDS = (
     "connect",
     "bad_response",
 )
-
-
-def auth_headers(api_key: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 @dataclass
@@ -87,7 +85,7 @@ class StreamClient:
         self.base_url = base_url.rstrip("/").removesuffix("/v1")
         self.deadlines = deadlines or Deadlines()
         self.retry_after_cap_s = retry_after_cap_s
-        self.pool = ConnectionPool(self.base_url, auth_headers(api_key))
+        self.pool = ConnectionPool(self.base_url, auth_headers(api_key or None))
 
     async def __aenter__(self) -> StreamClient:
         return self

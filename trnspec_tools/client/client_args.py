@@ -118,8 +118,4 @@ def api_key(args: argparse.Namespace) -> str | None:
 
 
 def deadlines(args: argparse.Namespace) -> Deadlines:
-    return Deadlines(
-        connect_s=min(args.connect_timeout, args.timeout),
-        first_byte_s=min(args.first_byte_timeout, args.timeout),
-        total_s=args.timeout,
-    )
+    return Deadlines.capped(args.connect_timeout, args.first_byte_timeout, args.timeout)

@@ -37,16 +37,10 @@ class Deadlines:
     first_byte_s: float = 120.0
     total_s: float = 300.0
 
-    def problems(self) -> list[str]:
-        return [
-            f"{name}={value}: must be > 0 seconds"
-            for name, value in (
-                ("connect timeout", self.connect_s),
-                ("first-byte timeout", self.first_byte_s),
-                ("request timeout", self.total_s),
-            )
-            if not value > 0
-        ]
+    @classmethod
+    def capped(cls, connect_s: float, first_byte_s: float, total_s: float) -> Deadlines:
+        """The three limits, the first two no longer than the whole request's."""
+        return cls(min(connect_s, total_s), min(first_byte_s, total_s), total_s)
 
 
 @dataclass(frozen=True)

@@ -21,17 +21,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from trnspec.pod_contract import MODELS_PATH
+
 from trnspec_tools.client.bench_client import StreamClient
 from trnspec_tools.client.http_stream import Deadlines, ProtocolError
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
-from trnspec_tools.client.served_model import (
-    MODELS_PATH,
-    ModelListError,
-    served_model_ids,
-)
+from trnspec_tools.client.served_model import ModelListError, served_model_ids
 from trnspec_tools.client.served_model import json_shape as _shape
 
-DEFAULT_DEADLINES = Deadlines(connect_s=10.0, first_byte_s=120.0, total_s=300.0)
+DEFAULT_DEADLINES = Deadlines()
 
 
 class EndpointError(RuntimeError):

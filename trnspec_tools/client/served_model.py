@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from trnspec.pod_contract import MODELS_PATH
+
 from trnspec_tools.client.bench_client import StreamClient
 from trnspec_tools.client.client_args import default_api_key
 from trnspec_tools.client.http_stream import Deadlines, ProtocolError
-
-MODELS_PATH = "/v1/models"
 
 
 class ModelListError(ValueError):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from trnspec_tools.bench.pricing import PRICES, PriceError, cost_per_1m_output_tokens, resolve_price
+from trnspec.pricing import PRICES, PriceError, cost_per_1m_output_tokens, resolve_price
 
 
 @pytest.mark.parametrize(
