@@ -19,7 +19,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -123,9 +123,9 @@ def _shape_from_entry(entry: Mapping[str, Any]) -> ModelShape:
 def load_published(text: str | None = None) -> tuple[list[Measurement], dict[str, ModelShape]]:
     """The data file's measurements and the shapes they need (offline table + the file's own)."""
     if text is None:
-        text = resources.files("trnspec").joinpath(DATA_FILE).read_text(encoding="utf-8")
+        text = _data_text()
     data = yaml.safe_load(text)
-    shapes = {s.name.lower(): s for s in KNOWN_SHAPES.values()}
+    shapes = dict(KNOWN_SHAPES)  # keyed by the lower-cased name, as the file's own are
     for entry in data.get("shapes") or []:
         shape = _shape_from_entry(entry)
         shapes[shape.name.lower()] = shape
@@ -366,9 +366,9 @@ def trn2_calibration() -> Calibration:
     text = _data_text()
     digest = data_digest(text)
     measurements, shapes = load_published(text)
-    fit = _stored_fit(digest) or fit_published(text)
-    eff = fit.efficiency
     baselines = [m for m in measurements if m.role == "baseline"]
+    fit = _stored_fit(digest) or fit_efficiency(baselines, shapes)
+    eff = fit.efficiency
     residuals = tuple(
         (m.id, m.published_step_ms, predicted_step_ms(m, shapes, eff[m.stack_group]))
         for m in baselines
@@ -427,7 +427,7 @@ def held_out(cal: Calibration) -> list[HeldOut]:
             continue
         base = by_id[m.baseline or ""]
         # The baseline as run at the speculative entry's conditions (k=0 on the same replica).
-        plain = Measurement(**{**m.__dict__, "method": "none", "k": 0, "draft": None})
+        plain = replace(m, method="none", k=0, draft=None)
         eff = cal.efficiency[m.stack_group]
         t_spec = predicted_step_ms(m, cal.shapes, eff, cal.hardware)
         t_base = predicted_step_ms(plain, cal.shapes, eff, cal.hardware)

@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from trnspec.model_shapes import ModelShape
+from trnspec.topology import PHYSICAL_CORES_PER_CHIP
 
 #: Speculation methods the model knows how to cost ("none" is plain decoding).
 DRAFT_METHODS = ("draft_model", "eagle3", "dflash")
@@ -81,7 +82,7 @@ TRN2 = Hardware(
     memory_bytes_per_s=2.9e12,
     peak_flops=667e12,
     link_bytes_per_s=1.024e12,
-    cores_per_chip=8,
+    cores_per_chip=PHYSICAL_CORES_PER_CHIP,
     source="per chip: 667 dense BF16 TFLOPS, 8 NeuronCore-v3"
     " (awsdocs-neuron.readthedocs-hosted.com/en/v2.29.0/_sources/about-neuron/arch/"
     "neuron-hardware/trainium2.rst); 96 GiB HBM at 2.9 TB/s"
@@ -380,8 +381,7 @@ def predict_point(
     acceptance rate, or a function k -> tokens per step (e.g. from per-position acceptance)."""
     if batch < 1:
         raise ModelInputError(f"--batch={batch}: a batch holds at least one sequence")
-    m = method if k > 0 else "none"
-    step = step_cost(target, m, draft, k, batch, dep, eff)
+    step = step_cost(target, method, draft, k, batch, dep, eff)  # k=0: plain decoding
     tau = alpha(k) if callable(alpha) else tokens_per_step(alpha, k)
     return Prediction(batch, k, tau if k > 0 else 1.0, step)
 

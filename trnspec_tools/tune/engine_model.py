@@ -147,8 +147,9 @@ def deployment(setup: EngineSetup, hw: Hardware) -> Deployment:
 
 
 def model_step_s(setup: EngineSetup, hw: Hardware, eff: Efficiency, c: int, k: int) -> float:
-    method = setup.method if k > 0 else "none"
-    return step_cost(setup.target, method, setup.draft, k, c, deployment(setup, hw), eff).total_s
+    return step_cost(
+        setup.target, setup.method, setup.draft, k, c, deployment(setup, hw), eff
+    ).total_s
 
 
 def used_for_fit(p: SweepPoint, fit_concurrency: int) -> bool:
