@@ -191,7 +191,7 @@ def test_chat_api_is_timed_like_completions():
     assert r["output_tokens"] == 4 * 6
 
 
-def test_tool_overhead_is_measured_and_small(record_property, capsys):
+def test_tool_overhead_is_measured_and_reported(record_property, capsys):
     """A zero-delay server: TTFT is then the whole request path (client send, loopback, server,
     first event parsed), and the parse cost per event is what the tool adds to every ITL."""
     specs = synthetic_prompts(10, 8, 64, seed=5)
