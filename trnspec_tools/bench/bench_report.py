@@ -7,6 +7,7 @@ crashed run never leaves a half-written report behind.
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -176,24 +177,18 @@ def client_cpu_warning(runs: Sequence[Run], cfg: Mapping[str, Any]) -> str | Non
     )
 
 
-def _save(fig: Figure, path: Path) -> None:
+def save_figure(fig: Figure, path: Path) -> None:
+    """The figure as a PNG at `path`, written like every report file (atomic_write_bytes)."""
     FigureCanvasAgg(fig)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-        os.chmod(tmp, _umask_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
+    atomic_write_bytes(path, png.getvalue())
 
 
 def plot_latency_vs_throughput(runs: Sequence[Run], path: Path) -> Path:
     """Median TPOT, ITL and TTFT against output throughput, one line per arm, points labelled by
     concurrency. TPOT is the per-token figure; ITL is per chunk, which holds several tokens when
     drafts are accepted, so both are shown."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     keys = (("tpot_ms", "median TPOT"), ("itl_ms", "median ITL"), ("ttft_ms", "median TTFT"))
     fig = Figure(figsize=(14, 4))
     axes = fig.subplots(1, len(keys))
@@ -225,7 +220,7 @@ def plot_latency_vs_throughput(runs: Sequence[Run], path: Path) -> Path:
         ax.grid(True, alpha=0.3)
         if arms:
             ax.legend()
-    _save(fig, path)
+    save_figure(fig, path)
     return path
 
 
@@ -234,7 +229,6 @@ def plot_acceptance_by_position(runs: Sequence[Run], path: Path) -> Path | None:
     pos_runs = [r for r in runs if r.get("acceptance_per_position")]
     if not pos_runs:
         return None
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig = Figure(figsize=(6, 4))
     ax = fig.subplots()
     width = 0.8 / len(pos_runs)
@@ -249,13 +243,12 @@ def plot_acceptance_by_position(runs: Sequence[Run], path: Path) -> Path | None:
     ax.set_title("Acceptance by draft position")
     ax.legend(fontsize=7)
     ax.grid(True, axis="y", alpha=0.3)
-    _save(fig, path)
+    save_figure(fig, path)
     return path
 
 
 def plot_k_sweep(rows: Sequence[Run], path: Path) -> Path:
     """Predicted vs measured speedup per k (tune.py)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig = Figure(figsize=(6, 4))
     ax = fig.subplots()
     pred = [r for r in rows if r.get("predicted_speedup") is not None]
@@ -273,7 +266,7 @@ def plot_k_sweep(rows: Sequence[Run], path: Path) -> Path:
     ax.set_title("Window size sweep")
     ax.grid(True, alpha=0.3)
     ax.legend()
-    _save(fig, path)
+    save_figure(fig, path)
     return path
 
 

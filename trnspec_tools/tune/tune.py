@@ -39,7 +39,12 @@ from trnspec.config import ConfigError
 
 from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
 from trnspec_tools.bench.bench_categories import category_groups, sample_groups
-from trnspec_tools.bench.bench_report import atomic_write_text, plot_k_sweep, tune_markdown
+from trnspec_tools.bench.bench_report import (
+    atomic_write_text,
+    plot_k_sweep,
+    save_figure,
+    tune_markdown,
+)
 from trnspec_tools.bench.bench_run import run_level, run_options_from_args
 from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
 from trnspec_tools.bench.bench_workload import (
@@ -527,7 +532,6 @@ def plot_concurrency(rows: Sequence[dict[str, Any]], path: Path) -> Path:
     """Predicted against measured speedup, fit rows and held-out rows apart."""
     from matplotlib.figure import Figure
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig = Figure(figsize=(5.5, 5))
     ax = fig.subplots()
     for used, marker, label in ((True, "o", "used for the fit"), (False, "s", "held out")):
@@ -554,7 +558,7 @@ def plot_concurrency(rows: Sequence[dict[str, Any]], path: Path) -> Path:
     ax.set_title("Speedup across concurrency: predicted vs measured (+-15 %)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     return path
 
 
