@@ -31,6 +31,7 @@ from trnspec_tools.client.client_args import api_key, default_api_key
 from trnspec_tools.client.http_stream import Deadlines
 from trnspec_tools.client.metrics import (
     NO_COUNTERS,
+    UNMOVED_COUNTERS,
     MetricsFormatError,
     SpecDecodeCounters,
     acceptance,
@@ -137,7 +138,7 @@ def spec_decode_fields(
             return out
         if first.present or second.present:
             reason = checked.reason or reason
-            if "did not move" not in reason:
+            if reason != UNMOVED_COUNTERS:
                 out["acceptance_note"] = reason
                 return out
     out["acceptance_note"] = reason

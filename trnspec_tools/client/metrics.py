@@ -163,6 +163,8 @@ class CheckedDelta:
 
 
 NO_COUNTERS = "the server exports no vllm:spec_decode_* counters"
+#: The counters exist but did not move; a caller may estimate acceptance another way.
+UNMOVED_COUNTERS = "the counters did not move (nothing was drafted in the window)"
 
 
 def checked_delta(before: SpecDecodeCounters, after: SpecDecodeCounters) -> CheckedDelta:
@@ -202,7 +204,7 @@ def checked_delta(before: SpecDecodeCounters, after: SpecDecodeCounters) -> Chec
             " restart",
         )
     if delta.drafts == 0 or delta.draft_tokens == 0:
-        return CheckedDelta(None, "the counters did not move (nothing was drafted in the window)")
+        return CheckedDelta(None, UNMOVED_COUNTERS)
     if delta.accepted_tokens > delta.draft_tokens:
         return CheckedDelta(
             None,
