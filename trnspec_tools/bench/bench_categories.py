@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -20,7 +19,13 @@ from typing import Any
 
 from trnspec_tools.bench.bench_predict import PredictionSetup, predict_run
 from trnspec_tools.bench.bench_run import RunOptions, run_level
-from trnspec_tools.bench.bench_workload import TINY_CORPUS, RequestSpec, WorkloadError
+from trnspec_tools.bench.bench_workload import (
+    TINY_CORPUS,
+    RequestSpec,
+    WorkloadError,
+    read_dataset,
+    sample_or_cycle,
+)
 
 #: the group of lines without a "category" in a dataset where other lines have one
 UNCATEGORIZED = "uncategorized"
@@ -51,18 +56,15 @@ def add_category_arguments(group: argparse._ArgumentGroup) -> None:
 
 
 def dataset_categories(dataset: str | None) -> list[str]:
-    """The distinct "category" values of a JSONL dataset ([] for none, synthetic or tiny-corpus)."""
-    if dataset is None or dataset == TINY_CORPUS or not Path(dataset).is_file():
+    """The distinct "category" values of a JSONL dataset ([] for none, synthetic or tiny-corpus,
+    or a file that no longer reads: this runs when the report is written, after the run)."""
+    if dataset is None or dataset == TINY_CORPUS:
         return []
-    seen: set[str] = set()
-    for line in Path(dataset).read_text(encoding="utf-8").splitlines():
-        try:
-            obj = json.loads(line) if line.strip() else None
-        except json.JSONDecodeError:
-            continue  # load_dataset names the bad line
-        if isinstance(obj, dict) and obj.get("category") not in (None, ""):
-            seen.add(str(obj["category"]))
-    return sorted(seen)
+    try:
+        lines = read_dataset(Path(dataset), 1)
+    except WorkloadError:
+        return []
+    return sorted({str(line.category) for line in lines if line.category not in (None, "")})
 
 
 def category_groups(dataset: str | None, output_len: int) -> dict[str, list[RequestSpec]]:
@@ -71,21 +73,16 @@ def category_groups(dataset: str | None, output_len: int) -> dict[str, list[Requ
     if dataset is None or dataset == TINY_CORPUS:
         raise WorkloadError('--per-category: give a JSONL --dataset whose lines carry "category"')
     path = Path(dataset)
-    if not path.is_file():
-        raise WorkloadError(f"--dataset={dataset}: no such file")
     groups: dict[str, list[RequestSpec]] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        obj = json.loads(line)  # already validated by load_dataset
-        cat = obj.get("category")
+    for line in read_dataset(path, output_len):
+        cat = line.category
         if cat is not None and not isinstance(cat, str | int):
             raise WorkloadError(
-                f"--dataset={path} line {lineno}: category={cat!r} must be a string or an integer"
+                f"--dataset={path} line {line.lineno}: category={cat!r} must be a string or an"
+                " integer"
             )
-        max_tokens = obj.get("max_tokens", output_len)
         groups.setdefault(str(cat) if cat not in (None, "") else UNCATEGORIZED, []).append(
-            RequestSpec(obj["prompt"], max_tokens)
+            line.spec
         )
     if set(groups) <= {UNCATEGORIZED}:
         raise WorkloadError(
@@ -101,12 +98,7 @@ def sample_groups(
     """Each group sampled (or cycled, when it is smaller) to `per_group` prompts, with one seeded
     generator over the groups in order, like the whole workload."""
     rng = random.Random(seed)
-    return {
-        cat: rng.sample(specs, per_group)
-        if len(specs) >= per_group
-        else [specs[i % len(specs)] for i in range(per_group)]
-        for cat, specs in groups.items()
-    }
+    return {cat: sample_or_cycle(specs, per_group, rng) for cat, specs in groups.items()}
 
 
 def category_workloads(

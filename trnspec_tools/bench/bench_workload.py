@@ -65,17 +65,21 @@ def synthetic_prompts(
     ]
 
 
-def load_dataset(path: Path, num_prompts: int, output_len: int, seed: int) -> list[RequestSpec]:
-    """Prompts from a JSONL file: one object per line with "prompt" (and optional "max_tokens").
+@dataclass(frozen=True)
+class DatasetLine:
+    """One prompt of a JSONL dataset, with its line number and raw "category" (None if absent)."""
 
-    More lines than needed are sampled with the seed; fewer are cycled, so --num-prompts is always
-    honoured and the order is reproducible.
-    """
-    if num_prompts < 1:
-        raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
+    lineno: int
+    spec: RequestSpec
+    category: object = None
+
+
+def read_dataset(path: Path, output_len: int) -> list[DatasetLine]:
+    """Every prompt of a JSONL file: one object per line with "prompt" (and optional
+    "max_tokens", default `output_len`, and "category"). WorkloadError names the bad line."""
     if not path.is_file():
         raise WorkloadError(f"--dataset={path}: no such file; give a JSONL file of prompts")
-    specs: list[RequestSpec] = []
+    lines: list[DatasetLine] = []
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -93,13 +97,31 @@ def load_dataset(path: Path, num_prompts: int, output_len: int, seed: int) -> li
             raise WorkloadError(
                 f"--dataset={path} line {lineno}: max_tokens={max_tokens!r} must be an integer >= 1"
             )
-        specs.append(RequestSpec(obj["prompt"], max_tokens))
-    if not specs:
+        lines.append(
+            DatasetLine(lineno, RequestSpec(obj["prompt"], max_tokens), obj.get("category"))
+        )
+    if not lines:
         raise WorkloadError(f"--dataset={path}: the file holds no prompts")
-    rng = random.Random(seed)
-    if len(specs) >= num_prompts:
-        return rng.sample(specs, num_prompts)
-    return [specs[i % len(specs)] for i in range(num_prompts)]
+    return lines
+
+
+def sample_or_cycle(specs: list[RequestSpec], n: int, rng: random.Random) -> list[RequestSpec]:
+    """`n` prompts: sampled with `rng` when there are more, cycled in order when fewer."""
+    if len(specs) >= n:
+        return rng.sample(specs, n)
+    return [specs[i % len(specs)] for i in range(n)]
+
+
+def load_dataset(path: Path, num_prompts: int, output_len: int, seed: int) -> list[RequestSpec]:
+    """Prompts from a JSONL file (read_dataset).
+
+    More lines than needed are sampled with the seed; fewer are cycled, so --num-prompts is always
+    honoured and the order is reproducible.
+    """
+    if num_prompts < 1:
+        raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
+    specs = [line.spec for line in read_dataset(path, output_len)]
+    return sample_or_cycle(specs, num_prompts, random.Random(seed))
 
 
 def arrival_offsets(num_requests: int, request_rate: float, seed: int) -> list[float]:
