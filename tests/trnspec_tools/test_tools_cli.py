@@ -65,8 +65,9 @@ def test_the_documented_script_prints_the_same_help_as_the_command(
             [sys.executable, *argv, "--help"], cwd=REPO, capture_output=True, text=True, check=True
         ).stdout
 
-    assert help_of([f"scripts/{script}"]).startswith(f"usage: {script} ")
-    assert help_of([f"scripts/{script}"]) == help_of(["-m", "trnspec_tools", command])
+    script_help = help_of([f"scripts/{script}"])
+    assert script_help.startswith(f"usage: {script} ")
+    assert script_help == help_of(["-m", "trnspec_tools", command])
 
 
 def test_no_package_module_imports_a_script() -> None:
