@@ -5,6 +5,10 @@ healthy streaming server: /v1/models, /metrics with consistent spec-decode count
 `_created` samples), completions and chat, streamed and not. Each fault breaks one thing the way a
 real server, proxy or network does; the bytes are written by hand so the framing can be wrong on
 purpose. HTTP/1.0 style: every response ends by closing the connection.
+
+`FaultServer.faults` holds what smoke's checks look for (a stream that differs from its
+non-streamed twin, wrong usage, frozen counters, ...), any combination at once
+(tests/trnspec_tools/test_smoke.py).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MODEL = "fault-model"
+MODEL = "fake-model"
 
 #: every fault the server can inject, with what it does
 FAULTS = {
@@ -42,9 +46,22 @@ FAULTS = {
 
 
 @dataclass
+class Faults:
+    """What the server gets wrong in the answers smoke checks (all off: a healthy server)."""
+
+    stream_differs: bool = False
+    bad_usage: bool = False
+    frozen_metrics: bool = False
+    token_shift: int = 0
+    chat_status: int = 200
+    no_models: bool = False
+
+
+@dataclass
 class FaultServer:
     url: str
     fault: str | None = None
+    faults: Faults = field(default_factory=Faults)
     retry_after_s: int = 1
     drafts: int = 0
     scrapes: int = 0
@@ -53,8 +70,9 @@ class FaultServer:
     stop: threading.Event = field(default_factory=threading.Event)
 
 
-def _tokens(prompt: str, max_tokens: int) -> tuple[list[int], str]:
-    ids = [(ord(c) % 26) for c in (prompt * 10)[:10]][:max_tokens]
+def _tokens(prompt: str, max_tokens: int, shift: int = 0) -> tuple[list[int], str]:
+    """A deterministic 'greedy model': 10 tokens per prompt, one letter each."""
+    ids = [(ord(c) % 26 + shift) % 26 for c in (prompt * 10)[:10]][:max_tokens]
     return ids, "".join(chr(ord("a") + i) for i in ids)
 
 
@@ -62,7 +80,7 @@ def _metrics(s: FaultServer) -> bytes:
     s.scrapes += 1
     if s.fault == "no_counters":
         return b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 0\n"
-    drafts, created = s.drafts, 1.7e9
+    drafts, created = (0 if s.faults.frozen_metrics else s.drafts), 1.7e9
     accepted = 3 * drafts
     if s.fault == "counters_reset" and s.scrapes > 1:
         drafts, accepted, created = 1, 1, 1.8e9
@@ -105,7 +123,7 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
                 s.stop.wait()
                 return
             if self.path == "/v1/models":
-                data = [{"id": MODEL, "object": "model"}]
+                data = [] if s.faults.no_models else [{"id": MODEL, "object": "model"}]
                 doc: object = data if s.fault == "models_list" else {"object": "list", "data": data}
                 self._send(200, json.dumps(doc).encode())
             elif self.path == "/metrics":
@@ -131,17 +149,21 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
                 self._send(429, b'{"error": "slow down"}', {"Retry-After": "3600"})
                 return
             chat = self.path.endswith("/chat/completions")
+            if chat and s.faults.chat_status != 200:
+                self._send(s.faults.chat_status, b'{"error": "broken on purpose"}')
+                return
             prompt = body["messages"][-1]["content"] if chat else body["prompt"]
-            ids, text = _tokens(prompt, int(body.get("max_tokens") or 8))
+            max_tokens = int(body.get("max_tokens") or 8)
+            ids, text = _tokens(prompt, max_tokens, s.faults.token_shift)
             s.drafts += len(ids)
             usage: object = {
                 "prompt_tokens": 5,
                 "completion_tokens": len(ids),
-                "total_tokens": 5 + len(ids),
+                "total_tokens": 5 + len(ids) + (1 if s.faults.bad_usage else 0),
             }
             if f == "usage_na":
                 usage = "n/a"
-            finish = "length"
+            finish = "length" if len(ids) == max_tokens else "stop"
             if not body.get("stream"):
                 choice: dict[str, object] = {"index": 0, "finish_reason": finish, "token_ids": ids}
                 if chat:
@@ -153,6 +175,8 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
                 choices = [] if f == "choices_empty" else [choice]
                 self._send(200, json.dumps({"choices": choices, "usage": usage}).encode())
                 return
+            if s.faults.stream_differs:
+                ids, text = [*ids[:-1], (ids[-1] + 1) % 26], text[:-1] + "!"
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()

@@ -29,11 +29,10 @@ import pytest
 from fake_kube_api import FakeKubeApi, KubeState, pod_object, service_object, token_problem
 from fake_kube_api import running as kube_api
 from fake_openai_server import running as bench_server
+from fault_server import FaultServer, fault_server
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.eks.models import eks_backends
-from test_smoke import FakeServer
-from test_smoke import _serve as smoke_server
 
 from infra.outputs import PlatformOutputs, ServingOutputs, update_kubeconfig_command
 from trnspec_tools import smoke
@@ -296,12 +295,13 @@ def deployed(backend_url: str, pods: list[dict[str, Any]] | None = None) -> Iter
 
 
 @pytest.fixture
-def fake_server() -> Iterator[FakeServer]:
-    yield from smoke_server()
+def fake_server() -> Iterator[FaultServer]:
+    with fault_server() as server:
+        yield server
 
 
 def test_stack_endpoint_port_forwards_to_the_ready_pod_and_closes_on_exit(
-    aws: None, fake_server: FakeServer
+    aws: None, fake_server: FaultServer
 ) -> None:
     logged: list[str] = []
     with deployed(fake_server.url) as d, stack_endpoint(STACK, REGION, log=logged.append) as url:
@@ -327,7 +327,7 @@ def _status(url: str) -> int:
 
 
 def test_a_refused_pod_port_fails_the_request_and_logs_the_kubelet_error(
-    aws: None, fake_server: FakeServer
+    aws: None, fake_server: FaultServer
 ) -> None:
     logged: list[str] = []
     with deployed(fake_server.url) as d:
@@ -340,7 +340,7 @@ def test_a_refused_pod_port_fails_the_request_and_logs_the_kubelet_error(
     assert any("error forwarding port 8000 to pod serve-ready" in line for line in logged)
 
 
-def test_no_ready_pod_is_a_clear_error(aws: None, fake_server: FakeServer) -> None:
+def test_no_ready_pod_is_a_clear_error(aws: None, fake_server: FaultServer) -> None:
     starting = [pod_object(NAMESPACE, "serve-starting", SELECTOR, CONTAINER_PORT, ready=False)]
     with (
         deployed(fake_server.url, starting),
@@ -350,7 +350,9 @@ def test_no_ready_pod_is_a_clear_error(aws: None, fake_server: FakeServer) -> No
         pass
 
 
-def test_an_api_error_names_the_access_the_caller_needs(aws: None, fake_server: FakeServer) -> None:
+def test_an_api_error_names_the_access_the_caller_needs(
+    aws: None, fake_server: FaultServer
+) -> None:
     with deployed(fake_server.url) as d:
         d.kube.state.services.clear()
         with (
@@ -361,7 +363,7 @@ def test_an_api_error_names_the_access_the_caller_needs(aws: None, fake_server: 
 
 
 def test_auto_uses_the_nlb_when_the_stack_has_one_and_port_forward_can_be_forced(
-    aws: None, fake_server: FakeServer
+    aws: None, fake_server: FaultServer
 ) -> None:
     nlb = "http://internal-trnspec-123.elb.us-east-2.amazonaws.com:80"
     with deployed(fake_server.url) as d:
@@ -396,7 +398,7 @@ def test_resolve_endpoint_passes_a_plain_endpoint_through_and_refuses_both() -> 
 
 
 def test_smoke_cli_runs_every_check_through_the_port_forward(
-    aws: None, fake_server: FakeServer, capsys: pytest.CaptureFixture[str]
+    aws: None, fake_server: FaultServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with deployed(fake_server.url) as d:
         code = smoke.main(["--stack", STACK, "--region", REGION, "--max-tokens", "8"])
