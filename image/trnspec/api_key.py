@@ -14,12 +14,12 @@ probe of /v1/models sends the key (`auth_headers`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from trnspec.config import ConfigError, Problem
+from trnspec.manifest import walk_files
 
 #: Env var with the ARN (or name) of the Secrets Manager secret holding the key (the pod sets it).
 from trnspec.pod_contract import ENV_API_KEY_SECRET
@@ -110,14 +110,11 @@ def files_holding_key(root: Path, key: str, chunk: int = 1 << 20) -> list[str]:
     if not needle:
         return []
     root = Path(root)
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            if path.is_file() and _holds(path, needle, max(chunk, len(needle))):
-                found.append(path.relative_to(root).as_posix())
-    return found
+    return [
+        path.relative_to(root).as_posix()
+        for path in walk_files(root)  # what a publish would upload
+        if path.is_file() and _holds(path, needle, max(chunk, len(needle)))
+    ]
 
 
 def _holds(path: Path, needle: bytes, chunk: int) -> bool:

@@ -140,7 +140,8 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _walk(root: Path) -> Iterable[Path]:
+def walk_files(root: Path) -> Iterable[Path]:
+    """Every file a manifest of `root` would list, in order (the manifest and partials skipped)."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
@@ -160,7 +161,7 @@ def build_manifest(root: Path) -> Manifest:
             size=p.stat().st_size,
             sha256=sha256_file(p),
         )
-        for p in _walk(root)
+        for p in walk_files(root)
     ]
     if not entries:
         raise ManifestError(f"{root} has no files")
@@ -191,7 +192,7 @@ def extra_files(root: Path, manifest: Manifest) -> list[str]:
     listed = {e.path for e in manifest.files}
     return sorted(
         rel
-        for p in _walk(Path(root))
+        for p in walk_files(Path(root))
         if (rel := p.relative_to(root).as_posix()) not in listed and p.is_file()
     )
 
