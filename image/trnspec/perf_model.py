@@ -256,6 +256,14 @@ class StepCost:
         return self.overhead_s + self.target.total_s + self.draft_s
 
 
+def drafter_for(method: str, draft: ModelShape | None, target: ModelShape) -> ModelShape | None:
+    """The drafter's shape: the one given, else for EAGLE3 and DFlash the default sized from the
+    target (eagle3_head_for, dflash_drafter_for); a separate draft model has no default."""
+    if draft is not None or method not in ("eagle3", "dflash"):
+        return draft
+    return eagle3_head_for(target) if method == "eagle3" else dflash_drafter_for(target)
+
+
 def draft_cost_s(
     method: str,
     draft: ModelShape | None,
@@ -268,22 +276,19 @@ def draft_cost_s(
     """Time the drafter spends proposing `k` tokens for each of `batch` sequences."""
     if k == 0:
         return 0.0
-    if method == "draft_model":
-        if draft is None:
-            raise ModelInputError("speculation.draft: a draft_model method needs a draft shape")
-        one = pass_cost(draft, batch, batch, dep, eff, dep.draft_weight_bytes)
-        return k * (one.total_s + eff.draft_pass_overhead_s)
-    if method == "eagle3":
-        head = draft or eagle3_head_for(target)
-        one = pass_cost(head, batch, batch, dep, eff, dep.draft_weight_bytes)
-        return k * (one.total_s + eff.draft_pass_overhead_s)
-    if method == "dflash":
-        drafter = draft or dflash_drafter_for(target)
+    if method not in DRAFT_METHODS:
+        raise ModelInputError(
+            f"speculation.method={method!r}: the model costs {', '.join(DRAFT_METHODS)} (or none)"
+        )
+    drafter = drafter_for(method, draft, target)
+    if drafter is None:
+        raise ModelInputError("speculation.draft: a draft_model method needs a draft shape")
+    if method == "dflash":  # one parallel pass over the block of k + 1 positions
         block = pass_cost(drafter, batch * (k + 1), batch, dep, eff, dep.draft_weight_bytes)
         return block.total_s + eff.draft_pass_overhead_s
-    raise ModelInputError(
-        f"speculation.method={method!r}: the model costs {', '.join(DRAFT_METHODS)} (or none)"
-    )
+    # a draft model, or EAGLE3's one layer plus head: k sequential passes
+    one = pass_cost(drafter, batch, batch, dep, eff, dep.draft_weight_bytes)
+    return k * (one.total_s + eff.draft_pass_overhead_s)
 
 
 def step_cost(

@@ -31,8 +31,7 @@ from trnspec.perf_model import (
     TokensPerStep,
     alpha_from_tokens_per_step,
     best_k_per_batch,
-    dflash_drafter_for,
-    eagle3_head_for,
+    drafter_for,
     predict_grid,
     replicas_per_instance,
     speculation_stops_paying,
@@ -198,10 +197,7 @@ def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
         kv_bytes=BYTES_PER_DTYPE[cfg.dtype],
         context_tokens=context_tokens,
     )
-    if method == "eagle3" and draft is None:
-        draft = eagle3_head_for(target)
-    elif method == "dflash" and draft is None:
-        draft = dflash_drafter_for(target)
+    draft = drafter_for(method, draft, target)
     return ProfileModel(cfg, group, target, draft, method, dep, cal.efficiency[group])
 
 
