@@ -34,6 +34,7 @@ from trnspec.perf_model import (
     Efficiency,
     Hardware,
     alpha_from_tokens_per_step,
+    decode_context_tokens,
     step_cost,
 )
 
@@ -72,7 +73,7 @@ class Measurement:
     @property
     def context_tokens(self) -> int:
         """Mean KV length while decoding: the prompt plus half the generation."""
-        return self.input_len + self.output_len // 2
+        return decode_context_tokens(self.input_len, self.output_len)
 
     @property
     def published_step_ms(self) -> float:

@@ -133,6 +133,11 @@ class Efficiency:
                 raise ModelInputError(f"efficiency.{name}={getattr(self, name)}: must be >= 0")
 
 
+def decode_context_tokens(input_len: int, output_len: int) -> int:
+    """Mean tokens in a sequence's KV cache over its decode: the prompt plus half the output."""
+    return input_len + output_len // 2
+
+
 @dataclass(frozen=True)
 class Deployment:
     """Where and how the models run: the TP group, dtype and the workload's context."""

@@ -31,6 +31,7 @@ from trnspec.perf_model import (
     TokensPerStep,
     alpha_from_tokens_per_step,
     best_k_per_batch,
+    decode_context_tokens,
     drafter_for,
     predict_grid,
     replicas_per_instance,
@@ -204,7 +205,7 @@ def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
 def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     """The JSON document `predict` prints (pure apart from reading the packaged data)."""
     spec = image_spec(cfg.image)
-    context = args.input_len + args.output_len // 2
+    context = decode_context_tokens(args.input_len, args.output_len)
     model = profile_model(cfg, context)
     method, target, draft_used, eff = model.method, model.target, model.draft, model.efficiency
     group, hw = model.group, model.deployment.hardware

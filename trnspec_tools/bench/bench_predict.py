@@ -32,6 +32,7 @@ from trnspec.config import (
     apply_overrides,
     load_profile,
 )
+from trnspec.perf_model import decode_context_tokens
 from trnspec.predict import ProfileModel, profile_model
 
 from trnspec_tools.bench.bench_workload import RequestSpec
@@ -83,7 +84,7 @@ def setup(
     if overrides:
         cfg = apply_overrides(cfg, list(overrides))
     words = round(sum(len(p.prompt.split()) for p in prompts) / max(1, len(prompts)))
-    context = words + output_len // 2
+    context = decode_context_tokens(words, output_len)
     model = profile_model(cfg, context)
     return PredictionSetup(
         profile,

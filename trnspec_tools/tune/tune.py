@@ -36,6 +36,7 @@ from typing import Any
 
 from trnspec.cli import add_set_argument
 from trnspec.config import ConfigError
+from trnspec.perf_model import decode_context_tokens
 
 from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
 from trnspec_tools.bench.bench_categories import category_groups, sample_groups
@@ -373,7 +374,7 @@ def engine_setup(args: argparse.Namespace, local: bool) -> EngineSetup | str:
         draft=draft,
         method=method,
         weight_bytes=BYTES_PER_DTYPE[cfg.dtype],
-        context_tokens=args.input_len + args.output_len // 2,
+        context_tokens=decode_context_tokens(args.input_len, args.output_len),
         max_batch=cfg.max_num_seqs,
     )
 
@@ -686,7 +687,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 conditional,
                 alpha,
                 batches,
-                args.input_len + args.output_len // 2,
+                decode_context_tokens(args.input_len, args.output_len),
             )
         except (ConfigError, ValueError) as exc:
             trn2 = f"--trn2-profile={args.trn2_profile}: {exc}"
