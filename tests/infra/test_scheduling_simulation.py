@@ -101,34 +101,35 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
 
 
 @pytest.mark.slow
-def test_the_storage_tag_follows_the_root_volume_setting(tmp_path: Path) -> None:
-    """A 300 GiB root volume leaves the kubelet 269 GiB: too little for the 300 GiB scratch
-    volume, and both the autoscaler's template node and the booted node say so. Synth refuses
-    the profile for the same reason (infra/placement.py); built without that check, the
-    simulation over its templates agrees."""
-    overrides = {"trn2_pools.0.root_volume_gib": "300"}
-    with pytest.raises(SettingsError, match="its nodes offer 269 GiB of ephemeral storage"):
-        compose(App(), load_settings("default", overrides))
-    synth = synth_profile("default", tmp_path, overrides, check_placement=False)
-    failures = simulate(synth)
-    assert len(failures) == 4  # Deployment and Job, each on the template and the booted node
-    assert all(
-        "Insufficient ephemeral-storage (requests 300.00Gi, allocatable 269.00Gi)" in f
-        for f in failures
-    )
-
-
-@pytest.mark.slow
-def test_a_pool_lnc_the_pods_do_not_select_is_refused_by_synth_and_by_the_simulation(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("overrides", "refusal", "failure"),
+    [
+        (
+            {"trn2_pools.0.root_volume_gib": "300"},
+            "its nodes offer 269 GiB of ephemeral storage",
+            "Insufficient ephemeral-storage (requests 300.00Gi, allocatable 269.00Gi)",
+        ),
+        (
+            {"trn2_pools.0.lnc": "1"},
+            r"select trnspec\.io/lnc=2 and no pool's nodes",
+            "trnspec.io/lnc",
+        ),
+    ],
+    ids=["root-volume-300", "pool-lnc-1"],
+)
+def test_what_synth_refuses_the_simulation_of_its_templates_refuses_too(
+    tmp_path: Path, overrides: dict[str, str], refusal: str, failure: str
 ) -> None:
-    overrides = {"trn2_pools.0.lnc": "1"}
-    with pytest.raises(SettingsError, match=r"select trnspec\.io/lnc=2 and no pool's nodes"):
+    """A 300 GiB root volume leaves the kubelet 269 GiB, too little for the 300 GiB scratch
+    volume; a pool at LNC=1 lacks the label the pods select. Synth refuses both profiles
+    (infra/placement.py); built without that check, the autoscalers' template node and the
+    booted node refuse the pods for the same reason."""
+    with pytest.raises(SettingsError, match=refusal):
         compose(App(), load_settings("default", overrides))
     synth = synth_profile("default", tmp_path, overrides, check_placement=False)
     failures = simulate(synth)
     assert len(failures) == 4  # Deployment and Job, each on the template and the booted node
-    assert all("trnspec.io/lnc" in f for f in failures), failures
+    assert all(failure in f for f in failures), failures
 
 
 @pytest.mark.parametrize("profile", PROFILES)
