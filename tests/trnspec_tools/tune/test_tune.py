@@ -161,28 +161,22 @@ def _level_stats(tps: float, mal: float | None = None, per_pos=None, drafts: int
 
 
 def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
-    from trnspec.model_shapes import ModelShape
-    from trnspec.perf_model import Efficiency, Hardware
+    from engine_cases import ALPHA, SETUP, synthetic_sweep
 
-    from trnspec_tools.tune.engine_model import EngineSetup, fit_engine, model_step_s
+    from trnspec_tools.tune.engine_model import fit_engine
     from trnspec_tools.tune.tune import concurrency_analysis, sweep_points
 
-    target = ModelShape("t", 4, 256, 4, 2, 64, 768, 4096, True)
-    draft = ModelShape("d", 1, 128, 2, 1, 64, 384, 4096, True)
-    setup = EngineSetup(target, draft, "draft_model", 4, 96)
-    hw = Hardware("cpu", 8e9, 4e10, 1e12, 1, "truth")
-    eff = Efficiency(1.0, 1.0, 0.012, 0.0, draft_pass_overhead_s=0.004, token_overhead_s=1e-4)
-    alpha = 0.8
-    baseline, runs = {}, {}
-    for c in (1, 2, 4, 8):
-        baseline[c] = _level_stats(c / model_step_s(setup, hw, eff, c, 0))
-        for k in (1, 2, 4):
-            tau = expected_tokens_per_step(alpha, k)
-            tps = c * tau / model_step_s(setup, hw, eff, c, k)
-            runs.setdefault(k, {})[c] = _level_stats(tps, tau)
+    baseline, runs = {}, {}  # the sweep as tune's measured levels
+    for p in synthetic_sweep(ks=(1, 2, 4)):
+        if p.k == 0:
+            baseline[p.concurrency] = _level_stats(p.output_tokens_per_s)
+        else:
+            runs.setdefault(p.k, {})[p.concurrency] = _level_stats(
+                p.output_tokens_per_s, p.mean_accepted_length
+            )
     points = sweep_points(baseline, runs)
-    fit = fit_engine(points, setup, 2)
-    out = concurrency_analysis(points, setup, fit, [alpha], alpha, [1, 4, 64, 4096], 6)
+    fit = fit_engine(points, SETUP, 2)
+    out = concurrency_analysis(points, SETUP, fit, [ALPHA], ALPHA, [1, 4, 64, 4096], 6)
     assert out["fit_concurrency"] == 2
     assert {(r["concurrency"], r["used_for_fit"]) for r in out["rows"]} == {
         (1, False),
