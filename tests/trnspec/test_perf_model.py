@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from trnspec.model_shapes import KNOWN_SHAPES
 from trnspec.perf_model import (
@@ -52,8 +52,7 @@ efficiencies = st.builds(
 def test_one_token_at_batch_one_is_bandwidth_bound(eff):
     # arithmetic intensity 1 FLOP/byte vs a machine balance of 667e12 / 2.9e12 = 230 FLOP/byte:
     # memory-bound unless compute efficiency is 230x worse than memory efficiency
-    if eff.compute < eff.memory / 200:
-        return
+    assume(eff.compute >= eff.memory / 200)
     for shape, tp in ((LLAMA70, 64), (LLAMA8, 4), (QWEN32, 64)):
         assert pass_cost(shape, 1, 1, dep(tp), eff, 2).bound == "memory"
 
@@ -75,8 +74,7 @@ def test_the_roofline_crossover_sits_at_the_machine_balance():
 @SETTINGS
 @given(efficiencies)
 def test_large_batch_verification_is_compute_bound(eff):
-    if eff.compute > eff.memory * 2:
-        return
+    assume(eff.compute <= eff.memory * 2)
     p = step_cost(QWEN32, "draft_model", QWEN17, 7, 256, dep(), eff)
     assert p.target.bound == "compute"
 
@@ -106,8 +104,7 @@ def test_speedup_falls_as_the_batch_grows(eff, alpha, k):
 @given(efficiencies)
 def test_speculation_stops_paying_at_some_batch(eff):
     """At short context; a long KV cache keeps verification bandwidth-bound (MagicDec)."""
-    if eff.compute > eff.memory * 2:
-        return
+    assume(eff.compute <= eff.memory * 2)
     batches = [1, 4, 16, 64, 256, 1024, 4096]
     points = predict_grid(QWEN32, "draft_model", QWEN17, 0.7, [0, 3, 7], batches, dep(), eff)
     stop = speculation_stops_paying(points)
