@@ -174,6 +174,18 @@ def check_override(line: str, profile: str) -> str | None:
     return "; ".join(f"{p.field}={p.value}: {p.fix}" for p in problems) or None
 
 
+def k_measurement(k: int, run: dict[str, Any], measured_speedup: float) -> KMeasurement:
+    """What the window model fits from one run at window k (its acceptance figures)."""
+    per_position = run.get("acceptance_per_position")
+    return KMeasurement(
+        k=k,
+        mean_accepted_length=float(run["mean_accepted_length"]),
+        measured_speedup=measured_speedup,
+        per_position=tuple(per_position) if per_position else None,
+        num_drafts=int((run.get("spec_decode_deltas") or {}).get("num_drafts", 0)),
+    )
+
+
 def analyse(
     baseline: dict[str, Any], runs: dict[int, dict[str, Any]], k_max: int
 ) -> dict[str, Any]:
@@ -188,22 +200,12 @@ def analyse(
         value = float(r["output_tokens_per_s"]) / base_tps
         return None if exceeds_tokens_per_step(value, r.get("mean_accepted_length")) else value
 
-    measurements = []
-    for k, r in sorted(runs.items()):
-        mal = r.get("mean_accepted_length")
-        if mal is None or speedup(r) is None:
-            continue
-        deltas = r.get("spec_decode_deltas") or {}
-        per_pos = r.get("acceptance_per_position")
-        measurements.append(
-            KMeasurement(
-                k=k,
-                mean_accepted_length=float(mal),
-                measured_speedup=float(r["output_tokens_per_s"]) / base_tps,
-                per_position=tuple(per_pos) if per_pos else None,
-                num_drafts=int(deltas.get("num_drafts", 0)),
-            )
-        )
+    speedups = {k: speedup(r) for k, r in runs.items()}
+    measurements = [
+        k_measurement(k, r, s)
+        for k, r in sorted(runs.items())
+        if r.get("mean_accepted_length") is not None and (s := speedups[k]) is not None
+    ]
     if not measurements:
         raise UsageError(
             "no k run produced a usable measurement (no acceptance figures, or every speedup"
@@ -219,8 +221,8 @@ def analyse(
                 "k": k,
                 "predicted_speedup": model.predicted_speedup(k),
                 "predicted_tokens_per_step": model.tokens_per_step(k),
-                "measured_speedup": speedup(r),
-                "implausible": r is not None and base_tps > 0 and speedup(r) is None,
+                "measured_speedup": speedups.get(k),
+                "implausible": r is not None and base_tps > 0 and speedups[k] is None,
                 "output_tokens_per_s": r["output_tokens_per_s"] if r else None,
                 "mean_accepted_length": r.get("mean_accepted_length") if r else None,
                 "acceptance_rate": r.get("acceptance_rate") if r else None,
@@ -493,16 +495,9 @@ def category_analysis(
     """Acceptance per category and k (and its recommendation), from the per-category runs."""
     out: dict[str, Any] = {}
     for cat, by_k in sorted(cats.items()):
+        # acceptance only: no per-category baseline, so the speedup is a placeholder
         ms = [
-            KMeasurement(
-                k=k,
-                mean_accepted_length=float(r["mean_accepted_length"]),
-                measured_speedup=1.0,
-                per_position=tuple(r["acceptance_per_position"])
-                if r.get("acceptance_per_position")
-                else None,
-                num_drafts=int((r.get("spec_decode_deltas") or {}).get("num_drafts", 0)),
-            )
+            k_measurement(k, r, 1.0)
             for k, r in sorted(by_k.items())
             if r.get("mean_accepted_length")
         ]
