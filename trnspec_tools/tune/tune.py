@@ -200,17 +200,17 @@ def analyse(
         value = float(r["output_tokens_per_s"]) / base_tps
         return None if exceeds_tokens_per_step(value, r.get("mean_accepted_length")) else value
 
-    speedups = {k: speedup(r) for k, r in runs.items()}
     measurements = [
         k_measurement(k, r, s)
         for k, r in sorted(runs.items())
-        if r.get("mean_accepted_length") is not None and (s := speedups[k]) is not None
+        if r.get("mean_accepted_length") is not None and (s := speedup(r)) is not None
     ]
     if not measurements:
         raise UsageError(
             "no k run produced a usable measurement (no acceptance figures, or every speedup"
             " above its tokens per step: the baseline ran slow; re-measure)"
         )
+    speedups = {k: speedup(r) for k, r in runs.items()}  # for the table, once per run
     model = fit(measurements)
     k_top = max(k_max, *runs)
     rows = []
