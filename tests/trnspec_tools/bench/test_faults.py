@@ -46,6 +46,22 @@ def bench_level(url: str, n: int = 2, **opts: object) -> dict:
     return asyncio.run(run_level(url, MODEL, specs, 2, options))
 
 
+def bench_argv(url: str, out: object, *extra: str, num_prompts: int = 2) -> list[str]:
+    """A small bench run against `url`, its report at `out`, no progress bar; `extra` flags."""
+    return [
+        "--endpoint",
+        url,
+        *extra,
+        "--num-prompts",
+        str(num_prompts),
+        "--output-len",
+        "6",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+
+
 # --- the retry rule (pure) ---------------------------------------------------------------------
 
 
@@ -147,23 +163,7 @@ def test_counters_from_a_non_utf8_exposition_are_still_read():
 def test_bench_cli_never_prints_a_traceback(fault, tmp_path, capsys):
     out = tmp_path / "bench.json"
     with fault_server(fault) as server:
-        code = bench_main(
-            [
-                "--endpoint",
-                server.url,
-                *FAST_FLAGS,
-                "--num-prompts",
-                "2",
-                "--output-len",
-                "6",
-                "--warmup",
-                "0",
-                "--out",
-                str(out),
-                "--no-plots",
-                "--no-progress",
-            ]
-        )
+        code = bench_main(bench_argv(server.url, out, *FAST_FLAGS, "--warmup", "0", "--no-plots"))
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out
     if fault in ("silent", "models_list"):
@@ -210,20 +210,7 @@ def test_results_are_kept_elsewhere_when_the_report_cannot_be_written(
 
     monkeypatch.setattr(tempfile, "tempdir", None)
     with fault_server() as server:
-        code = bench_main(
-            [
-                "--endpoint",
-                server.url,
-                "--num-prompts",
-                "2",
-                "--output-len",
-                "6",
-                "--out",
-                str(tmp_path / "out" / "b.json"),
-                "--no-plots",
-                "--no-progress",
-            ]
-        )
+        code = bench_main(bench_argv(server.url, tmp_path / "out" / "b.json", "--no-plots"))
     err = capsys.readouterr().err
     assert code == 1
     assert "No space left on device" in err and "the results were saved to" in err
@@ -233,19 +220,7 @@ def test_results_are_kept_elsewhere_when_the_report_cannot_be_written(
 
 def test_report_files_are_readable_by_others_like_any_new_file(tmp_path):
     with fault_server() as server:
-        code = bench_main(
-            [
-                "--endpoint",
-                server.url,
-                "--num-prompts",
-                "2",
-                "--output-len",
-                "6",
-                "--out",
-                str(tmp_path / "b.json"),
-                "--no-progress",
-            ]
-        )
+        code = bench_main(bench_argv(server.url, tmp_path / "b.json"))
     assert code == 0
     for path in tmp_path.iterdir():
         assert path.stat().st_mode & 0o044, f"{path.name} is not group/world readable"
@@ -358,20 +333,14 @@ def test_bench_smoke_and_tune_send_the_api_key_from_the_environment(tmp_path, mo
     monkeypatch.setenv("TRNSPEC_API_KEY", "default-key")
     with fault_server() as server:
         bench_main(
-            [
-                "--endpoint",
+            bench_argv(
                 server.url,
+                tmp_path / "b.json",
                 "--api-key-env",
                 "MY_KEY",
-                "--num-prompts",
-                "1",
-                "--output-len",
-                "6",
-                "--out",
-                str(tmp_path / "b.json"),
                 "--no-plots",
-                "--no-progress",
-            ]
+                num_prompts=1,
+            )
         )
         bench_seen = set(server.auth_headers)
         server.auth_headers.clear()
