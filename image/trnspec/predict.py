@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trnspec.calibrate import DATA_FILE, trn2_calibration
+from trnspec.calibrate import DATA_FILE, Calibration, trn2_calibration
 from trnspec.config import ConfigError, Problem, ServingConfig
 from trnspec.images import ImageGeneration, image_spec
 from trnspec.model_shapes import ModelShape, ShapeError, known_model_names, resolve_shape
@@ -37,6 +37,7 @@ from trnspec.perf_model import (
     replicas_per_instance,
     speculation_stops_paying,
 )
+from trnspec.predict_bands import band_for, outside_data
 from trnspec.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.sizing import BYTES_PER_DTYPE
 from trnspec.topology import INSTANCE_TYPES, instance
@@ -277,7 +278,11 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
         "max_num_seqs", cfg.max_num_seqs, f"profile {cfg.name} (batches above it need a recompile)"
     )
 
-    rows = [_row(p, price, replicas, cfg.max_num_seqs) for p in points]
+    rows = [
+        _row(p, price, replicas, cfg.max_num_seqs) | _band_fields(cal, group, method, p)
+        for p in points
+    ]
+    outside = outside_data(cal, group, target, cfg.tensor_parallel_size, batches)
     best = best_k_per_batch(points)
     stop = speculation_stops_paying(points)
     return {
@@ -287,11 +292,22 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
         "speculation_stops_paying_at_batch": stop,
         "cost_note": None if price is not None else price_problem,
         "inputs": inputs.values,
+        "outside_data": [o.describe() for o in outside],
         "caveats": [
             "HBM fit at these batches is not checked here; run `trnspec plan`.",
-            f"Held-out published speculative results are predicted within about 20-40 %;"
-            f" see docs/performance.md and trnspec/{DATA_FILE}.",
+            "error_band: the largest held-out error (leave one source out) of published rows in"
+            f" the same stack, method and batch range; see docs/performance.md and"
+            f" trnspec/{DATA_FILE}.",
         ],
+    }
+
+
+def _band_fields(cal: Calibration, group: str, method: str, p: Prediction) -> dict[str, Any]:
+    """The held-out error band of one row (None with the reason where no row was predictable)."""
+    band = band_for(cal, group, method, p.k, p.batch)
+    return {
+        "error_band": round(band.max_abs_error, 3) if band.max_abs_error is not None else None,
+        "error_band_note": band.describe(),
     }
 
 
@@ -320,7 +336,7 @@ def format_table(doc: dict[str, Any]) -> str:
         f"profile {doc['profile']}: one replica, {doc['inputs']['replicas_per_instance']['value']}"
         " per instance; cost = instance price / (replicas x tokens/s)",
         f"{'batch':>5} {'k':>3} {'tok/step':>8} {'TPOT ms':>8} {'tok/s':>9} {'speedup':>8}"
-        f" {'$/1M out':>9}  bound",
+        f" {'$/1M out':>9} {'error':>6}  bound",
     ]
     for r in doc["rows"]:
         cost = r["cost_per_1m_output_tokens_usd"]
@@ -329,7 +345,8 @@ def format_table(doc: dict[str, Any]) -> str:
         lines.append(
             f"{r['batch']:>5} {r['k']:>3} {r['tokens_per_step']:>8.2f} {r['tpot_ms']:>8.2f}"
             f" {r['output_tokens_per_s']:>9.1f} {r['speedup']:>7.2f}x"
-            f" {(f'{cost:.3f}' if cost is not None else '-'):>9}  {r['target_bound']}{mark}{over}"
+            f" {(f'{cost:.3f}' if cost is not None else '-'):>9} {_band_cell(r):>6}"
+            f"  {r['target_bound']}{mark}{over}"
         )
     lines.append("best k per batch: " + ", ".join(f"{b}: k={k}" for b, k in sorted(best.items())))
     stop = doc["speculation_stops_paying_at_batch"]
@@ -341,7 +358,21 @@ def format_table(doc: dict[str, Any]) -> str:
         lines.append(f"speculation no longer pays from batch {stop}: serve larger batches with k=0")
     if doc["cost_note"]:
         lines.append(f"cost: not shown: {doc['cost_note']}")
+    lines += _band_notes(doc)
     return "\n".join(lines)
+
+
+def _band_cell(row: dict[str, Any]) -> str:
+    band = row["error_band"]
+    return f"+/-{band:.0%}" if band is not None else "n/a"
+
+
+def _band_notes(doc: dict[str, Any]) -> list[str]:
+    """The error column's meaning per regime, then every way the query is outside the data."""
+    notes = sorted({r["error_band_note"] for r in doc["rows"]})
+    lines = ["error (held out, leave one source out):", *(f"  {n}" for n in notes)]
+    lines += [f"outside the published data: {o}" for o in doc["outside_data"]]
+    return lines
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:

@@ -133,3 +133,48 @@ def test_table_marks_the_best_k_and_the_batch_where_speculation_stops(capsys):
 def test_bad_input_exits_2_naming_the_flag(capsys, argv, needle):
     code, _, err = predict(capsys, *argv)
     assert code == 2 and needle in err
+
+
+def test_every_row_carries_the_held_out_error_band_of_its_regime(capsys):
+    doc = as_json(
+        capsys,
+        "--profile",
+        "qwen3-32b-draft",
+        "--acceptance-rate",
+        "0.7",
+        "--batch",
+        "1",
+        "--k",
+        "0",
+    )
+    (row,) = doc["rows"]
+    # plain decoding at batch 1 on the fork: the three TP-64 rows, each predicted without its source
+    assert row["error_band"] == pytest.approx(0.192, abs=0.001)
+    assert "nxdi-fork, none, batch 1" in row["error_band_note"]
+
+
+def test_a_regime_without_a_predictable_held_out_row_says_so_instead_of_a_band(capsys):
+    doc = as_json(
+        capsys,
+        "--profile",
+        "qwen3-32b-draft",
+        "--acceptance-rate",
+        "0.7",
+        "--batch",
+        "1",
+        "--k",
+        "4",
+    )
+    row = next(r for r in doc["rows"] if r["k"] == 4)
+    assert row["error_band"] is None and "no held-out error" in row["error_band_note"]
+
+
+def test_a_batch_far_from_every_published_row_is_flagged_as_outside_the_data(capsys):
+    doc = as_json(
+        capsys, "--profile", "qwen3-32b-draft", "--acceptance-rate", "0.7", "--batch", "1,64"
+    )
+    assert len(doc["outside_data"]) == 1 and "batch 64" in doc["outside_data"][0]
+    code, out, _ = predict(
+        capsys, "--profile", "qwen3-32b-draft", "--acceptance-rate", "0.7", "--batch", "1,64"
+    )
+    assert code == 0 and "outside the published data: batch 64" in out
