@@ -86,16 +86,17 @@ class Measurement:
     @property
     def fitted_step_ms(self) -> float | None:
         """The step time the fit uses: a baseline's published step; for a speculative row with a
-        published acceptance length, that length over the per-sequence rate (a step emits
-        `acceptance_length` tokens per sequence); None for a speculative row without one."""
+        published acceptance length, that length times its TPOT (a step emits
+        `acceptance_length` tokens per sequence), from the throughput when no TPOT is published
+        (TPOT first, as for the baselines); None for a speculative row without one."""
         if self.role == "baseline":
             return self.published_step_ms
         if self.acceptance_length is None:
             return None
-        if self.output_tokens_per_s:
-            return 1000.0 * self.batch * self.acceptance_length / self.output_tokens_per_s
         if self.tpot_ms is not None:
             return self.tpot_ms * self.acceptance_length
+        if self.output_tokens_per_s:
+            return 1000.0 * self.batch * self.acceptance_length / self.output_tokens_per_s
         return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from trnspec.calibrate import trn2_calibration
 from trnspec.cli import main
 from trnspec.config import list_profiles, load_profile
 from trnspec.images import image_spec
@@ -91,7 +92,7 @@ def test_price_override_scales_the_cost(capsys):
     cheap = as_json(capsys, *args, "--price-per-hour", "10")
     dear = as_json(capsys, *args, "--price-per-hour", "20")
     a = cheap["rows"][0]["cost_per_1m_output_tokens_usd"]
-    assert dear["rows"][0]["cost_per_1m_output_tokens_usd"] == pytest.approx(2 * a)
+    assert dear["rows"][0]["cost_per_1m_output_tokens_usd"] == pytest.approx(2 * a, abs=2e-4)
 
 
 def test_an_instance_without_a_price_leaves_the_cost_empty_with_the_reason(capsys):
@@ -148,9 +149,15 @@ def test_every_row_carries_the_held_out_error_band_of_its_regime(capsys):
         "0",
     )
     (row,) = doc["rows"]
-    # plain decoding at batch 1 on the fork: the three TP-64 rows, each predicted without its source
-    assert row["error_band"] == pytest.approx(0.192, abs=0.001)
-    assert "nxdi-fork, none, batch 1" in row["error_band_note"]
+    # plain decoding at batch 1 on the fork: the TP-64 rows, each predicted without its source
+    held_out = [
+        abs(h.error)
+        for h in trn2_calibration().validation
+        if (h.stack_group, h.method, h.batch) == ("nxdi-fork", "none", 1) and h.error is not None
+    ]
+    assert len(held_out) == 3
+    assert row["error_band"] == pytest.approx(max(held_out), abs=5e-4)
+    assert "3 rows: nxdi-fork, none, batch 1" in row["error_band_note"]
 
 
 def test_a_regime_without_a_predictable_held_out_row_says_so_instead_of_a_band(capsys):
