@@ -31,6 +31,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,7 @@ from trnspec_tools.tune.engine_model import (
     recommend,
     validation_rows,
 )
+from trnspec_tools.tune.trn2_rows import conditions_for, measured_rows, rows_yaml
 from trnspec_tools.tune.window_model import KMeasurement, best_k, fit, precompile_set
 
 OVERRIDE_KEY = "speculation.num_speculative_tokens"
@@ -132,6 +134,12 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         help="profile the override line is checked against (trnspec.config)",
     )
     p.add_argument("--out", type=Path, required=True, help="result JSON path")
+    p.add_argument(
+        "--rows-out",
+        type=Path,
+        help="also write the measurements as rows of trnspec's Trn2 data file (needs"
+        " --trn2-profile, the deployed profile), for `python -m trnspec.calibrate --add FILE`",
+    )
     p.add_argument(
         "--override-out", type=Path, help="file for the override line (default: <out>.override)"
     )
@@ -617,6 +625,27 @@ def _by_batch(rec: dict[str, Any]) -> str:
     return f"{best}{tail}; precompile k in {rec['precompile']}"
 
 
+def write_trn2_rows(
+    args: argparse.Namespace, baseline: Levels, runs: dict[int, Levels]
+) -> dict[str, Any]:
+    """--rows-out: the run as data-file rows (trn2_rows), or why not."""
+    if not args.trn2_profile:
+        return {"path": None, "note": "--rows-out needs --trn2-profile (the deployed profile)"}
+    try:
+        cond = conditions_for(
+            args.trn2_profile,
+            args.input_len,
+            args.output_len,
+            f"trnspec tune --out {args.out}",
+            date.today().isoformat(),
+        )
+    except ConfigError as exc:
+        return {"path": None, "note": f"--trn2-profile={args.trn2_profile}: {exc}"}
+    rows, skipped = measured_rows(cond, baseline, runs)
+    atomic_write_text(args.rows_out, rows_yaml(cond, rows))
+    return {"path": str(args.rows_out), "rows": len(rows), "skipped": skipped}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -715,6 +744,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if isinstance(concurrency, dict):
         result["rows_by_concurrency"] = concurrency["rows"]
+    if args.rows_out:
+        result["trn2_rows"] = write_trn2_rows(args, baseline_by_c, runs_by_c)
     atomic_write_text(override_out, line + "\n")
     atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
     md = tune_markdown(result) + concurrency_markdown(result)
