@@ -252,13 +252,22 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     inputs.add("hbm_bytes_per_s_per_chip", hw.memory_bytes_per_s, hw.source)
     inputs.add("peak_flops_per_chip", hw.peak_flops, hw.source)
     inputs.add("link_bytes_per_s_per_chip", hw.link_bytes_per_s, hw.source)
-    for name in ("memory", "compute", "collective_latency_s", "token_overhead_s"):
+    for name in (
+        "memory",
+        "compute",
+        "collective_latency_s",
+        "token_overhead_s",
+        "sequence_overhead_s",
+        "context_token_s",
+        "logit_pair_s",
+    ):
         inputs.add(f"efficiency.{name}", getattr(eff, name), cal.source)
-    inputs.add(
-        "efficiency.step_overhead_s",
-        eff.step_overhead_s,
-        f"{cal.source}; stack group {group!r} for image {cfg.image.value}",
-    )
+    for name in ("step_overhead_s", "draft_pass_overhead_s"):
+        inputs.add(
+            f"efficiency.{name}",
+            getattr(eff, name),
+            f"{cal.source}; stack group {group!r} for image {cfg.image.value}",
+        )
     inputs.add("tensor_parallel_size", cfg.tensor_parallel_size, f"profile {cfg.name}")
     inputs.add("lnc", cfg.hardware.lnc, f"profile {cfg.name}")
     inputs.add("dtype", cfg.dtype, f"profile {cfg.name}")
