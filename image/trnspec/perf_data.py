@@ -7,6 +7,7 @@ quote) and `predicted_step_ms` runs trnspec.perf_model under a row's conditions.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -100,6 +101,14 @@ class Measurement:
         return None
 
 
+#: The fields a row must give (the rest have defaults: plain decoding, no acceptance).
+REQUIRED = frozenset(
+    f.name
+    for f in dataclasses.fields(Measurement)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+)
+
+
 def _shape_from_entry(entry: Mapping[str, Any]) -> ModelShape:
     return ModelShape(
         name=str(entry["name"]),
@@ -134,7 +143,10 @@ def load_published(
 
 
 def _rows(text: str, shapes: dict[str, ModelShape]) -> list[Measurement]:
-    data = yaml.safe_load(text) or {}
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        raise ValueError(f"not YAML: {str(err).splitlines()[0]}") from None
     for entry in data.get("shapes") or []:
         shape = _shape_from_entry(entry)
         shapes[shape.name.lower()] = shape  # keyed by the lower-cased name, as KNOWN_SHAPES
@@ -148,6 +160,11 @@ def _rows(text: str, shapes: dict[str, ModelShape]) -> list[Measurement]:
             raise ValueError(
                 f"{entry.get('id')}: quote={entry.get('quote')!r}; copy the published words"
                 " the figures are from"
+            )
+        missing = sorted(REQUIRED - set(entry))
+        if missing:
+            raise ValueError(
+                f"{entry.get('id')}: missing fields {missing}; every row needs {sorted(REQUIRED)}"
             )
         m = Measurement(**{**entry, "method": entry.get("method") or "none"})
         for name in (m.target, m.draft):

@@ -36,6 +36,8 @@ class OutsideData:
     published: tuple[float, ...]
 
     def describe(self) -> str:
+        if not self.published:
+            return f"no published row of this stack: every {self.quantity} is an extrapolation"
         shown = ", ".join(f"{v:g}" for v in self.published)
         return (
             f"{self.quantity} {self.asked:g} is more than {NEAR:g}x from every published row of"
@@ -53,7 +55,7 @@ def outside_data(
     """The model size, TP and batches of a query that no published row of its stack is near."""
     rows = [m for m in cal.measurements if m.stack_group == stack_group]
     if not rows:
-        return [OutsideData("stack rows", 0, ())]
+        return [OutsideData("figure", 0, ())]
     out = []
     sizes = sorted({round(cal.shapes[m.target.lower()].params / 1e9, 1) for m in rows})
     size = round(target.params / 1e9, 1)

@@ -163,3 +163,21 @@ def test_add_refuses_a_row_that_repeats_a_shipped_id(tmp_path, capsys):
     row.write_text(text[text.index("measurements:") :], encoding="utf-8")
     assert main(["--add", str(row)]) == 2
     assert "appear more than once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (
+            "measurements:\n  - id: x\n    role: baseline\n    quote: some words here\n",
+            "missing fields",
+        ),
+        ("measurements: [\n", "not YAML"),
+    ],
+)
+def test_add_refuses_a_file_it_cannot_read_in_one_line(tmp_path, capsys, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["--add", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1

@@ -22,6 +22,7 @@ import yaml
 from trnspec.config import load_profile
 from trnspec.model_shapes import ModelShape
 from trnspec.perf_data import Measurement
+from trnspec.perf_model import decode_context_tokens
 from trnspec.predict import profile_model
 
 #: tune's per-concurrency results: {concurrency: run stats}.
@@ -52,7 +53,7 @@ def conditions_for(
 ) -> Conditions:
     """The deployed Trn2 profile's conditions (ConfigError if it is not a Trn2 profile)."""
     cfg = load_profile(profile)
-    model = profile_model(cfg, input_len + output_len // 2)
+    model = profile_model(cfg, decode_context_tokens(input_len, output_len))
     return Conditions(
         profile=profile,
         stack_group=model.group,
