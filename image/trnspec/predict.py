@@ -20,7 +20,7 @@ from typing import Any
 
 from trnspec.calibrate import DATA_FILE, Calibration, trn2_calibration
 from trnspec.config import ConfigError, Problem, ServingConfig
-from trnspec.images import ImageGeneration, image_spec
+from trnspec.images import image_spec
 from trnspec.model_shapes import ModelShape, ShapeError, known_model_names, resolve_shape
 from trnspec.perf_model import (
     DRAFT_METHODS,
@@ -40,13 +40,9 @@ from trnspec.perf_model import (
 from trnspec.predict_bands import band_for, outside_data
 from trnspec.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.sizing import BYTES_PER_DTYPE
+from trnspec.stack_group import stack_group
 from trnspec.topology import INSTANCE_TYPES, instance
 
-#: The calibration's stack group whose per-step overhead applies to each image.
-STACK_GROUP = {
-    ImageGeneration.NEURON_FORK: "nxdi-fork",
-    ImageGeneration.NEURON_PLUGIN: "plugin",
-}
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32)
 
 
@@ -148,7 +144,7 @@ def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
     it cannot be built (not a Trn2 profile, unknown shapes, a method the model cannot cost)."""
     problems: list[Problem] = []
     spec = image_spec(cfg.image)
-    group = STACK_GROUP.get(ImageGeneration(cfg.image))
+    group = stack_group(cfg)
     if not spec.runs_on_trn2 or group is None or cfg.hardware.instance_type not in INSTANCE_TYPES:
         raise ConfigError(
             [
