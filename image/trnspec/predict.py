@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trnspec.calibrate import DATA_FILE, trn2_calibration
+from trnspec.calibrate import DATA_FILE, Calibration, trn2_calibration
 from trnspec.config import ConfigError, Problem, ServingConfig
-from trnspec.images import ImageGeneration, image_spec
+from trnspec.images import image_spec
 from trnspec.model_shapes import ModelShape, ShapeError, known_model_names, resolve_shape
 from trnspec.perf_model import (
     DRAFT_METHODS,
@@ -37,15 +37,12 @@ from trnspec.perf_model import (
     replicas_per_instance,
     speculation_stops_paying,
 )
+from trnspec.predict_bands import band_for, outside_data
 from trnspec.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.sizing import BYTES_PER_DTYPE
+from trnspec.stack_group import stack_group
 from trnspec.topology import INSTANCE_TYPES, instance
 
-#: The calibration's stack group whose per-step overhead applies to each image.
-STACK_GROUP = {
-    ImageGeneration.NEURON_FORK: "nxdi-fork",
-    ImageGeneration.NEURON_PLUGIN: "plugin",
-}
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32)
 
 
@@ -147,7 +144,7 @@ def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
     it cannot be built (not a Trn2 profile, unknown shapes, a method the model cannot cost)."""
     problems: list[Problem] = []
     spec = image_spec(cfg.image)
-    group = STACK_GROUP.get(ImageGeneration(cfg.image))
+    group = stack_group(cfg)
     if not spec.runs_on_trn2 or group is None or cfg.hardware.instance_type not in INSTANCE_TYPES:
         raise ConfigError(
             [
@@ -251,13 +248,22 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     inputs.add("hbm_bytes_per_s_per_chip", hw.memory_bytes_per_s, hw.source)
     inputs.add("peak_flops_per_chip", hw.peak_flops, hw.source)
     inputs.add("link_bytes_per_s_per_chip", hw.link_bytes_per_s, hw.source)
-    for name in ("memory", "compute", "collective_latency_s", "token_overhead_s"):
+    for name in (
+        "memory",
+        "compute",
+        "collective_latency_s",
+        "token_overhead_s",
+        "sequence_overhead_s",
+        "context_token_s",
+        "logit_pair_s",
+    ):
         inputs.add(f"efficiency.{name}", getattr(eff, name), cal.source)
-    inputs.add(
-        "efficiency.step_overhead_s",
-        eff.step_overhead_s,
-        f"{cal.source}; stack group {group!r} for image {cfg.image.value}",
-    )
+    for name in ("step_overhead_s", "draft_pass_overhead_s"):
+        inputs.add(
+            f"efficiency.{name}",
+            getattr(eff, name),
+            f"{cal.source}; stack group {group!r} for image {cfg.image.value}",
+        )
     inputs.add("tensor_parallel_size", cfg.tensor_parallel_size, f"profile {cfg.name}")
     inputs.add("lnc", cfg.hardware.lnc, f"profile {cfg.name}")
     inputs.add("dtype", cfg.dtype, f"profile {cfg.name}")
@@ -277,7 +283,11 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
         "max_num_seqs", cfg.max_num_seqs, f"profile {cfg.name} (batches above it need a recompile)"
     )
 
-    rows = [_row(p, price, replicas, cfg.max_num_seqs) for p in points]
+    rows = [
+        _row(p, price, replicas, cfg.max_num_seqs) | _band_fields(cal, group, method, p)
+        for p in points
+    ]
+    outside = outside_data(cal, group, target, cfg.tensor_parallel_size, batches)
     best = best_k_per_batch(points)
     stop = speculation_stops_paying(points)
     return {
@@ -287,11 +297,22 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
         "speculation_stops_paying_at_batch": stop,
         "cost_note": None if price is not None else price_problem,
         "inputs": inputs.values,
+        "outside_data": [o.describe() for o in outside],
         "caveats": [
             "HBM fit at these batches is not checked here; run `trnspec plan`.",
-            f"Held-out published speculative results are predicted within about 20-40 %;"
-            f" see docs/performance.md and trnspec/{DATA_FILE}.",
+            "error_band: the largest held-out error (leave one source out) of published rows in"
+            f" the same stack, method and batch range; see docs/performance.md and"
+            f" trnspec/{DATA_FILE}.",
         ],
+    }
+
+
+def _band_fields(cal: Calibration, group: str, method: str, p: Prediction) -> dict[str, Any]:
+    """The held-out error band of one row (None with the reason where no row was predictable)."""
+    band = band_for(cal, group, method, p.k, p.batch)
+    return {
+        "error_band": round(band.max_abs_error, 3) if band.max_abs_error is not None else None,
+        "error_band_note": band.describe(),
     }
 
 
@@ -320,7 +341,7 @@ def format_table(doc: dict[str, Any]) -> str:
         f"profile {doc['profile']}: one replica, {doc['inputs']['replicas_per_instance']['value']}"
         " per instance; cost = instance price / (replicas x tokens/s)",
         f"{'batch':>5} {'k':>3} {'tok/step':>8} {'TPOT ms':>8} {'tok/s':>9} {'speedup':>8}"
-        f" {'$/1M out':>9}  bound",
+        f" {'$/1M out':>9} {'error':>6}  bound",
     ]
     for r in doc["rows"]:
         cost = r["cost_per_1m_output_tokens_usd"]
@@ -329,7 +350,8 @@ def format_table(doc: dict[str, Any]) -> str:
         lines.append(
             f"{r['batch']:>5} {r['k']:>3} {r['tokens_per_step']:>8.2f} {r['tpot_ms']:>8.2f}"
             f" {r['output_tokens_per_s']:>9.1f} {r['speedup']:>7.2f}x"
-            f" {(f'{cost:.3f}' if cost is not None else '-'):>9}  {r['target_bound']}{mark}{over}"
+            f" {(f'{cost:.3f}' if cost is not None else '-'):>9} {_band_cell(r):>6}"
+            f"  {r['target_bound']}{mark}{over}"
         )
     lines.append("best k per batch: " + ", ".join(f"{b}: k={k}" for b, k in sorted(best.items())))
     stop = doc["speculation_stops_paying_at_batch"]
@@ -341,7 +363,21 @@ def format_table(doc: dict[str, Any]) -> str:
         lines.append(f"speculation no longer pays from batch {stop}: serve larger batches with k=0")
     if doc["cost_note"]:
         lines.append(f"cost: not shown: {doc['cost_note']}")
+    lines += _band_notes(doc)
     return "\n".join(lines)
+
+
+def _band_cell(row: dict[str, Any]) -> str:
+    band = row["error_band"]
+    return f"+/-{band:.0%}" if band is not None else "n/a"
+
+
+def _band_notes(doc: dict[str, Any]) -> list[str]:
+    """The error column's meaning per regime, then every way the query is outside the data."""
+    notes = sorted({r["error_band_note"] for r in doc["rows"]})
+    lines = ["error (held out, leave one source out):", *(f"  {n}" for n in notes)]
+    lines += [f"outside the published data: {o}" for o in doc["outside_data"]]
+    return lines
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:

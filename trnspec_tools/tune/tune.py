@@ -5,6 +5,9 @@
         --out reports/tune.json  # + step-time model fitted at c=2, checked at 1, 4, 8
     python scripts/tune.py --baseline http://h:8000 --endpoint-for-k 3=http://h:8003 \\
         --endpoint-for-k 7=http://h:8007 --model M --out reports/tune.json  # one server per k
+    python scripts/tune.py --stack TrnspecPlatform-serving --trn2-profile llama31-8b-eagle3 \\
+        --baseline http://h:8000 --concurrency 1,2,4 --out reports/trn2.json \\
+        --rows-out reports/trn2_rows.yaml     # a deployed stack; rows for calibrate --add
 
 Each k is measured against the same baseline (speculation off) with the same prompts. From the
 runs it fits the acceptance rate (single and per position) and the draft/target cost ratio c, then
@@ -31,6 +34,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +64,7 @@ from trnspec_tools.client.client_args import (
     client_arg_problems,
 )
 from trnspec_tools.client.served_model import discover_model
+from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments
 from trnspec_tools.local_engine.local_server import LocalServerError, model_overrides
 from trnspec_tools.tune.engine_model import (
     EngineFit,
@@ -72,6 +77,8 @@ from trnspec_tools.tune.engine_model import (
     recommend,
     validation_rows,
 )
+from trnspec_tools.tune.stack_arm import stack_arm
+from trnspec_tools.tune.trn2_rows import conditions_for, measured_rows, rows_yaml
 from trnspec_tools.tune.window_model import KMeasurement, best_k, fit, precompile_set
 
 OVERRIDE_KEY = "speculation.num_speculative_tokens"
@@ -94,6 +101,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         " --endpoint-for-k, default: the local launcher",
     )
     add_model_args(p)
+    add_stack_arguments(p)
     p.add_argument(
         "--fit-concurrency",
         type=int,
@@ -132,6 +140,12 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         help="profile the override line is checked against (trnspec.config)",
     )
     p.add_argument("--out", type=Path, required=True, help="result JSON path")
+    p.add_argument(
+        "--rows-out",
+        type=Path,
+        help="also write the measurements as rows of trnspec's Trn2 data file (needs"
+        " --trn2-profile, the deployed profile), for `python -m trnspec.calibrate --add FILE`",
+    )
     p.add_argument(
         "--override-out", type=Path, help="file for the override line (default: <out>.override)"
     )
@@ -617,6 +631,27 @@ def _by_batch(rec: dict[str, Any]) -> str:
     return f"{best}{tail}; precompile k in {rec['precompile']}"
 
 
+def write_trn2_rows(
+    args: argparse.Namespace, baseline: Levels, runs: dict[int, Levels]
+) -> dict[str, Any]:
+    """--rows-out: the run as data-file rows (trn2_rows), or why not."""
+    if not args.trn2_profile:
+        return {"path": None, "note": "--rows-out needs --trn2-profile (the deployed profile)"}
+    try:
+        cond = conditions_for(
+            args.trn2_profile,
+            args.input_len,
+            args.output_len,
+            f"trnspec tune --out {args.out}",
+            date.today().isoformat(),
+        )
+    except ConfigError as exc:
+        return {"path": None, "note": f"--trn2-profile={args.trn2_profile}: {exc}"}
+    rows, skipped = measured_rows(cond, baseline, runs)
+    atomic_write_text(args.rows_out, rows_yaml(cond, rows))
+    return {"path": str(args.rows_out), "rows": len(rows), "skipped": skipped}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -639,13 +674,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.from_json:
             baseline_by_c, runs_by_c, cats = load_measurements(args.from_json, levels)
         else:
-            baseline_by_c, runs_by_c, cats = asyncio.run(
-                measure_all(args, specs, levels, categories, fit_c)
-            )
+            with stack_arm(args):
+                baseline_by_c, runs_by_c, cats = asyncio.run(
+                    measure_all(args, specs, levels, categories, fit_c)
+                )
         baseline = baseline_by_c[fit_c]
         runs = {k: by_c[fit_c] for k, by_c in runs_by_c.items()}
         analysis = analyse(baseline, runs, args.k_max)
-    except (UsageError, WorkloadError, ConfigError) as exc:
+    except (UsageError, WorkloadError, ConfigError, StackError) as exc:
         print(f"tune.py: error: {exc}", file=sys.stderr)
         return 2
     except LocalServerError as exc:
@@ -715,6 +751,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if isinstance(concurrency, dict):
         result["rows_by_concurrency"] = concurrency["rows"]
+    if args.rows_out:
+        result["trn2_rows"] = write_trn2_rows(args, baseline_by_c, runs_by_c)
     atomic_write_text(override_out, line + "\n")
     atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
     md = tune_markdown(result) + concurrency_markdown(result)
