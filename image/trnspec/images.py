@@ -80,6 +80,9 @@ class ImageSpec:
     #: Set when AWS no longer supports the image: the fact, with its source. Such a config is
     #: labelled legacy and warned about (never refused).
     support_ended: str | None = None
+    #: Python distributions the image carries, each with the version its installed one must
+    #: start with (None: any version): what `trnspec doctor` reads in the pod.
+    distributions: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def legacy(self) -> bool:
@@ -119,6 +122,8 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
             "vLLM V0 and its Neuron DLCs (this 0.9.1 fork image) are out of AWS support since "
             "Neuron SDK 2.28 (announcement 2026-02-26); the supported image is neuron-plugin"
         ),
+        # The fork's fused speculation runs in NxD Inference (VLLM_NEURON_FRAMEWORK).
+        distributions=(("vllm", "0.9.1"), ("neuronx-distributed-inference", None)),
     ),
     # Neuron 2.33.0 (2026-10-19): "docker pull public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:
     # 0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04" (aws-neuron-sdk v2.33.0
@@ -127,6 +132,7 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         generation=ImageGeneration.NEURON_PLUGIN,
         command_form=CommandForm.PLUGIN,
         uri=f"{NEURON_DLC_REPOSITORY}:0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04",
+        distributions=(("vllm", "0.29.0"), ("vllm-neuron", "0.29.0.1.2.0")),
         digest=None,
         vllm_version="0.29.0 + vllm-neuron 0.29.0.1.2.0 (torch.compile backend)",
         neuron_sdk="2.33.0",
@@ -144,6 +150,8 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         generation=ImageGeneration.NEURON_PLUGIN_SDK232,
         command_form=CommandForm.PLUGIN,
         uri=f"{NEURON_DLC_REPOSITORY}:0.24.0.1.1.0-neuronx-py313-sdk2.32.0-ubuntu24.04",
+        # Release content 2.32.0: "vllm_neuron-0.24.0.1.1.0+e8242a9-py3-none-any.whl".
+        distributions=(("vllm", "0.24.0"), ("vllm-neuron", "0.24.0.1.1.0")),
         digest=None,
         vllm_version="0.24.0 + vllm-neuron 0.24.0.1.1.0 (torch.compile backend)",
         neuron_sdk="2.32.0",
