@@ -83,6 +83,9 @@ class ImageSpec:
     #: Python distributions the image carries, each with the version its installed one must
     #: start with (None: any version): what `trnspec doctor` reads in the pod.
     distributions: tuple[tuple[str, str | None], ...] = ()
+    #: The Neuron Runtime Library (libnrt) version the image carries, when published (None: not
+    #: found in AWS's release content). The node's Neuron driver sets a minimum runtime.
+    neuron_runtime: tuple[int, int] | None = None
 
     @property
     def legacy(self) -> bool:
@@ -124,6 +127,9 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         ),
         # The fork's fused speculation runs in NxD Inference (VLLM_NEURON_FRAMEWORK).
         distributions=(("vllm", "0.9.1"), ("neuronx-distributed-inference", None)),
+        # Neuron 2.26 ships "Neuron Runtime [2.28.19.0] (Neuron 2.26.0 Release)"
+        # (aws-neuron-sdk release-notes/components/runtime.rst).
+        neuron_runtime=(2, 28),
     ),
     # Neuron 2.33.0 (2026-10-19): "docker pull public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:
     # 0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04" (aws-neuron-sdk v2.33.0
@@ -152,6 +158,8 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         uri=f"{NEURON_DLC_REPOSITORY}:0.24.0.1.1.0-neuronx-py313-sdk2.32.0-ubuntu24.04",
         # Release content 2.32.0: "vllm_neuron-0.24.0.1.1.0+e8242a9-py3-none-any.whl".
         distributions=(("vllm", "0.24.0"), ("vllm-neuron", "0.24.0.1.1.0")),
+        # Release content 2.32.0: "Runtime Library aws-neuronx-runtime-lib-2.34.10.0".
+        neuron_runtime=(2, 34),
         digest=None,
         vllm_version="0.24.0 + vllm-neuron 0.24.0.1.1.0 (torch.compile backend)",
         neuron_sdk="2.32.0",
@@ -187,6 +195,27 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         signals_note="vLLM V1 engine: all four spec-decode counters",
     ),
 }
+
+
+#: The oldest Neuron Runtime Library the Neuron driver of current EKS Neuron AMIs (2.29+) runs
+#: with: "Neuron Driver 2.29 requires Neuron Runtime Library 2.33 or later" (aws-neuron-sdk
+#: release notes, runtime component); an older runtime fails nrt_init().
+NODE_MIN_NEURON_RUNTIME = (2, 33)
+
+
+def runtime_refusal(spec: ImageSpec) -> str | None:
+    """Why `spec` cannot run on current Trn2 nodes (its runtime predates their driver), or None
+    (also when the image's runtime is not published: the pod's start is then the check)."""
+    runtime = spec.neuron_runtime
+    if not spec.runs_on_trn2 or runtime is None or runtime >= NODE_MIN_NEURON_RUNTIME:
+        return None
+    have = ".".join(map(str, runtime))
+    need = ".".join(map(str, NODE_MIN_NEURON_RUNTIME))
+    return (
+        f"image {spec.generation.value} carries Neuron runtime {have}, but the Neuron driver "
+        f"(2.29+) of current EKS Neuron AMIs requires runtime {need} or later (nrt_init fails: "
+        f"its pods would crash-loop)"
+    )
 
 
 def image_spec(generation: ImageGeneration | str) -> ImageSpec:

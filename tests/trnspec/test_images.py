@@ -6,12 +6,14 @@ import pytest
 from trnspec.config import ServingConfig
 from trnspec.images import (
     IMAGES,
+    NODE_MIN_NEURON_RUNTIME,
     NUM_ACCEPTED_TOKENS_PER_POS,
     NUM_DRAFTS,
     V1_SIGNALS,
     CommandForm,
     ImageGeneration,
     generations_supporting,
+    runtime_refusal,
 )
 
 FORK = IMAGES[ImageGeneration.NEURON_FORK]
@@ -56,3 +58,14 @@ def test_the_default_plugin_is_neuron_233s_dlc_and_the_232_one_stays_selectable(
     assert PLUGIN_SDK232.tag == "0.24.0.1.1.0-neuronx-py313-sdk2.32.0-ubuntu24.04"
     assert PLUGIN.command_form is PLUGIN_SDK232.command_form is CommandForm.PLUGIN
     assert PLUGIN.methods == PLUGIN_SDK232.methods
+
+
+def test_only_an_image_whose_runtime_predates_the_nodes_driver_is_refused_for_deployment():
+    """Driver 2.29+ on current Neuron AMIs needs runtime 2.33+; the fork carries 2.28."""
+    assert FORK.neuron_runtime == (2, 28) < NODE_MIN_NEURON_RUNTIME == (2, 33)
+    refusal = runtime_refusal(FORK)
+    assert refusal is not None
+    assert "Neuron runtime 2.28" in refusal and "runtime 2.33 or later" in refusal
+    assert runtime_refusal(PLUGIN_SDK232) is None  # runtime 2.34
+    assert PLUGIN.neuron_runtime is None and runtime_refusal(PLUGIN) is None  # not published
+    assert runtime_refusal(IMAGES[ImageGeneration.CPU]) is None
