@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 #: vLLM's spec-decode counters (Prometheus names without the `_total` suffix of the exposition).
 NUM_DRAFTS = "vllm:spec_decode_num_drafts"
@@ -100,6 +101,19 @@ class ImageSpec:
 
 NEURON_DLC_REPOSITORY = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx"
 
+#: What both plugin releases share: the methods, the window bound, the sharding of the draft,
+#: the compile-cache variables, the buckets the plugin chooses itself.
+_PLUGIN_RELEASE_TRAITS: dict[str, Any] = {
+    "methods": frozenset({"eagle3", "dflash", "none"}),
+    "max_speculative_tokens": 7,
+    "draft_at_target_tp": True,
+    "compile_cache_env": ("VLLM_CACHE_ROOT", "NEURON_LIBTORCH_REMOTE_CACHE"),
+    "renders_sequence_buckets": False,
+    "runs_on_trn2": True,
+    "spec_decode_signals": V1_SIGNALS,
+    "signals_note": "vLLM V1 engine: all four spec-decode counters",
+}
+
 IMAGES: dict[ImageGeneration, ImageSpec] = {
     ImageGeneration.NEURON_FORK: ImageSpec(
         generation=ImageGeneration.NEURON_FORK,
@@ -142,15 +156,8 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         digest=None,
         vllm_version="0.29.0 + vllm-neuron 0.29.0.1.2.0 (torch.compile backend)",
         neuron_sdk="2.33.0",
-        methods=frozenset({"eagle3", "dflash", "none"}),
-        max_speculative_tokens=7,
-        draft_at_target_tp=True,
-        compile_cache_env=("VLLM_CACHE_ROOT", "NEURON_LIBTORCH_REMOTE_CACHE"),
-        renders_sequence_buckets=False,
-        runs_on_trn2=True,
+        **_PLUGIN_RELEASE_TRAITS,
         note="EAGLE3 and DFlash heads; the plugin picks its own buckets",
-        spec_decode_signals=V1_SIGNALS,
-        signals_note="vLLM V1 engine: all four spec-decode counters",
     ),
     ImageGeneration.NEURON_PLUGIN_SDK232: ImageSpec(
         generation=ImageGeneration.NEURON_PLUGIN_SDK232,
@@ -163,19 +170,12 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         digest=None,
         vllm_version="0.24.0 + vllm-neuron 0.24.0.1.1.0 (torch.compile backend)",
         neuron_sdk="2.32.0",
-        methods=frozenset({"eagle3", "dflash", "none"}),
-        max_speculative_tokens=7,
-        draft_at_target_tp=True,
-        compile_cache_env=("VLLM_CACHE_ROOT", "NEURON_LIBTORCH_REMOTE_CACHE"),
-        renders_sequence_buckets=False,
-        runs_on_trn2=True,
+        **_PLUGIN_RELEASE_TRAITS,
         note=(
             "the previous plugin image (SDK 2.32); AWS's DFlash scripts and design doc appear "
             "only in 2.33+ docs, so DFlash here is unverified (`trnspec doctor` checks the "
             "drafter class at pod start)"
         ),
-        spec_decode_signals=V1_SIGNALS,
-        signals_note="vLLM V1 engine: all four spec-decode counters",
     ),
     ImageGeneration.CPU: ImageSpec(
         generation=ImageGeneration.CPU,
