@@ -21,6 +21,7 @@ from infra.addons.selection import (
     workload_needs,
 )
 from infra.nag import acknowledge, attach_nag
+from infra.neuron_runtime import runtime_problems
 from infra.placement import placement_problems
 from infra.platform_stack import PlatformStack
 from infra.serving_settings import ServingSettings, ServingSettingsError
@@ -108,9 +109,11 @@ def platform_problems(
     settings: DeploymentSettings, serving: ServingSettings, *, check_placement: bool = True
 ) -> list[Problem]:
     """The platform against the workload, in one pass: the add-ons it needs (relations, pins
-    for the cluster's Kubernetes version) and a Trn2 pool whose node fits its pods (read from
-    the manifests the serving stack applies)."""
+    for the cluster's Kubernetes version), an image whose Neuron runtime the nodes' driver runs
+    (infra/neuron_runtime.py) and a Trn2 pool whose node fits its pods (read from the manifests
+    the serving stack applies)."""
     problems = addon_check_problems(settings, workload_needs(serving))
+    problems += runtime_problems(resolve_serving_config(serving, BUCKET_PLACEHOLDER))
     if check_placement:
         problems += placement_problems(settings.trn2_pools, preflight_manifests(settings, serving))
     return problems

@@ -46,3 +46,35 @@ def test_an_unknown_profile_is_one_problem() -> None:
     with pytest.raises(SettingsError) as err:
         check_profile("nope")
     assert fields(err.value) == ["profile"]
+
+
+@pytest.mark.parametrize("profile", ["qwen3-32b-draft", "qwen3-32b-baseline", "llama31-70b-draft"])
+def test_a_fork_profile_is_refused_for_deployment_with_the_runtime_reason_and_the_fix(
+    profile: str,
+) -> None:
+    with pytest.raises(SettingsError) as err:
+        check_profile("default", {"serving.profile": profile})
+    (problem,) = err.value.problems
+    assert (problem.field, problem.value) == ("serving.profile", profile)
+    assert "carries Neuron runtime 2.28" in problem.fix
+    assert "requires runtime 2.33 or later" in problem.fix
+    assert "no pool setting pins an older AMI release" in problem.fix
+    assert "deploy a neuron-plugin profile" in problem.fix
+
+
+def test_a_fork_image_set_by_override_is_refused_too() -> None:
+    with pytest.raises(SettingsError) as err:
+        check_profile(
+            "default",
+            {
+                "serving.profile": "qwen3-4b-baseline",
+                "serving.overrides": ["image=neuron-fork", "sequence_buckets=[8192]"],
+            },
+        )
+    assert any("carries Neuron runtime 2.28" in p.fix for p in err.value.problems)
+
+
+@pytest.mark.parametrize("image", ["neuron-plugin", "neuron-plugin-sdk2.32"])
+def test_plugin_images_pass_the_runtime_check(image: str) -> None:
+    settings = check_profile("default", {"serving.overrides": [f"image={image}"]})
+    assert settings.serving["overrides"] == [f"image={image}"]

@@ -69,6 +69,9 @@ def test_check_and_plan_warn_but_do_not_refuse_a_legacy_profile(capsys, command)
     assert code == 0
     assert err.startswith("WARNING: image=neuron-fork: legacy:")
     assert "Neuron SDK 2.28" in err
+    # ... and say that a deployment is refused, and why
+    assert "refused for deployment: image neuron-fork carries Neuron runtime 2.28" in err
+    assert "requires runtime 2.33 or later" in err
     if command == "plan":
         assert "LEGACY" in out
 
