@@ -73,6 +73,10 @@ class CapacitySettings(_Frozen):
     """on-demand, an EC2 Capacity Block for ML, or an On-Demand Capacity Reservation (ODCR)."""
     reservation_id: Text | None = Field(default=None, pattern=r"^cr-[0-9a-f]{17}$")
     """The cr-... id of the capacity block or reservation; required unless on-demand."""
+    placement_group: Text | None = Field(default=None, pattern=r"^[A-Za-z0-9._:+=@/-]{1,255}$")
+    """Name of the cluster placement group a `reservation` was created in (an ODCR made in a
+    placement group launches only into it); an EFA pool of that kind uses it instead of a new
+    group. A capacity block needs none: EC2 places its instances together in an UltraCluster."""
 
     @model_validator(mode="after")
     def _reservation_matches_kind(self) -> CapacitySettings:
@@ -80,6 +84,10 @@ class CapacitySettings(_Frozen):
             raise ValueError("reservation_id is only for kind capacity-block or reservation")
         if self.kind != "on-demand" and self.reservation_id is None:
             raise ValueError(f"kind {self.kind} needs reservation_id (cr-...)")
+        if self.placement_group is not None and self.kind != "reservation":
+            raise ValueError(
+                f"placement_group names a reservation's group; kind {self.kind} takes none"
+            )
         return self
 
 
@@ -103,7 +111,8 @@ class Trn2PoolSettings(_Frozen):
     subnet_ids: tuple[Text, ...] = ()
     """Pin the pool to these subnets of an existing VPC instead of an AZ."""
     efa: bool = False
-    """Attach every EFA interface of the type (with a cluster placement group)."""
+    """ENA on the primary interface and an EFA-only interface on every EFA network card of the
+    type; on-demand pools get a new cluster placement group, reserved ones use their own."""
     lnc: Annotated[Literal[1, 2], BeforeValidator(refuse_bool)] = 2
     """Logical NeuronCore config written to the node (2 is the Trn2 default)."""
     root_volume_gib: Int = Field(default=512, ge=200, le=16384)

@@ -111,6 +111,16 @@ _BAD: list[tuple[dict[str, Any], str, str]] = [
     ),
     ({"trn2_pools.0.availability_zone": "us-east-2a"}, "region", "pins an AZ"),
     ({"trn2_pools.0.efa": "true"}, "trn2_pools.0.efa", "placement group"),
+    (
+        {"trn2_pools.0.efa": "true", "trn2_pools.0.instance_type": "trn2.3xlarge"},
+        "trn2_pools.0.efa",
+        "trn2.3xlarge has no EFA device: set trn2_pools.0.efa=false",
+    ),
+    (
+        {"trn2_pools.0.capacity.placement_group": "pg"},
+        "trn2_pools.0.capacity",
+        "kind on-demand takes none",
+    ),
     ({"endpoint_access": "public"}, "endpoint_access", "public-and-private"),
     ({"autoscaler": "keda"}, "autoscaler", "karpenter"),
     ({"vpc.vpc_id": "vpc-0123456789abcdef0"}, "account/region", "needs both"),
