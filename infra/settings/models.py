@@ -14,7 +14,9 @@ from trnspec.user_input import Int, Text, as_text, refuse_bool
 
 #: Kubernetes minors this app deploys: aws-cdk-lib 2.275 `aws_eks_v2.KubernetesVersion` has them
 #: and the kubectl-v36 layer drives them (a test keeps this list in step with the library).
-SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.34", "1.35", "1.36")
+#: Not 1.34: it leaves EKS standard support on 2026-12-02 (EKS user guide, "Kubernetes version
+#: lifecycle"), and the kubectl 1.36 client driving the cluster supports one minor of skew.
+SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.35", "1.36")
 DEFAULT_KUBERNETES_VERSION = SUPPORTED_KUBERNETES_VERSIONS[-1]
 
 #: Newest amazon-eks-ami release checked to ship the AL2023 Neuron AMI for every supported

@@ -51,7 +51,7 @@ def test_supported_kubernetes_versions_track_the_cdk_library() -> None:
     assert newest == DEFAULT_KUBERNETES_VERSION, "a newer KubernetesVersion exists: add it"
     for v in SUPPORTED_KUBERNETES_VERSIONS:
         assert hasattr(eks.KubernetesVersion, "V" + v.replace(".", "_"))
-        assert tuple(map(int, v.split("."))) >= (1, 34)
+        assert tuple(map(int, v.split("."))) >= (1, 35)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def test_cdk_own_context_keys_are_not_settings_overrides() -> None:
 
 
 _BAD: list[tuple[dict[str, Any], str, str]] = [
-    ({"kubernetes_version": "1.33"}, "kubernetes_version", "1.34, 1.35, 1.36"),
+    ({"kubernetes_version": "1.33"}, "kubernetes_version", "1.35, 1.36"),
     ({"kubernetes_version": "1.30"}, "kubernetes_version", "must be one of"),
     ({"trn2_pools.0.instance_type": "p5.48xlarge"}, "trn2_pools.0.instance_type", "trn2.3xlarge"),
     ({"trn2_pools.0.min_size": "-1"}, "trn2_pools.0.min_size", "greater than or equal to 0"),
