@@ -131,15 +131,48 @@ def test_staged_models_are_checked_again_from_their_config_files(s3: Any, tmp_pa
     assert fake.calls == []  # vLLM never started
 
 
-def test_missing_model_in_s3_fails_staging_without_starting_vllm(
-    s3: Any, tmp_path: Path, capsys: Any
+def test_a_model_never_published_fails_staging_after_a_bounded_wait_without_starting_vllm(
+    s3: Any, tmp_path: Path, capsys: Any, caplog: Any
 ) -> None:
     cfg = apply_overrides(s3_qwen(), ["speculation.draft.source=s3://models/Qwen3-1.7B-missing"])
-    fake, opts = FakeVllm(), options(tmp_path, "pod")
-    plan = plan_for(cfg, opts)
-    assert execute(cfg, plan, opts, fake, s3) == 1
+    fake = FakeVllm()
+    opts = dataclasses.replace(options(tmp_path, "pod"), weights_wait_delays=(30.0, 60.0))
+    slept: list[float] = []
+    with caplog.at_level(logging.WARNING, logger="trnspec.serve"):
+        assert execute(cfg, plan_for(cfg, opts), opts, fake, s3, sleep=slept.append) == 1
+    assert slept == [30.0, 60.0]
     assert "nothing published at s3://models/Qwen3-1.7B-missing" in capsys.readouterr().err
+    waits = [r.getMessage() for r in caplog.records if "not published yet" in r.getMessage()]
+    assert len(waits) == 2  # one line per wait, naming the source and the delay
+    assert "s3://models/Qwen3-1.7B-missing" in waits[0] and "waiting 30s, 1 more waits" in waits[0]
     assert fake.calls == []
+
+
+def test_a_pod_started_before_its_weights_waits_and_serves_once_they_are_published(
+    s3: Any, tmp_path: Path
+) -> None:
+    """The first deploy: the replica and the weights Job start together; the replica waits."""
+    cfg = apply_overrides(s3_qwen(), ["speculation.draft.source=s3://models/Qwen3-1.7B-late"])
+    late = tmp_path / "late"
+    late.mkdir()
+    (late / "config.json").write_text(json.dumps(QWEN3_17B))
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 2:  # the weights Job finishes during the second wait
+            upload(s3, late, S3Location("models", "Qwen3-1.7B-late"))
+
+    fake = FakeVllm()
+    opts = dataclasses.replace(options(tmp_path, "pod"), weights_wait_delays=(30.0, 60.0, 120.0))
+    assert execute(cfg, plan_for(cfg, opts), opts, fake, s3, sleep=sleep) == 0
+    assert slept == [30.0, 60.0] and len(fake.calls) == 1
+
+
+def test_the_default_weights_wait_is_bounded_to_about_two_hours() -> None:
+    delays = ServeOptions().weights_wait_delays
+    assert delays[:4] == (30.0, 60.0, 120.0, 240.0) and max(delays) == 300.0
+    assert 1.9 * 3600 < sum(delays) < 2.1 * 3600
 
 
 def test_cache_publish_denied_is_logged_and_the_pod_keeps_serving(
@@ -280,7 +313,7 @@ def test_serve_without_credentials_exits_1_after_a_bounded_wait(
 
 
 def test_a_permanent_staging_failure_is_not_retried(s3: Any, tmp_path: Path) -> None:
-    cfg = apply_overrides(s3_qwen(), ["target.source=s3://models/not-published"])
+    cfg = apply_overrides(s3_qwen(), ["target.source=s3://no-such-bucket/m"])
     opts = options(tmp_path, "pod")
     slept: list[float] = []
     assert execute(cfg, plan_for(cfg, opts), opts, FakeVllm(), s3, sleep=slept.append) == 1

@@ -1,0 +1,81 @@
+"""`stage hub`: a Hub snapshot published to S3 as a verified model, with a fake Hub download
+(offline); the published copy holds the model's files only, never huggingface_hub's metadata."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from trnspec import hub
+from trnspec.cli import main
+from trnspec.hub import hub_to_s3
+from trnspec.staging import S3Location, StagingError, download, fetch_manifest
+
+
+@pytest.fixture
+def s3(fake_aws_env: None) -> Any:
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-2")
+        client.create_bucket(
+            Bucket="bkt", CreateBucketConfiguration={"LocationConstraint": "us-east-2"}
+        )
+        yield client
+
+
+class FakeHub:
+    """Writes a small model (and the Hub client's resume metadata) like snapshot_download."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None]] = []
+
+    def __call__(self, repo: str, revision: str | None, dest: Path) -> None:
+        self.calls.append((repo, revision))
+        (dest / "config.json").write_text('{"model_type": "qwen3"}')
+        (dest / "model.safetensors").write_bytes(b"\0" * 2048)
+        meta = dest / ".cache" / "huggingface" / "download"
+        meta.mkdir(parents=True, exist_ok=True)
+        (meta / "model.safetensors.metadata").write_text("etag")
+
+
+def test_a_hub_snapshot_is_published_with_its_files_only(s3: Any, tmp_path: Path) -> None:
+    fake = FakeHub()
+    target = S3Location("bkt", "models/Qwen/Qwen3-4B")
+    result = hub_to_s3(s3, "Qwen/Qwen3-4B", "abc123", target, tmp_path / "work", download=fake)
+    assert fake.calls == [("Qwen/Qwen3-4B", "abc123")]
+    manifest = fetch_manifest(s3, target)
+    assert manifest is not None
+    assert sorted(e.path for e in manifest.files) == ["config.json", "model.safetensors"]
+    assert sorted(result.transferred) == ["config.json", "model.safetensors"]
+    copy = download(s3, target, tmp_path / "copy")  # what a pod stages: verified
+    assert (tmp_path / "copy" / "model.safetensors").read_bytes() == b"\0" * 2048
+    assert not copy.stale
+
+
+def test_a_failed_hub_download_publishes_nothing(s3: Any, tmp_path: Path) -> None:
+    def gated(repo: str, revision: str | None, dest: Path) -> None:
+        raise StagingError(f"{repo} is gated")
+
+    target = S3Location("bkt", "models/meta-llama/Llama-3.1-8B")
+    with pytest.raises(StagingError, match="is gated"):
+        hub_to_s3(s3, "meta-llama/Llama-3.1-8B", None, target, tmp_path, download=gated)
+    assert fetch_manifest(s3, target) is None
+
+
+def test_stage_hub_takes_repo_at_revision_and_prints_the_summary(
+    s3: Any, tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    fake = FakeHub()
+    monkeypatch.setattr(hub, "snapshot_download", fake)
+    argv = ["stage", "hub", "z-lab/Qwen3-4B-DFlash-b16@main", "s3://bkt/models/d/"]
+    assert main([*argv, "--work-dir", str(tmp_path / "w"), "--no-progress"]) == 0
+    assert fake.calls == [("z-lab/Qwen3-4B-DFlash-b16", "main")]
+    assert fetch_manifest(s3, S3Location("bkt", "models/d")) is not None
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_stage_hub_refuses_a_repo_that_is_not_owner_slash_name(tmp_path: Path, capsys: Any) -> None:
+    assert main(["stage", "hub", "Qwen3-4B", "s3://bkt/m", "--work-dir", str(tmp_path)]) == 2
+    assert "REPO=Qwen3-4B: a Hub repository id: owner/name[@revision]" in capsys.readouterr().err
