@@ -96,6 +96,21 @@ def _cmd_upload(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _hub_token() -> str | None:
+    """The token in the secret named by ENV_HF_TOKEN_SECRET, read now (never at synth)."""
+    import os
+
+    from trnspec.hub import token_from_secret
+    from trnspec.pod_contract import ENV_HF_TOKEN_SECRET
+
+    arn = os.environ.get(ENV_HF_TOKEN_SECRET)
+    if not arn:
+        return None
+    import boto3
+
+    return token_from_secret(boto3.client("secretsmanager"), arn)
+
+
 def _cmd_hub(args: argparse.Namespace) -> int:
     from trnspec.hub import hub_to_s3
 
@@ -112,6 +127,7 @@ def _cmd_hub(args: argparse.Namespace) -> int:
             target,
             Path(args.work_dir),
             settings=_settings(args),
+            token=_hub_token(),
         )
     except StagingError as err:
         return _failed("hub", err)
