@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
-from platform_synth import Synth, cfn_text
+from platform_synth import ADMIN_ARN, Synth, cfn_text
 
 from infra.addons import cluster_autoscaler, karpenter, neuron
 from infra.neuron_node import NEURON_AMI_TYPE
@@ -361,3 +361,18 @@ def test_stack_exposes_what_a_serving_stack_needs(default: Synth) -> None:
     assert stack.settings.cluster_name == "trnspec"
     assert [ng.nodegroup_name for ng in stack.trn2_nodegroups] == ["trnspec-trn2"]
     assert stack.kubectl_provider is not None
+
+
+def test_the_named_admin_gets_a_cluster_admin_access_entry(default: Synth) -> None:
+    """The person deploying (platform_synth.ADMIN_ARN here) is cluster admin through an access
+    entry of their own, not through the creator's entry (CloudFormation's execution role)."""
+    (entry,) = [
+        r["Properties"]
+        for r in default.resources("AWS::EKS::AccessEntry").values()
+        if r["Properties"]["PrincipalArn"] == ADMIN_ARN
+    ]
+    (policy,) = entry["AccessPolicies"]
+    assert policy["AccessScope"] == {"Type": "cluster"}
+    assert cfn_text(policy["PolicyArn"]).endswith(
+        ":cluster-access-policy/AmazonEKSClusterAdminPolicy"
+    )

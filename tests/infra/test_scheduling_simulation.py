@@ -30,7 +30,7 @@ from autoscaler_sim import (
     unschedulable_reasons,
 )
 from aws_cdk import App
-from platform_synth import Synth, synth_profile
+from platform_synth import ADMIN, Synth, synth_profile
 
 from infra.composition import compose
 from infra.neuron_node import ephemeral_storage_allocatable_gib
@@ -131,7 +131,7 @@ def test_what_synth_refuses_the_simulation_of_its_templates_refuses_too(
     (infra/placement.py); built without that check, the autoscalers' template node and the
     booted node refuse the pods for the same reason."""
     with pytest.raises(SettingsError, match=refusal):
-        compose(App(), load_settings("default", overrides))
+        compose(App(), load_settings("default", {**ADMIN, **overrides}))
     synth = synth_profile("default", tmp_path, overrides, check_placement=False)
     failures = simulate(synth)
     assert len(failures) == 2 * failing  # each pod on the template and on the booted node
