@@ -270,6 +270,15 @@ class DeploymentSettings(_Frozen):
     @classmethod
     def _arns(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         bad = [a for a in v if not re.match(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/.+$", a)]
+        sessions = [
+            re.match(r"^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)/", a) for a in bad
+        ]
+        roles = [f"arn:{m[1]}:iam::{m[2]}:role/{m[3]}" for m in sessions if m]
+        if roles:
+            raise ValueError(
+                f"{bad} are role sessions (aws sts get-caller-identity), not IAM ARNs: pass the "
+                f"role, {roles} (with its path if it has one)"
+            )
         if bad:
             raise ValueError(f"{bad} are not IAM role/user ARNs")
         return v

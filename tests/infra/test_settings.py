@@ -129,6 +129,11 @@ _BAD: list[tuple[dict[str, Any], str, str]] = [
     ({"bogus": "1"}, "bogus", "allowed: account"),
     ({"trn2_pools.7.max_size": "1"}, "trn2_pools.7.max_size", "no item '7'"),
     ({"admin_principal_arns": "[nope]"}, "admin_principal_arns", "not IAM role/user ARNs"),
+    (
+        {"admin_principal_arns": "[arn:aws:sts::123456789012:assumed-role/Admin/me]"},
+        "admin_principal_arns",
+        "pass the role, ['arn:aws:iam::123456789012:role/Admin']",
+    ),
     ({"karpenter_ami_alias": "al2023@v2025"}, "karpenter_ami_alias", "pattern"),
 ]
 
