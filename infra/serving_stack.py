@@ -28,6 +28,7 @@ from aws_cdk import (
     Validations,
 )
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.api_key import ApiKeySecret, ApiKeySecretProps
@@ -133,35 +134,18 @@ class ServingStack(Stack):
         )
         manifests = build_manifests(self.spec, settings)
 
-        self.serve_identity = ServingIdentity(
-            self,
-            "ServeIdentity",
-            ServingIdentityProps(
-                cluster=cluster,
-                name=service_account_name(self.spec, SERVE_COMPONENT),
-                namespace=settings.namespace,
-                statements=tuple(serve_statements(bucket, self.model_bucket.key, self.api_key)),
-            ),
+        key = self.model_bucket.key
+        self.serve_identity = self._identity(
+            cluster, "ServeIdentity", SERVE_COMPONENT, serve_statements(bucket, key, self.api_key)
         )
-        self.compile_identity = ServingIdentity(
-            self,
-            "CompileIdentity",
-            ServingIdentityProps(
-                cluster=cluster,
-                name=service_account_name(self.spec, PRECOMPILE_COMPONENT),
-                namespace=settings.namespace,
-                statements=tuple(compile_statements(bucket, self.model_bucket.key)),
-            ),
+        self.compile_identity = self._identity(
+            cluster, "CompileIdentity", PRECOMPILE_COMPONENT, compile_statements(bucket, key)
         )
-        self.weights_identity = ServingIdentity(
-            self,
+        self.weights_identity = self._identity(
+            cluster,
             "WeightsIdentity",
-            ServingIdentityProps(
-                cluster=cluster,
-                name=service_account_name(self.spec, WEIGHTS_COMPONENT),
-                namespace=settings.namespace,
-                statements=tuple(weights_statements(bucket, self.model_bucket.key, self.hf_token)),
-            ),
+            WEIGHTS_COMPONENT,
+            weights_statements(bucket, key, self.hf_token),
         )
         self.workload = ServingWorkload(
             self,
@@ -178,6 +162,25 @@ class ServingStack(Stack):
         )
         self._outputs(cluster)
         self._acknowledge()
+
+    def _identity(
+        self,
+        cluster: eks.ICluster,
+        construct_id: str,
+        component: str,
+        statements: list[iam.PolicyStatement],
+    ) -> ServingIdentity:
+        """The service account of one component, bound to a role with exactly `statements`."""
+        return ServingIdentity(
+            self,
+            construct_id,
+            ServingIdentityProps(
+                cluster=cluster,
+                name=service_account_name(self.spec, component),
+                namespace=self.settings.namespace,
+                statements=tuple(statements),
+            ),
+        )
 
     def _outputs(self, cluster: eks.ICluster) -> None:
         spec = self.spec

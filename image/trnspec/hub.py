@@ -57,7 +57,7 @@ def snapshot_download(repo: str, revision: str | None, dest: Path, token: str | 
     """huggingface_hub's snapshot into dest (it resumes partial files and reads HF_TOKEN)."""
     try:
         from huggingface_hub import snapshot_download as hub_snapshot
-        from huggingface_hub.errors import (
+        from huggingface_hub.utils import (  # also in huggingface_hub.errors since 0.23
             GatedRepoError,
             HfHubHTTPError,
             RepositoryNotFoundError,

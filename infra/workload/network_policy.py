@@ -178,18 +178,26 @@ def serve_policy(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     )
 
 
-def precompile_policy(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
-    meta = metadata(spec, f"{spec.name}-precompile", PRECOMPILE_COMPONENT)
+def _egress_only_policy(
+    spec: WorkloadSpec, name: str, component: str, egress_rules: list[dict[str, Any]]
+) -> Manifest:
+    """A Job's pods: Ingress listed with no rule (nothing may connect), egress as given."""
+    meta = metadata(spec, name, component)
     return _policy(
         meta["name"],
         spec.namespace,
         meta["labels"],
         {
-            "podSelector": {"matchLabels": selector_labels(spec, PRECOMPILE_COMPONENT)},
-            # Ingress listed with no rule: nothing may connect to the compile pod.
+            "podSelector": {"matchLabels": selector_labels(spec, component)},
             "policyTypes": ["Ingress", "Egress"],
-            "egress": egress(spec, settings),
+            "egress": egress_rules,
         },
+    )
+
+
+def precompile_policy(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
+    return _egress_only_policy(
+        spec, f"{spec.name}-precompile", PRECOMPILE_COMPONENT, egress(spec, settings)
     )
 
 
@@ -210,20 +218,12 @@ def _dns_rule() -> dict[str, Any]:
 
 def weights_policy(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     """The weights Job: egress only (S3, credentials, DNS, and the Hub on any public address)."""
-    meta = metadata(spec, f"{spec.name}-weights", WEIGHTS_COMPONENT)
     hub = {
         "to": [{"ipBlock": _public_block("0.0.0.0/0")}],
         "ports": [{"protocol": "TCP", "port": HTTPS_PORT}],
     }
-    return _policy(
-        meta["name"],
-        spec.namespace,
-        meta["labels"],
-        {
-            "podSelector": {"matchLabels": selector_labels(spec, WEIGHTS_COMPONENT)},
-            "policyTypes": ["Ingress", "Egress"],
-            "egress": [*egress(spec, settings), hub],
-        },
+    return _egress_only_policy(
+        spec, f"{spec.name}-weights", WEIGHTS_COMPONENT, [*egress(spec, settings), hub]
     )
 
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 from trnspec import hub
 from trnspec.cli import main
 from trnspec.hub import hub_to_s3, token_from_secret
@@ -16,13 +15,8 @@ from trnspec.staging import S3Location, StagingError, download, fetch_manifest
 
 
 @pytest.fixture
-def s3(fake_aws_env: None) -> Any:
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-2")
-        client.create_bucket(
-            Bucket="bkt", CreateBucketConfiguration={"LocationConstraint": "us-east-2"}
-        )
-        yield client
+def s3(s3_bkt: Any) -> Any:
+    return s3_bkt
 
 
 class FakeHub:
