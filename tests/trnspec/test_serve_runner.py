@@ -363,3 +363,24 @@ def test_the_pods_supervise_gives_the_key_to_vllms_environment_only(tmp_path: Pa
     assert supervise(command, None) == 0
     assert KEY not in repr(supervise)
     assert SuperviseVllm(load_profile("local-tiny"), opts, None)(command, None) == 5
+
+
+def test_the_precompile_job_waits_for_weights_the_weights_job_is_still_copying(
+    s3: Any, tmp_path: Path
+) -> None:
+    """First deploy: the precompile Job starts with the bucket empty, waits, then compiles."""
+    cfg = apply_overrides(s3_qwen(), ["target.source=s3://models/Qwen3-32B-late"])
+    late = tmp_path / "late-target"
+    late.mkdir()
+    (late / "config.json").write_text(json.dumps(QWEN3_32B))
+    (late / "model.safetensors").write_bytes(os.urandom(1000))
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        upload(s3, late, S3Location("models", "Qwen3-32B-late"))
+
+    fake = FakeVllm()
+    opts = dataclasses.replace(compile_only(tmp_path, "job"), weights_wait_delays=(30.0, 60.0))
+    code = execute(cfg, plan_for(cfg, opts), opts, fake, s3, stop=lambda: None, sleep=sleep)
+    assert code == 0 and slept == [30.0] and len(fake.calls) == 1
