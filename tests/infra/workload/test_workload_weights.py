@@ -4,7 +4,10 @@ into the bucket prefixes their config names, without a Neuron device, on the pod
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
+from platform_synth import Synth, cfn_text
+from test_manifest_scan import embedded_manifests
 from workload_cases import BUCKET, build, by_kind
 
 from infra.workload.constants import NEURON_DEVICE_RESOURCE
@@ -72,3 +75,21 @@ def test_the_token_reaches_the_job_as_a_secret_arn_read_at_run_time() -> None:
         assert env["TRNSPEC_HF_TOKEN_SECRET_ARN"] == arn
         assert "HF_TOKEN" not in env  # the token itself is read from the secret by the pod
     assert len(build_manifests(spec, settings).core) > 0
+
+
+def test_the_default_synth_applies_the_weights_job_beside_the_waiting_pods(
+    platform_synth: Callable[[str], Synth],
+) -> None:
+    """`cdk synth` of the default: the weights Job is in the serving stack's manifests, next to
+    the precompile Job and the Deployment whose `serve` waits for what it copies, and its
+    outputs name the Job and the token secret."""
+    synth = platform_synth("default")
+    docs = list(embedded_manifests(synth.serving_raw))
+    (weights,) = [d for d in docs if d["kind"] == "Job" and "-weights-" in d["metadata"]["name"]]
+    repos = [repo for repo, _ in _copies(weights)]
+    assert repos == ["Qwen/Qwen3-4B", "z-lab/Qwen3-4B-DFlash-b16"]
+    serving = [d for d in docs if d["kind"] in ("Deployment", "Job") and d is not weights]
+    assert {d["spec"]["template"]["spec"]["containers"][0]["args"][0] for d in serving} == {"serve"}
+    outputs = synth.serving_raw["Outputs"]
+    assert weights["metadata"]["name"] in cfn_text(outputs["WeightsJob"]["Value"])
+    assert "HfTokenSecretArn" in outputs
