@@ -148,25 +148,42 @@ def test_a_model_never_published_fails_staging_after_a_bounded_wait_without_star
     assert fake.calls == []
 
 
-def test_a_pod_started_before_its_weights_waits_and_serves_once_they_are_published(
-    s3: Any, tmp_path: Path
+class PublishedDuringWait:
+    """A sleep that records each wait and publishes a model (what the weights Job does) during
+    the `at`-th one."""
+
+    def __init__(self, s3: Any, src: Path, name: str, config: dict[str, Any], at: int) -> None:
+        src.mkdir()
+        (src / "config.json").write_text(json.dumps(config))
+        (src / "model.safetensors").write_bytes(os.urandom(1000))
+        self.s3, self.src, self.name, self.at = s3, src, name, at
+        self.slept: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        if len(self.slept) == self.at:
+            upload(self.s3, self.src, S3Location("models", self.name))
+
+
+@pytest.mark.parametrize(
+    ("compile", "model", "config", "published_at"),
+    [(False, "Qwen3-1.7B", QWEN3_17B, 2), (True, "Qwen3-32B", QWEN3_32B, 1)],
+    ids=["replica-waits-for-its-draft", "precompile-job-waits-for-its-target"],
+)
+def test_a_pod_started_before_its_weights_waits_and_runs_once_they_are_published(
+    s3: Any, tmp_path: Path, compile: bool, model: str, config: dict[str, Any], published_at: int
 ) -> None:
-    """The first deploy: the replica and the weights Job start together; the replica waits."""
-    cfg = apply_overrides(s3_qwen(), ["speculation.draft.source=s3://models/Qwen3-1.7B-late"])
-    late = tmp_path / "late"
-    late.mkdir()
-    (late / "config.json").write_text(json.dumps(QWEN3_17B))
-    slept: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        slept.append(seconds)
-        if len(slept) == 2:  # the weights Job finishes during the second wait
-            upload(s3, late, S3Location("models", "Qwen3-1.7B-late"))
-
+    """The first deploy: the replica, the precompile Job and the weights Job start together;
+    the first two wait for what the third publishes, then serve or compile."""
+    field = "target.source" if model == "Qwen3-32B" else "speculation.draft.source"
+    cfg = apply_overrides(s3_qwen(), [f"{field}=s3://models/{model}-late"])
+    sleep = PublishedDuringWait(s3, tmp_path / "late", f"{model}-late", config, published_at)
     fake = FakeVllm()
-    opts = dataclasses.replace(options(tmp_path, "pod"), weights_wait_delays=(30.0, 60.0, 120.0))
-    assert execute(cfg, plan_for(cfg, opts), opts, fake, s3, sleep=sleep) == 0
-    assert slept == [30.0, 60.0] and len(fake.calls) == 1
+    base = compile_only(tmp_path, "job") if compile else options(tmp_path, "pod")
+    opts = dataclasses.replace(base, weights_wait_delays=(30.0, 60.0, 120.0))
+    code = execute(cfg, plan_for(cfg, opts), opts, fake, s3, stop=lambda: None, sleep=sleep)
+    assert code == 0 and len(fake.calls) == 1
+    assert sleep.slept == [30.0, 60.0][:published_at]
 
 
 def test_the_default_weights_wait_is_bounded_to_about_two_hours() -> None:
@@ -363,24 +380,3 @@ def test_the_pods_supervise_gives_the_key_to_vllms_environment_only(tmp_path: Pa
     assert supervise(command, None) == 0
     assert KEY not in repr(supervise)
     assert SuperviseVllm(load_profile("local-tiny"), opts, None)(command, None) == 5
-
-
-def test_the_precompile_job_waits_for_weights_the_weights_job_is_still_copying(
-    s3: Any, tmp_path: Path
-) -> None:
-    """First deploy: the precompile Job starts with the bucket empty, waits, then compiles."""
-    cfg = apply_overrides(s3_qwen(), ["target.source=s3://models/Qwen3-32B-late"])
-    late = tmp_path / "late-target"
-    late.mkdir()
-    (late / "config.json").write_text(json.dumps(QWEN3_32B))
-    (late / "model.safetensors").write_bytes(os.urandom(1000))
-    slept: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        slept.append(seconds)
-        upload(s3, late, S3Location("models", "Qwen3-32B-late"))
-
-    fake = FakeVllm()
-    opts = dataclasses.replace(compile_only(tmp_path, "job"), weights_wait_delays=(30.0, 60.0))
-    code = execute(cfg, plan_for(cfg, opts), opts, fake, s3, stop=lambda: None, sleep=sleep)
-    assert code == 0 and slept == [30.0] and len(fake.calls) == 1
