@@ -17,6 +17,9 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 PROFILE ?= default
+# The cluster admin every deploy must name (docs/platform.md, "First deploy"); `make synth` only
+# writes templates, so an example ARN stands in: `make synth ADMIN_ARN=arn:aws:iam::...` for yours.
+ADMIN_ARN ?= arn:aws:iam::123456789012:role/Admin
 PYTEST_ARGS ?=
 
 .PHONY: setup synth test demo bench tune lint clean
@@ -37,7 +40,8 @@ $(STAMP): Makefile pyproject.toml image/pyproject.toml package.json package-lock
 	@touch $(STAMP)
 
 synth: setup
-	PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet -c profile=$(PROFILE)
+	PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet -c profile=$(PROFILE) \
+		-c admin_principal_arns='[$(ADMIN_ARN)]'
 	@ls cdk.out/*.template.json
 
 test: setup

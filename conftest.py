@@ -3,6 +3,9 @@ sys.path, where tests/infra, tests/trnspec_tools, tests/trnspec would shadow the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 #: Credentials moto accepts and AWS rejects: a test that escaped moto could not reach an account.
@@ -21,3 +24,17 @@ def fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for var, value in FAKE_AWS_ENV.items():
         monkeypatch.setenv(var, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture
+def s3_bkt(fake_aws_env: None) -> Iterator[Any]:
+    """A moto S3 client with one empty bucket, `bkt`, in us-east-2."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-2")
+        client.create_bucket(
+            Bucket="bkt", CreateBucketConfiguration={"LocationConstraint": "us-east-2"}
+        )
+        yield client

@@ -63,7 +63,8 @@ def compose(app: App, settings: DeploymentSettings, *, check_placement: bool = T
     serving_settings = check_serving(
         settings.serving, bucket_name=BUCKET_PLACEHOLDER, image_uri="preflight"
     )
-    problems = platform_problems(settings, serving_settings, check_placement=check_placement)
+    problems = access_problems(settings)
+    problems += platform_problems(settings, serving_settings, check_placement=check_placement)
     if problems:
         raise SettingsError(problems)
     attach_nag(app)
@@ -98,11 +99,32 @@ def check_profile(profile: str, overrides: dict[str, Any] | None = None) -> Depl
     except (ServingSettingsError, ConfigError, WorkloadError) as err:
         problems += err.problems
         serving = None
+    if settings is not None:
+        problems += access_problems(settings)
     if settings is not None and serving is not None:
         problems += platform_problems(settings, serving)
     if problems or settings is None:
         raise SettingsError(problems, source=f"profile {profile}")
     return settings
+
+
+def access_problems(settings: DeploymentSettings) -> list[Problem]:
+    """Who administers the cluster must be named: the EKS access entry of the cluster's creator
+    goes to CloudFormation's execution role, not to the person running `cdk deploy`, so without
+    an entry of their own kubectl and `smoke.py --stack` are refused (docs/platform.md)."""
+    if settings.admin_principal_arns:
+        return []
+    return [
+        Problem(
+            "admin_principal_arns",
+            [],
+            "name the IAM role or user you deploy and run kubectl or smoke.py --stack as: "
+            "-c admin_principal_arns='[arn:aws:iam::ACCOUNT:role/NAME]' (aws sts "
+            "get-caller-identity shows it; an assumed-role ARN arn:aws:sts::ACCOUNT:"
+            "assumed-role/NAME/SESSION is the role arn:aws:iam::ACCOUNT:role/NAME, with the "
+            "role's path if it has one)",
+        )
+    ]
 
 
 def platform_problems(

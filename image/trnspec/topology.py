@@ -26,6 +26,7 @@ class Trn2Instance:
     vcpus: int
     memory_gib: int
     efa_interfaces: int
+    """Network cards that carry an EFA device (0: the type has no EFA; trn2.3xlarge)."""
 
     @property
     def physical_cores(self) -> int:
@@ -62,7 +63,7 @@ INSTANCE_TYPES: dict[str, Trn2Instance] = {
     for i in (
         Trn2Instance("trn2.48xlarge", chips=16, vcpus=192, memory_gib=2048, efa_interfaces=16),
         Trn2Instance("trn2u.48xlarge", chips=16, vcpus=192, memory_gib=2048, efa_interfaces=16),
-        Trn2Instance("trn2.3xlarge", chips=1, vcpus=12, memory_gib=128, efa_interfaces=1),
+        Trn2Instance("trn2.3xlarge", chips=1, vcpus=12, memory_gib=128, efa_interfaces=0),
     )
 }
 

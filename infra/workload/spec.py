@@ -33,6 +33,18 @@ if TYPE_CHECKING:
 NODE_SHARE = 0.9
 
 
+@dataclass(frozen=True)
+class HubCopy:
+    """One model the weights Job copies from the Hugging Face Hub into the model bucket."""
+
+    repo: str
+    """Hub repository id (owner/name): the profile's source before the bucket override."""
+    revision: str | None
+    """Hub revision (branch, tag or commit); None: the default branch."""
+    key: str
+    """Where in the model bucket the pods read it: models/<served name>/."""
+
+
 class WorkloadError(InputError):
     """The serving config cannot run as a cluster workload; lists every reason at once."""
 
@@ -65,6 +77,10 @@ class WorkloadSpec:
     vpc_cidr: str | None = None
     #: ARN of the Secrets Manager secret holding the API key (a token), when the key is on.
     api_key_secret_arn: str | None = None
+    #: Models the weights Job copies from the Hub to the bucket (empty: nothing to copy).
+    hub_copies: tuple[HubCopy, ...] = ()
+    #: ARN of the secret holding a Hub token for gated models (a token), with hub_copies.
+    hf_token_secret_arn: str | None = None
 
     @property
     def short_hash(self) -> str:
@@ -89,6 +105,33 @@ def model_source_overrides(cfg: ServingConfig, bucket_name: str) -> list[str]:
             f"speculation.draft.source=s3://{bucket_name}/{MODELS_PREFIX}{draft.name}/"
         )
     return overrides
+
+
+def hub_copies(
+    cfg: ServingConfig, settings: ServingSettings, bucket_name: str
+) -> tuple[HubCopy, ...]:
+    """The models the pods read from the bucket's models/ prefix that the profile takes from the
+    Hugging Face Hub: the weights Job copies each (repo at revision) to where the pods read it.
+    A source the user pointed elsewhere (an override to S3 or a local directory) is not copied.
+    """
+    from trnspec.config import apply_overrides, load_profile
+    from trnspec.s3_uri import is_s3_uri, parse_s3_uri
+
+    if not settings.models_from_bucket:
+        return ()
+    hub = apply_overrides(load_profile(settings.profile), list(settings.overrides))
+    pairs = [(hub.target, cfg.target)]
+    if cfg.speculation.method != "none" and cfg.speculation.draft and hub.speculation.draft:
+        pairs.append((hub.speculation.draft, cfg.speculation.draft))
+    copies = []
+    for origin, served in pairs:
+        if not is_s3_uri(served.source) or is_s3_uri(origin.source):
+            continue
+        where = parse_s3_uri(served.source)
+        local = origin.source.startswith(("/", ".", "~")) or origin.source.count("/") != 1
+        if where.bucket == bucket_name and where.prefix.startswith(MODELS_PREFIX) and not local:
+            copies.append(HubCopy(origin.source, origin.revision, f"{where.prefix}/"))
+    return tuple(copies)
 
 
 def resolve_serving_config(settings: ServingSettings, bucket_name: str) -> ServingConfig:
@@ -178,6 +221,7 @@ def derive_workload(
         bucket_name=bucket_name,
         region=region,
         vpc_cidr=vpc_cidr,
+        hub_copies=hub_copies(cfg, settings, bucket_name),
     )
 
 

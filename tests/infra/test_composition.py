@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from platform_synth import ADMIN, ADMIN_ARN
 
 from infra.composition import check_profile
 from infra.settings import SettingsError
@@ -13,7 +14,21 @@ def fields(err: SettingsError) -> list[str]:
 
 
 def test_a_valid_profile_gives_its_settings() -> None:
-    assert check_profile("default").serving["profile"] == "qwen3-4b-dflash"
+    settings = check_profile("default", ADMIN)
+    assert settings.serving["profile"] == "qwen3-4b-dflash"
+    assert settings.admin_principal_arns == (ADMIN_ARN,)
+
+
+def test_a_deploy_without_a_cluster_admin_is_refused_naming_the_setting() -> None:
+    """The deployer is not admin through the creator's entry (CloudFormation's execution role
+    is): without a named principal, kubectl and smoke.py --stack would be refused."""
+    with pytest.raises(SettingsError) as err:
+        check_profile("default")
+    (problem,) = err.value.problems
+    line = str(problem)
+    assert line.startswith("admin_principal_arns=[]: name the IAM role or user you deploy")
+    assert "-c admin_principal_arns='[arn:aws:iam::ACCOUNT:role/NAME]'" in line
+    assert "\n" not in line
 
 
 def test_bad_deployment_settings_and_a_bad_serving_section_are_listed_together() -> None:
@@ -38,7 +53,7 @@ def test_a_bad_engine_override_is_listed_with_the_deployment_problems() -> None:
 
 def test_the_platform_is_checked_against_the_workload_when_both_are_valid() -> None:
     with pytest.raises(SettingsError) as err:
-        check_profile("default", {"trn2_pools.0.lnc": "1"})
+        check_profile("default", {**ADMIN, "trn2_pools.0.lnc": "1"})
     assert fields(err.value) == ["trn2_pools.0.lnc"]
 
 

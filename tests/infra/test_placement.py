@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from aws_cdk import App
+from platform_synth import ADMIN
 
 from infra.composition import compose, preflight_manifests
 from infra.neuron_node import ephemeral_storage_allocatable_gib
@@ -20,7 +21,7 @@ VARIANTS = ({}, {"serving.weights_storage": "ebs"}, {"serving.internal_nlb": "tr
 
 def _refusal(overrides: dict[str, str], profile: str = "default") -> list[str]:
     with pytest.raises(SettingsError) as err:
-        compose(App(), load_settings(profile, overrides))
+        compose(App(), load_settings(profile, {**ADMIN, **overrides}))
     return [str(p) for p in err.value.problems]
 
 

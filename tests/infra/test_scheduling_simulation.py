@@ -30,7 +30,7 @@ from autoscaler_sim import (
     unschedulable_reasons,
 )
 from aws_cdk import App
-from platform_synth import Synth, synth_profile
+from platform_synth import ADMIN, Synth, synth_profile
 
 from infra.composition import compose
 from infra.neuron_node import ephemeral_storage_allocatable_gib
@@ -73,9 +73,13 @@ def test_every_neuron_pod_fits_an_empty_trn2_pool_of_every_autoscaler(
     synth: Synth = platform_synth(profile)
     pods, _ = _workloads(synth)
     nodes = _nodes(synth)
-    # Something to check: the serving Deployment and the precompile Job, on every pool.
+    # Something to check: the serving Deployment and the precompile Job, on every pool, and the
+    # weights Job (no Neuron device, on the same Trn2 node: the cluster's only other nodes are
+    # the system group, which the workload never selects).
     assert {p.owner.split("/")[0] for p in pods} >= {"Deployment", "Job"}
-    assert all(p.requests_neuron() for p in pods)
+    weights = [p for p in pods if "-weights-" in p.owner]
+    assert len(weights) == 1 and not weights[0].requests_neuron()
+    assert all(p.requests_neuron() for p in pods if p not in weights)
     pools = {n.pool for n in nodes}
     assert len(pools) == len(synth.stack.settings.trn2_pools)
     assert simulate(synth) == []
@@ -102,33 +106,35 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("overrides", "refusal", "failure"),
+    ("overrides", "refusal", "failure", "failing"),
     [
         (
             {"trn2_pools.0.root_volume_gib": "300"},
             "its nodes offer 269 GiB of ephemeral storage",
             "Insufficient ephemeral-storage (requests 300.00Gi, allocatable 269.00Gi)",
+            2,  # the weights Job keeps its scratch on its own EBS volume: it still fits
         ),
         (
             {"trn2_pools.0.lnc": "1"},
             r"select trnspec\.io/lnc=2 and no pool's nodes",
             "trnspec.io/lnc",
+            3,  # the weights Job selects the serving pods' labels: it shares their fate
         ),
     ],
     ids=["root-volume-300", "pool-lnc-1"],
 )
 def test_what_synth_refuses_the_simulation_of_its_templates_refuses_too(
-    tmp_path: Path, overrides: dict[str, str], refusal: str, failure: str
+    tmp_path: Path, overrides: dict[str, str], refusal: str, failure: str, failing: int
 ) -> None:
     """A 300 GiB root volume leaves the kubelet 269 GiB, too little for the 300 GiB scratch
     volume; a pool at LNC=1 lacks the label the pods select. Synth refuses both profiles
     (infra/placement.py); built without that check, the autoscalers' template node and the
     booted node refuse the pods for the same reason."""
     with pytest.raises(SettingsError, match=refusal):
-        compose(App(), load_settings("default", overrides))
+        compose(App(), load_settings("default", {**ADMIN, **overrides}))
     synth = synth_profile("default", tmp_path, overrides, check_placement=False)
     failures = simulate(synth)
-    assert len(failures) == 4  # Deployment and Job, each on the template and the booted node
+    assert len(failures) == 2 * failing  # each pod on the template and on the booted node
     assert all(failure in f for f in failures), failures
 
 
