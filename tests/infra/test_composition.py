@@ -68,7 +68,7 @@ def test_a_fork_profile_is_refused_for_deployment_with_the_runtime_reason_and_th
     profile: str,
 ) -> None:
     with pytest.raises(SettingsError) as err:
-        check_profile("default", {"serving.profile": profile})
+        check_profile("default", {**ADMIN, "serving.profile": profile})
     (problem,) = err.value.problems
     assert (problem.field, problem.value) == ("serving.profile", profile)
     assert "carries Neuron runtime 2.28" in problem.fix
@@ -82,6 +82,7 @@ def test_a_fork_image_set_by_override_is_refused_too() -> None:
         check_profile(
             "default",
             {
+                **ADMIN,
                 "serving.profile": "qwen3-4b-baseline",
                 "serving.overrides": ["image=neuron-fork", "sequence_buckets=[8192]"],
             },
@@ -91,5 +92,5 @@ def test_a_fork_image_set_by_override_is_refused_too() -> None:
 
 @pytest.mark.parametrize("image", ["neuron-plugin", "neuron-plugin-sdk2.32"])
 def test_plugin_images_pass_the_runtime_check(image: str) -> None:
-    settings = check_profile("default", {"serving.overrides": [f"image={image}"]})
+    settings = check_profile("default", {**ADMIN, "serving.overrides": [f"image={image}"]})
     assert settings.serving["overrides"] == [f"image={image}"]
