@@ -99,8 +99,9 @@ def test_node_template_tags_let_the_autoscaler_build_an_empty_trn2_group(default
         f"{TEMPLATE_TAG}/taint/aws.amazon.com/neuron": "true:NoSchedule",
         f"{TEMPLATE_TAG}/label/trnspec.io/pool": "trn2",
         f"{TEMPLATE_TAG}/label/node.kubernetes.io/instance-type": "trn2.48xlarge",
-        # 512 GiB root volume - 10% nodefs eviction threshold - 1 GiB kube-reserved, floored.
-        f"{TEMPLATE_TAG}/resources/ephemeral-storage": "459Gi",
+        # The kubelet sits on the 4 x 1.9 TB instance store (RAID0, 7078 GiB) - 10 % nodefs
+        # eviction threshold - 1 GiB kube-reserved, floored.
+        f"{TEMPLATE_TAG}/resources/ephemeral-storage": "6369Gi",
     }
     default.template.has_resource_properties(
         "AWS::EKS::Nodegroup",
