@@ -22,6 +22,7 @@ from trnspec.calibrate import DATA_FILE, trn2_calibration
 from trnspec.config import ConfigError, Problem, ServingConfig
 from trnspec.images import ImageGeneration, image_spec
 from trnspec.model_shapes import ModelShape, ShapeError, known_model_names, resolve_shape
+from trnspec.packing import placement_for
 from trnspec.perf_model import (
     DRAFT_METHODS,
     Deployment,
@@ -34,12 +35,11 @@ from trnspec.perf_model import (
     decode_context_tokens,
     drafter_for,
     predict_grid,
-    replicas_per_instance,
     speculation_stops_paying,
 )
 from trnspec.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.sizing import BYTES_PER_DTYPE
-from trnspec.topology import INSTANCE_TYPES, instance
+from trnspec.topology import INSTANCE_TYPES
 
 #: The calibration's stack group whose per-step overhead applies to each image.
 STACK_GROUP = {
@@ -234,13 +234,24 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     except ModelInputError as err:
         raise ConfigError([Problem("--k/--batch", f"{args.k}/{args.batch}", str(err))]) from None
 
-    inst = instance(cfg.hardware.instance_type)
-    replicas = replicas_per_instance(inst.logical_cores(cfg.hardware.lnc), cfg.tensor_parallel_size)
+    placement = placement_for(cfg)
+    replicas = placement.packing.replicas if placement is not None else None
     try:
         price, price_source = resolve_price(cfg.hardware.instance_type, args.price_per_hour)
         price_problem = None
     except PriceError as err:
         price, price_source, price_problem = None, None, str(err)
+    if placement is None:
+        price_problem = (
+            f"replicas per instance unknown: the staged storage of {cfg.target.name} cannot be "
+            "sized offline (the deploy needs serving.weights_volume_gib)"
+        )
+        price = None
+    elif placement.packing.replicas < 1:
+        price_problem = f"a replica does not fit one {cfg.hardware.instance_type}: " + (
+            placement.packing.reason
+        )
+        price = None
 
     inputs.add("target", target.name, target.origin)
     if method != "none":
@@ -269,8 +280,8 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     inputs.add(
         "replicas_per_instance",
         replicas,
-        f"{inst.logical_cores(cfg.hardware.lnc)} logical cores of {inst.name} at LNC"
-        f" {cfg.hardware.lnc} // TP {cfg.tensor_parallel_size}",
+        "trnspec.packing (what the deploy's pods request on the kubelet's "
+        + (f"{placement.disk}); limited by {placement.packing.reason}" if placement else "disk)"),
     )
     inputs.add("price_per_hour_usd", price, price_source or price_problem or "")
     inputs.add(
@@ -295,9 +306,13 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     }
 
 
-def _row(p: Prediction, price: float | None, replicas: int, max_num_seqs: int) -> dict[str, Any]:
+def _row(
+    p: Prediction, price: float | None, replicas: int | None, max_num_seqs: int
+) -> dict[str, Any]:
     tps = p.output_tokens_per_s
-    cost = cost_per_1m_output_tokens(price, tps * replicas) if price is not None else None
+    cost = (
+        cost_per_1m_output_tokens(price, tps * replicas) if price is not None and replicas else None
+    )
     return {
         "batch": p.batch,
         "k": p.k,
@@ -316,9 +331,11 @@ def _row(p: Prediction, price: float | None, replicas: int, max_num_seqs: int) -
 def format_table(doc: dict[str, Any]) -> str:
     """Rows grouped by batch, the best k of each marked, then the verdict on large batches."""
     best = {int(b): k for b, k in doc["best_k_per_batch"].items()}
+    per = doc["inputs"]["replicas_per_instance"]
     lines = [
-        f"profile {doc['profile']}: one replica, {doc['inputs']['replicas_per_instance']['value']}"
-        " per instance; cost = instance price / (replicas x tokens/s)",
+        f"profile {doc['profile']}: one replica, {per['value']} per instance"
+        f" ({per['source'].split('; limited by ')[-1]});"
+        " cost = instance price / (replicas x tokens/s)",
         f"{'batch':>5} {'k':>3} {'tok/step':>8} {'TPOT ms':>8} {'tok/s':>9} {'speedup':>8}"
         f" {'$/1M out':>9}  bound",
     ]

@@ -133,3 +133,17 @@ def test_table_marks_the_best_k_and_the_batch_where_speculation_stops(capsys):
 def test_bad_input_exits_2_naming_the_flag(capsys, argv, needle):
     code, _, err = predict(capsys, *argv)
     assert code == 2 and needle in err
+
+
+def test_replicas_per_instance_is_the_deploys_packing_not_chips_alone(capsys):
+    from trnspec.packing import placement_for
+
+    doc = as_json(capsys, "--profile", "qwen3-4b-dflash", "--acceptance-length", "3.5")
+    placement = placement_for(load_profile("qwen3-4b-dflash"))
+    assert placement is not None
+    assert doc["inputs"]["replicas_per_instance"]["value"] == placement.packing.replicas == 16
+    assert "ephemeral" not in placement.packing.limit
+    # Storage-bound: a replica staging 1000 GiB packs 6 to a node, and the cost says so.
+    big = placement_for(load_profile("qwen3-4b-dflash"), ephemeral_gib=1000)
+    assert big is not None
+    assert (big.packing.replicas, big.packing.limit) == (6, "ephemeral-storage")
