@@ -47,6 +47,20 @@ STACK_GROUP = {
     ImageGeneration.NEURON_PLUGIN: "plugin",
 }
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32)
+#: The flag that makes a plugin server schedule synchronously (rendered for DFlash), whose
+#: per-step overhead is the calibration's "plugin-sync" group.
+SYNC_SCHEDULING_FLAG = "--no-async-scheduling"
+
+
+def stack_group(cfg: ServingConfig) -> str | None:
+    """The calibration group of the server `cfg` renders: by image, and "plugin-sync" when its
+    command turns asynchronous scheduling off (so the overhead priced is the one deployed)."""
+    from trnspec.render import render
+
+    group = STACK_GROUP.get(ImageGeneration(cfg.image))
+    if group == "plugin" and SYNC_SCHEDULING_FLAG in render(cfg).argv:
+        return "plugin-sync"
+    return group
 
 
 def _int_list(flag: str, text: str, minimum: int) -> list[int]:
@@ -147,7 +161,7 @@ def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
     it cannot be built (not a Trn2 profile, unknown shapes, a method the model cannot cost)."""
     problems: list[Problem] = []
     spec = image_spec(cfg.image)
-    group = STACK_GROUP.get(ImageGeneration(cfg.image))
+    group = stack_group(cfg) if spec.runs_on_trn2 else None
     if not spec.runs_on_trn2 or group is None or cfg.hardware.instance_type not in INSTANCE_TYPES:
         raise ConfigError(
             [
