@@ -129,15 +129,20 @@ def build_plans(args: argparse.Namespace) -> tuple[list[ProfilePlan], dict[str, 
     return plans, meta
 
 
-def plan_document(choice: Variant, meta: dict[str, Any], plain: Variant | None) -> dict[str, Any]:
-    """The plan file: `serving` (what the deploy merges) and `plan` (what it was chosen from)."""
+def plan_document(
+    choice: Variant, meta: dict[str, Any], plans: list[ProfilePlan]
+) -> dict[str, Any]:
+    """The plan file: `serving` (what the deploy merges) and `plan` (what it was chosen from:
+    the inputs, the choice, and every profile's best speculative and plain variant)."""
 
     def figures(v: Variant) -> dict[str, Any]:
         return {
+            "profile": v.profile,
             "k": v.k,
             "max_num_seqs": v.max_num_seqs,
             "tpot_ms": round(v.tpot_ms, 2),
             "output_tokens_per_s_per_replica": round(v.tokens_per_s_per_replica, 1),
+            "min_speedup_over_plain": round(v.min_speedup, 3),
             "replicas_per_node": v.replicas_per_node,
             "replicas_at_peak": v.replicas_at_peak,
             "nodes_at_peak": v.nodes_at_peak,
@@ -157,7 +162,12 @@ def plan_document(choice: Variant, meta: dict[str, Any], plain: Variant | None) 
         "plan": {
             **meta,
             "chosen": figures(choice),
-            "without_speculation": figures(plain) if plain is not None else None,
+            "compared": [
+                {"variant": label, **figures(v)}
+                for p in plans
+                for label, v in (("speculative", p.speculative), ("plain", p.plain))
+                if v is not None
+            ],
         },
     }
 
@@ -230,8 +240,7 @@ def _cmd(args: argparse.Namespace) -> int:
             [Problem("--tpot-ms", args.tpot_ms, "no variant of any profile meets it; raise it")]
         )
     if args.out:
-        (plan,) = [p for p in plans if p.choice is best]
-        doc = plan_document(best, {**meta, "command": _command_line(args)}, plan.plain)
+        doc = plan_document(best, {**meta, "command": _command_line(args)}, plans)
         text = (
             "# A trnspec deployment plan: written by `python -m trnspec plan-deploy`; deploy it\n"
             "# with `cdk deploy -c serving.plan=THIS_FILE`. `serving` is merged into the\n"

@@ -38,7 +38,7 @@ def test_a_pool_lnc_the_engine_config_does_not_use_is_refused_naming_both_fixes(
     (line,) = _refusal({"trn2_pools.0.lnc": "1"})
     assert line.startswith("trn2_pools.0.lnc=1: Job/")
     assert line.endswith(
-        "and Deployment/qwen3-4b-dflash select trnspec.io/lnc=2 and no pool's nodes carry it, "
+        "and Deployment/qwen3-4b-baseline select trnspec.io/lnc=2 and no pool's nodes carry it, "
         "so they stay Pending: set trn2_pools.0.lnc=2, or hardware.lnc=1 in serving.overrides"
     )
 

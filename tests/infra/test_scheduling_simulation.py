@@ -97,8 +97,9 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
     failures = simulate(dataclasses.replace(synth, raw=raw))
     assert failures, "the simulation must notice the missing tag"
     assert all("cluster-autoscaler template" in f for f in failures)
+    # The default plan's pod stages 40 GiB (Qwen3-4B without a drafter; trnspec.packing).
     assert all(
-        "Insufficient ephemeral-storage (requests 48.00Gi; node has none)" in f for f in failures
+        "Insufficient ephemeral-storage (requests 40.00Gi; node has none)" in f for f in failures
     )
 
 
@@ -270,15 +271,16 @@ def test_pending_default_replicas_and_the_precompile_job_fill_trn2_nodes_chip_by
         assert job.owner in placed[0] and len(placed[0]) == min(replicas + 1, 16), node.name
 
 
-def test_before_the_instance_store_a_root_volume_held_nine_default_replicas(
+def test_without_the_instance_store_a_root_volume_holds_fewer_default_replicas(
     platform_synth: Any,
 ) -> None:
     """Without the nodeadm RAID0 part the kubelet's disk is the 512 GiB root volume: 459 GiB
-    holds 9 replicas of 48 GiB, not 16 (the regression this guards against)."""
+    holds 11 replicas of the default's 40 GiB, not 16 (the regression this guards against)."""
     synth: Synth = platform_synth("default")
     raw = json.loads(json.dumps(synth.raw).replace("strategy: RAID0", "strategy: none"))
     pods, daemonsets = _workloads(synth)
     (server,) = [p for p in pods if p.owner.startswith("Deployment/")]
     (booted,) = [n for n in managed_nodegroup_nodes(raw) if n.view == "booted node"]
     placed = pack([server] * 16, booted, daemonsets, installed_schedulers(synth.raw))
-    assert [len(n) for n in placed] == [9, 7]
+    assert server.requests()[STORAGE] == 40 * GI
+    assert [len(n) for n in placed] == [11, 5]
