@@ -100,22 +100,17 @@ def test_the_committed_default_plan_is_what_the_command_writes_today(
     assert yaml.safe_load(out.read_text()) == committed
 
 
+def _plan_from_report(capsys: pytest.CaptureFixture[str], report: Path) -> tuple[int, str, str]:
+    argv = ["--profile", "qwen3-4b-dflash", "--tpot-ms", "40", "--peak-streams", "8"]
+    return _plan_cli(capsys, *argv, "--tune-report", str(report))
+
+
 def test_a_tune_report_gives_the_acceptance(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = tmp_path / "tune.json"
     report.write_text(json.dumps({"fit": {"alpha": 0.7}}))
-    code, out, _ = _plan_cli(
-        capsys,
-        "--profile",
-        "qwen3-4b-dflash",
-        "--tune-report",
-        str(report),
-        "--tpot-ms",
-        "40",
-        "--peak-streams",
-        "8",
-    )
+    code, out, _ = _plan_from_report(capsys, report)
     assert code == 0
     assert "a=0.700 (fit.alpha of" in out
 
@@ -144,16 +139,6 @@ def test_bad_input_exits_2_naming_the_flag(
 def test_a_bad_tune_report_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "tune.json"
     report.write_text(json.dumps({"rows": []}))
-    code, _, err = _plan_cli(
-        capsys,
-        "--profile",
-        "qwen3-4b-dflash",
-        "--tune-report",
-        str(report),
-        "--tpot-ms",
-        "40",
-        "--peak-streams",
-        "8",
-    )
+    code, _, err = _plan_from_report(capsys, report)
     assert code == 2
     assert f"--tune-report={report}: not a tune report with fit.alpha" in err
