@@ -54,8 +54,13 @@ class ServingSettings(BaseModel):
     scale_to_zero: bool = Field(
         False, description="Let KEDA remove the last replica when idle (see docs/workload.md)."
     )
-    waiting_requests_per_replica: Int = Field(
-        4, ge=1, le=1024, description="Target of vllm:num_requests_waiting per replica."
+    streams_per_replica: Int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="KEDA target: requests in flight (vLLM's running + waiting) per replica; "
+        "unset: the engine's max_num_seqs, so replicas = ceil(streams / max_num_seqs) and no "
+        "replica runs a batch larger than the one it was planned at.",
     )
     internal_nlb: bool = Field(
         False, description="Also expose the service on an internal NLB (AWS LB Controller)."

@@ -72,9 +72,9 @@ class Variant:
         return self.min_speedup >= 1.0
 
     @property
-    def waiting_requests_per_replica(self) -> int:
-        """KEDA target: a replica's queue may hold one more batch; the running batch itself is
-        capped at max_num_seqs, where speculation still pays."""
+    def streams_per_replica(self) -> int:
+        """KEDA target of requests in flight per replica: the batch the variant was priced at,
+        so the autoscaler keeps replicas_at_peak at peak and no replica runs a larger batch."""
         return self.max_num_seqs
 
 

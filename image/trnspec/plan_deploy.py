@@ -157,7 +157,7 @@ def plan_document(
             "overrides": list(choice.overrides),
             "min_replicas": meta["min_replicas"],
             "max_replicas": choice.replicas_at_peak,
-            "waiting_requests_per_replica": choice.waiting_requests_per_replica,
+            "streams_per_replica": choice.streams_per_replica,
         },
         "plan": {
             **meta,
@@ -210,8 +210,8 @@ def format_plans(plans: list[ProfilePlan], meta: dict[str, Any]) -> str:
     best = _overall(plans)
     if best is not None:
         lines.append(
-            f"plan: {best.profile} {' '.join(best.overrides)}; KEDA waiting requests per replica"
-            f" {best.waiting_requests_per_replica}; replicas {meta['min_replicas']}.."
+            f"plan: {best.profile} {' '.join(best.overrides)}; KEDA streams per replica"
+            f" {best.streams_per_replica}; replicas {meta['min_replicas']}.."
             f"{best.replicas_at_peak} on up to {best.nodes_at_peak} node(s)"
             f" ({best.packing_reason})"
         )
@@ -284,7 +284,7 @@ def _plan_json(plan: ProfilePlan) -> dict[str, Any]:
             "nodes_at_peak": v.nodes_at_peak,
             "cost_per_1m_output_tokens_usd": round(v.cost_per_1m_output_tokens_usd, 4),
             "idle_cost_per_hour_usd": round(v.idle_cost_per_hour_usd, 2),
-            "waiting_requests_per_replica": v.waiting_requests_per_replica,
+            "streams_per_replica": v.streams_per_replica,
         }
 
     return {

@@ -25,7 +25,7 @@ PLAN_OVERRIDE = f"serving.{PLAN_KEY}"
 PLAN_KIND = "trnspec-deployment-plan"
 #: The serving fields a plan sets.
 PLAN_FIELDS = frozenset(
-    {"profile", "overrides", "min_replicas", "max_replicas", "waiting_requests_per_replica"}
+    {"profile", "overrides", "min_replicas", "max_replicas", "streams_per_replica"}
 )
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

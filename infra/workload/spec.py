@@ -54,6 +54,9 @@ class WorkloadSpec:
     neuron_devices: int
     cpu: int
     memory_gib: int
+    #: KEDA's target of requests in flight per replica (serving.streams_per_replica, else the
+    #: engine's max_num_seqs).
+    streams_per_replica: int
     #: Ephemeral storage of the data volume: serving.weights_volume_gib, else sized from the
     #: model (trnspec.packing.staged_storage_gib).
     storage_gib: int
@@ -172,6 +175,17 @@ def derive_workload(
             )
         else:
             storage = staged.gib
+    streams = settings.streams_per_replica or cfg.max_num_seqs
+    if streams > cfg.max_num_seqs:
+        problems.append(
+            Problem(
+                "serving.streams_per_replica",
+                streams,
+                f"a replica runs at most max_num_seqs={cfg.max_num_seqs} streams, so a higher "
+                "target leaves requests queued instead of adding a replica; use at most "
+                f"{cfg.max_num_seqs}, or leave it unset",
+            )
+        )
     if problems:
         raise WorkloadError(problems)
     assert storage is not None
@@ -191,6 +205,7 @@ def derive_workload(
         cpu=int(requests.cpu),
         memory_gib=int(requests.memory_gib),
         storage_gib=storage,
+        streams_per_replica=streams,
         port=cfg.server.port,
         bucket_name=bucket_name,
         region=region,

@@ -48,7 +48,7 @@ def _assert_deploys(plan: dict[str, Any], objects: list[dict[str, Any]]) -> None
     assert scaled["minReplicaCount"] == serving["min_replicas"]
     assert scaled["maxReplicaCount"] == serving["max_replicas"]
     (trigger,) = scaled["triggers"]
-    assert trigger["metadata"]["threshold"] == str(serving["waiting_requests_per_replica"])
+    assert trigger["metadata"]["threshold"] == str(serving["streams_per_replica"])
     assert scaled["scaleTargetRef"]["name"] == kinds["Deployment"]["metadata"]["name"]
     # The replicas per node the plan priced are what the deployed pod packs to.
     chosen = plan["plan"]["chosen"]
@@ -72,7 +72,7 @@ def test_a_plan_given_on_the_command_line_replaces_the_profiles(tmp_path: Path) 
             "overrides": ["max_num_seqs=2", "speculation.num_speculative_tokens=15"],
             "min_replicas": 2,
             "max_replicas": 8,
-            "waiting_requests_per_replica": 2,
+            "streams_per_replica": 2,
         },
         "plan": {"chosen": {"nodes_at_peak": 1, "replicas_per_node": 16}},
     }
