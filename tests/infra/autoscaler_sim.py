@@ -12,11 +12,14 @@ the deployed resources:
   node group's taints.
 - Karpenter (aws/karpenter-provider-aws pkg/providers/instancetype/types.go): capacity from the
   instance type (memory less the 7.5 % VM overhead, ephemeral storage = the EC2NodeClass root
-  volume, Neuron devices and cores), allocatable less kube-reserved (cpu steps, 11 MiB per pod +
+  volume, or the instance store's total size with `instanceStorePolicy: RAID0`, Neuron devices
+  and cores), allocatable less kube-reserved (cpu steps, 11 MiB per pod +
   255 MiB, 1 GiB storage) and the eviction threshold (100 MiB, 10 % of the node filesystem);
   labels from the NodePool template and its single-valued requirements; its taints and limits.
 - The node once booted (EKS AL2023 nodeadm defaults, awslabs/amazon-eks-ami
-  nodeadm/internal/kubelet/config.go, which match Karpenter's model above; the Neuron device
+  nodeadm/internal/kubelet/config.go, which match Karpenter's model above; with a NodeConfig
+  `localStorage: {strategy: RAID0}` in the user data the kubelet's filesystem is the instance
+  store, whose size comes from `EC2_TYPES`; the Neuron device
   plugin advertises chips and logical cores, so the LNC written by the user data counts).
 
 A pod fits when the scheduler's filters would pass: every requested resource exists and

@@ -89,6 +89,11 @@ def test_trn2_launch_template_sets_root_volume_imdsv2_and_lnc(default: Synth) ->
     # The Neuron EKS docs' format: the variable assignment, not a bare number.
     assert "echo NEURON_LOGICAL_NC_CONFIG=2 > /opt/aws/neuron/logical_nc_config" in user_data
     assert user_data.startswith("MIME-Version: 1.0")
+    # nodeadm puts the kubelet and containerd on the instance store (RAID0 of its NVMe disks).
+    assert (
+        "Content-Type: application/node.eks.aws\n\n---\napiVersion: node.eks.aws/v1alpha1\n"
+        "kind: NodeConfig\nspec:\n  instance:\n    localStorage:\n      strategy: RAID0\n"
+    ) in user_data
     assert "NetworkInterfaces" not in data and "InstanceMarketOptions" not in data
 
 
