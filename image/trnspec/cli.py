@@ -33,7 +33,12 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 #: Modules that contribute subcommands; each exposes register(subparsers).
-EXTENSION_MODULES = ("trnspec.stage_cli", "trnspec.serve", "trnspec.predict")
+EXTENSION_MODULES = (
+    "trnspec.stage_cli",
+    "trnspec.serve",
+    "trnspec.predict",
+    "trnspec.plan_deploy",
+)
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:

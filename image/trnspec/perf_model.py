@@ -431,11 +431,16 @@ def predict_grid(
     batches: Sequence[int],
     dep: Deployment,
     eff: Efficiency,
+    plain_eff: Efficiency | None = None,
 ) -> list[Prediction]:
-    """Every (batch, k) point, with speedups against k=0 at the same batch."""
+    """Every (batch, k) point, with speedups against k=0 at the same batch.
+
+    `plain_eff` prices k=0 when the plain server runs on another stack than the speculative one
+    (a DFlash command schedules synchronously, the same model without speculation does not):
+    k=0 is then the server a user would deploy instead, not the speculative command at k=0."""
     out: list[Prediction] = []
     for b in batches:
-        base = predict_point(target, method, draft, alpha, 0, b, dep, eff)
+        base = predict_point(target, method, draft, alpha, 0, b, dep, plain_eff or eff)
         for k in ks:
             p = base if k == 0 else predict_point(target, method, draft, alpha, k, b, dep, eff)
             out.append(replace(p, speedup=p.output_tokens_per_s / base.output_tokens_per_s))

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from trnspec.calibrate import DATA_FILE, Calibration, trn2_calibration
-from trnspec.config import ConfigError, Problem, ServingConfig
+from trnspec.config import ConfigError, Problem, ServingConfig, apply_overrides
 from trnspec.images import image_spec
 from trnspec.model_shapes import ModelShape, ShapeError, known_model_names, resolve_shape
+from trnspec.packing import placement_for
 from trnspec.perf_model import (
     DRAFT_METHODS,
     Deployment,
@@ -34,14 +35,13 @@ from trnspec.perf_model import (
     decode_context_tokens,
     drafter_for,
     predict_grid,
-    replicas_per_instance,
     speculation_stops_paying,
 )
 from trnspec.predict_bands import band_for, outside_data
 from trnspec.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.sizing import BYTES_PER_DTYPE
 from trnspec.stack_group import stack_group
-from trnspec.topology import INSTANCE_TYPES, instance
+from trnspec.topology import INSTANCE_TYPES
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32)
 
@@ -123,6 +123,10 @@ class ProfileModel:
     method: str
     deployment: Deployment
     efficiency: Efficiency
+    #: The stack group and constants of the same model without speculation (k=0 rows): the
+    #: plain server a user would deploy, which may schedule differently (stack_group).
+    plain_group: str
+    plain_efficiency: Efficiency
 
     def grid(
         self, alpha: float | TokensPerStep, ks: Sequence[int], batches: Sequence[int]
@@ -136,6 +140,7 @@ class ProfileModel:
             batches,
             self.deployment,
             self.efficiency,
+            self.plain_efficiency,
         )
 
 
@@ -196,7 +201,20 @@ def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
         context_tokens=context_tokens,
     )
     draft = drafter_for(method, draft, target)
-    return ProfileModel(cfg, group, target, draft, method, dep, cal.efficiency[group])
+    plain_group = group
+    if method != "none":
+        plain_group = stack_group(apply_overrides(cfg, ["speculation.method=none"])) or group
+    return ProfileModel(
+        cfg,
+        group,
+        target,
+        draft,
+        method,
+        dep,
+        cal.efficiency[group],
+        plain_group,
+        cal.efficiency[plain_group],
+    )
 
 
 def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
@@ -231,13 +249,24 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     except ModelInputError as err:
         raise ConfigError([Problem("--k/--batch", f"{args.k}/{args.batch}", str(err))]) from None
 
-    inst = instance(cfg.hardware.instance_type)
-    replicas = replicas_per_instance(inst.logical_cores(cfg.hardware.lnc), cfg.tensor_parallel_size)
+    placement = placement_for(cfg)
+    replicas = placement.packing.replicas if placement is not None else None
     try:
         price, price_source = resolve_price(cfg.hardware.instance_type, args.price_per_hour)
         price_problem = None
     except PriceError as err:
         price, price_source, price_problem = None, None, str(err)
+    if placement is None:
+        price_problem = (
+            f"replicas per instance unknown: the staged storage of {cfg.target.name} cannot be "
+            "sized offline (the deploy needs serving.weights_volume_gib)"
+        )
+        price = None
+    elif placement.packing.replicas < 1:
+        price_problem = f"a replica does not fit one {cfg.hardware.instance_type}: " + (
+            placement.packing.reason
+        )
+        price = None
 
     inputs.add("target", target.name, target.origin)
     if method != "none":
@@ -264,6 +293,13 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
             getattr(eff, name),
             f"{cal.source}; stack group {group!r} for image {cfg.image.value}",
         )
+    if model.plain_group != group:
+        inputs.add(
+            "efficiency.plain_step_overhead_s",
+            model.plain_efficiency.step_overhead_s,
+            f"{cal.source}; stack group {model.plain_group!r}: k=0 rows are the same model without"
+            " speculation, as a plain server would run",
+        )
     inputs.add("tensor_parallel_size", cfg.tensor_parallel_size, f"profile {cfg.name}")
     inputs.add("lnc", cfg.hardware.lnc, f"profile {cfg.name}")
     inputs.add("dtype", cfg.dtype, f"profile {cfg.name}")
@@ -275,8 +311,8 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     inputs.add(
         "replicas_per_instance",
         replicas,
-        f"{inst.logical_cores(cfg.hardware.lnc)} logical cores of {inst.name} at LNC"
-        f" {cfg.hardware.lnc} // TP {cfg.tensor_parallel_size}",
+        "trnspec.packing (what the deploy's pods request on the kubelet's "
+        + (f"{placement.disk}); limited by {placement.packing.reason}" if placement else "disk)"),
     )
     inputs.add("price_per_hour_usd", price, price_source or price_problem or "")
     inputs.add(
@@ -284,7 +320,8 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     )
 
     rows = [
-        _row(p, price, replicas, cfg.max_num_seqs) | _band_fields(cal, group, method, p)
+        _row(p, price, replicas, cfg.max_num_seqs)
+        | _band_fields(cal, model.plain_group if p.k == 0 else group, method, p)
         for p in points
     ]
     outside = outside_data(cal, group, target, cfg.tensor_parallel_size, batches)
@@ -316,9 +353,13 @@ def _band_fields(cal: Calibration, group: str, method: str, p: Prediction) -> di
     }
 
 
-def _row(p: Prediction, price: float | None, replicas: int, max_num_seqs: int) -> dict[str, Any]:
+def _row(
+    p: Prediction, price: float | None, replicas: int | None, max_num_seqs: int
+) -> dict[str, Any]:
     tps = p.output_tokens_per_s
-    cost = cost_per_1m_output_tokens(price, tps * replicas) if price is not None else None
+    cost = (
+        cost_per_1m_output_tokens(price, tps * replicas) if price is not None and replicas else None
+    )
     return {
         "batch": p.batch,
         "k": p.k,
@@ -337,9 +378,11 @@ def _row(p: Prediction, price: float | None, replicas: int, max_num_seqs: int) -
 def format_table(doc: dict[str, Any]) -> str:
     """Rows grouped by batch, the best k of each marked, then the verdict on large batches."""
     best = {int(b): k for b, k in doc["best_k_per_batch"].items()}
+    per = doc["inputs"]["replicas_per_instance"]
     lines = [
-        f"profile {doc['profile']}: one replica, {doc['inputs']['replicas_per_instance']['value']}"
-        " per instance; cost = instance price / (replicas x tokens/s)",
+        f"profile {doc['profile']}: one replica, {per['value']} per instance"
+        f" ({per['source'].split('; limited by ')[-1]});"
+        " cost = instance price / (replicas x tokens/s)",
         f"{'batch':>5} {'k':>3} {'tok/step':>8} {'TPOT ms':>8} {'tok/s':>9} {'speedup':>8}"
         f" {'$/1M out':>9} {'error':>6}  bound",
     ]

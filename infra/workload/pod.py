@@ -110,7 +110,7 @@ def _resources(spec: WorkloadSpec, settings: ServingSettings) -> dict[str, Any]:
         NEURON_DEVICE_RESOURCE: str(spec.neuron_devices),
     }
     if settings.weights_storage == "node-local":
-        requests["ephemeral-storage"] = f"{settings.weights_volume_gib}Gi"
+        requests["ephemeral-storage"] = f"{spec.storage_gib}Gi"
     # No CPU limit (throttling the host side of the runtime hurts latency); memory and devices
     # are limited to what is requested.
     limits = {
@@ -122,7 +122,7 @@ def _resources(spec: WorkloadSpec, settings: ServingSettings) -> dict[str, Any]:
 
 def _data_volume(spec: WorkloadSpec, settings: ServingSettings) -> dict[str, Any]:
     if settings.weights_storage == "node-local":
-        return {"name": "data", "emptyDir": {"sizeLimit": f"{settings.weights_volume_gib}Gi"}}
+        return {"name": "data", "emptyDir": {"sizeLimit": f"{spec.storage_gib}Gi"}}
     return {
         "name": "data",
         "ephemeral": {
@@ -131,7 +131,7 @@ def _data_volume(spec: WorkloadSpec, settings: ServingSettings) -> dict[str, Any
                 "spec": {
                     "accessModes": ["ReadWriteOnce"],
                     "storageClassName": settings.ebs_storage_class,
-                    "resources": {"requests": {"storage": f"{settings.weights_volume_gib}Gi"}},
+                    "resources": {"requests": {"storage": f"{spec.storage_gib}Gi"}},
                 },
             }
         },

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
+from trnspec.packing import NODE_SHARE, pod_requests, staged_storage_gib
 from trnspec.problems import InputError, Problem
 from trnspec.topology import INSTANCE_TYPES, instance
 
@@ -27,10 +28,6 @@ from infra.workload.constants import MODELS_PREFIX
 
 if TYPE_CHECKING:
     from trnspec.config import ServingConfig
-
-#: Share of a node's vCPUs and memory a pod may request per share of its chips: the rest stays
-#: for kubelet reservations and the DaemonSets (device plugin, neuron-monitor, CNI, exporters).
-NODE_SHARE = 0.9
 
 
 @dataclass(frozen=True)
@@ -69,6 +66,12 @@ class WorkloadSpec:
     neuron_devices: int
     cpu: int
     memory_gib: int
+    #: KEDA's target of requests in flight per replica (serving.streams_per_replica, else the
+    #: engine's max_num_seqs).
+    streams_per_replica: int
+    #: Ephemeral storage of the data volume: serving.weights_volume_gib, else sized from the
+    #: model (trnspec.packing.staged_storage_gib).
+    storage_gib: int
     port: int
     bucket_name: str
     region: str | None = None
@@ -200,9 +203,36 @@ def derive_workload(
                 f"larger than the memory one replica gets on {instance_type}; lower it",
             )
         )
+    storage = settings.weights_volume_gib
+    if storage is None:
+        staged = staged_storage_gib(cfg)
+        if staged is None:
+            problems.append(
+                Problem(
+                    "serving.weights_volume_gib",
+                    None,
+                    f"the size of {cfg.target.name} is not known offline, so the staged storage "
+                    "cannot be sized: set serving.weights_volume_gib (GiB of weights + compiled "
+                    "graphs + headroom)",
+                )
+            )
+        else:
+            storage = staged.gib
+    streams = settings.streams_per_replica or cfg.max_num_seqs
+    if streams > cfg.max_num_seqs:
+        problems.append(
+            Problem(
+                "serving.streams_per_replica",
+                streams,
+                f"a replica runs at most max_num_seqs={cfg.max_num_seqs} streams, so a higher "
+                "target leaves requests queued instead of adding a replica; use at most "
+                f"{cfg.max_num_seqs}, or leave it unset",
+            )
+        )
     if problems:
         raise WorkloadError(problems)
-    share = devices / node.chips
+    assert storage is not None
+    requests = pod_requests(instance_type, tp, lnc, storage)
     config_yaml = config_to_yaml(cfg)
     return WorkloadSpec(
         name=settings.app_name,
@@ -215,8 +245,10 @@ def derive_workload(
         tensor_parallel_size=tp,
         lnc=lnc,
         neuron_devices=devices,
-        cpu=max(1, int(node.vcpus * share * NODE_SHARE)),
-        memory_gib=max(1, int(node.memory_gib * share * NODE_SHARE)),
+        cpu=int(requests.cpu),
+        memory_gib=int(requests.memory_gib),
+        storage_gib=storage,
+        streams_per_replica=streams,
         port=cfg.server.port,
         bucket_name=bucket_name,
         region=region,

@@ -15,7 +15,7 @@ def fields(err: SettingsError) -> list[str]:
 
 def test_a_valid_profile_gives_its_settings() -> None:
     settings = check_profile("default", ADMIN)
-    assert settings.serving["profile"] == "qwen3-4b-dflash"
+    assert settings.serving["profile"] == "qwen3-4b-baseline"
     assert settings.admin_principal_arns == (ADMIN_ARN,)
 
 

@@ -89,6 +89,11 @@ def test_trn2_launch_template_sets_root_volume_imdsv2_and_lnc(default: Synth) ->
     # The Neuron EKS docs' format: the variable assignment, not a bare number.
     assert "echo NEURON_LOGICAL_NC_CONFIG=2 > /opt/aws/neuron/logical_nc_config" in user_data
     assert user_data.startswith("MIME-Version: 1.0")
+    # nodeadm puts the kubelet and containerd on the instance store (RAID0 of its NVMe disks).
+    assert (
+        "Content-Type: application/node.eks.aws\n\n---\napiVersion: node.eks.aws/v1alpha1\n"
+        "kind: NodeConfig\nspec:\n  instance:\n    localStorage:\n      strategy: RAID0\n"
+    ) in user_data
     assert "NetworkInterfaces" not in data and "InstanceMarketOptions" not in data
 
 
@@ -99,8 +104,9 @@ def test_node_template_tags_let_the_autoscaler_build_an_empty_trn2_group(default
         f"{TEMPLATE_TAG}/taint/aws.amazon.com/neuron": "true:NoSchedule",
         f"{TEMPLATE_TAG}/label/trnspec.io/pool": "trn2",
         f"{TEMPLATE_TAG}/label/node.kubernetes.io/instance-type": "trn2.48xlarge",
-        # 512 GiB root volume - 10% nodefs eviction threshold - 1 GiB kube-reserved, floored.
-        f"{TEMPLATE_TAG}/resources/ephemeral-storage": "459Gi",
+        # The kubelet sits on the 4 x 1.9 TB instance store (RAID0, 7078 GiB) - 10 % nodefs
+        # eviction threshold - 1 GiB kube-reserved, floored.
+        f"{TEMPLATE_TAG}/resources/ephemeral-storage": "6369Gi",
     }
     default.template.has_resource_properties(
         "AWS::EKS::Nodegroup",

@@ -187,8 +187,13 @@ def test_an_extension_with_a_broken_import_is_not_hidden(monkeypatch, tmp_path):
         build_parser()
 
 
-def test_stage_serve_and_predict_are_the_extension_modules():
-    assert EXTENSION_MODULES == ("trnspec.stage_cli", "trnspec.serve", "trnspec.predict")
+def test_stage_serve_predict_and_plan_deploy_are_the_extension_modules():
+    assert EXTENSION_MODULES == (
+        "trnspec.stage_cli",
+        "trnspec.serve",
+        "trnspec.predict",
+        "trnspec.plan_deploy",
+    )
 
 
 def test_python_dash_m_trnspec_runs_and_exits_2_without_traceback():

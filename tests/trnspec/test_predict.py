@@ -161,3 +161,28 @@ def test_a_batch_far_from_every_published_row_is_flagged_as_outside_the_data(cap
         capsys, "--profile", "qwen3-32b-draft", "--acceptance-rate", "0.7", "--batch", "1,64"
     )
     assert code == 0 and "outside the published data: batch 64" in out
+
+
+def test_replicas_per_instance_is_the_deploys_packing_not_chips_alone(capsys):
+    from trnspec.packing import placement_for
+
+    doc = as_json(capsys, "--profile", "qwen3-4b-dflash", "--acceptance-length", "3.5")
+    placement = placement_for(load_profile("qwen3-4b-dflash"))
+    assert placement is not None
+    assert doc["inputs"]["replicas_per_instance"]["value"] == placement.packing.replicas == 16
+    assert "ephemeral" not in placement.packing.limit
+    # Storage-bound: a replica staging 1000 GiB packs 6 to a node, and the cost says so.
+    big = placement_for(load_profile("qwen3-4b-dflash"), ephemeral_gib=1000)
+    assert big is not None
+    assert (big.packing.replicas, big.packing.limit) == (6, "ephemeral-storage")
+
+
+def test_k0_of_a_dflash_profile_is_the_plain_server_a_user_would_deploy_instead(capsys):
+    """DFlash renders --no-async-scheduling; without speculation the same model schedules
+    asynchronously. k=0 (and so every speedup) is priced as that plain server, the one
+    plan-deploy compares with, not as the synchronous DFlash command at k=0."""
+    args = ("--acceptance-length", "2.1", "--acceptance-k", "15", "--batch", "1,4", "--k", "0")
+    dflash = as_json(capsys, "--profile", "qwen3-4b-dflash", *args)
+    plain = as_json(capsys, "--profile", "qwen3-4b-baseline", "--batch", "1,4", "--k", "0")
+    assert [r["tpot_ms"] for r in dflash["rows"]] == [r["tpot_ms"] for r in plain["rows"]]
+    assert "efficiency.plain_step_overhead_s" in dflash["inputs"]

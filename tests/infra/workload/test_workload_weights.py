@@ -87,7 +87,9 @@ def test_the_default_synth_applies_the_weights_job_beside_the_waiting_pods(
     docs = list(embedded_manifests(synth.serving_raw))
     (weights,) = [d for d in docs if d["kind"] == "Job" and "-weights-" in d["metadata"]["name"]]
     repos = [repo for repo, _ in _copies(weights)]
-    assert repos == ["Qwen/Qwen3-4B", "z-lab/Qwen3-4B-DFlash-b16"]
+    cfg = synth.serving.serving_config
+    drafts = [cfg.speculation.draft.name] if cfg.speculation.draft else []
+    assert repos == [cfg.target.name, *drafts]  # the deployed plan's models, draft included
     serving = [d for d in docs if d["kind"] in ("Deployment", "Job") and d is not weights]
     assert {d["spec"]["template"]["spec"]["containers"][0]["args"][0] for d in serving} == {"serve"}
     outputs = synth.serving_raw["Outputs"]
