@@ -8,14 +8,13 @@ crashed run never leaves a half-written report behind.
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from trnspec.boundary.write import write_file
 
 from trnspec_tools.bench.bench_categories import categories_markdown
 from trnspec_tools.bench.bench_predict import prediction_markdown
@@ -27,29 +26,13 @@ Run = Mapping[str, Any]
 HOST_CPU_WARN_FRACTION = 0.03
 
 
-def _umask_mode() -> int:
-    """0666 minus the process umask: the mode open() would give a new file (mkstemp gives 0600)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same directory, then rename over the target."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, _umask_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write through the one output writer (trnspec.boundary.write.write_file)."""
+    write_file(path, data)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    write_file(path, text)
 
 
 def _f(value: object, fmt: str = "{:.1f}") -> str:

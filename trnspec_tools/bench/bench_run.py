@@ -89,8 +89,14 @@ def spec_decode_fields(
     tokens_per_step_estimate: float | None,
     k: int | None,
     model: str | None = None,
+    completed: int | None = None,
 ) -> dict[str, object]:
     """Acceptance figures for the window between two /metrics snapshots.
+
+    Only from completed work: with `completed` == 0 (no request of the window finished) every
+    figure is absent, whatever the counters say. With k known, the counters must allow at most k
+    draft tokens per draft (checked_delta) and a chunk estimate above k+1 tokens per step is
+    dropped (the server or a proxy coalesced chunks).
 
     Prefer the server's own counters (exact) when their delta is consistent. When the server
     exports none (or /metrics is missing), or they did not move (some Neuron builds), fall back to
@@ -106,6 +112,9 @@ def spec_decode_fields(
         "acceptance_note": None,
         "spec_decode_deltas": None,
     }
+    if completed == 0:
+        out["acceptance_note"] = "no request completed: acceptance is measured on completed work"
+        return out
     reason = "the server has no /metrics endpoint"
     if before is not None and after is not None:
         try:
@@ -116,7 +125,7 @@ def spec_decode_fields(
             reason = f"/metrics is not a Prometheus exposition ({str(exc)[:80]})"
         else:
             reason = NO_COUNTERS
-        checked = checked_delta(first, second)
+        checked = checked_delta(first, second, k)
         if checked.delta is not None:
             delta = checked.delta
             acc = acceptance(delta)
@@ -142,7 +151,12 @@ def spec_decode_fields(
                 out["acceptance_note"] = reason
                 return out
     out["acceptance_note"] = reason
-    if tokens_per_step_estimate is not None:
+    if tokens_per_step_estimate is not None and k is not None and tokens_per_step_estimate > k + 1:
+        out["acceptance_note"] = (
+            f"{reason}; the chunk estimate ({tokens_per_step_estimate:.2f} tokens per step) is"
+            f" above k+1={k + 1}, impossible: chunks were coalesced"
+        )
+    elif tokens_per_step_estimate is not None:
         out["mean_accepted_length"] = tokens_per_step_estimate
         out["acceptance_source"] = "estimate-from-chunks"
         if k:
@@ -211,6 +225,7 @@ async def run_level(
             stats["tokens_per_step_estimate"],  # type: ignore[arg-type]
             opts.num_speculative_tokens,
             model,
+            completed=int(stats["completed"]),  # type: ignore[call-overload]
         )
     )
     tps = float(stats["output_tokens_per_s"])  # type: ignore[arg-type]

@@ -10,11 +10,15 @@ from __future__ import annotations
 import argparse
 import os
 
+from trnspec.boundary.numbers import float_arg, int_arg
+
 from trnspec_tools.client.http_stream import Deadlines
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S
 
 DEFAULT_API_KEY_ENV = "TRNSPEC_API_KEY"
 DEFAULTS = Deadlines()
+#: A deadline flag: finite seconds > 0, at most a week (asyncio cannot schedule `inf`).
+SECONDS = float_arg(0, 7 * 86400.0, lo_open=True)
 
 
 def add_client_args(
@@ -25,31 +29,31 @@ def add_client_args(
 ) -> None:
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=SECONDS,
         default=timeout_default,
         help=f"deadline for each whole request, s (default {timeout_default:g})",
     )
     parser.add_argument(
         "--connect-timeout",
-        type=float,
+        type=SECONDS,
         default=DEFAULTS.connect_s,
         help=f"deadline to open a connection, s (default {DEFAULTS.connect_s:g})",
     )
     parser.add_argument(
         "--first-byte-timeout",
-        type=float,
+        type=SECONDS,
         default=DEFAULTS.first_byte_s,
         help=f"deadline to the first byte of a reply, s (default {DEFAULTS.first_byte_s:g})",
     )
     parser.add_argument(
         "--max-retries",
-        type=int,
+        type=int_arg(0, 100),
         default=max_retries_default,
         help="retries of a request that got no answer yet (connect failure, 429/5xx status)",
     )
     parser.add_argument(
         "--retry-after-cap",
-        type=float,
+        type=float_arg(0, 7 * 86400.0),
         default=DEFAULT_RETRY_AFTER_CAP_S,
         help="longest Retry-After (429/503) honoured before a retry, s",
     )

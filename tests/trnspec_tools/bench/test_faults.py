@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 from fault_server import FAULTS, MODEL, fault_server
@@ -198,24 +199,38 @@ def test_an_out_path_under_a_file_is_refused_before_the_run(tmp_path, capsys):
 def test_results_are_kept_elsewhere_when_the_report_cannot_be_written(
     tmp_path, capsys, monkeypatch
 ):
-    import trnspec_tools.bench.bench as bench
-
-    def broken(*_a: object, **_k: object) -> None:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(bench, "write_outputs", broken)
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "spare"))
-    (tmp_path / "spare").mkdir()
     import tempfile
 
+    import trnspec.boundary.write as write
+
+    original = write.write_file
+    out_dir = tmp_path / "out"
+
+    def full_disk(path: Path, data: bytes | str) -> Path:
+        if Path(path).parent == out_dir:
+            raise OSError(28, "No space left on device")
+        return original(path, data)
+
+    monkeypatch.setattr(write, "write_file", full_disk)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "spare"))
+    (tmp_path / "spare").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", None)
     with fault_server() as server:
-        code = bench_main(bench_argv(server.url, tmp_path / "out" / "b.json", "--no-plots"))
+        code = bench_main(bench_argv(server.url, out_dir / "b.json", "--no-plots"))
     err = capsys.readouterr().err
     assert code == 1
-    assert "No space left on device" in err and "the results were saved to" in err
-    saved = json.loads(next((tmp_path / "spare").glob("b-*.json")).read_text())
-    assert saved["completed"] == 2
+    assert "No space left on device" in err and "kept it at" in err
+    kept = next((tmp_path / "spare").glob("trnspec-bench-*/0-b.json"))
+    assert str(kept) in err
+    assert json.loads(kept.read_text())["completed"] == 2
+    assert next((tmp_path / "spare").glob("trnspec-bench-*/1-b.md")).read_text().startswith("#")
+
+
+def test_an_out_that_is_also_the_markdown_path_is_refused_before_the_run(tmp_path, capsys):
+    code = bench_main(["--endpoint", "http://127.0.0.1:9", "--out", str(tmp_path / "r.md")])
+    err = capsys.readouterr().err
+    assert code == 2 and "one output would overwrite the other" in err
+    assert not (tmp_path / "r.md").exists()
 
 
 def test_report_files_are_readable_by_others_like_any_new_file(tmp_path):
