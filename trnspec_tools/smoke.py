@@ -26,6 +26,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from trnspec.boundary.errors import exits_on_bad_input
+from trnspec.boundary.text import markup_safe
 
 from trnspec_tools.client.client_args import (
     add_client_args,
@@ -302,13 +304,16 @@ def lossless_check(outputs: Mapping[str, Generation], reference: Mapping[str, Ge
 
 
 def report_table(result: SmokeResult, title: str | None = None) -> Table:
-    table = Table(title=title or f"smoke: {result.endpoint} ({result.model or 'no model'})")
+    # outside text (endpoint, model id, server answers) is escaped: rich would read "[/]" as markup
+    table = Table(
+        title=title or markup_safe(f"smoke: {result.endpoint} ({result.model or 'no model'})", 400)
+    )
     table.add_column("check")
     table.add_column("result")
     table.add_column("detail", overflow="fold")
     for check in result.checks:
         status = {True: "[green]ok", False: "[red]FAIL", None: "[yellow]skipped"}[check.ok]
-        table.add_row(check.name, status, check.detail)
+        table.add_row(check.name, status, markup_safe(check.detail, 2000))
     return table
 
 
@@ -328,6 +333,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     add_client_args(parser.add_argument_group("client (deadlines per request, retries, API key)"))
 
 
+@exits_on_bad_input("smoke.py")
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="smoke.py", description=__doc__.split("\n\n")[0])
     add_cli_args(parser)
@@ -361,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ),
             )
     except (SmokeError, StackError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {markup_safe(exc, 2000)}")
         return 2
     console.print(report_table(result))
     if not result.ok:

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from trnspec.boundary.write import write_file
 from trnspec.model_shapes import KNOWN_SHAPES, ModelShape
 from trnspec.perf_model import (
     TRN2,
@@ -507,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.write:
         text = _data_text()
         path = Path(str(resources.files("trnspec").joinpath(FIT_FILE)))
-        path.write_text(fit_to_json(fit_published(text), data_digest(text)), encoding="utf-8")
+        write_file(path, fit_to_json(fit_published(text), data_digest(text)))
         trn2_calibration.cache_clear()
         print(f"wrote {path}", file=sys.stderr)
     print(report_markdown(trn2_calibration()), end="")

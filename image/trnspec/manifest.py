@@ -19,6 +19,8 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from trnspec.boundary.write import write_file
+
 #: The manifest's file name, inside the directory it describes (excluded from itself).
 MANIFEST_NAME = "trnspec-manifest.json"
 #: Marks in-flight downloads (boto3 appends its own random extension to it while it writes);
@@ -205,12 +207,8 @@ def verify(root: Path, manifest: Manifest) -> list[Mismatch]:
 
 
 def write_manifest(root: Path, manifest: Manifest) -> Path:
-    """Write the manifest into root atomically (temp name, then rename)."""
-    target = Path(root) / MANIFEST_NAME
-    tmp = target.with_name(MANIFEST_NAME + PARTIAL_SUFFIX)
-    tmp.write_text(manifest.to_json(), encoding="utf-8")
-    os.replace(tmp, target)
-    return target
+    """Write the manifest into root through the one output writer (atomic, regular file only)."""
+    return write_file(Path(root) / MANIFEST_NAME, manifest.to_json())
 
 
 def read_manifest(root: Path) -> Manifest:

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from trnspec.boundary import json_io
-from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
 from trnspec.boundary.numbers import float_arg, int_arg
 from trnspec.boundary.numbers import parse_int_list as boundary_int_list
 from trnspec.boundary.write import Written, moved_lines, output_clash
@@ -432,6 +432,7 @@ def is_local_url(url: str) -> bool:
     return host in ("::1", "0.0.0.0")
 
 
+@exits_on_bad_input("bench.py")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

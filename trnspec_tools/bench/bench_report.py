@@ -1,8 +1,8 @@
 """Markdown summaries and PNG plots of benchmark and tuning results.
 
 Plots are drawn on a bare matplotlib Figure with the Agg canvas (no pyplot global state, no
-display needed), and every file is written under a temporary name and renamed when complete, so a
-crashed run never leaves a half-written report behind.
+display needed), and every file is written by trnspec.boundary.write.write_file (a temporary name
+renamed when complete, regular targets only), so a crashed run never leaves half a report.
 """
 
 from __future__ import annotations
@@ -24,15 +24,6 @@ Run = Mapping[str, Any]
 
 #: the client's CPU share of the host above which a run on the server's own host is flagged
 HOST_CPU_WARN_FRACTION = 0.03
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write through the one output writer (trnspec.boundary.write.write_file)."""
-    write_file(path, data)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    write_file(path, text)
 
 
 def _f(value: object, fmt: str = "{:.1f}") -> str:
@@ -161,11 +152,11 @@ def client_cpu_warning(runs: Sequence[Run], cfg: Mapping[str, Any]) -> str | Non
 
 
 def save_figure(fig: Figure, path: Path) -> None:
-    """The figure as a PNG at `path`, written like every report file (atomic_write_bytes)."""
+    """The figure as a PNG at `path`, written like every report file (trnspec.boundary.write)."""
     FigureCanvasAgg(fig)
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
-    atomic_write_bytes(path, png.getvalue())
+    write_file(path, png.getvalue())
 
 
 def plot_latency_vs_throughput(runs: Sequence[Run], path: Path) -> Path:

@@ -27,13 +27,15 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from trnspec.boundary import json_io
+from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
+from trnspec.boundary.write import moved_lines, output_clash, write_outputs
 from trnspec.cli import add_set_argument
 from trnspec.config import ConfigError
 from trnspec.perf_model import decode_context_tokens
@@ -41,7 +43,6 @@ from trnspec.perf_model import decode_context_tokens
 from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
 from trnspec_tools.bench.bench_categories import category_groups, sample_groups
 from trnspec_tools.bench.bench_report import (
-    atomic_write_text,
     plot_k_sweep,
     save_figure,
     tune_markdown,
@@ -331,9 +332,11 @@ def load_measurements(
 ) -> tuple[Levels, dict[int, Levels], dict[str, dict[int, dict[str, Any]]]]:
     """baseline[c], runs[k][c] and per-category runs from an earlier tune.py --out JSON."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_io.loads(path.read_bytes(), f"--from-json={path}")
         by_c = data["by_concurrency"]
-    except (OSError, ValueError, KeyError) as exc:
+    except BoundaryError as exc:
+        raise UsageError(str(exc)) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(
             f"--from-json={path}: not a tune.py result with by_concurrency ({exc})"
         ) from None
@@ -617,11 +620,23 @@ def _by_batch(rec: dict[str, Any]) -> str:
     return f"{best}{tail}; precompile k in {rec['precompile']}"
 
 
+def output_paths(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """The files a run writes, named for messages (checked for clashes before the run)."""
+    return [
+        ("--out", args.out),
+        ("the Markdown summary", args.out.with_suffix(".md")),
+        ("--override-out", args.override_out or args.out.with_suffix(".override")),
+    ]
+
+
+@exits_on_bad_input("tune.py")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.k_max < 1:
             raise UsageError(f"--k-max={args.k_max}: must be >= 1")
+        if (clash := output_clash(output_paths(args))) is not None:
+            raise UsageError(str(clash))
         levels = parse_int_list("--concurrency", args.concurrency)
         fit_c = args.fit_concurrency or (levels[1] if len(levels) > 1 else levels[0])
         if fit_c not in levels:
@@ -715,10 +730,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if isinstance(concurrency, dict):
         result["rows_by_concurrency"] = concurrency["rows"]
-    atomic_write_text(override_out, line + "\n")
-    atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
     md = tune_markdown(result) + concurrency_markdown(result)
-    atomic_write_text(args.out.with_suffix(".md"), md)
+    written = write_outputs(
+        "tune",
+        [
+            (override_out, line + "\n"),
+            (args.out, json_io.dumps(result)),
+            (args.out.with_suffix(".md"), md),
+        ],
+    )
+    if moved := moved_lines(written):
+        print(md)
+        for moved_line in moved:
+            print(f"tune.py: error: {moved_line}", file=sys.stderr)
+        return 1
     if not args.no_plots:
         with contextlib.suppress(ValueError):
             plot_k_sweep(analysis["rows"], args.out.with_name(f"{args.out.stem}_ksweep.png"))

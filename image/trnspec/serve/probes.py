@@ -4,12 +4,12 @@ the file the Kubernetes probes read (trnspec.pod_contract.READY_FILE)."""
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trnspec.boundary.write import write_file
 from trnspec.config import ServingConfig
 from trnspec.pod_contract import METRICS_PATH, MODELS_PATH
 
@@ -108,10 +108,8 @@ class ReadyFile:
         self._warned = False
 
     def set(self) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
         try:
-            tmp.write_text(f"{time.time():.0f}\n")
-            os.replace(tmp, self.path)
+            write_file(self.path, f"{time.time():.0f}\n")
         except OSError as err:  # e.g. a read-only root filesystem without a /tmp volume
             if not self._warned:
                 self._warned = True
