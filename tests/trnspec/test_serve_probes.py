@@ -66,3 +66,10 @@ def test_ready_file_that_cannot_be_written_does_not_crash(tmp_path: Path) -> Non
     ready.set()
     ready.clear()
     assert not ready.path.exists()
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-Inf", "-3"])
+def test_a_non_finite_or_negative_gauge_is_not_a_count(value: str) -> None:
+    text = f'vllm:num_requests_running{{model_name="m"}} {value}\n'
+    assert requests_in_flight(text) is None
+    assert requests_in_flight(text + "vllm:num_requests_waiting 2\n") == 2

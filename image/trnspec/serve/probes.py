@@ -4,6 +4,7 @@ the file the Kubernetes probes read (trnspec.pod_contract.READY_FILE)."""
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -62,16 +63,20 @@ def http_probe(
 
 
 def requests_in_flight(metrics_text: str) -> int | None:
-    """Running + waiting requests from a Prometheus exposition; None when vLLM reports neither."""
+    """Running + waiting requests from a Prometheus exposition; None when vLLM reports neither.
+    Only finite, non-negative gauge values count (a NaN or +Inf sample is skipped: int() of it
+    would raise in the drain thread)."""
     total, seen = 0.0, False
     for line in metrics_text.splitlines():
         name = line.split("{", 1)[0].split(" ", 1)[0]
         if name in _IN_FLIGHT_GAUGES:
             try:
-                total += float(line.rsplit(" ", 1)[1])
-                seen = True
+                value = float(line.rsplit(" ", 1)[1])
             except (IndexError, ValueError):
                 continue
+            if math.isfinite(value) and value >= 0:
+                total += value
+                seen = True
     return int(total) if seen else None
 
 
