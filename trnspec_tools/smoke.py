@@ -26,7 +26,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
-from trnspec.boundary.errors import exits_on_bad_input
+from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
 from trnspec.boundary.text import markup_safe
 
 from trnspec_tools.client.client_args import (
@@ -44,6 +44,7 @@ from trnspec_tools.client.metrics import (
 )
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
+from trnspec_tools.inbound.endpoint import Endpoint, bind_key
 
 COMPLETION_PROMPTS = (
     "import json\n\n\ndef filter_orders(orders):\n",
@@ -348,8 +349,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("--endpoint", args.endpoint),
             ("--baseline-endpoint", args.baseline_endpoint),
         ):
-            if url is not None and not url.startswith(("http://", "https://")):
-                raise SmokeError(f"{flag}={url}: must be an http(s):// base URL")
+            if url is not None:
+                try:
+                    Endpoint.parse(url, flag)
+                except BoundaryError as exc:
+                    raise SmokeError(str(exc)) from None
         key, limits, retries = api_key(args), deadlines(args), args.max_retries
         with resolve_endpoint(args) as endpoint:
             result = run_smoke(
@@ -362,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     url,
                     deadlines=limits,
                     retries=retries,
-                    api_key=key,
+                    api_key=bind_key(key, endpoint),
                     retry_after_cap_s=args.retry_after_cap,
                 ),
             )

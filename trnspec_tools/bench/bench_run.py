@@ -38,6 +38,7 @@ from trnspec_tools.client.metrics import (
     checked_delta,
 )
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S
+from trnspec_tools.inbound.endpoint import BoundKey, bind_key
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class RunOptions:
     retry_after_cap_s: float = DEFAULT_RETRY_AFTER_CAP_S
     #: sent as "Authorization: Bearer"; kept out of repr so it never reaches a log
     #: (default: $TRNSPEC_API_KEY, so every caller of the runner sends it when it is set)
-    api_key: str | None = field(default_factory=default_api_key, repr=False)
+    api_key: str | BoundKey | None = field(default_factory=default_api_key, repr=False)
     ignore_eos: bool = True
     slo: Slo = field(default_factory=Slo)
     #: the server's k, only needed to turn a chunk-based estimate into an acceptance rate
@@ -78,7 +79,7 @@ def run_options_from_args(args: argparse.Namespace, **extra: Any) -> RunOptions:
         first_byte_timeout_s=args.first_byte_timeout,
         max_retries=args.max_retries,
         retry_after_cap_s=args.retry_after_cap,
-        api_key=api_key(args),
+        api_key=bind_key(api_key(args), getattr(args, "endpoint", None)),
         **extra,
     )
 

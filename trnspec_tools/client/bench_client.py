@@ -25,6 +25,7 @@ from trnspec.api_key import auth_headers
 from trnspec_tools.bench.bench_workload import RequestSpec
 from trnspec_tools.client.http_stream import ConnectionPool, Deadlines, ProtocolError, Response
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
+from trnspec_tools.inbound.endpoint import BoundKey
 from trnspec_tools.inbound.sse import MAX_EVENT_BYTES, EventError, event_object
 from trnspec_tools.inbound.usage import checked_completion_tokens
 
@@ -81,13 +82,15 @@ class StreamClient:
         self,
         base_url: str,
         deadlines: Deadlines | None = None,
-        api_key: str | None = None,
+        api_key: str | BoundKey | None = None,
         retry_after_cap_s: float = DEFAULT_RETRY_AFTER_CAP_S,
     ) -> None:
         self.base_url = base_url.rstrip("/").removesuffix("/v1")
         self.deadlines = deadlines or Deadlines()
         self.retry_after_cap_s = retry_after_cap_s
-        self.pool = ConnectionPool(self.base_url, auth_headers(api_key or None))
+        # a bound key goes only to the origin it was given for (inbound.endpoint.BoundKey)
+        key = api_key.for_url(self.base_url) if isinstance(api_key, BoundKey) else api_key
+        self.pool = ConnectionPool(self.base_url, auth_headers(key or None))
 
     async def __aenter__(self) -> StreamClient:
         return self

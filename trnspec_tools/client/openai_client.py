@@ -30,6 +30,7 @@ from trnspec_tools.client.http_stream import Deadlines, ProtocolError
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
 from trnspec_tools.client.served_model import ModelListError, served_model_ids
 from trnspec_tools.client.served_model import json_shape as _shape
+from trnspec_tools.inbound.endpoint import BoundKey
 from trnspec_tools.inbound.sse import MAX_EVENT_BYTES, EventError, event_object
 from trnspec_tools.inbound.usage import token_count
 
@@ -80,7 +81,7 @@ class OpenAIClient:
         deadlines: Deadlines = DEFAULT_DEADLINES,
         retries: int = 2,
         backoff_s: float = 0.5,
-        api_key: str | None = None,
+        api_key: str | BoundKey | None = None,
         retry_after_cap_s: float = DEFAULT_RETRY_AFTER_CAP_S,
     ) -> None:
         self.retries = retries

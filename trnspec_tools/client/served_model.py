@@ -14,6 +14,7 @@ from trnspec.pod_contract import MODELS_PATH
 from trnspec_tools.client.bench_client import StreamClient
 from trnspec_tools.client.client_args import default_api_key
 from trnspec_tools.client.http_stream import Deadlines, ProtocolError
+from trnspec_tools.inbound.endpoint import BoundKey
 from trnspec_tools.inbound.model_id import is_model_id
 
 
@@ -42,7 +43,7 @@ def json_shape(value: object) -> str:
 
 
 async def discover_model(
-    base_url: str, timeout_s: float = 10.0, api_key: str | None = None
+    base_url: str, timeout_s: float = 10.0, api_key: str | BoundKey | None = None
 ) -> str | None:
     """The first served model name from /v1/models, so --model can be left out (None when the
     endpoint does not answer, answers another shape or lists no model)."""

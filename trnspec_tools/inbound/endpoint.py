@@ -8,7 +8,7 @@ and shell history; the key belongs in an environment variable (`--api-key-env`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from trnspec.boundary.errors import BoundaryError
@@ -85,3 +85,27 @@ def header_value(name: str, value: str) -> str:
             f"header {name}", "***", "must be ASCII/latin-1 text; check the variable's value"
         ) from None
     return value
+
+
+@dataclass(frozen=True)
+class BoundKey:
+    """An API key bound to the origin (scheme, host, port) of the endpoint it was given for: a
+    client for any other origin (a `--compare` baseline elsewhere, say) does not get it."""
+
+    origin: str
+    value: str = field(repr=False)
+
+    def for_url(self, url: str) -> str | None:
+        """The key when `url` has the bound origin, else None."""
+        try:
+            return self.value if Endpoint.parse(url).origin == self.origin else None
+        except BoundaryError:
+            return None
+
+
+def bind_key(key: str | BoundKey | None, endpoint: str | None) -> str | BoundKey | None:
+    """The key bound to `endpoint`'s origin (unchanged without an endpoint, or when the key is
+    already bound)."""
+    if key is None or isinstance(key, BoundKey) or endpoint is None:
+        return key
+    return BoundKey(Endpoint.parse(endpoint).origin, key)
