@@ -29,9 +29,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from trnspec.boundary import json_io
 from trnspec.boundary.errors import exits_on_bad_input
-from trnspec.boundary.text import markup_safe
+from trnspec.boundary.text import rich_text
 from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.cli import add_set_argument
 
@@ -284,7 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.k, args.requests, args.max_tokens, console, args.overrides, args.cache_dir
         )
     except (LocalServerError, EndpointError, ValueError) as exc:
-        console.print(f"[red]demo failed:[/red] {markup_safe(exc, 4000, keep_newlines=True)}")
+        console.print(
+            Text.assemble(("demo failed: ", "red"), rich_text(exc, 4000, keep_newlines=True))
+        )
         return 1
     except KeyboardInterrupt:
         console.print("[yellow]interrupted; servers stopped")
@@ -292,10 +295,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     moved = write_report(args.report, report)
     console.print(summary_table(report))
     for line in moved:
-        console.print(f"[red]error:[/red] {markup_safe(line, 2000)}")
+        console.print(Text.assemble(("error: ", "red"), rich_text(line, 2000)))
     if moved:
         return 1
-    console.print(f"report: {markup_safe(args.report, 1000)}")
+    console.print(Text.assemble("report: ", rich_text(args.report, 1000)))
     problems = shortfalls(report, args.strict)
     for problem in problems:
         console.print(f"[red]{problem}")

@@ -26,8 +26,9 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
-from trnspec.boundary.text import markup_safe
+from trnspec.boundary.text import rich_text
 
 from trnspec_tools.client.client_args import (
     add_client_args,
@@ -307,14 +308,14 @@ def lossless_check(outputs: Mapping[str, Generation], reference: Mapping[str, Ge
 def report_table(result: SmokeResult, title: str | None = None) -> Table:
     # outside text (endpoint, model id, server answers) is escaped: rich would read "[/]" as markup
     table = Table(
-        title=title or markup_safe(f"smoke: {result.endpoint} ({result.model or 'no model'})", 400)
+        title=title or rich_text(f"smoke: {result.endpoint} ({result.model or 'no model'})", 400)
     )
     table.add_column("check")
     table.add_column("result")
     table.add_column("detail", overflow="fold")
     for check in result.checks:
         status = {True: "[green]ok", False: "[red]FAIL", None: "[yellow]skipped"}[check.ok]
-        table.add_row(check.name, status, markup_safe(check.detail, 2000))
+        table.add_row(check.name, status, rich_text(check.detail, 2000))
     return table
 
 
@@ -371,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ),
             )
     except (SmokeError, StackError) as exc:
-        console.print(f"[red]error:[/red] {markup_safe(exc, 2000)}")
+        console.print(Text.assemble(("error: ", "red"), rich_text(exc, 2000)))
         return 2
     console.print(report_table(result))
     if not result.ok:

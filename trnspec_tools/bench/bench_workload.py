@@ -92,8 +92,14 @@ def read_dataset(path: Path, output_len: int) -> list[DatasetLine]:
         raise WorkloadError(
             f"--dataset={path}: {size} bytes, more than {MAX_DATASET_BYTES}; use a smaller file"
         )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise WorkloadError(
+            f"--dataset={path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
     lines: list[DatasetLine] = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         if lineno > MAX_DATASET_LINES:

@@ -2,32 +2,47 @@
 
 A lone surrogate (from JSON `"\\ud800"`) cannot be encoded and crashes `print`; control
 characters rewrite the terminal; `[bold]` or `[/]` in a model id is read as markup by rich (and a
-stray `[/]` raises). `printable` fixes the first two and bounds the length; `markup_safe` also
-escapes rich markup, for text handed to a rich Console or Table.
+stray `[/]` raises). `printable` escapes the first two and bounds the length; `rich_text` wraps
+the result in a rich `Text`, which rich never parses as markup, for a Console or a Table.
 """
 
 from __future__ import annotations
 
-import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 #: Characters of outside text shown in one place (longer text ends with "...").
 MAX_SHOWN = 200
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
 
 
 def printable(text: object, max_chars: int = MAX_SHOWN, *, keep_newlines: bool = False) -> str:
-    """The text with lone surrogates and control characters escaped, at most max_chars long."""
+    """The text with every non-printable character (control characters, lone surrogates, line
+    separators; newlines unless kept) escaped, at most max_chars long."""
     value = text if isinstance(text, str) else str(text)
-    value = value.encode("utf-8", "backslashreplace").decode("utf-8")
-    value = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
-    if not keep_newlines:
-        value = value.replace("\n", "\\n")
+    value = value[: max_chars + 1]  # escaping only lengthens: nothing past this is shown
+    value = "".join(
+        ch if ch.isprintable() or (keep_newlines and ch == "\n") else _escape(ch) for ch in value
+    )
     return value if len(value) <= max_chars else value[: max_chars - 3] + "..."
 
 
-def markup_safe(text: object, max_chars: int = MAX_SHOWN, *, keep_newlines: bool = False) -> str:
-    """`printable`, with rich markup escaped so it prints as written."""
-    from rich.markup import escape
+def rich_text(
+    text: object, max_chars: int = MAX_SHOWN, *, keep_newlines: bool = False, style: str = ""
+) -> Text:
+    """`printable` as a rich Text: shown exactly as written, never read as markup."""
+    from rich.text import Text
 
-    return escape(printable(text, max_chars, keep_newlines=keep_newlines))
+    return Text(printable(text, max_chars, keep_newlines=keep_newlines), style=style)
