@@ -332,7 +332,7 @@ def load_measurements(
 ) -> tuple[Levels, dict[int, Levels], dict[str, dict[int, dict[str, Any]]]]:
     """baseline[c], runs[k][c] and per-category runs from an earlier tune.py --out JSON."""
     try:
-        data = json_io.loads(path.read_bytes(), f"--from-json={path}")
+        data = json_io.loads(path.read_bytes(), "--from-json", shown=str(path))
         by_c = data["by_concurrency"]
     except BoundaryError as exc:
         raise UsageError(str(exc)) from None

@@ -21,7 +21,7 @@ MAX_DEPTH = 64
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON (only finite numbers are)")
+    raise ValueError(f"{name} is not a finite number")
 
 
 def depth(text: str) -> int:
@@ -47,30 +47,35 @@ def depth(text: str) -> int:
 
 
 def loads(
-    text: str | bytes, field: str, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_DEPTH
+    text: str | bytes,
+    field: str,
+    *,
+    shown: str | None = None,
+    max_bytes: int = MAX_JSON_BYTES,
+    max_depth: int = MAX_DEPTH,
 ) -> Any:
     """A JSON value from text that is at most max_bytes long and max_depth deep, with finite
-    numbers only; BoundaryError naming `field` otherwise."""
+    numbers only; otherwise BoundaryError naming `field` and `shown` (e.g. the file's path;
+    default: the start of the text)."""
+    value_shown = shown if shown is not None else text[:40]
     if len(text) > max_bytes:
-        raise BoundaryError(field, f"{len(text)} bytes", f"larger than the {max_bytes}-byte limit")
+        raise BoundaryError(field, value_shown, f"larger than the {max_bytes}-byte limit")
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise BoundaryError(field, text[:40], f"not UTF-8 ({exc.reason})") from None
-    if (deep := depth(text)) > max_depth:
-        raise BoundaryError(field, f"{deep} levels", f"nested deeper than {max_depth} levels")
+            raise BoundaryError(field, value_shown, f"not UTF-8 ({exc.reason})") from None
+    if depth(text) > max_depth:
+        raise BoundaryError(field, value_shown, f"nested deeper than {max_depth} levels")
     try:
         value = json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise BoundaryError(field, text[:40], f"not JSON ({reason})") from None
+        raise BoundaryError(field, value_shown, f"not JSON ({reason})") from None
     except RecursionError:
-        raise BoundaryError(field, text[:40], "nested too deeply") from None
-    if isinstance(value, float) and not math.isfinite(value):  # 1e999 parses as inf
-        raise BoundaryError(field, text[:40], "numbers must be finite")
-    if _has_non_finite(value):
-        raise BoundaryError(field, text[:40], "holds a number too large to be finite (1e999?)")
+        raise BoundaryError(field, value_shown, "nested too deeply") from None
+    if _has_non_finite(value):  # 1e999 parses as inf
+        raise BoundaryError(field, value_shown, "holds a number too large to be finite (1e999?)")
     return value
 
 
