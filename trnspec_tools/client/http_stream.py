@@ -7,6 +7,12 @@ runs the server too, that CPU is taken from the server and every figure is biase
 encoding and keeps connections alive, and nothing else: plain `http://` or `https://` (TLS by
 asyncio), no redirects, no proxies, no compression (it does not ask for any).
 
+What the peer sends is bounded and checked here: the endpoint URL by inbound.endpoint (no
+credentials, valid port, IPv6 Host header in brackets), header values sent without CR/LF, a status
+line must be HTTP/1.x with a code in 100..599, interim 1xx answers (`100 Continue`) are skipped (at
+most MAX_INTERIM_RESPONSES), a line longer than MAX_HEADER_BYTES or a chunk larger than
+MAX_CHUNK_BYTES is a ProtocolError (MalformedResponse, never retried), not a ValueError.
+
 Every wait is bounded: the caller wraps a request in one `asyncio.timeout_at` scope and moves its
 deadline with `Deadlines` (connect, then first byte, then the whole request), so a server that
 trickles keep-alive comments cannot stretch a request past its total deadline.

@@ -355,9 +355,7 @@ def test_a_speedup_above_its_tokens_per_step_is_left_out_of_the_fit_and_the_tabl
     assert not any(r["implausible"] for r in a["rows"] if r["k"] != 1)
 
 
-def test_a_tune_json_holding_nan_is_refused_in_one_line_not_turned_into_a_speedup(
-    tmp_path, capsys
-):
+def test_a_tune_json_holding_nan_is_refused_in_one_line_not_turned_into_a_speedup(tmp_path, capsys):
     from trnspec_tools.tune.tune import main as tune_main
 
     earlier = tmp_path / "earlier.json"
