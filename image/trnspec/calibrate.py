@@ -24,6 +24,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from trnspec.boundary.write import write_file
 from trnspec.model_shapes import ModelShape
 from trnspec.perf_data import (
     DATA_FILE,
@@ -291,14 +292,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         stored = fit_published(text, extra)
         if args.out:
-            Path(args.out).write_text(
-                fit_to_json(stored, data_digest(text + "".join(extra))), encoding="utf-8"
-            )
+            write_file(Path(args.out), fit_to_json(stored, data_digest(text + "".join(extra))))
         print(report_markdown(calibration_for(measurements, shapes, stored)), end="")
         return 0
     if args.write:
         path = Path(str(resources.files("trnspec").joinpath(FIT_FILE)))
-        path.write_text(fit_to_json(fit_published(text), data_digest(text)), encoding="utf-8")
+        write_file(path, fit_to_json(fit_published(text), data_digest(text)))
         trn2_calibration.cache_clear()
         print(f"wrote {path}", file=sys.stderr)
     print(report_markdown(trn2_calibration()), end="")

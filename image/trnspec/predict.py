@@ -433,6 +433,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `predict` to the trnspec CLI (called by trnspec.cli.build_parser)."""
+    from trnspec.boundary.numbers import float_arg, int_arg
     from trnspec.cli import add_config_arguments
 
     p = subparsers.add_parser(
@@ -442,10 +443,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_config_arguments(p)
     acc = p.add_mutually_exclusive_group()
-    acc.add_argument("--acceptance-rate", type=float, help="per-token acceptance a in [0, 1]")
+    acc.add_argument("--acceptance-rate", type=float_arg(), help="per-token acceptance a in [0, 1]")
     acc.add_argument(
         "--acceptance-length",
-        type=float,
+        type=float_arg(),
         help="mean tokens emitted per verification step (as published), at --acceptance-k",
     )
     p.add_argument(
@@ -455,9 +456,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--batch", help="batch sizes, e.g. 1,4,16 (default 1,2,4,8,16,32)")
     p.add_argument("--k", help="windows, e.g. 0,3,7 (0 = no speculation; default 0..image max)")
-    p.add_argument("--price-per-hour", type=float, help="USD per instance hour (default: table)")
-    p.add_argument("--input-len", type=int, default=512, help="prompt tokens (default 512)")
-    p.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
+    p.add_argument(
+        "--price-per-hour",
+        type=float_arg(0, lo_open=True),
+        help="USD per instance hour (default: table)",
+    )
+    p.add_argument(
+        "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (default 512)"
+    )
+    p.add_argument(
+        "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (default 256)"
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=_cmd_predict)
 

@@ -30,7 +30,6 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -38,6 +37,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from trnspec.boundary import json_io
+from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
+from trnspec.boundary.write import moved_lines, output_clash, write_file, write_outputs
 from trnspec.cli import add_set_argument
 from trnspec.config import ConfigError
 from trnspec.perf_model import decode_context_tokens
@@ -45,7 +47,6 @@ from trnspec.perf_model import decode_context_tokens
 from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
 from trnspec_tools.bench.bench_categories import category_groups, sample_groups
 from trnspec_tools.bench.bench_report import (
-    atomic_write_text,
     plot_k_sweep,
     save_figure,
     tune_markdown,
@@ -345,9 +346,11 @@ def load_measurements(
 ) -> tuple[Levels, dict[int, Levels], dict[str, dict[int, dict[str, Any]]]]:
     """baseline[c], runs[k][c] and per-category runs from an earlier tune.py --out JSON."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_io.loads(path.read_bytes(), "--from-json", shown=str(path))
         by_c = data["by_concurrency"]
-    except (OSError, ValueError, KeyError) as exc:
+    except BoundaryError as exc:
+        raise UsageError(str(exc)) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(
             f"--from-json={path}: not a tune.py result with by_concurrency ({exc})"
         ) from None
@@ -648,15 +651,28 @@ def write_trn2_rows(
     except ConfigError as exc:
         return {"path": None, "note": f"--trn2-profile={args.trn2_profile}: {exc}"}
     rows, skipped = measured_rows(cond, baseline, runs)
-    atomic_write_text(args.rows_out, rows_yaml(cond, rows))
+    write_file(args.rows_out, rows_yaml(cond, rows))
     return {"path": str(args.rows_out), "rows": len(rows), "skipped": skipped}
 
 
+def output_paths(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """The files a run writes, named for messages (checked for clashes before the run)."""
+    return [
+        ("--out", args.out),
+        ("the Markdown summary", args.out.with_suffix(".md")),
+        ("--override-out", args.override_out or args.out.with_suffix(".override")),
+        *([("--rows-out", args.rows_out)] if getattr(args, "rows_out", None) else []),
+    ]
+
+
+@exits_on_bad_input("tune.py")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.k_max < 1:
             raise UsageError(f"--k-max={args.k_max}: must be >= 1")
+        if (clash := output_clash(output_paths(args))) is not None:
+            raise UsageError(str(clash))
         levels = parse_int_list("--concurrency", args.concurrency)
         fit_c = args.fit_concurrency or (levels[1] if len(levels) > 1 else levels[0])
         if fit_c not in levels:
@@ -753,10 +769,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["rows_by_concurrency"] = concurrency["rows"]
     if args.rows_out:
         result["trn2_rows"] = write_trn2_rows(args, baseline_by_c, runs_by_c)
-    atomic_write_text(override_out, line + "\n")
-    atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
     md = tune_markdown(result) + concurrency_markdown(result)
-    atomic_write_text(args.out.with_suffix(".md"), md)
+    written = write_outputs(
+        "tune",
+        [
+            (override_out, line + "\n"),
+            (args.out, json_io.dumps(result)),
+            (args.out.with_suffix(".md"), md),
+        ],
+    )
+    if moved := moved_lines(written):
+        print(md)
+        for moved_line in moved:
+            print(f"tune.py: error: {moved_line}", file=sys.stderr)
+        return 1
     if not args.no_plots:
         with contextlib.suppress(ValueError):
             plot_k_sweep(analysis["rows"], args.out.with_name(f"{args.out.stem}_ksweep.png"))
