@@ -80,7 +80,6 @@ def test_a_metrics_answer_that_does_not_come_in_time_counts_as_busy() -> None:
     """A loaded vLLM answers /metrics slowly: the drain keeps waiting (bounded by its deadline)
     instead of stopping a server that may hold requests. Nothing listening cannot tell."""
 
-
     with socket.socket() as silent:  # accepts (the kernel's backlog) and never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen(1)
