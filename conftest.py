@@ -38,3 +38,16 @@ def s3_bkt(fake_aws_env: None) -> Iterator[Any]:
             Bucket="bkt", CreateBucketConfiguration={"LocationConstraint": "us-east-2"}
         )
         yield client
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Hypothesis without deadlines or speed health checks for every property test: a test must
+    not depend on how fast the machine is (a loaded 2-core CI host runs examples slowly)."""
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "trnspec",
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example],
+    )
+    settings.load_profile("trnspec")
