@@ -105,6 +105,7 @@ def spec_decode_fields(
         "acceptance_source": None,
         "acceptance_note": None,
         "spec_decode_deltas": None,
+        "k_used": None,
     }
     reason = "the server has no /metrics endpoint"
     if before is not None and after is not None:
@@ -126,6 +127,7 @@ def spec_decode_fields(
                 mean_accepted_length=acc.mean_accepted_length,
                 acceptance_per_position=per_pos or None,
                 acceptance_source="server-metrics",
+                k_used=acc.k_used,
                 spec_decode_deltas={
                     "num_drafts": int(delta.drafts),
                     "num_draft_tokens": int(delta.draft_tokens),
