@@ -64,9 +64,13 @@ RUN_FIELDS = (
     "duration_s",
     "k_used",
     "mean_accepted_length",
-    "acceptance_rate",
     "completed",
     "num_requests",
+    "acceptance_source",
+    "acceptance_rate",
+    "acceptance_per_position",
+    "acceptance_note",
+    "spec_decode_deltas",
 )
 
 
@@ -157,6 +161,7 @@ def choice_json(choice: Choice, base: Sequence[str]) -> dict[str, Any]:
     items = [*base, *choice.candidate.overrides()]
     return {
         "candidate": choice.candidate.name,
+        "candidate_overrides": choice.candidate.overrides(),
         "overrides": items,
         "set_line": set_line(items),
         "deploy_line": deploy_line(items),
