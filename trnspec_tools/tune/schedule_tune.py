@@ -40,7 +40,7 @@ from trnspec_tools.bench.bench import UsageError, parse_int_list
 from trnspec_tools.bench.bench_report import atomic_write_text, save_figure
 from trnspec_tools.bench.bench_run import RunOptions, run_level, run_options_from_args
 from trnspec_tools.bench.bench_workload import RequestSpec, select_workload
-from trnspec_tools.local_engine.local_server import LocalServer, model_overrides
+from trnspec_tools.local_engine.local_server import LocalServer
 from trnspec_tools.tune.schedule_choice import (
     PLAIN,
     Candidate,
@@ -292,9 +292,7 @@ def run(args: argparse.Namespace, check_override: Any) -> int:
         raise UsageError(f"--rounds={args.rounds}: at least 2 (the spread needs two rounds)")
     ks = parse_int_list("--k", args.k)
     levels = sorted(set(parse_int_list("--concurrency", args.concurrency)))
-    extra = model_overrides(args.profile, args.overrides)
-    base_cfg = apply_overrides(load_profile(args.profile), [*extra, *args.overrides])
-    max_num_seqs = base_cfg.max_num_seqs
+    max_num_seqs = apply_overrides(load_profile(args.profile), args.overrides).max_num_seqs
     try:
         bands = level_bands(levels, max_num_seqs)
     except ValueError as exc:

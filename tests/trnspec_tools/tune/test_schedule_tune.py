@@ -84,3 +84,19 @@ def test_rounds_alternate_abba_and_each_ratio_is_its_own_pairs():
     assert {c: len(r) for c, r in ratios_of(out).items()} == {1: 3, 2: 3}
     used = k_used_of(out)
     assert used[1] == pytest.approx(3.0)  # the fake drafts k=3 per step
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--concurrency", "1,64", "--k", "2", "--set", "max_num_seqs=32"], "exceeds max_num_seqs"),
+        (["--concurrency", "1,8"], "give the static k values"),
+        (["--k", "2", "--rounds", "1"], "--rounds=1"),
+        (["--k", "2", "--baseline", "http://h:1"], "local launcher only"),
+    ],
+)
+def test_bad_schedule_runs_are_refused_before_any_server_starts(argv, says, tmp_path, capsys):
+    from trnspec_tools.tune.tune import main
+
+    assert main(["--schedule", *argv, "--out", str(tmp_path / "t.json")]) == 2
+    assert says in capsys.readouterr().err
