@@ -62,7 +62,7 @@ tune: setup
 # band, alternated rounds side by side, on the high-acceptance tiny corpus and on random-word
 # prompts (a poor draft); the first one's recommendation is what `make demo` runs.
 SCHEDULE_SWEEP := --schedule --k 1,2,4 --concurrency 1,8,32 --set max_num_seqs=32 \
-	--num-prompts 64 --output-len 48 --rounds 4
+	--num-prompts 128 --output-len 48 --rounds 4
 tune-schedule: setup
 	$(BIN)/python scripts/tune.py $(SCHEDULE_SWEEP) --dataset tiny-corpus \
 		--out reports/tune_schedule.json

@@ -319,7 +319,7 @@ def run_demo(
     overrides: Sequence[str] = (),
     cache_dir: Path | None = None,
 ) -> dict[str, Any]:
-    from trnspec_tools.tune.schedule_tune import alternate, stopped
+    from trnspec_tools.tune.schedule_tune import alternate, prompts_for_level, stopped
 
     start = time.perf_counter()
     with console.status("making the tiny models (cached after the first run)"):
@@ -396,7 +396,7 @@ def run_demo(
             "levels": list(SWEEP_LEVELS),
             "max_num_seqs": MAX_NUM_SEQS,
             "rounds": rounds,
-            "prompts_per_level": {str(c): min(len(specs), max(8, 2 * c)) for c in SWEEP_LEVELS},
+            "prompts_per_level": {str(c): len(prompts_for_level(specs, c)) for c in SWEEP_LEVELS},
             "max_tokens": max_tokens,
         },
         "mismatched_requests": mismatched,

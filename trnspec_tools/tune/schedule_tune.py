@@ -16,7 +16,7 @@ static k per band and, where plain beat every k, the same with k=0 there. The re
 candidate best at every band measured, printed as `--set` flags for `python -m trnspec render` and
 `bench --local`, and as the deployment's `-c serving.overrides=[...]`.
 
-Each level runs min(--num-prompts, max(8, 2 x concurrency)) prompts per arm and round (a closed
+Each level runs min(--num-prompts, max(8, 4 x concurrency)) prompts per arm and round (a closed
 loop at concurrency c needs at least c in flight), after one warm-up request per slot.
 """
 
@@ -76,7 +76,7 @@ RUN_FIELDS = (
 
 def prompts_for_level(specs: Sequence[RequestSpec], c: int) -> list[RequestSpec]:
     """The level's prompts: enough to keep c in flight for a while, never more than given."""
-    return list(specs[: min(len(specs), max(8, 2 * c))])
+    return list(specs[: min(len(specs), max(8, 4 * c))])
 
 
 @contextlib.contextmanager

@@ -631,8 +631,10 @@ def _by_batch(rec: dict[str, Any]) -> str:
 
 
 def _schedule_main(args: argparse.Namespace) -> int:
+    from trnspec_tools.local_engine.local_server import exit_on_sigterm
     from trnspec_tools.tune.schedule_tune import run
 
+    exit_on_sigterm()  # SIGTERM unwinds the `with LocalServer` blocks: no server outlives tune
     try:
         return run(args, check_override)
     except (UsageError, WorkloadError, ConfigError) as exc:
