@@ -200,15 +200,14 @@ class TunedChoice:
         return 0
 
 
-#: `tune --schedule` on the tiny-corpus workload (make tune-schedule), recorded with its figures
-#: in docs/performance.md ("Batch-aware speculation"); used when no reports/tune_schedule.json is
-#: at hand, so a fresh clone's demo runs a measured choice without spending minutes tuning.
+#: `make tune-schedule` on the tiny-corpus workload (2026-12-01, shared 2-core host), recorded with
+#: its figures in docs/performance.md ("Batch-aware speculation"): static k=4 (the schedule it
+#: built, [[1,8,4],[9,32,1]], was within the measured spread of every static k). Used when no
+#: reports/tune_schedule.json is at hand, so a fresh clone's demo runs a measured choice without
+#: spending minutes tuning.
 TUNED_DEFAULT = TunedChoice(
-    name="schedule [[1,1,4],[2,32,2]]",
-    overrides=(
-        "speculation.num_speculative_tokens=4",
-        "speculation.k_schedule=[[1,1,4],[2,32,2]]",
-    ),
+    name="k=4",
+    overrides=("speculation.num_speculative_tokens=4",),
     source="the recommendation recorded in docs/performance.md (make tune-schedule)",
 )
 

@@ -11,8 +11,9 @@ ratio measured side by side and the rounds give its spread. This module turns th
   if it then measures at least as fast as plain in that band;
 - the recommendation: the candidate whose worst ratio to the best measured at any band is
   highest; candidates within the measured spread of it at every band are named as ties, and the
-  simplest of them (plain, then the smaller static k, then a schedule) is the one recommended,
-  so a choice is never made by noise.
+  simplest kind among them (plain, then a static k, then a schedule; within a kind the best
+  worst case) is the one recommended, so a schedule is chosen only when it measured better than
+  every static k somewhere, never by noise.
 """
 
 from __future__ import annotations
@@ -238,7 +239,9 @@ def choose(
             for c in ordered
         )
     ]
-    chosen = min([leader, *tied], key=lambda cand: (cand.kind_rank, cand.window, -worst(cand)))
+    # Among candidates the data cannot tell apart, the simplest kind (plain, static, schedule)
+    # wins; within a kind, the best worst-case median.
+    chosen = min([leader, *tied], key=lambda cand: (cand.kind_rank, -worst(cand), cand.window))
     per_level = {
         c: (
             best_at[c].name,

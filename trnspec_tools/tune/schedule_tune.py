@@ -51,6 +51,7 @@ from trnspec_tools.tune.schedule_choice import (
     deploy_line,
     level_bands,
     schedule_candidates,
+    scheduled,
     set_line,
     spreads,
     static,
@@ -302,14 +303,64 @@ def run(args: argparse.Namespace, check_override: Any) -> int:
     )
     opts = run_options_from_args(args)
     load = os.getloadavg()
-
-    def log(msg: str) -> None:
-        print(f"tune.py --schedule: {msg}", file=sys.stderr)
-
     statics = [static(k) for k in ks]
     rounds_by_cand: dict[str, dict[int, list[dict[str, Any]]]] = {}
     candidates: list[Candidate] = [Candidate(PLAIN), *statics]
     plain_runs: dict[int, list[float]] = {c: [] for c in levels}
+    if args.from_json:
+        rounds_by_cand, candidates = load_rounds(args.from_json, levels)
+        for pairs_by_c in rounds_by_cand.values():
+            for c, pairs in pairs_by_c.items():
+                plain_runs[c] += [p["plain"]["output_tokens_per_s"] for p in pairs]
+    else:
+        _measure_all(
+            args, specs, levels, max_num_seqs, opts, statics, candidates, rounds_by_cand, plain_runs
+        )
+    return _report(
+        args,
+        specs,
+        levels,
+        bands,
+        max_num_seqs,
+        candidates,
+        rounds_by_cand,
+        plain_runs,
+        load,
+        check_override,
+    )
+
+
+def load_rounds(
+    path: Path, levels: Sequence[int]
+) -> tuple[dict[str, dict[int, list[dict[str, Any]]]], list[Candidate]]:
+    """The rounds and candidates of an earlier `tune --schedule --out` JSON (re-analysis)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        runs = {
+            name: {int(c): pairs for c, pairs in by_c.items() if int(c) in levels}
+            for name, by_c in data["runs"].items()
+        }
+        candidates = [Candidate(PLAIN)] + [candidate_named(n) for n in data["runs"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--from-json={path}: not a tune --schedule result ({exc})") from None
+    return runs, candidates
+
+
+def candidate_named(name: str) -> Candidate:
+    """The candidate a result names: "k=N" or "schedule [[a,b,k],...]"."""
+    if name.startswith("k="):
+        return static(int(name[2:]))
+    if name.startswith("schedule "):
+        return scheduled([tuple(b) for b in json.loads(name.removeprefix("schedule "))])
+    raise ValueError(f"unknown candidate {name!r}")
+
+
+def _measure_all(
+    args, specs, levels, max_num_seqs, opts, statics, candidates, rounds_by_cand, plain_runs
+):
+    def log(msg: str) -> None:
+        print(f"tune.py --schedule: {msg}", file=sys.stderr)
+
     with LocalServer([*args.overrides, "speculation.method=none"], profile=args.profile) as plain:
 
         def measure(cand: Candidate) -> None:
@@ -330,6 +381,20 @@ def run(args: argparse.Namespace, check_override: Any) -> int:
         for cand in schedules:
             candidates.append(cand)
             measure(cand)
+
+
+def _report(
+    args,
+    specs,
+    levels,
+    bands,
+    max_num_seqs,
+    candidates,
+    rounds_by_cand,
+    plain_runs,
+    load,
+    check_override,
+) -> int:
     measured, choice, zeros = analyse(rounds_by_cand, candidates, levels, max_num_seqs)
     rec = choice_json(choice, args.overrides)
     problem = check_override(rec["overrides"], args.profile)
