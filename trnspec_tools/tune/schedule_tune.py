@@ -31,6 +31,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -283,6 +284,36 @@ def analyse(
     return measured, choose(measured, eligible, levels), zeros
 
 
+Rounds = dict[int, list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What one `tune --schedule` run measures: the flags, the workload and the levels."""
+
+    args: argparse.Namespace
+    specs: list[RequestSpec]
+    levels: list[int]
+    bands: list[tuple[int, int]]
+    max_num_seqs: int
+    opts: RunOptions
+
+
+@dataclass
+class Measurements:
+    """What the run has measured so far: the candidates and their alternated rounds."""
+
+    candidates: list[Candidate]
+    rounds: dict[str, Rounds] = field(default_factory=dict)
+
+    def plain_tokens_per_s(self, c: int) -> float | None:
+        """The plain server's median tok/s at level c over every round of every candidate."""
+        values = sorted(
+            p["plain"]["output_tokens_per_s"] for r in self.rounds.values() for p in r.get(c, [])
+        )
+        return values[len(values) // 2] if values else None
+
+
 def run(args: argparse.Namespace, check_override: Any) -> int:
     """The whole `tune --schedule` run (called by tune.main)."""
     if args.endpoint_for_k or args.baseline:
@@ -301,38 +332,18 @@ def run(args: argparse.Namespace, check_override: Any) -> int:
     specs = select_workload(
         args.dataset, args.num_prompts, args.input_len, args.output_len, args.seed
     )
-    opts = run_options_from_args(args)
+    sweep = Sweep(args, specs, levels, bands, max_num_seqs, run_options_from_args(args))
     load = os.getloadavg()
     statics = [static(k) for k in ks]
-    rounds_by_cand: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    candidates: list[Candidate] = [Candidate(PLAIN), *statics]
-    plain_runs: dict[int, list[float]] = {c: [] for c in levels}
     if args.from_json:
-        rounds_by_cand, candidates = load_rounds(args.from_json, levels)
-        for pairs_by_c in rounds_by_cand.values():
-            for c, pairs in pairs_by_c.items():
-                plain_runs[c] += [p["plain"]["output_tokens_per_s"] for p in pairs]
+        found = load_rounds(args.from_json, levels)
     else:
-        _measure_all(
-            args, specs, levels, max_num_seqs, opts, statics, candidates, rounds_by_cand, plain_runs
-        )
-    return _report(
-        args,
-        specs,
-        levels,
-        bands,
-        max_num_seqs,
-        candidates,
-        rounds_by_cand,
-        plain_runs,
-        load,
-        check_override,
-    )
+        found = Measurements([Candidate(PLAIN), *statics])
+        measure_all(sweep, statics, found)
+    return report(sweep, found, load, check_override)
 
 
-def load_rounds(
-    path: Path, levels: Sequence[int]
-) -> tuple[dict[str, dict[int, list[dict[str, Any]]]], list[Candidate]]:
+def load_rounds(path: Path, levels: Sequence[int]) -> Measurements:
     """The rounds and candidates of an earlier `tune --schedule --out` JSON (re-analysis)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -343,7 +354,7 @@ def load_rounds(
         candidates = [Candidate(PLAIN)] + [candidate_named(n) for n in data["runs"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"--from-json={path}: not a tune --schedule result ({exc})") from None
-    return runs, candidates
+    return Measurements(candidates, runs)
 
 
 def candidate_named(name: str) -> Candidate:
@@ -355,9 +366,10 @@ def candidate_named(name: str) -> Candidate:
     raise ValueError(f"unknown candidate {name!r}")
 
 
-def _measure_all(
-    args, specs, levels, max_num_seqs, opts, statics, candidates, rounds_by_cand, plain_runs
-):
+def measure_all(sweep: Sweep, statics: Sequence[Candidate], found: Measurements) -> None:
+    """The statics against one plain server, then the schedules built from them."""
+    args = sweep.args
+
     def log(msg: str) -> None:
         print(f"tune.py --schedule: {msg}", file=sys.stderr)
 
@@ -367,34 +379,25 @@ def _measure_all(
             log(f"starting {cand.name}")
             overrides = [*args.overrides, *cand.overrides()]
             with LocalServer(overrides, profile=args.profile) as server:
-                run_opts = dataclasses.replace(opts, num_speculative_tokens=cand.window)
-                rounds_by_cand[cand.name] = asyncio.run(
-                    alternate(plain, server, specs, levels, args.rounds, run_opts, log)
+                run_opts = dataclasses.replace(sweep.opts, num_speculative_tokens=cand.window)
+                found.rounds[cand.name] = asyncio.run(
+                    alternate(plain, server, sweep.specs, sweep.levels, args.rounds, run_opts, log)
                 )
-            for c, pairs in rounds_by_cand[cand.name].items():
-                plain_runs[c] += [p["plain"]["output_tokens_per_s"] for p in pairs]
 
         for cand in statics:
             measure(cand)
-        static_spreads = spreads({n: ratios_of(r) for n, r in rounds_by_cand.items()})
-        schedules = schedule_candidates(static_spreads, statics, levels, max_num_seqs)
-        for cand in schedules:
-            candidates.append(cand)
+        static_spreads = spreads({n: ratios_of(r) for n, r in found.rounds.items()})
+        for cand in schedule_candidates(static_spreads, statics, sweep.levels, sweep.max_num_seqs):
+            found.candidates.append(cand)
             measure(cand)
 
 
-def _report(
-    args,
-    specs,
-    levels,
-    bands,
-    max_num_seqs,
-    candidates,
-    rounds_by_cand,
-    plain_runs,
-    load,
-    check_override,
+def report(
+    sweep: Sweep, found: Measurements, load: tuple[float, float, float], check_override: Any
 ) -> int:
+    """Analyse, write the JSON, Markdown, plot and override line, print the summary."""
+    args, levels, max_num_seqs, specs = sweep.args, sweep.levels, sweep.max_num_seqs, sweep.specs
+    candidates, rounds_by_cand = found.candidates, found.rounds
     measured, choice, zeros = analyse(rounds_by_cand, candidates, levels, max_num_seqs)
     rec = choice_json(choice, args.overrides)
     problem = check_override(rec["overrides"], args.profile)
@@ -406,14 +409,12 @@ def _report(
         "output_len": args.output_len,
         "levels": levels,
         "max_num_seqs": max_num_seqs,
-        "bands": [list(b) for b in bands],
+        "bands": [list(b) for b in sweep.bands],
         "rounds": args.rounds,
         "prompts_per_level": {str(c): len(prompts_for_level(specs, c)) for c in levels},
         "base_overrides": list(args.overrides),
         "candidates": {c.name: {"overrides": c.overrides()} for c in candidates},
-        "plain_tokens_per_s": {
-            str(c): sorted(v)[len(v) // 2] if v else None for c, v in plain_runs.items()
-        },
+        "plain_tokens_per_s": {str(c): found.plain_tokens_per_s(c) for c in levels},
         "spreads": {
             name: {str(c): _spread_json(s) for c, s in by_c.items()}
             for name, by_c in measured.items()

@@ -100,3 +100,14 @@ def test_bad_schedule_runs_are_refused_before_any_server_starts(argv, says, tmp_
 
     assert main(["--schedule", *argv, "--out", str(tmp_path / "t.json")]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_a_results_candidates_are_read_back_from_their_names():
+    from trnspec_tools.tune.schedule_choice import scheduled, static
+    from trnspec_tools.tune.schedule_tune import candidate_named
+
+    assert candidate_named("k=3") == static(3)
+    sched = scheduled([(1, 8, 4), (9, 32, 1)])
+    assert candidate_named(sched.name) == sched
+    with pytest.raises(ValueError, match="unknown candidate"):
+        candidate_named("plain-ish")
