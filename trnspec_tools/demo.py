@@ -29,6 +29,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from rich.console import Console
@@ -238,13 +239,11 @@ def sweep_rows(sweep: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     for c, pairs in sorted(sweep.items()):
         ratios = ratios_of({c: pairs})[c]
         med = spread(ratios) if ratios else None
-        base = sorted(p["plain"]["output_tokens_per_s"] for p in pairs)
-        tuned = sorted(p["candidate"]["output_tokens_per_s"] for p in pairs)
         rows.append(
             {
                 "concurrency": c,
-                "tokens_per_s_baseline": base[len(base) // 2],
-                "tokens_per_s_tuned": tuned[len(tuned) // 2],
+                "tokens_per_s_baseline": median(p["plain"]["output_tokens_per_s"] for p in pairs),
+                "tokens_per_s_tuned": median(p["candidate"]["output_tokens_per_s"] for p in pairs),
                 "speedup": med.median if med else None,
                 "speedup_low": med.low if med else None,
                 "speedup_high": med.high if med else None,
