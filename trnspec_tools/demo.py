@@ -276,6 +276,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], tuned: str, path: Path) -> Path:
     from matplotlib.figure import Figure
 
     from trnspec_tools.bench.bench_report import save_figure
+    from trnspec_tools.tune.schedule_tune import concurrency_axes
 
     fig = Figure(figsize=(6, 4))
     ax = fig.subplots()
@@ -292,13 +293,12 @@ def plot_sweep(rows: Sequence[dict[str, Any]], tuned: str, path: Path) -> Path:
                 ha="center",
                 fontsize=8,
             )
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(xs, [str(x) for x in xs])
-    ax.set_xlabel("concurrency")
-    ax.set_ylabel("output tokens/s (median of the rounds)")
-    ax.set_title("make demo: baseline vs tuned deployment (CPU, tiny pair)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    concurrency_axes(
+        ax,
+        xs,
+        "output tokens/s (median of the rounds)",
+        "make demo: baseline vs tuned deployment (CPU, tiny pair)",
+    )
     save_figure(fig, path)
     return path
 

@@ -259,15 +259,25 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         width = 2.2 if name == result["recommendation"]["candidate"] else 1.0
         ax.errorbar(xs, med, yerr=[lo, hi], marker="o", capsize=3, lw=width, label=name)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(levels, [str(c) for c in levels])
-    ax.set_xlabel("concurrency")
-    ax.set_ylabel("output tok/s relative to plain (alternated rounds)")
-    ax.set_title("Candidates per concurrency band (bold: recommended)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    concurrency_axes(
+        ax,
+        levels,
+        "output tok/s relative to plain (alternated rounds)",
+        "Candidates per concurrency band (bold: recommended)",
+    )
     save_figure(fig, path)
     return path
+
+
+def concurrency_axes(ax: Any, levels: Sequence[int], ylabel: str, title: str) -> None:
+    """A log2 concurrency axis with the measured levels as ticks, labels, grid and legend."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(levels), [str(c) for c in levels])
+    ax.set_xlabel("concurrency")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
 
 
 def analyse(
