@@ -22,7 +22,7 @@ PROFILE ?= default
 ADMIN_ARN ?= arn:aws:iam::123456789012:role/Admin
 PYTEST_ARGS ?=
 
-.PHONY: setup synth test demo bench tune lint clean
+.PHONY: setup synth test demo bench tune tune-schedule lint clean
 
 setup: $(STAMP)
 
@@ -61,6 +61,16 @@ tune: setup
 	$(BIN)/python scripts/tune.py --k 1,2,4,6 --dataset tiny-corpus --concurrency 1,2,4,8 \
 		--fit-concurrency 2 --set max_num_seqs=8 --num-prompts 24 --output-len 64 \
 		--out reports/tune.json
+
+# Batch-aware speculation (docs/performance.md): plain, static k and k schedules per concurrency
+# band, alternated rounds side by side, on the high-acceptance tiny corpus and on random-word
+# prompts (a poor draft); the first one's recommendation is what `make demo` runs.
+SCHEDULE_SWEEP := --schedule --k 1,2,4 --concurrency 1,8,32 --set max_num_seqs=32 \
+	--num-prompts 128 --output-len 48 --rounds 4
+tune-schedule: setup
+	$(BIN)/python scripts/tune.py $(SCHEDULE_SWEEP) --dataset tiny-corpus \
+		--out reports/tune_schedule.json
+	$(BIN)/python scripts/tune.py $(SCHEDULE_SWEEP) --out reports/tune_schedule_random.json
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,14 +1,16 @@
 """`make demo`: the whole speculative path on this machine's CPU, measured.
 
-Makes (or reuses) the tiny target/draft pair, then runs the same greedy requests against the
-baseline server (speculation off) and the speculative server (k draft tokens), one server at a
-time so they do not compete for the cores. The throughput is measured by the bench runner
-(`bench.bench_run.run_level`: one request at a time, streamed, EOS ignored, one warm-up
-request), so the demo's and bench.py's figures are measured one way; acceptance comes from the
-runner's consistent `/metrics` counter deltas over the same window. An untimed non-streamed pass
-first records each greedy output's token ids for the token-for-token comparison. Against the
-speculative server it also runs the smoke checks. It prints a summary and writes
-`reports/demo.json`.
+Makes (or reuses) the tiny target/draft pair, then starts two servers with max_num_seqs 32: the
+baseline (speculation off) and the tuned deployment (`tune --schedule`'s recommendation from
+`reports/tune_schedule.json` when present, else the recommendation recorded in TUNED_DEFAULT,
+measured on this machine class: docs/performance.md, "Batch-aware speculation"). It records each
+server's greedy outputs (an untimed non-streamed pass, for the token-for-token comparison), runs
+the smoke checks, then sweeps concurrency 1, 8 and 32: at each level the two servers are measured
+alternately (ABBA rounds, the idle one stopped) by the bench runner
+(`bench.bench_run.run_level`: streamed, EOS ignored, one warm-up request per slot), so each ratio
+is measured side by side. Acceptance and the window used come from the runner's consistent
+`/metrics` counter deltas. It prints the sweep as a table, plots it (reports/demo_sweep.png) and
+writes `reports/demo.json`; the headline speedup is the tuned deployment's at concurrency 1.
 
 Exit code: 0 when the smoke checks pass and every greedy output matched token for token; 1
 otherwise; with `--strict`, also 1 when speedup or acceptance miss the targets. Servers are
@@ -19,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from rich.console import Console
@@ -36,7 +40,7 @@ from trnspec.boundary.text import rich_text
 from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.cli import add_set_argument
 
-from trnspec_tools.bench.bench_run import RunOptions, run_level
+from trnspec_tools.bench.bench_run import RunOptions
 from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
 from trnspec_tools.bench.bench_workload import RequestSpec
 from trnspec_tools.client.metrics import Acceptance
@@ -52,9 +56,9 @@ TARGET_SPEEDUP = 1.3
 TARGET_ACCEPTANCE = 0.6
 
 
-#: the demo as a preset of the bench runner: one request at a time (the latency-bound case
-#: speculation is for), one warm-up request, EOS ignored so both servers produce the same tokens
-DEMO_RUN = RunOptions(warmup=1, ignore_eos=True)
+#: the demo as a preset of the bench runner: one warm-up request per slot (every connection
+#: the measured window uses is open), EOS ignored so both servers produce the same tokens
+DEMO_RUN = RunOptions(warmup=None, ignore_eos=True)
 
 
 @dataclass(frozen=True)
@@ -72,16 +76,6 @@ class Run:
     @property
     def tokens_per_s(self) -> float:
         return float(self.bench.get("output_tokens_per_s") or 0.0)
-
-
-def run_workload(client: OpenAIClient, model: str, prompts: Sequence[str], max_tokens: int) -> Run:
-    """Greedy completions of exactly `max_tokens`: an untimed pass for the outputs, then the
-    bench runner's measured pass over the same prompts."""
-    params = {"temperature": 0.0, "max_tokens": max_tokens, "ignore_eos": True}
-    outputs = [client.complete(model, p, **params) for p in prompts]
-    specs = [RequestSpec(p, max_tokens) for p in prompts]
-    bench = asyncio.run(run_level(client.base_url, model, specs, 1, DEMO_RUN))
-    return Run(outputs, bench)
 
 
 def run_acceptance(run: Run) -> Acceptance:
@@ -149,8 +143,8 @@ def summary_table(report: dict[str, Any]) -> Table:
     table.add_column("value", justify="right")
     table.add_column("target")
     rows = [
-        ("tokens/s, baseline", _fmt(report["tokens_per_s_baseline"], ".1f"), ""),
-        ("tokens/s, speculative", _fmt(report["tokens_per_s_spec"], ".1f"), ""),
+        ("tokens/s, baseline (concurrency 1)", _fmt(report["tokens_per_s_baseline"], ".1f"), ""),
+        ("tokens/s, tuned (concurrency 1)", _fmt(report["tokens_per_s_spec"], ".1f"), ""),
         (
             "speedup",
             _fmt(report["speedup"])
@@ -162,7 +156,8 @@ def summary_table(report: dict[str, Any]) -> Table:
         ("mean accepted length", _fmt(report["mean_accepted_length"]), f"<= {report['k'] + 1}"),
         ("greedy outputs identical", str(report["greedy_match"]), "True"),
         ("smoke checks", "passed" if report["smoke_ok"] else "FAILED", "passed"),
-        ("k", str(report["k"]), ""),
+        ("tuned deployment", report["tuned"]["name"], ""),
+        ("k (largest window)", str(report["k"]), ""),
         ("model build (s)", _fmt(report["model_build_s"], ".0f"), ""),
         ("wall time (s)", _fmt(report["wall_s"], ".0f"), "<= 480"),
     ]
@@ -186,68 +181,234 @@ def shortfalls(report: dict[str, Any], strict: bool) -> list[str]:
     return problems
 
 
+#: The sweep's concurrency levels and the batch limit both servers run with.
+SWEEP_LEVELS = (1, 8, 32)
+MAX_NUM_SEQS = 32
+#: Where `tune --schedule` writes its recommendation (`make tune-schedule`).
+DEFAULT_TUNED = REPO_ROOT / "reports" / "tune_schedule.json"
+
+
+@dataclass(frozen=True)
+class TunedChoice:
+    """The deployment the demo runs against the baseline, and where the choice comes from."""
+
+    name: str
+    overrides: tuple[str, ...]
+    source: str
+
+    @property
+    def k(self) -> int:
+        """Its largest window (what the counters' mean accepted length is bounded by)."""
+        for item in self.overrides:
+            key, _, value = item.partition("=")
+            if key == "speculation.num_speculative_tokens":
+                return int(value)
+        return 0
+
+
+#: `make tune-schedule` on the tiny-corpus workload (2026-12-01, shared 2-core host), recorded with
+#: its figures in docs/performance.md ("Batch-aware speculation"): static k=4 (the schedule it
+#: built, [[1,8,4],[9,32,1]], was within the measured spread of every static k). Used when no
+#: reports/tune_schedule.json is at hand, so a fresh clone's demo runs a measured choice without
+#: spending minutes tuning.
+TUNED_DEFAULT = TunedChoice(
+    name="k=4",
+    overrides=("speculation.num_speculative_tokens=4",),
+    source="the recommendation recorded in docs/performance.md (make tune-schedule)",
+)
+
+
+def tuned_choice(path: Path) -> TunedChoice:
+    """The recommendation of a `tune --schedule` result file, else TUNED_DEFAULT. A file that is
+    there but unreadable is an error (ValueError), never silently replaced."""
+    if not path.exists():
+        return TUNED_DEFAULT
+    try:
+        text = path.read_text(encoding="utf-8")
+        rec = json_io.loads(text, "--tuned", shown=str(path))["recommendation"]
+        return TunedChoice(rec["candidate"], tuple(rec["candidate_overrides"]), str(path))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"--tuned={path}: not a tune --schedule result ({exc}); rerun make tune-schedule"
+            " or pass another file"
+        ) from None
+
+
+def sweep_rows(sweep: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per level: the median tok/s of each arm over the rounds, the ratio's spread and the
+    tuned server's window (draft tokens per draft)."""
+    from trnspec_tools.tune.schedule_choice import spread
+    from trnspec_tools.tune.schedule_tune import k_used_of, ratios_of
+
+    rows = []
+    k_used = k_used_of(sweep)
+    for c, pairs in sorted(sweep.items()):
+        ratios = ratios_of({c: pairs})[c]
+        med = spread(ratios) if ratios else None
+        rows.append(
+            {
+                "concurrency": c,
+                "tokens_per_s_baseline": median(p["plain"]["output_tokens_per_s"] for p in pairs),
+                "tokens_per_s_tuned": median(p["candidate"]["output_tokens_per_s"] for p in pairs),
+                "speedup": med.median if med else None,
+                "speedup_low": med.low if med else None,
+                "speedup_high": med.high if med else None,
+                "rounds": len(ratios),
+                "k_used": k_used[c],
+            }
+        )
+    return rows
+
+
+def sweep_table(rows: Sequence[dict[str, Any]], tuned: str) -> Table:
+    table = Table(title=f"concurrency sweep: baseline vs tuned ({tuned}), max_num_seqs 32")
+    for col in ("concurrency", "baseline tok/s", "tuned tok/s", "speedup [spread]", "k used"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(
+            str(r["concurrency"]),
+            _fmt(r["tokens_per_s_baseline"], ".1f"),
+            _fmt(r["tokens_per_s_tuned"], ".1f"),
+            "n/a"
+            if r["speedup"] is None
+            else f"{r['speedup']:.2f}x [{r['speedup_low']:.2f}-{r['speedup_high']:.2f}]",
+            _fmt(r["k_used"]),
+        )
+    return table
+
+
+def plot_sweep(rows: Sequence[dict[str, Any]], tuned: str, path: Path) -> Path:
+    """Output tok/s per concurrency level, baseline and tuned, with the speedup annotated."""
+    from matplotlib.figure import Figure
+
+    from trnspec_tools.bench.bench_report import save_figure
+    from trnspec_tools.tune.schedule_tune import concurrency_axes
+
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
+    xs = [r["concurrency"] for r in rows]
+    ax.plot(xs, [r["tokens_per_s_baseline"] for r in rows], marker="o", label="baseline")
+    ax.plot(xs, [r["tokens_per_s_tuned"] for r in rows], marker="s", label=f"tuned: {tuned}")
+    for r in rows:
+        if r["speedup"] is not None:
+            ax.annotate(
+                f"{r['speedup']:.2f}x",
+                (r["concurrency"], r["tokens_per_s_tuned"]),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                fontsize=8,
+            )
+    concurrency_axes(
+        ax,
+        xs,
+        "output tokens/s (median of the rounds)",
+        "make demo: baseline vs tuned deployment (CPU, tiny pair)",
+    )
+    save_figure(fig, path)
+    return path
+
+
+def _pass(client: OpenAIClient, model: str, prompts: Sequence[str], max_tokens: int) -> list:
+    params = {"temperature": 0.0, "max_tokens": max_tokens, "ignore_eos": True}
+    return [client.complete(model, p, **params) for p in prompts]
+
+
 def run_demo(
-    k: int,
+    tuned: TunedChoice,
     requests: int,
     max_tokens: int,
+    rounds: int,
     console: Console,
     overrides: Sequence[str] = (),
     cache_dir: Path | None = None,
 ) -> dict[str, Any]:
+    from trnspec_tools.tune.schedule_tune import alternate, prompts_for_level, stopped
+
     start = time.perf_counter()
     with console.status("making the tiny models (cached after the first run)"):
         models = ensure_tiny_models(cache_dir, log=lambda m: console.log(m))
     model_build_s = time.perf_counter() - start
     console.log(f"models ready ({models.key}) in {model_build_s:.0f} s")
-    prompts = tiny_corpus.completion_prompts(requests, seed=2024)
-    overrides = [
+    console.log(f"tuned deployment: {tuned.name} (from {tuned.source})")
+    prompts = tiny_corpus.completion_prompts(max(requests, 2 * max(SWEEP_LEVELS)), seed=2024)
+    specs = [RequestSpec(p, max_tokens) for p in prompts]
+    base = [
         f"target.source={models.target}",
         f"speculation.draft.source={models.draft}",
+        f"max_num_seqs={MAX_NUM_SEQS}",
         *overrides,
     ]
-
-    baseline_server = LocalServer([*overrides, "speculation.method=none"])
+    baseline_server = LocalServer([*base, "speculation.method=none"])
+    tuned_server = LocalServer([*base, *tuned.overrides])
     with console.status("baseline server: starting"):
         baseline_server.start()
-    with baseline_server, OpenAIClient(baseline_server.base_url) as client:
-        console.log(f"baseline server up at {baseline_server.base_url}")
-        with console.status("smoke checks (baseline)"):
-            baseline_smoke = run_smoke(
-                baseline_server.base_url, model=baseline_server.model, expect_speculation=False
-            )
-        with console.status(f"baseline: {requests} greedy requests x {max_tokens} tokens"):
-            baseline = run_workload(client, baseline_server.model, prompts, max_tokens)
-    console.log(f"baseline: {baseline.tokens_per_s:.1f} tokens/s; server stopped")
-
-    spec_overrides = [*overrides, f"speculation.num_speculative_tokens={k}"]
-    spec_server = LocalServer(spec_overrides)
-    with console.status(f"speculative server (k={k}): starting"):
-        spec_server.start()
-    with spec_server, OpenAIClient(spec_server.base_url) as client:
-        console.log(f"speculative server up at {spec_server.base_url}")
-        with console.status("smoke checks"):
-            smoke = run_smoke(
-                spec_server.base_url,
-                model=spec_server.model,
-                baseline_greedy=baseline_smoke.greedy,
-            )
-        console.print(report_table(smoke))
-        with console.status(f"speculative: {requests} greedy requests x {max_tokens} tokens"):
-            spec = run_workload(client, spec_server.model, prompts, max_tokens)
-    console.log(f"speculative: {spec.tokens_per_s:.1f} tokens/s; server stopped")
-
+    with baseline_server:
+        with console.status("tuned server: starting"), stopped(baseline_server):
+            tuned_server.start()
+        with tuned_server:
+            console.log(f"servers up: {baseline_server.base_url}, {tuned_server.base_url}")
+            with stopped(tuned_server), OpenAIClient(baseline_server.base_url) as client:
+                baseline_smoke = run_smoke(
+                    baseline_server.base_url, model=baseline_server.model, expect_speculation=False
+                )
+                base_out = _pass(client, baseline_server.model, prompts[:requests], max_tokens)
+            with stopped(baseline_server), OpenAIClient(tuned_server.base_url) as client:
+                smoke = run_smoke(
+                    tuned_server.base_url,
+                    model=tuned_server.model,
+                    baseline_greedy=baseline_smoke.greedy,
+                )
+                tuned_out = _pass(client, tuned_server.model, prompts[:requests], max_tokens)
+            console.print(report_table(smoke))
+            with console.status(
+                f"sweep: concurrency {', '.join(map(str, SWEEP_LEVELS))}, {rounds} rounds"
+            ):
+                sweep = asyncio.run(
+                    alternate(
+                        baseline_server,
+                        tuned_server,
+                        specs,
+                        SWEEP_LEVELS,
+                        rounds,
+                        dataclasses.replace(DEMO_RUN, num_speculative_tokens=tuned.k),
+                    )
+                )
+    rows = sweep_rows(sweep)
+    first = sweep[SWEEP_LEVELS[0]]
+    baseline = Run(base_out, first[0]["plain"])
+    spec = Run(tuned_out, first[0]["candidate"])
     match, mismatched = greedy_match(baseline, spec)
-    report = summary(baseline, spec, run_acceptance(spec), k, match, smoke)
+    report = summary(baseline, spec, run_acceptance(spec), tuned.k, match, smoke)
+    headline = rows[0]
+    report |= {
+        # the headline: the median over the alternated rounds at concurrency 1
+        "tokens_per_s_baseline": headline["tokens_per_s_baseline"],
+        "tokens_per_s_spec": headline["tokens_per_s_tuned"],
+        "speedup": headline["speedup"],
+        "implausible_speedup": None,
+    }
+    if exceeds_tokens_per_step(report["speedup"], report["mean_accepted_length"]):
+        report["implausible_speedup"], report["speedup"] = report["speedup"], None
     if not baseline_smoke.ok:
         report["smoke_ok"] = False
         report["smoke_failures"] += [f"baseline: {c.name}" for c in baseline_smoke.failures]
     report |= {
+        "tuned": {"name": tuned.name, "overrides": list(tuned.overrides), "source": tuned.source},
+        "sweep": rows,
+        "sweep_size": {
+            "levels": list(SWEEP_LEVELS),
+            "max_num_seqs": MAX_NUM_SEQS,
+            "rounds": rounds,
+            "prompts_per_level": {str(c): len(prompts_for_level(specs, c)) for c in SWEEP_LEVELS},
+            "max_tokens": max_tokens,
+        },
         "mismatched_requests": mismatched,
         "max_tokens": max_tokens,
         "model_key": models.key,
         "model_build_s": model_build_s,
         "models_simulated_acceptance": models.info["evaluation"]["acceptance_rate"],
-        "bench": {"baseline": baseline.bench, "spec": spec.bench},
+        "sweep_runs": {str(c): pairs for c, pairs in sweep.items()},
         "acceptance_note": spec.bench.get("acceptance_note"),
         "wall_s": time.perf_counter() - start,
         "load_average_1m": os.getloadavg()[0],
@@ -258,9 +419,20 @@ def run_demo(
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
     """The demo flags (`python -m trnspec_tools demo` and scripts/demo.py)."""
-    parser.add_argument("--k", type=int, default=4, help="draft tokens per step")
-    parser.add_argument("--requests", type=int, default=8)
-    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument(
+        "--tuned",
+        type=Path,
+        default=DEFAULT_TUNED,
+        help="a tune --schedule result whose recommendation the demo runs"
+        " (default reports/tune_schedule.json, else the recorded recommendation)",
+    )
+    parser.add_argument(
+        "--requests", type=int, default=8, help="greedy requests compared token for token"
+    )
+    parser.add_argument("--max-tokens", type=int, default=48, help="output tokens per request")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="alternated rounds per sweep level (default 2)"
+    )
     add_set_argument(parser, help="profile override for both servers (repeatable)")
     parser.add_argument("--report", type=Path, default=DEFAULT_REPORT)
     parser.add_argument("--strict", action="store_true", help="fail below the targets too")
@@ -275,14 +447,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_cli_args(parser)
     args = parser.parse_args(argv)
     console = Console()
-    for name in ("k", "requests", "max_tokens"):
+    for name in ("requests", "max_tokens", "rounds"):
         if getattr(args, name) < 1:
             console.print(f"[red]error:[/red] --{name.replace('_', '-')}: must be at least 1")
             return 2
+    try:
+        tuned = tuned_choice(args.tuned)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
     exit_on_sigterm()
     try:
         report = run_demo(
-            args.k, args.requests, args.max_tokens, console, args.overrides, args.cache_dir
+            tuned,
+            args.requests,
+            args.max_tokens,
+            args.rounds,
+            console,
+            args.overrides,
+            args.cache_dir,
         )
     except (LocalServerError, EndpointError, ValueError) as exc:
         console.print(
@@ -293,6 +476,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print("[yellow]interrupted; servers stopped")
         return 130
     moved = write_report(args.report, report)
+    plot = plot_sweep(
+        report["sweep"], tuned.name, args.report.with_name(f"{args.report.stem}_sweep.png")
+    )
+    console.print(sweep_table(report["sweep"], tuned.name))
+    console.print(Text.assemble("plot: ", rich_text(plot, 1000)))
     console.print(summary_table(report))
     for line in moved:
         console.print(Text.assemble(("error: ", "red"), rich_text(line, 2000)))

@@ -2,10 +2,10 @@
 
 A Neuron compile takes tens of minutes for a large model and is valid only for the exact shapes
 and software it was built for. The key therefore covers everything that changes the compiled
-graph: target and draft weights (source + revision), speculation method, k and its options, TP,
-LNC, sequence buckets, batch (max_num_seqs), max_model_len, dtype, the image (generation and tag)
-and the Neuron SDK version. Anything else (served model name, port, host) is left out, so renaming
-a deployment reuses its cache.
+graph: target and draft weights (source + revision), speculation method, k, its options and k
+schedule, TP, LNC, sequence buckets, batch (max_num_seqs), max_model_len, dtype, the image
+(generation and tag) and the Neuron SDK version. Anything else (served model name, port, host)
+is left out, so renaming a deployment reuses its cache.
 
 The key is a human-readable prefix (to find a cache by eye in the S3 console) plus a short hash
 of a canonical JSON of all inputs (so two keys are equal exactly when the inputs are).
@@ -73,7 +73,15 @@ def identity_from_config(
         draft_revision=draft.revision if draft is not None else None,
         method=spec.method,
         num_speculative_tokens=spec.num_speculative_tokens if spec.method != "none" else 0,
-        speculation_options=_canonical(dict(spec.options) if spec.method != "none" else {}),
+        # The k schedule joins the options only when set, so keys without one do not move.
+        speculation_options=_canonical(
+            {
+                **spec.options,
+                **({"k_schedule": [list(b) for b in spec.k_schedule]} if spec.k_schedule else {}),
+            }
+            if spec.method != "none"
+            else {}
+        ),
         tensor_parallel_size=cfg.tensor_parallel_size,
         lnc=int(cfg.hardware.lnc),
         sequence_buckets=tuple(sorted(set(cfg.sequence_buckets))),

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from trnspec.config import Problem, ServingConfig
 from trnspec.images import generations_supporting, image_spec, runtime_refusal
+from trnspec.k_schedule import check_k_schedule
 from trnspec.model_shapes import ModelShape, dflash_block_size, local_dir
 from trnspec.topology import INSTANCE_TYPES, Trn2Instance
 
@@ -352,5 +353,6 @@ CONFIG_RULES: tuple[Rule, ...] = (
     check_tensor_parallel,
     check_method_and_image,
     check_speculation,
+    check_k_schedule,
     check_buckets_and_batch,
 )

@@ -89,6 +89,24 @@ class SpeculationConfig(_Frozen):
     num_speculative_tokens: Int = Field(
         default=4, ge=1, description="k: tokens the draft proposes per target step."
     )
+    k_schedule: list[tuple[Int, Int, Int]] = Field(
+        default_factory=list,
+        description=(
+            "Batch-aware window: inclusive [batch_start, batch_end, k] bands, contiguous from 1 "
+            "to max_num_seqs, each k in 0..num_speculative_tokens; vLLM picks k from the running "
+            "batch each step (num_speculative_tokens_per_batch_size). Empty: one k for every "
+            "batch. Rendered on cpu; on neuron-plugin only with k_schedule_on_neuron; refused "
+            "on neuron-fork (trnspec.k_schedule)."
+        ),
+    )
+    k_schedule_on_neuron: bool = Field(
+        default=False,
+        description=(
+            "Opt in to rendering k_schedule on neuron-plugin: vLLM 0.24 takes the field, but "
+            "vllm-neuron's model runner is not documented to honour a k that changes per step; "
+            "measure it before relying on it."
+        ),
+    )
     options: dict[Text, Plain] = Field(
         default_factory=dict,
         description="Extra keys merged into vLLM's --speculative-config JSON (method-specific).",

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trnspec.config import ModelRef, ServingConfig
 from trnspec.images import CommandForm, image_spec
+from trnspec.k_schedule import speculative_config_entry
 from trnspec.model_shapes import is_local
 
 # Where the serve entrypoint stages S3 models in the pod (one directory per bucket/prefix), and
@@ -92,6 +93,7 @@ def _speculative_config(cfg: ServingConfig, models_root: str, **extra: Any) -> l
         **extra,
         "model": local_model_dir(s.draft, models_root),
         "num_speculative_tokens": s.num_speculative_tokens,
+        **speculative_config_entry(cfg),
     }
     if revision := _hub_revision(s.draft):
         body["revision"] = revision

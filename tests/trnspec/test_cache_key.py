@@ -137,3 +137,16 @@ def test_baseline_ignores_leftover_draft_settings(cfg: ServingConfig) -> None:
 )
 def test_sdk_version_is_read_from_the_dlc_tag(image: str, sdk: str | None) -> None:
     assert sdk_version_from_image(image) == sdk
+
+
+def test_a_k_schedule_changes_the_key_and_its_absence_keeps_the_old_one():
+    from trnspec.config import load_profile
+
+    cfg = load_profile("llama31-8b-eagle3")
+    scheduled = apply_overrides(
+        cfg, ["speculation.k_schedule=[[1,2,3],[3,4,1]]", "speculation.k_schedule_on_neuron=true"]
+    )
+    image = "img:tag"
+    plain = identity_from_config(cfg, image)
+    assert identity_from_config(scheduled, image) != plain
+    assert plain.speculation_options == "{}"

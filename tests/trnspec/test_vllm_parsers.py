@@ -85,14 +85,21 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "no-buckets": ("sequence_buckets=[]",),
     "method-none": ("speculation.method=none",),
     "port-and-revision": ("server.port=8123", "target.revision=main"),
+    # Batch-aware k (trnspec.k_schedule): rendered on cpu, on the plugin behind its opt-in; the
+    # checks refuse it on the fork (and for DFlash), so those profiles skip this variant.
+    "k-schedule": (
+        "speculation.k_schedule=[[1,1,KMAX],[2,MAXSEQS,1]]",
+        "speculation.k_schedule_on_neuron=true",
+    ),
 }
 
 
 def _variant(cfg: ServingConfig, overrides: tuple[str, ...]) -> ServingConfig | None:
     items = [
-        o.replace("HALF", str(max(1, cfg.tensor_parallel_size // 2))).replace(
-            "MAXLEN", str(cfg.max_model_len)
-        )
+        o.replace("HALF", str(max(1, cfg.tensor_parallel_size // 2)))
+        .replace("MAXLEN", str(cfg.max_model_len))
+        .replace("MAXSEQS", str(cfg.max_num_seqs))
+        .replace("KMAX", str(cfg.speculation.num_speculative_tokens))
         for o in overrides
     ]
     try:
@@ -212,6 +219,8 @@ RENAMED_FLAG = "probe/renamed-flag"
 UNKNOWN_METHOD = "probe/unknown-speculative-method"
 FORK_BLOCK_SIZE = "probe/block-size-of-max-model-len"
 K_PER_BATCH_SIZE = "probe/k-per-batch-size"
+#: A k schedule forced into an argv (the fork: what the checks refuse; others: a 2-item band).
+SCHEDULE_PROBE = "probe/k-schedule-forced"
 CPU_TOO_LONG = "probe/max-model-len-beyond-the-model"
 
 
@@ -231,6 +240,11 @@ def _probes(
     spec_case = next(c for c in _request(cases) if "--speculative-config" in c["args"])
     args = _with_spec_key(spec_case["args"], "method", "eagle-3")
     probes.append({**spec_case, "id": UNKNOWN_METHOD, "args": args, "engine": False})
+    # The fork gets a well-formed schedule (its release must not know the field); the others a
+    # malformed one (their release must refuse its type).
+    bands = [[1, 2, 1], [3, 4, 1]] if image is ImageGeneration.NEURON_FORK else [[1, 4]]
+    args = _with_spec_key(spec_case["args"], "num_speculative_tokens_per_batch_size", bands)
+    probes.append({**spec_case, "id": SCHEDULE_PROBE, "args": args, "engine": False})
     if image is ImageGeneration.NEURON_FORK:
         # The defect this file exists for: the old fork render passed --block-size max_model_len,
         # and vLLM 0.9.1 takes --block-size from 1, 8, 16, 32, 64, 128 only.
@@ -330,6 +344,35 @@ def test_a_renamed_flag_fails_the_parser(image, request):
     result = _parsed(image, request)[1]["results"][RENAMED_FLAG]
     assert (result["ok"], result["stage"]) == (False, "parse")
     assert "--max-model-length" in result["error"]
+
+
+def test_the_fork_release_has_no_k_schedule_field_which_is_why_the_checks_refuse_it(request):
+    result = _parsed(ImageGeneration.NEURON_FORK, request)[1]["results"][SCHEDULE_PROBE]
+    assert (result["ok"], result["stage"]) == (False, "speculative-config")
+    assert (
+        "not SpeculativeConfig fields: ['num_speculative_tokens_per_batch_size']"
+        in (result["error"])
+    )
+
+
+@pytest.mark.parametrize("image", [ImageGeneration.NEURON_PLUGIN, ImageGeneration.CPU])
+def test_a_band_that_is_not_three_integers_fails_the_releases_schedule_type(image, request):
+    result = _parsed(image, request)[1]["results"][SCHEDULE_PROBE]
+    assert (result["ok"], result["stage"]) == (False, "speculative-config")
+    assert result["error"].startswith("num_speculative_tokens_per_batch_size: ")
+
+
+def test_the_k_schedule_renders_on_cpu_and_opted_in_plugin_and_never_on_fork_or_dflash(request):
+    assert "k-schedule" in _labels(ImageGeneration.CPU, request, "local-tiny")
+    assert "k-schedule" in _labels(ImageGeneration.NEURON_PLUGIN, request, "llama31-8b-eagle3")
+    assert "k-schedule" not in _labels(ImageGeneration.NEURON_PLUGIN, request, "qwen3-4b-dflash")
+    assert "k-schedule" not in _labels(ImageGeneration.NEURON_FORK, request, "qwen3-32b-draft")
+    output = _parsed(ImageGeneration.CPU, request)[1]
+    ns = output["results"]["local-tiny/k-schedule"]["namespace"]
+    assert ns["speculative_config"]["num_speculative_tokens_per_batch_size"] == [
+        [1, 1, 4],
+        [2, 4, 1],
+    ]
 
 
 def _labels(image: ImageGeneration, request: pytest.FixtureRequest, profile: str) -> set[str]:

@@ -121,8 +121,8 @@ def test_the_report_is_written_whole(tmp_path: Path) -> None:
 
 
 def test_bad_arguments_are_refused_with_the_flag_named(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--k", "0"]) == 2
-    assert "--k" in capsys.readouterr().out
+    assert main(["--rounds", "0"]) == 2
+    assert "--rounds" in capsys.readouterr().out
 
 
 def test_a_report_that_cannot_be_written_is_kept_in_a_named_place(
@@ -141,3 +141,61 @@ def test_a_report_that_cannot_be_written_is_kept_in_a_named_place(
 def test_a_report_is_never_written_over_a_device() -> None:
     [line] = write_report(Path("/dev/null"), {"speedup": 1.4})
     assert "it is a device" in line and Path("/dev/null").is_char_device()
+
+
+def _pair(plain: float, tuned: float, k_used: float | None) -> dict:
+    return {
+        "ratio": tuned / plain,
+        "plain": {"output_tokens_per_s": plain, "k_used": None},
+        "candidate": {"output_tokens_per_s": tuned, "k_used": k_used},
+    }
+
+
+def test_the_sweep_reports_medians_per_level_with_the_ratios_spread_and_the_window() -> None:
+    from trnspec_tools.demo import sweep_rows
+
+    rows = sweep_rows(
+        {
+            1: [_pair(200, 300, 4.0), _pair(210, 336, 4.0), _pair(190, 304, 4.0)],
+            32: [_pair(1000, 1100, 2.0), _pair(1000, 1000, 2.0)],
+        }
+    )
+    assert [r["concurrency"] for r in rows] == [1, 32]
+    one = rows[0]
+    assert (one["tokens_per_s_baseline"], one["tokens_per_s_tuned"]) == (200, 304)
+    assert one["speedup"] == pytest.approx(1.6)  # median of 1.5, 1.6, 1.6
+    assert (one["speedup_low"], one["speedup_high"]) == (pytest.approx(1.5), pytest.approx(1.6))
+    assert one["k_used"] == 4.0 and rows[1]["k_used"] == 2.0
+
+
+def test_the_tuned_choice_is_the_tune_result_when_present_else_the_recorded_one(
+    tmp_path: Path,
+) -> None:
+    from trnspec.checks import check
+    from trnspec.config import apply_overrides, load_profile
+
+    from trnspec_tools.demo import TUNED_DEFAULT, tuned_choice
+
+    assert tuned_choice(tmp_path / "absent.json") == TUNED_DEFAULT
+    cfg = apply_overrides(load_profile("local-tiny"), ["max_num_seqs=32", *TUNED_DEFAULT.overrides])
+    assert [p for p in check(cfg) if p.field.startswith("speculation")] == []
+    result = tmp_path / "tune_schedule.json"
+    result.write_text(
+        json.dumps(
+            {
+                "recommendation": {
+                    "candidate": "k=2",
+                    "candidate_overrides": ["speculation.num_speculative_tokens=2"],
+                }
+            }
+        )
+    )
+    chosen = tuned_choice(result)
+    assert (chosen.name, chosen.overrides, chosen.k) == (
+        "k=2",
+        ("speculation.num_speculative_tokens=2",),
+        2,
+    )
+    result.write_text("{}")
+    with pytest.raises(ValueError, match="not a tune --schedule result"):
+        tuned_choice(result)

@@ -42,8 +42,8 @@ def _q(run: Run, key: str, q: str) -> object:
 def runs_table(runs: Sequence[Run]) -> list[str]:
     lines = [
         "| arm | conc. | out tok/s | req/s | TTFT p50 / p99 ms | ITL p50 / p99 ms | TPOT p50 ms"
-        " | E2E p50 ms | accept. rate | mean acc. len | USD / 1M out tok | errors |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " | E2E p50 ms | accept. rate | mean acc. len | k used | USD / 1M out tok | errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
         src = r.get("acceptance_source")
@@ -57,6 +57,7 @@ def runs_table(runs: Sequence[Run]) -> list[str]:
             f"| {_f(_q(r, 'tpot_ms', 'p50'))} | {_f(_q(r, 'e2e_ms', 'p50'))} "
             f"| {_f(r.get('acceptance_rate'), '{:.3f}')}{mark} "
             f"| {_f(r.get('mean_accepted_length'), '{:.2f}')}{mark} "
+            f"| {_f(r.get('k_used'), '{:.2f}')} "
             f"| {_f(r.get('cost_per_1m_output_tokens_usd'), '{:.2f}')} "
             f"| {errors.get('total', 0)} |"
         )

@@ -112,6 +112,7 @@ def spec_decode_fields(
         "acceptance_source": None,
         "acceptance_note": None,
         "spec_decode_deltas": None,
+        "k_used": None,
     }
     if completed == 0:
         out["acceptance_note"] = "no request completed: acceptance is measured on completed work"
@@ -136,6 +137,7 @@ def spec_decode_fields(
                 mean_accepted_length=acc.mean_accepted_length,
                 acceptance_per_position=per_pos or None,
                 acceptance_source="server-metrics",
+                k_used=acc.k_used,
                 spec_decode_deltas={
                     "num_drafts": int(delta.drafts),
                     "num_draft_tokens": int(delta.draft_tokens),

@@ -178,6 +178,13 @@ class Acceptance:
     mean_accepted_length: float | None
     per_position: list[float | None]
 
+    @property
+    def k_used(self) -> float | None:
+        """Draft tokens per draft: the window the server actually ran over the interval (with a
+        batch-aware schedule, the batch-weighted mean of the bands' k; a k=0 step drafts
+        nothing and is not counted). None when nothing was drafted."""
+        return self.draft_tokens / self.drafts if self.drafts > 0 else None
+
     def as_dict(self) -> dict[str, object]:
         return {
             "drafts": self.drafts,

@@ -151,6 +151,18 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         "--override-out", type=Path, help="file for the override line (default: <out>.override)"
     )
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument(
+        "--schedule",
+        action="store_true",
+        help="measure plain, each --k and k schedules per --concurrency band, side by side,"
+        " and recommend the deployment best at every band (schedule_tune.py)",
+    )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="--schedule: alternated rounds per candidate and level (default 4)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -171,7 +183,7 @@ def parse_endpoints(items: Sequence[str]) -> dict[int, str]:
     return out
 
 
-def check_override(line: str, profile: str) -> str | None:
+def check_override(line: str | Sequence[str], profile: str) -> str | None:
     """Problems the config layer finds with the override on the profile, or None if it is clean.
 
     The line is only useful if `trnspec render --set` accepts it and the profile's checks (e.g. the
@@ -183,7 +195,8 @@ def check_override(line: str, profile: str) -> str | None:
     except ImportError:
         return None
     try:
-        problems = check(apply_overrides(load_profile(profile), [line]))
+        items = [line] if isinstance(line, str) else list(line)
+        problems = check(apply_overrides(load_profile(profile), items))
     except ValueError as exc:
         return str(exc)
     return "; ".join(f"{p.field}={p.value}: {p.fix}" for p in problems) or None
@@ -665,9 +678,29 @@ def output_paths(args: argparse.Namespace) -> list[tuple[str, Path]]:
     ]
 
 
+def _schedule_main(args: argparse.Namespace) -> int:
+    from trnspec_tools.local_engine.local_server import exit_on_sigterm
+    from trnspec_tools.tune.schedule_tune import run
+
+    exit_on_sigterm()  # SIGTERM unwinds the `with LocalServer` blocks: no server outlives tune
+    try:
+        return run(args, check_override)
+    except (UsageError, WorkloadError, ConfigError) as exc:
+        print(f"tune.py: error: {exc}", file=sys.stderr)
+        return 2
+    except LocalServerError as exc:
+        print(f"tune.py: the local server failed: {exc}", file=sys.stderr)
+        return 1
+
+
 @exits_on_bad_input("tune.py")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.schedule:
+        if (clash := output_clash(output_paths(args)[:3])) is not None:
+            print(f"tune.py: error: {clash}", file=sys.stderr)
+            return 2
+        return _schedule_main(args)
     try:
         if args.k_max < 1:
             raise UsageError(f"--k-max={args.k_max}: must be >= 1")

@@ -11,7 +11,8 @@ stdin: {"cases": [{"id": str, "entry": "serve" | "api_server", "args": [str, ...
   entry "api_server": args follow `python -m vllm.entrypoints.openai.api_server` (make_arg_parser,
   then validate_parsed_serve_args), as that module's __main__ does.
   Every --speculative-config is checked against that release's SpeculativeConfig: its keys are
-  fields, its method one of the release's SpeculativeMethod values.
+  fields, its method one of the release's SpeculativeMethod values, and the window keys
+  (TYPED_KEYS) of the annotated type.
   engine: also build the engine config from the parsed arguments
   (EngineArgs.from_cli_args(...).create_engine_config()), which runs vLLM's ModelConfig,
   CacheConfig, ParallelConfig and SpeculativeConfig validation. Needs local model directories.
@@ -122,6 +123,25 @@ def _check_speculative_config(spec: dict[str, Any]) -> str | None:
     methods = _literal_values(hints.get("method"))
     if "method" in spec and methods and spec["method"] not in methods:
         return f"method {spec['method']!r} is not one of {sorted(map(str, methods))}"
+    for key in TYPED_KEYS & set(spec):
+        if problem := _type_problem(hints[key], spec[key]):
+            return f"{key}: {problem}"
+    return None
+
+
+#: --speculative-config keys whose value is also checked against the release's annotation.
+TYPED_KEYS = frozenset({"num_speculative_tokens", "num_speculative_tokens_per_batch_size"})
+
+
+def _type_problem(annotation: Any, value: Any) -> str | None:
+    """Why `value`, as the JSON vLLM reads, does not fit the release's annotation (strict
+    pydantic, which vLLM validates its config dataclasses with), or None when it fits."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        TypeAdapter(annotation).validate_json(json.dumps(value), strict=True)
+    except ValidationError as err:
+        return " ".join(str(err).split())[:200]
     return None
 
 

@@ -119,6 +119,7 @@ def test_acceptance_comes_exactly_from_counter_deltas_over_the_measured_window(c
     assert r["acceptance_per_position"] == pytest.approx(
         [p / exp["num_drafts"] for p in exp["accepted_per_position"]], rel=1e-12
     )
+    assert r["k_used"] == pytest.approx(exp["num_draft_tokens"] / exp["num_drafts"], rel=1e-12)
 
 
 def test_acceptance_falls_back_to_a_labelled_chunk_estimate_without_counters():
@@ -140,6 +141,7 @@ def test_acceptance_falls_back_to_a_labelled_chunk_estimate_without_counters():
     tokens_per_step = sum(steps) / len(steps)
     assert r["acceptance_source"] == "estimate-from-chunks"
     assert r["spec_decode_deltas"] is None
+    assert r["k_used"] is None  # only the counters tell the window; no estimate stands in
     assert r["mean_accepted_length"] == pytest.approx(tokens_per_step, rel=1e-12)
     assert r["acceptance_rate"] == pytest.approx((tokens_per_step - 1) / k, rel=1e-12)
 

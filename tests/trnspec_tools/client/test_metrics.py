@@ -66,6 +66,13 @@ def test_mean_accepted_length_counts_the_bonus_token() -> None:
     assert result.mean_accepted_length == pytest.approx(1 + 150 / 50)
 
 
+def test_k_used_is_draft_tokens_per_draft_so_a_schedule_shows_its_mean_window() -> None:
+    # 30 drafts at k=4 and 70 at k=2 (a batch-aware schedule): 260 draft tokens in 100 drafts.
+    result = acceptance_between(exposition(5, 20, 10, []), exposition(105, 280, 110, []))
+    assert result.k_used == pytest.approx(260 / 100)
+    assert acceptance_between(exposition(5, 20, 10, []), exposition(5, 20, 10, [])).k_used is None
+
+
 def test_per_position_acceptance_is_accepted_at_position_over_drafts() -> None:
     result = acceptance_between(
         exposition(0, 0, 0, [0, 0, 0, 0]), exposition(100, 400, 250, [90, 70, 50, 40])
