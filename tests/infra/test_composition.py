@@ -13,7 +13,7 @@ def fields(err: SettingsError) -> list[str]:
 
 
 def test_a_valid_profile_gives_its_settings() -> None:
-    assert check_profile("default").serving["profile"] == "qwen3-4b-dflash"
+    assert check_profile("default").settings.serving["profile"] == "qwen3-4b-dflash"
 
 
 def test_bad_deployment_settings_and_a_bad_serving_section_are_listed_together() -> None:

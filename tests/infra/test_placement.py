@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 from aws_cdk import App
 
-from infra.composition import compose, preflight_manifests
+from infra.composition import compose, preflight
 from infra.neuron_node import ephemeral_storage_allocatable_gib
 from infra.placement import gib, min_root_volume_gib, placement_problems
-from infra.serving_settings import load_serving_settings
 from infra.settings import SettingsError, Trn2PoolSettings, list_profiles, load_settings
 
 VARIANTS = ({}, {"serving.weights_storage": "ebs"}, {"serving.internal_nlb": "true"})
@@ -30,7 +29,7 @@ def test_every_shipped_profile_places_its_pods_on_a_pool(
     profile: str, variant: dict[str, str]
 ) -> None:
     settings = load_settings(profile, variant)
-    manifests = preflight_manifests(settings, load_serving_settings(settings.serving))
+    manifests = preflight(settings, check_placement=False).workload.manifests.all()
     assert placement_problems(settings.trn2_pools, manifests) == []
 
 
@@ -69,7 +68,7 @@ def test_the_same_small_volume_is_fine_with_ebs_weights() -> None:
     settings = load_settings(
         "default", {"trn2_pools.0.root_volume_gib": "300", "serving.weights_storage": "ebs"}
     )
-    manifests = preflight_manifests(settings, load_serving_settings(settings.serving))
+    manifests = preflight(settings, check_placement=False).workload.manifests.all()
     assert placement_problems(settings.trn2_pools, manifests) == []
 
 
