@@ -21,3 +21,15 @@ def fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for var, value in FAKE_AWS_ENV.items():
         monkeypatch.setenv(var, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+#: Session fixtures whose first use builds something for minutes (the tiny models are cached, but
+#: a fresh clone builds them): every test that depends on one is `slow`, so `make test-fast`
+#: leaves it out without a list of test names to keep in step.
+SLOW_FIXTURES = frozenset({"tiny_models"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
