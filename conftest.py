@@ -23,10 +23,11 @@ def fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
-#: Session fixtures whose first use builds something for minutes (the tiny models are cached, but
-#: a fresh clone builds them): every test that depends on one is `slow`, so `make test-fast`
-#: leaves it out without a list of test names to keep in step.
-SLOW_FIXTURES = frozenset({"tiny_models"})
+#: Fixtures that build or run something heavy: the tiny models (cached, but a fresh clone builds
+#: them for minutes) and the checkov scans of every template and every embedded manifest (an
+#: external scanner, tens of seconds). Every test that depends on one is `slow`, so
+#: `make test-fast` leaves it out without a list of test names to keep in step.
+SLOW_FIXTURES = frozenset({"tiny_models", "checkov_report", "scanned"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
