@@ -20,6 +20,9 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 PROFILE ?= default
+# The cluster admin every deploy must name (docs/platform.md, "First deploy"); `make synth` only
+# writes templates, so an example ARN stands in: `make synth ADMIN_ARN=arn:aws:iam::...` for yours.
+ADMIN_ARN ?= arn:aws:iam::123456789012:role/Admin
 PYTEST_ARGS ?=
 
 # The end-to-end servers (-m e2e) and the tests that build vLLM environments or tiny models
@@ -52,7 +55,8 @@ $(STAMP): $(CDK_STAMP)
 	@touch $(STAMP)
 
 synth: setup-cdk
-	PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet -c profile=$(PROFILE)
+	PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet -c profile=$(PROFILE) \
+		-c admin_principal_arns='[$(ADMIN_ARN)]'
 	@ls cdk.out/*.template.json
 
 test: setup

@@ -3,6 +3,9 @@ sys.path, where tests/infra, tests/trnspec_tools, tests/trnspec would shadow the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 #: Credentials moto accepts and AWS rejects: a test that escaped moto could not reach an account.
@@ -34,3 +37,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def s3_bkt(fake_aws_env: None) -> Iterator[Any]:
+    """A moto S3 client with one empty bucket, `bkt`, in us-east-2."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-2")
+        client.create_bucket(
+            Bucket="bkt", CreateBucketConfiguration={"LocationConstraint": "us-east-2"}
+        )
+        yield client
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Hypothesis without deadlines or speed health checks for every property test: a test must
+    not depend on how fast the machine is (a loaded 2-core CI host runs examples slowly)."""
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "trnspec",
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example],
+    )
+    settings.load_profile("trnspec")

@@ -33,6 +33,11 @@ class ApiKeySecretProps:
 
     description: str
     """Shown in the Secrets Manager console (names the workload)."""
+    generated: bool = True
+    """Secrets Manager generates the value; False creates the secret empty (no value, no
+    version) for the operator to fill, e.g. a Hugging Face token (docs/platform.md)."""
+    label: str = "ApiKey"
+    """Names the reader's policy statements (`Read<label>`)."""
 
 
 class ApiKeySecret(Construct):
@@ -62,6 +67,13 @@ class ApiKeySecret(Construct):
             # A new stack makes a new key; clients re-read it (no value to preserve).
             removal_policy=RemovalPolicy.DESTROY,
         )
+        if not props.generated:
+            # Neither GenerateSecretString nor SecretString: the secret is created empty
+            # (CreateSecret makes a version only when given a value).
+            cfn = self.secret.node.default_child
+            assert isinstance(cfn, secretsmanager.CfnSecret)
+            cfn.add_property_deletion_override("GenerateSecretString")
+        self.label = props.label
         self.secret_arn = self.secret.secret_arn
 
     def read_statements(self) -> list[iam.PolicyStatement]:
@@ -69,12 +81,12 @@ class ApiKeySecret(Construct):
         through Secrets Manager."""
         return [
             iam.PolicyStatement(
-                sid="ReadApiKey",
+                sid=f"Read{self.label}",
                 actions=["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
                 resources=[self.secret.secret_arn],
             ),
             iam.PolicyStatement(
-                sid="DecryptApiKeyViaSecretsManager",
+                sid=f"Decrypt{self.label}ViaSecretsManager",
                 actions=["kms:Decrypt"],
                 resources=[self.key.key_arn],
                 conditions={

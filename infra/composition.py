@@ -24,6 +24,7 @@ from infra.addons.selection import (
     workload_needs,
 )
 from infra.nag import acknowledge, attach_nag
+from infra.neuron_runtime import runtime_problems
 from infra.placement import placement_problems
 from infra.platform_stack import PlatformStack
 from infra.serving_settings import ServingSettingsError
@@ -90,7 +91,8 @@ def preflight(settings: DeploymentSettings, *, check_placement: bool = True) -> 
     (infra/placement.py).
     """
     checked = Preflight(settings, _workload(settings.serving))
-    problems = platform_problems(checked, check_placement=check_placement)
+    problems = access_problems(settings)
+    problems += platform_problems(checked, check_placement=check_placement)
     if problems:
         raise SettingsError(problems)
     return checked
@@ -119,6 +121,8 @@ def check_profile(profile: str, overrides: dict[str, Any] | None = None) -> Pref
     except (ServingSettingsError, ConfigError, WorkloadError) as err:
         problems += err.problems
         workload = None
+    if settings is not None:
+        problems += access_problems(settings)
     checked = None
     if settings is not None and workload is not None:
         checked = Preflight(settings, workload)
@@ -134,11 +138,32 @@ def _workload(serving_raw: dict[str, Any] | None) -> WorkloadPreflight:
     )
 
 
+def access_problems(settings: DeploymentSettings) -> list[Problem]:
+    """Who administers the cluster must be named: the EKS access entry of the cluster's creator
+    goes to CloudFormation's execution role, not to the person running `cdk deploy`, so without
+    an entry of their own kubectl and `smoke.py --stack` are refused (docs/platform.md)."""
+    if settings.admin_principal_arns:
+        return []
+    return [
+        Problem(
+            "admin_principal_arns",
+            [],
+            "name the IAM role or user you deploy and run kubectl or smoke.py --stack as: "
+            "-c admin_principal_arns='[arn:aws:iam::ACCOUNT:role/NAME]' (aws sts "
+            "get-caller-identity shows it; an assumed-role ARN arn:aws:sts::ACCOUNT:"
+            "assumed-role/NAME/SESSION is the role arn:aws:iam::ACCOUNT:role/NAME, with the "
+            "role's path if it has one)",
+        )
+    ]
+
+
 def platform_problems(checked: Preflight, *, check_placement: bool = True) -> list[Problem]:
     """The platform against the workload, in one pass: the add-ons it needs (relations, pins
-    for the cluster's Kubernetes version) and a Trn2 pool whose node fits its pods (read from
-    the manifests the serving stack applies)."""
+    for the cluster's Kubernetes version), an image whose Neuron runtime the nodes' driver runs
+    (infra/neuron_runtime.py) and a Trn2 pool whose node fits its pods (read from the manifests
+    the serving stack applies)."""
     problems = addon_check_problems(checked.settings, checked.needs)
+    problems += runtime_problems(checked.workload.config)
     if check_placement:
         problems += placement_problems(
             checked.settings.trn2_pools, checked.workload.manifests.all()

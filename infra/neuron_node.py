@@ -6,6 +6,7 @@ tags) and the Karpenter NodePools, so both autoscalers see identical nodes.
 
 from __future__ import annotations
 
+from trnspec.packing import ephemeral_storage_allocatable_gib, kubelet_disk
 from trnspec.topology import instance
 
 # The taint, device resources and labels the workload selects on: the platform's node contract.
@@ -31,12 +32,6 @@ _TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 #: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/deploy/eks/prerequisites.html).
 LNC_CONFIG_FILE = "/opt/aws/neuron/logical_nc_config"
 LNC_CONFIG_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"
-#: The kubelet's node-filesystem reserve on the EKS AL2023 AMI: nodeadm sets kube-reserved
-#: ephemeral-storage to 1Gi and the hard eviction threshold nodefs.available to 10%
-#: (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go); Karpenter's allocatable model
-#: subtracts the same two (aws/karpenter-provider-aws pkg/providers/instancetype/types.go).
-KUBE_RESERVED_EPHEMERAL_GIB = 1
-NODEFS_EVICTION_PERCENT = 10
 
 
 def node_labels(pool: Trn2PoolSettings) -> dict[str, str]:
@@ -65,17 +60,18 @@ def node_resources(pool: Trn2PoolSettings) -> dict[str, int]:
     }
 
 
-def ephemeral_storage_allocatable_gib(root_volume_gib: int) -> int:
-    """Whole GiB of ephemeral storage the kubelet offers pods on a node whose root volume has
-    `root_volume_gib`: the volume less kube-reserved and the nodefs eviction threshold.
-
-    This is Karpenter's model of the same node (it takes the volume size as the filesystem
-    size), so both autoscalers imagine the same figure. The real filesystem is a little smaller
-    than the volume (partition table, EFI partition, XFS metadata), so a pod asking for nearly
-    all of it may still fit the imagined node and not the real one: keep headroom.
+def node_ephemeral_storage_gib(pool: Trn2PoolSettings) -> int:
+    """Whole GiB of ephemeral storage a node of the pool offers pods: the kubelet's filesystem
+    (the instance-store RAID0 where the instance type has one, else the root volume) less
+    kube-reserved and the nodefs eviction threshold (trnspec.packing, which `predict` reads too).
     """
-    usable_tenths = root_volume_gib * (100 - NODEFS_EVICTION_PERCENT) // 10
-    return usable_tenths // 10 - KUBE_RESERVED_EPHEMERAL_GIB
+    disk, _ = kubelet_disk(pool.instance_type, pool.root_volume_gib)
+    return ephemeral_storage_allocatable_gib(disk)
+
+
+def uses_instance_store(pool: Trn2PoolSettings) -> bool:
+    """Whether the pool's nodes put the kubelet and containerd on the instance-store NVMe."""
+    return instance(pool.instance_type).instance_store_gb is not None
 
 
 def node_template_tags(pool: Trn2PoolSettings) -> dict[str, str]:
@@ -87,13 +83,14 @@ def node_template_tags(pool: Trn2PoolSettings) -> dict[str, str]:
     README and aws_manager.go `buildNodeFromTemplate`). Without the neuron tag it never believes
     a Trn2 node fits a pending pod; without the ephemeral-storage tag the node has no ephemeral
     storage at all and a pod requesting some reads "Insufficient ephemeral-storage"
-    (kubernetes/autoscaler#1869). The storage figure is the root volume's allocatable share.
+    (kubernetes/autoscaler#1869). The storage figure is the kubelet filesystem's allocatable
+    share: the instance-store RAID0 where the type has one, else the root volume.
     """
     tags = {f"{_TEMPLATE}/label/{k}": v for k, v in node_labels(pool).items()}
     tags[f"{_TEMPLATE}/taint/{NEURON_TAINT_KEY}"] = f"{NEURON_TAINT_VALUE}:{NEURON_TAINT_EFFECT}"
     for name, count in node_resources(pool).items():
         tags[f"{_TEMPLATE}/resources/{name}"] = str(count)
-    storage = ephemeral_storage_allocatable_gib(pool.root_volume_gib)
+    storage = node_ephemeral_storage_gib(pool)
     tags[f"{_TEMPLATE}/resources/ephemeral-storage"] = f"{storage}Gi"
     return tags
 
@@ -118,11 +115,36 @@ def user_data_script(pool: Trn2PoolSettings) -> str:
     return "\n".join(lines) + "\n"
 
 
-def mime_user_data(pool: Trn2PoolSettings) -> str:
-    """EKS managed node groups merge launch-template user data only in MIME multipart form."""
+#: nodeadm's NodeConfig that RAID0s every instance-store NVMe disk and mounts the kubelet's and
+#: containerd's state on it (awslabs/amazon-eks-ami nodeadm/doc/api.md: LocalStorageOptions,
+#: strategy enum RAID0 | RAID10 | Mount; default mount path /mnt/k8s-disks/).
+LOCAL_STORAGE_NODECONFIG = (
+    "---\n"
+    "apiVersion: node.eks.aws/v1alpha1\n"
+    "kind: NodeConfig\n"
+    "spec:\n"
+    "  instance:\n"
+    "    localStorage:\n"
+    "      strategy: RAID0\n"
+)
+
+
+def mime_user_data(pool: Trn2PoolSettings, *, local_storage: bool = True) -> str:
+    """EKS managed node groups merge launch-template user data only in MIME multipart form.
+
+    With `local_storage` (managed node groups; Karpenter sets the same through the EC2NodeClass's
+    instanceStorePolicy) a nodeadm NodeConfig part puts the kubelet on the instance store where
+    the instance type has one; nodeadm merges it with the NodeConfig EKS adds.
+    """
+    nodeconfig = ""
+    if local_storage and uses_instance_store(pool):
+        nodeconfig = (
+            f"--{_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{LOCAL_STORAGE_NODECONFIG}\n"
+        )
     return (
         "MIME-Version: 1.0\n"
         f'Content-Type: multipart/mixed; boundary="{_BOUNDARY}"\n\n'
+        f"{nodeconfig}"
         f"--{_BOUNDARY}\n"
         'Content-Type: text/x-shellscript; charset="us-ascii"\n\n'
         f"{user_data_script(pool)}\n"

@@ -44,6 +44,10 @@ class ServingOutputs:
     PRECOMPILE_JOB: Final = "PrecompileJob"
     API_KEY_SECRET_ARN: Final = "ApiKeySecretArn"
     """The Secrets Manager secret holding the API key; only when the key is enabled."""
+    HF_TOKEN_SECRET_ARN: Final = "HfTokenSecretArn"
+    """The Secrets Manager secret for a Hugging Face token (created empty)."""
+    WEIGHTS_JOB: Final = "WeightsJob"
+    """namespace/name of the Job copying the models from the Hub; only when there are any."""
 
 
 def platform_output_names() -> frozenset[str]:
@@ -57,9 +61,11 @@ def platform_output_names() -> frozenset[str]:
     )
 
 
-def serving_output_names(internal_nlb: bool, api_key: bool) -> frozenset[str]:
-    """Every output the serving stack declares (the NLB endpoint and the key's secret only when
-    they are enabled)."""
+def serving_output_names(
+    internal_nlb: bool, api_key: bool, weights_job: bool = True
+) -> frozenset[str]:
+    """Every output the serving stack declares (the NLB endpoint, the key's secret and the
+    weights Job only when they are enabled)."""
     names = {
         ServingOutputs.PLATFORM_STACK,
         ServingOutputs.REGION,
@@ -71,7 +77,10 @@ def serving_output_names(internal_nlb: bool, api_key: bool) -> frozenset[str]:
         ServingOutputs.MODELS_URI,
         ServingOutputs.IMAGE_URI,
         ServingOutputs.PRECOMPILE_JOB,
+        ServingOutputs.HF_TOKEN_SECRET_ARN,
     }
+    if weights_job:
+        names.add(ServingOutputs.WEIGHTS_JOB)
     if internal_nlb:
         names.add(ServingOutputs.INTERNAL_NLB_ENDPOINT)
     if api_key:

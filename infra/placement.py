@@ -17,10 +17,22 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from trnspec.packing import (
+    Packing,
+    Resources,
+    ephemeral_storage_allocatable_gib,
+    node_allocatable,
+    replicas_per_node,
+)
 from trnspec.problems import Problem
 
 from infra.addons.node_contract import INSTANCE_TYPE_LABEL, LNC_NODE_LABEL, NEURON_DEVICE_RESOURCE
-from infra.neuron_node import ephemeral_storage_allocatable_gib, node_labels, node_resources
+from infra.neuron_node import (
+    node_ephemeral_storage_gib,
+    node_labels,
+    node_resources,
+    uses_instance_store,
+)
 from infra.settings import Trn2PoolSettings
 
 #: Where each label the serving pods select on comes from, for the fix in a message.
@@ -60,15 +72,35 @@ def _requests(pod: dict[str, Any], resource: str) -> list[str]:
 
 
 def pod_request(pod: dict[str, Any], resource: str) -> float:
-    """What the scheduler reserves for `resource`: the sum over the containers, or the largest
-    init container's request if larger (they run one at a time, before the containers)."""
+    """What the scheduler reserves for `resource` (memory and storage in GiB, cpu in cores): the
+    sum over the containers, or the largest init container's request if larger (they run one at
+    a time, before the containers)."""
 
     def amount(c: dict[str, Any]) -> float:
         value = c.get("resources", {}).get("requests", {}).get(resource, 0)
-        return gib(value) if resource == "ephemeral-storage" else float(value)
+        if resource in ("ephemeral-storage", "memory"):
+            return gib(value)
+        text = str(value)
+        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
 
     containers = sum(amount(c) for c in pod.get("containers", []))
     return max([containers, *(amount(c) for c in pod.get("initContainers", []))])
+
+
+def pod_resources(pod: dict[str, Any]) -> Resources:
+    """A pod spec's effective requests in trnspec.packing's terms (memory and storage in GiB)."""
+    return Resources(
+        chips=int(pod_request(pod, NEURON_DEVICE_RESOURCE)),
+        cpu=pod_request(pod, "cpu"),
+        memory_gib=pod_request(pod, "memory"),
+        ephemeral_gib=pod_request(pod, "ephemeral-storage"),
+    )
+
+
+def pool_packing(pool: Trn2PoolSettings, pod: dict[str, Any]) -> Packing:
+    """Replicas of `pod` one node of the pool holds (trnspec.packing, which `predict` reads)."""
+    node = node_allocatable(pool.instance_type, pool.root_volume_gib)
+    return replicas_per_node(pod_resources(pod), node)
 
 
 def min_root_volume_gib(ephemeral_gib: float) -> int:
@@ -107,13 +139,7 @@ def placement_problems(
             continue
         devices = pod_request(pod, NEURON_DEVICE_RESOURCE)
         storage = pod_request(pod, "ephemeral-storage")
-        fits = [
-            (i, p)
-            for i, p in matching
-            if devices <= node_resources(p)[NEURON_DEVICE_RESOURCE]
-            and storage <= ephemeral_storage_allocatable_gib(p.root_volume_gib)
-        ]
-        if fits:
+        if any(pool_packing(p, pod).replicas >= 1 for _, p in matching):
             continue
         for i, p in matching:
             chips = node_resources(p)[NEURON_DEVICE_RESOURCE]
@@ -128,8 +154,18 @@ def placement_problems(
                         "serving.overrides",
                     )
                 )
-            allocatable = ephemeral_storage_allocatable_gib(p.root_volume_gib)
-            if storage > allocatable:
+            allocatable = node_ephemeral_storage_gib(p)
+            if storage > allocatable and uses_instance_store(p):
+                problems.append(
+                    Problem(
+                        f"trn2_pools.{i}.instance_type",
+                        p.instance_type,
+                        f"its nodes offer {allocatable} GiB of ephemeral storage (instance store) "
+                        f"and {owner} ask for {storage:g} GiB: lower serving.weights_volume_gib, "
+                        "or use weights_storage ebs",
+                    )
+                )
+            elif storage > allocatable:
                 problems.append(
                     Problem(
                         f"trn2_pools.{i}.root_volume_gib",
@@ -138,6 +174,15 @@ def placement_problems(
                         f"ask for {storage:g} GiB (serving.weights_volume_gib with "
                         f"weights_storage node-local): set root_volume_gib to at least "
                         f"{min_root_volume_gib(storage)}, or lower serving.weights_volume_gib",
+                    )
+                )
+            packing = pool_packing(p, pod)
+            if packing.replicas < 1 and packing.limit in ("cpu", "memory"):
+                problems.append(
+                    Problem(
+                        f"trn2_pools.{i}.instance_type",
+                        p.instance_type,
+                        f"{owner} do not fit its nodes: {packing.reason}",
                     )
                 )
     return problems

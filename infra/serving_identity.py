@@ -7,6 +7,7 @@ is a plain CloudFormation resource.
 Least privilege, by prefix:
 - serve role: read models/ and compile-cache/ (it starts from the cache), write nothing;
 - compile role: read models/, read and write compile-cache/ only;
+- weights role (the Hub copy): read and write models/ only, and read the Hub token secret;
 - neither may list, read or write anything else in the bucket, and KMS use is limited to S3
   calls for this bucket's key.
 """
@@ -89,6 +90,23 @@ def compile_statements(bucket: s3.IBucket, key: kms.IKey) -> list[iam.PolicyStat
         ),
         _list_statement(bucket, [MODELS_PREFIX, COMPILE_CACHE_PREFIX]),
         _kms_statement(key, ["kms:Decrypt", "kms:GenerateDataKey"]),
+    ]
+
+
+def weights_statements(
+    bucket: s3.IBucket, key: kms.IKey, hf_token: ApiKeySecret
+) -> list[iam.PolicyStatement]:
+    """Publish under models/ (the upload reads back and replaces its manifest) and read the
+    Hub token; nothing under compile-cache/."""
+    return [
+        iam.PolicyStatement(
+            sid="ReadWriteModelsOnly",
+            actions=[*READ_OBJECT_ACTIONS, *WRITE_OBJECT_ACTIONS],
+            resources=[bucket.arn_for_objects(f"{MODELS_PREFIX}*")],
+        ),
+        _list_statement(bucket, [MODELS_PREFIX]),
+        _kms_statement(key, ["kms:Decrypt", "kms:GenerateDataKey"]),
+        *hf_token.read_statements(),
     ]
 
 

@@ -54,8 +54,13 @@ class ServingSettings(BaseModel):
     scale_to_zero: bool = Field(
         False, description="Let KEDA remove the last replica when idle (see docs/workload.md)."
     )
-    waiting_requests_per_replica: Int = Field(
-        4, ge=1, le=1024, description="Target of vllm:num_requests_waiting per replica."
+    streams_per_replica: Int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="KEDA target: requests in flight (vLLM's running + waiting) per replica; "
+        "unset: the engine's max_num_seqs, so replicas = ceil(streams / max_num_seqs) and no "
+        "replica runs a batch larger than the one it was planned at.",
     )
     internal_nlb: bool = Field(
         False, description="Also expose the service on an internal NLB (AWS LB Controller)."
@@ -72,12 +77,13 @@ class ServingSettings(BaseModel):
         "node-local",
         description="node-local: emptyDir on the kubelet's disk; ebs: ephemeral PVC per pod.",
     )
-    weights_volume_gib: Int = Field(
-        300,
+    weights_volume_gib: Int | None = Field(
+        None,
         ge=10,
         le=16384,
-        description="Scratch for staged weights + compiled graphs (Llama-3.1-70B bf16 is 141 GB); "
-        "with node-local it must fit the node's disk next to the images.",
+        description="Scratch for staged weights + compiled graphs; unset: sized from the model "
+        "(trnspec.packing.staged_storage_gib: target + draft weights, their compiled copy, "
+        "graphs, 25 % headroom). With node-local it must fit the node's disk next to the images.",
     )
     ebs_storage_class: Text = Field("gp3", description="StorageClass for weights_storage: ebs.")
     shm_gib: Int = Field(32, ge=1, le=512, description="Size of the /dev/shm memory emptyDir.")
@@ -191,7 +197,11 @@ def cross_check(s: ServingSettings) -> list[Problem]:
         )
     if s.prometheus_url is not None and not s.prometheus_url.startswith(("http://", "https://")):
         bad("prometheus_url", s.prometheus_url, "use an http:// or https:// URL")
-    if s.shm_gib >= s.weights_volume_gib and s.weights_storage == "node-local":
+    if (
+        s.weights_volume_gib is not None
+        and s.shm_gib >= s.weights_volume_gib
+        and s.weights_storage == "node-local"
+    ):
         bad(
             "shm_gib",
             s.shm_gib,

@@ -27,6 +27,7 @@ from aws_cdk import (
     Validations,
 )
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.api_key import ApiKeySecret, ApiKeySecretProps
@@ -38,23 +39,32 @@ from infra.serving_identity import (
     ServingIdentityProps,
     compile_statements,
     serve_statements,
+    weights_statements,
 )
 from infra.serving_image import IMAGE_DIR, ServingImage, ServingImageProps, docker_tag_prefix
 from infra.workload.constants import COMPILE_CACHE_PREFIX, MODELS_PREFIX
 from infra.workload.placeholders import DeployValues, bind
-from infra.workload.pod import PRECOMPILE_COMPONENT, SERVE_COMPONENT, service_account_name
+from infra.workload.pod import (
+    PRECOMPILE_COMPONENT,
+    SERVE_COMPONENT,
+    WEIGHTS_COMPONENT,
+    service_account_name,
+)
 from infra.workload.precompile import precompile_job_name
 from infra.workload.preflight import WorkloadPreflight
 from infra.workload.service import SERVICE_PORT, nlb_service_name
+from infra.workload.weights import weights_job_name
 
 
 class ServingStack(Stack):
     """One serving profile on an existing cluster (read-only attributes: spec, model_bucket,
-    image, serve_identity, compile_identity, workload, serving_config, settings).
+    image, api_key, hf_token, serve_identity, compile_identity, weights_identity, workload,
+    serving_config, settings).
 
-    Takes the workload as the preflight derived it (engine config, spec and manifests, checked
-    before any construct: infra/workload/preflight.py) and binds this stack's bucket, image,
-    region, VPC CIDR and API key into them; nothing is resolved or derived again here.
+    Takes the workload as the preflight derived it (engine config, spec and manifests, the
+    weights Job's included, checked before any construct: infra/workload/preflight.py) and binds
+    this stack's bucket, image, region, VPC CIDR, API key and Hugging Face token secret into
+    them; nothing is resolved or derived again here.
     """
 
     def __init__(
@@ -93,35 +103,42 @@ class ServingStack(Stack):
             else None
         )
 
+        # The Hugging Face token for gated models: created empty (no value in any template);
+        # the operator puts the token in it, the weights Job reads it at run time.
+        self.hf_token = ApiKeySecret(
+            self,
+            "HfToken",
+            ApiKeySecretProps(
+                f"trnspec Hugging Face token ({settings.profile}): put a token here for a "
+                "gated model, then rerun the weights Job",
+                generated=False,
+                label="HfToken",
+            ),
+        )
+
         values = DeployValues(
             bucket_name=bucket.bucket_name,
             image_uri=self.image.image_uri,
             region=Aws.REGION,
             vpc_cidr=cluster.vpc.vpc_cidr_block,
             api_key_secret_arn=self.api_key.secret_arn if self.api_key else None,
+            hf_token_secret_arn=self.hf_token.secret_arn,
         )
         self.spec = bind(preflight.spec, values)
         manifests = bind(preflight.manifests, values)
 
-        self.serve_identity = ServingIdentity(
-            self,
-            "ServeIdentity",
-            ServingIdentityProps(
-                cluster=cluster,
-                name=service_account_name(self.spec, SERVE_COMPONENT),
-                namespace=settings.namespace,
-                statements=tuple(serve_statements(bucket, self.model_bucket.key, self.api_key)),
-            ),
+        key = self.model_bucket.key
+        self.serve_identity = self._identity(
+            cluster, "ServeIdentity", SERVE_COMPONENT, serve_statements(bucket, key, self.api_key)
         )
-        self.compile_identity = ServingIdentity(
-            self,
-            "CompileIdentity",
-            ServingIdentityProps(
-                cluster=cluster,
-                name=service_account_name(self.spec, PRECOMPILE_COMPONENT),
-                namespace=settings.namespace,
-                statements=tuple(compile_statements(bucket, self.model_bucket.key)),
-            ),
+        self.compile_identity = self._identity(
+            cluster, "CompileIdentity", PRECOMPILE_COMPONENT, compile_statements(bucket, key)
+        )
+        self.weights_identity = self._identity(
+            cluster,
+            "WeightsIdentity",
+            WEIGHTS_COMPONENT,
+            weights_statements(bucket, key, self.hf_token),
         )
         self.workload = ServingWorkload(
             self,
@@ -129,11 +146,34 @@ class ServingStack(Stack):
             ServingWorkloadProps(
                 cluster=cluster,
                 manifests=manifests,
-                service_accounts=(self.serve_identity, self.compile_identity),
+                service_accounts=(
+                    self.serve_identity,
+                    self.compile_identity,
+                    self.weights_identity,
+                ),
             ),
         )
         self._outputs(cluster)
         self._acknowledge()
+
+    def _identity(
+        self,
+        cluster: eks.ICluster,
+        construct_id: str,
+        component: str,
+        statements: list[iam.PolicyStatement],
+    ) -> ServingIdentity:
+        """The service account of one component, bound to a role with exactly `statements`."""
+        return ServingIdentity(
+            self,
+            construct_id,
+            ServingIdentityProps(
+                cluster=cluster,
+                name=service_account_name(self.spec, component),
+                namespace=self.settings.namespace,
+                statements=tuple(statements),
+            ),
+        )
 
     def _outputs(self, cluster: eks.ICluster) -> None:
         spec = self.spec
@@ -171,6 +211,20 @@ class ServingStack(Stack):
         )
         CfnOutput(
             self,
+            ServingOutputs.HF_TOKEN_SECRET_ARN,
+            value=self.hf_token.secret_arn,
+            description="Created empty; for a gated model: aws secretsmanager put-secret-value "
+            "--secret-id <this> --secret-string hf_... (docs/platform.md, 'First deploy')",
+        )
+        if spec.hub_copies:
+            CfnOutput(
+                self,
+                ServingOutputs.WEIGHTS_JOB,
+                value=f"{spec.namespace}/{weights_job_name(spec)}",
+                description="Job that copies the models from the Hugging Face Hub to the bucket",
+            )
+        CfnOutput(
+            self,
             ServingOutputs.PRECOMPILE_JOB,
             value=f"{spec.namespace}/{precompile_job_name(spec)}",
             description="Job that fills the compile cache (docs/workload.md)",
@@ -203,6 +257,13 @@ class ServingStack(Stack):
                     "reads it at start, so rotation is a planned restart, not a Lambda",
                 )
             )
+        Validations.of(self.hf_token.secret).acknowledge(
+            Ack(
+                id="AwsSolutions::AwsSolutions-SMG4",
+                reason="a Hugging Face token is issued by huggingface.co, not by AWS: the "
+                "operator replaces it there and puts the new one here (docs/platform.md)",
+            )
+        )
         bucket = self.model_bucket.bucket.node.default_child
         assert isinstance(bucket, CfnResource)
         arn = f"<{self.get_logical_id(bucket)}.Arn>"

@@ -145,8 +145,9 @@ class Trn2Nodegroup(Construct):
         return props.subnets
 
     def _efa(self, props: Trn2NodegroupProps) -> dict[str, object]:
-        """Every EFA interface of the type, in a cluster placement group; EFA traffic needs a
-        security group that admits all traffic from itself."""
+        """The EFA interfaces of the type (`efa_interfaces`) and the placement group, as the EC2
+        user guide lays them out; EFA traffic needs a security group admitting all traffic from
+        itself."""
         sg = ec2.SecurityGroup(
             self,
             "EfaSecurityGroup",
@@ -158,19 +159,41 @@ class Trn2Nodegroup(Construct):
         sg.add_egress_rule(sg, ec2.Port.all_traffic(), "EFA to pool members")
         sg.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.HTTPS, "AWS APIs, image pulls")
         Tags.of(sg).add("Name", f"{props.cluster_name}-{props.pool.name}-efa")
-        placement = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster")
         groups = [props.cluster.cluster_security_group_id, sg.security_group_id]
         cards = instance(props.pool.instance_type).efa_interfaces
-        return {
-            "Placement": {"GroupName": placement.ref},
+        data: dict[str, object] = {
             "NetworkInterfaces": [
-                {
-                    "NetworkCardIndex": card,
-                    "DeviceIndex": 0 if card == 0 else 1,
-                    "InterfaceType": "efa",
-                    "Groups": groups,
-                    "DeleteOnTermination": True,
-                }
-                for card in range(cards)
-            ],
+                {**nic, "Groups": groups, "DeleteOnTermination": True}
+                for nic in efa_network_interfaces(cards)
+            ]
         }
+        group = self._placement_group(props.pool)
+        if group is not None:
+            data["Placement"] = {"GroupName": group}
+        return data
+
+    def _placement_group(self, pool: Trn2PoolSettings) -> str | None:
+        """On-demand: a new cluster placement group. Reserved capacity already has its place:
+        an ODCR created in a cluster placement group launches only into that group (the
+        pool's `capacity.placement_group`, else none), and EC2 places a capacity block's
+        instances together in an UltraCluster; a new group could only refuse the launch."""
+        if pool.capacity.kind == "on-demand":
+            return ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster").ref
+        return pool.capacity.placement_group
+
+
+def efa_network_interfaces(cards: int) -> list[dict[str, object]]:
+    """EC2's layout for EFA on an instance with several network cards ("Maximize network
+    bandwidth on Amazon EC2 instances with multiple network cards"): an ENA interface as the
+    primary (card 0, device 0; an EFA-only interface cannot be primary), an EFA-only interface
+    on card 0 at device 1, and one EFA-only interface at device 0 of every other card."""
+    ena = {"NetworkCardIndex": 0, "DeviceIndex": 0, "InterfaceType": "interface"}
+    efa_only = [
+        {
+            "NetworkCardIndex": card,
+            "DeviceIndex": 1 if card == 0 else 0,
+            "InterfaceType": "efa-only",
+        }
+        for card in range(cards)
+    ]
+    return [ena, *efa_only]

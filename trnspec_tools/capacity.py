@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from trnspec.boundary.errors import exits_on_bad_input
+
 Status = Literal["ok", "warn", "fail", "unknown"]
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 #: A capacity block ending sooner than this is flagged: nodes are reclaimed at its end.
@@ -382,6 +384,7 @@ def _client(region: str | None) -> tuple[int, Any, str | None]:
         return EXIT_UNKNOWN, None, region
 
 
+@exits_on_bad_input("capacity.py")
 def main(argv: Sequence[str] | None = None, ec2: Any = None) -> int:
     args = _parse_args(argv)
     from infra.settings import SettingsError, load_settings

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
@@ -30,9 +29,13 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+from trnspec.boundary import json_io
+from trnspec.boundary.errors import exits_on_bad_input
+from trnspec.boundary.text import rich_text
+from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.cli import add_set_argument
 
-from trnspec_tools.bench.bench_report import atomic_write_text
 from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
 from trnspec_tools.bench.bench_workload import RequestSpec
@@ -129,9 +132,11 @@ def summary(
     }
 
 
-def write_report(path: Path, report: dict[str, Any]) -> None:
-    """Write atomically: a reader never sees half a report."""
-    atomic_write_text(path, json.dumps(report, indent=2) + "\n")
+def write_report(path: Path, report: dict[str, Any]) -> list[str]:
+    """Write through the one writer (atomic, a regular file only); when the path fails the
+    report is kept in a named fallback directory. Returns the lines saying so (empty when
+    written where asked)."""
+    return moved_lines(write_outputs("demo", [(path, json_io.dumps(report))]))
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:
@@ -264,6 +269,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@exits_on_bad_input("demo.py")
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="demo.py", description=__doc__.split("\n\n")[0])
     add_cli_args(parser)
@@ -279,14 +285,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.k, args.requests, args.max_tokens, console, args.overrides, args.cache_dir
         )
     except (LocalServerError, EndpointError, ValueError) as exc:
-        console.print(f"[red]demo failed:[/red] {exc}")
+        console.print(
+            Text.assemble(("demo failed: ", "red"), rich_text(exc, 4000, keep_newlines=True))
+        )
         return 1
     except KeyboardInterrupt:
         console.print("[yellow]interrupted; servers stopped")
         return 130
-    write_report(args.report, report)
+    moved = write_report(args.report, report)
     console.print(summary_table(report))
-    console.print(f"report: {args.report}")
+    for line in moved:
+        console.print(Text.assemble(("error: ", "red"), rich_text(line, 2000)))
+    if moved:
+        return 1
+    console.print(Text.assemble("report: ", rich_text(args.report, 1000)))
     problems = shortfalls(report, args.strict)
     for problem in problems:
         console.print(f"[red]{problem}")

@@ -26,6 +26,9 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
+from trnspec.boundary.text import rich_text
 
 from trnspec_tools.client.client_args import (
     add_client_args,
@@ -42,6 +45,7 @@ from trnspec_tools.client.metrics import (
 )
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
+from trnspec_tools.inbound.endpoint import Endpoint, bind_key
 
 COMPLETION_PROMPTS = (
     "import json\n\n\ndef filter_orders(orders):\n",
@@ -302,13 +306,16 @@ def lossless_check(outputs: Mapping[str, Generation], reference: Mapping[str, Ge
 
 
 def report_table(result: SmokeResult, title: str | None = None) -> Table:
-    table = Table(title=title or f"smoke: {result.endpoint} ({result.model or 'no model'})")
+    # outside text (endpoint, model id, server answers) is escaped: rich would read "[/]" as markup
+    table = Table(
+        title=title or rich_text(f"smoke: {result.endpoint} ({result.model or 'no model'})", 400)
+    )
     table.add_column("check")
     table.add_column("result")
     table.add_column("detail", overflow="fold")
     for check in result.checks:
         status = {True: "[green]ok", False: "[red]FAIL", None: "[yellow]skipped"}[check.ok]
-        table.add_row(check.name, status, check.detail)
+        table.add_row(check.name, status, rich_text(check.detail, 2000))
     return table
 
 
@@ -328,6 +335,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     add_client_args(parser.add_argument_group("client (deadlines per request, retries, API key)"))
 
 
+@exits_on_bad_input("smoke.py")
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="smoke.py", description=__doc__.split("\n\n")[0])
     add_cli_args(parser)
@@ -342,8 +350,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("--endpoint", args.endpoint),
             ("--baseline-endpoint", args.baseline_endpoint),
         ):
-            if url is not None and not url.startswith(("http://", "https://")):
-                raise SmokeError(f"{flag}={url}: must be an http(s):// base URL")
+            if url is not None:
+                try:
+                    Endpoint.parse(url, flag)
+                except BoundaryError as exc:
+                    raise SmokeError(str(exc)) from None
         key, limits, retries = api_key(args), deadlines(args), args.max_retries
         with resolve_endpoint(args) as endpoint:
             result = run_smoke(
@@ -356,12 +367,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     url,
                     deadlines=limits,
                     retries=retries,
-                    api_key=key,
+                    api_key=bind_key(key, endpoint),
                     retry_after_cap_s=args.retry_after_cap,
                 ),
             )
     except (SmokeError, StackError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(Text.assemble(("error: ", "red"), rich_text(exc, 2000)))
         return 2
     console.print(report_table(result))
     if not result.ok:

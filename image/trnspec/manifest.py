@@ -13,11 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from trnspec.boundary.write import write_file
 
 #: The manifest's file name, inside the directory it describes (excluded from itself).
 MANIFEST_NAME = "trnspec-manifest.json"
@@ -132,9 +135,21 @@ class Mismatch:
 
 
 def sha256_file(path: Path) -> str:
-    """Stream the file through sha256 (model shards are tens of GB: never read them whole)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
+    """Stream the file through sha256 (model shards are tens of GB: never read them whole).
+
+    Regular files only: the file is opened without blocking and checked on the open descriptor
+    (no race with a rename), so a FIFO, device or socket in a staged directory is a
+    ManifestError naming it, never a read that waits forever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ManifestError(
+                f"{path}: not a regular file (mode {stat.filemode(mode)}); only regular files"
+                " can be staged, remove it"
+            )
+        os.set_blocking(fd, True)
+        digest = hashlib.sha256()
         while chunk := fh.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
@@ -158,8 +173,8 @@ def build_manifest(root: Path) -> Manifest:
     entries = [
         FileEntry(
             path=p.relative_to(root).as_posix(),
+            sha256=sha256_file(p),  # first: it refuses a FIFO or device before anything else
             size=p.stat().st_size,
-            sha256=sha256_file(p),
         )
         for p in walk_files(root)
     ]
@@ -205,12 +220,8 @@ def verify(root: Path, manifest: Manifest) -> list[Mismatch]:
 
 
 def write_manifest(root: Path, manifest: Manifest) -> Path:
-    """Write the manifest into root atomically (temp name, then rename)."""
-    target = Path(root) / MANIFEST_NAME
-    tmp = target.with_name(MANIFEST_NAME + PARTIAL_SUFFIX)
-    tmp.write_text(manifest.to_json(), encoding="utf-8")
-    os.replace(tmp, target)
-    return target
+    """Write the manifest into root through the one output writer (atomic, regular file only)."""
+    return write_file(Path(root) / MANIFEST_NAME, manifest.to_json())
 
 
 def read_manifest(root: Path) -> Manifest:

@@ -14,6 +14,9 @@ target, after the draft proposed `k` tokens per sequence. The step's time is
 * collectives: two all-reduces per layer (attention output, MLP output) at that TP degree, each a
   latency per ring hop (log2 TP, the depth of a tree/recursive-halving reduction) plus the bytes
   of `tokens x hidden` over the link bandwidth (ring cost 2 (TP - 1) / TP).
+* context: an attention cost per cached token, layer and sequence beyond the KV bytes read, and a
+  cost per (positions in the pass)^2 x vocabulary entry (both fitted to published steps that no
+  byte or FLOP count explains: see docs/performance.md).
 * overhead: a fixed per-step cost (host scheduling, graph launch) that dominates small models
   (measured Trn2 decode reaches only about 11-46 % of the HBM roofline without it), a host cost
   per sequence per step (output processing, detokenization, streaming: paid once per step
@@ -115,6 +118,14 @@ class Efficiency:
     #: Cost of each position a pass computes logits for (LM head output handling, sampling,
     #: rejection), seconds; what grows with tokens below the compute roofline.
     token_overhead_s: float = 0.0
+    #: Attention cost of one cached token in one layer for one sequence, seconds: the decode
+    #: attention kernel's time beyond the KV bytes it reads (published TP-64 steps grow with
+    #: layers x context far faster than their KV bytes explain).
+    context_token_s: float = 0.0
+    #: Cost per (positions in the pass)^2 x vocabulary entry, seconds: published verification
+    #: steps with many positions (DFlash blocks at concurrency 4) grow with the square of the
+    #: positions times the vocabulary, which no FLOP or byte count of the pass explains.
+    logit_pair_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("memory", "compute"):
@@ -128,6 +139,8 @@ class Efficiency:
             "spec_overhead_s",
             "sequence_overhead_s",
             "token_overhead_s",
+            "context_token_s",
+            "logit_pair_s",
         ):
             if getattr(self, name) < 0:
                 raise ModelInputError(f"efficiency.{name}={getattr(self, name)}: must be >= 0")
@@ -169,10 +182,19 @@ class PassCost:
     compute_s: float
     collective_s: float
     token_s: float = 0.0
+    #: Attention beyond the roofline (context_token_s) and the positions^2 x vocab term.
+    context_s: float = 0.0
+    pair_s: float = 0.0
 
     @property
     def total_s(self) -> float:
-        return max(self.memory_s, self.compute_s) + self.collective_s + self.token_s
+        return (
+            max(self.memory_s, self.compute_s)
+            + self.collective_s
+            + self.token_s
+            + self.context_s
+            + self.pair_s
+        )
 
     @property
     def bound(self) -> str:
@@ -215,7 +237,11 @@ def pass_cost(
             hw.link_bytes_per_s * max(share, 1.0)
         )
         collective_s = 2 * shape.layers * per_reduce
-    return PassCost(memory_s, compute_s, collective_s, tokens * eff.token_overhead_s)
+    context_s = batch * shape.layers * dep.context_tokens * eff.context_token_s
+    pair_s = tokens * tokens * shape.vocab * eff.logit_pair_s
+    return PassCost(
+        memory_s, compute_s, collective_s, tokens * eff.token_overhead_s, context_s, pair_s
+    )
 
 
 def eagle3_head_for(target: ModelShape) -> ModelShape:
@@ -405,11 +431,16 @@ def predict_grid(
     batches: Sequence[int],
     dep: Deployment,
     eff: Efficiency,
+    plain_eff: Efficiency | None = None,
 ) -> list[Prediction]:
-    """Every (batch, k) point, with speedups against k=0 at the same batch."""
+    """Every (batch, k) point, with speedups against k=0 at the same batch.
+
+    `plain_eff` prices k=0 when the plain server runs on another stack than the speculative one
+    (a DFlash command schedules synchronously, the same model without speculation does not):
+    k=0 is then the server a user would deploy instead, not the speculative command at k=0."""
     out: list[Prediction] = []
     for b in batches:
-        base = predict_point(target, method, draft, alpha, 0, b, dep, eff)
+        base = predict_point(target, method, draft, alpha, 0, b, dep, plain_eff or eff)
         for k in ks:
             p = base if k == 0 else predict_point(target, method, draft, alpha, k, b, dep, eff)
             out.append(replace(p, speedup=p.output_tokens_per_s / base.output_tokens_per_s))

@@ -39,6 +39,9 @@ ENV_DRAIN_SECONDS = "TRNSPEC_DRAIN_SECONDS"
 DEFAULT_DRAIN_SECONDS = 120.0
 #: ARN (or name) of the Secrets Manager secret holding the API key (trnspec.api_key).
 ENV_API_KEY_SECRET = "TRNSPEC_API_KEY_SECRET_ARN"
+#: ARN of the Secrets Manager secret holding a Hugging Face token (`stage hub`, the weights
+#: Job); an empty secret means no token (public models).
+ENV_HF_TOKEN_SECRET = "TRNSPEC_HF_TOKEN_SECRET_ARN"
 
 #: vLLM's OpenAI server: the port it binds by default (trnspec.config ServerConfig.port, the
 #: image's EXPOSE), the model list the readiness probe asks, liveness/health and Prometheus.

@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trnspec.calibrate import DATA_FILE, trn2_calibration
-from trnspec.config import ConfigError, Problem, ServingConfig
-from trnspec.images import ImageGeneration, image_spec
+from trnspec.calibrate import DATA_FILE, Calibration, trn2_calibration
+from trnspec.config import ConfigError, Problem, ServingConfig, apply_overrides
+from trnspec.images import image_spec
 from trnspec.model_shapes import ModelShape, ShapeError, known_model_names, resolve_shape
+from trnspec.packing import placement_for
 from trnspec.perf_model import (
     DRAFT_METHODS,
     Deployment,
@@ -34,18 +35,14 @@ from trnspec.perf_model import (
     decode_context_tokens,
     drafter_for,
     predict_grid,
-    replicas_per_instance,
     speculation_stops_paying,
 )
+from trnspec.predict_bands import band_for, outside_data
 from trnspec.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.sizing import BYTES_PER_DTYPE
-from trnspec.topology import INSTANCE_TYPES, instance
+from trnspec.stack_group import stack_group
+from trnspec.topology import INSTANCE_TYPES
 
-#: The calibration's stack group whose per-step overhead applies to each image.
-STACK_GROUP = {
-    ImageGeneration.NEURON_FORK: "nxdi-fork",
-    ImageGeneration.NEURON_PLUGIN: "plugin",
-}
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32)
 
 
@@ -126,6 +123,10 @@ class ProfileModel:
     method: str
     deployment: Deployment
     efficiency: Efficiency
+    #: The stack group and constants of the same model without speculation (k=0 rows): the
+    #: plain server a user would deploy, which may schedule differently (stack_group).
+    plain_group: str
+    plain_efficiency: Efficiency
 
     def grid(
         self, alpha: float | TokensPerStep, ks: Sequence[int], batches: Sequence[int]
@@ -139,6 +140,7 @@ class ProfileModel:
             batches,
             self.deployment,
             self.efficiency,
+            self.plain_efficiency,
         )
 
 
@@ -147,7 +149,7 @@ def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
     it cannot be built (not a Trn2 profile, unknown shapes, a method the model cannot cost)."""
     problems: list[Problem] = []
     spec = image_spec(cfg.image)
-    group = STACK_GROUP.get(ImageGeneration(cfg.image))
+    group = stack_group(cfg)
     if not spec.runs_on_trn2 or group is None or cfg.hardware.instance_type not in INSTANCE_TYPES:
         raise ConfigError(
             [
@@ -199,7 +201,20 @@ def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
         context_tokens=context_tokens,
     )
     draft = drafter_for(method, draft, target)
-    return ProfileModel(cfg, group, target, draft, method, dep, cal.efficiency[group])
+    plain_group = group
+    if method != "none":
+        plain_group = stack_group(apply_overrides(cfg, ["speculation.method=none"])) or group
+    return ProfileModel(
+        cfg,
+        group,
+        target,
+        draft,
+        method,
+        dep,
+        cal.efficiency[group],
+        plain_group,
+        cal.efficiency[plain_group],
+    )
 
 
 def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
@@ -234,13 +249,24 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     except ModelInputError as err:
         raise ConfigError([Problem("--k/--batch", f"{args.k}/{args.batch}", str(err))]) from None
 
-    inst = instance(cfg.hardware.instance_type)
-    replicas = replicas_per_instance(inst.logical_cores(cfg.hardware.lnc), cfg.tensor_parallel_size)
+    placement = placement_for(cfg)
+    replicas = placement.packing.replicas if placement is not None else None
     try:
         price, price_source = resolve_price(cfg.hardware.instance_type, args.price_per_hour)
         price_problem = None
     except PriceError as err:
         price, price_source, price_problem = None, None, str(err)
+    if placement is None:
+        price_problem = (
+            f"replicas per instance unknown: the staged storage of {cfg.target.name} cannot be "
+            "sized offline (the deploy needs serving.weights_volume_gib)"
+        )
+        price = None
+    elif placement.packing.replicas < 1:
+        price_problem = f"a replica does not fit one {cfg.hardware.instance_type}: " + (
+            placement.packing.reason
+        )
+        price = None
 
     inputs.add("target", target.name, target.origin)
     if method != "none":
@@ -251,13 +277,29 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     inputs.add("hbm_bytes_per_s_per_chip", hw.memory_bytes_per_s, hw.source)
     inputs.add("peak_flops_per_chip", hw.peak_flops, hw.source)
     inputs.add("link_bytes_per_s_per_chip", hw.link_bytes_per_s, hw.source)
-    for name in ("memory", "compute", "collective_latency_s", "token_overhead_s"):
+    for name in (
+        "memory",
+        "compute",
+        "collective_latency_s",
+        "token_overhead_s",
+        "sequence_overhead_s",
+        "context_token_s",
+        "logit_pair_s",
+    ):
         inputs.add(f"efficiency.{name}", getattr(eff, name), cal.source)
-    inputs.add(
-        "efficiency.step_overhead_s",
-        eff.step_overhead_s,
-        f"{cal.source}; stack group {group!r} for image {cfg.image.value}",
-    )
+    for name in ("step_overhead_s", "draft_pass_overhead_s"):
+        inputs.add(
+            f"efficiency.{name}",
+            getattr(eff, name),
+            f"{cal.source}; stack group {group!r} for image {cfg.image.value}",
+        )
+    if model.plain_group != group:
+        inputs.add(
+            "efficiency.plain_step_overhead_s",
+            model.plain_efficiency.step_overhead_s,
+            f"{cal.source}; stack group {model.plain_group!r}: k=0 rows are the same model without"
+            " speculation, as a plain server would run",
+        )
     inputs.add("tensor_parallel_size", cfg.tensor_parallel_size, f"profile {cfg.name}")
     inputs.add("lnc", cfg.hardware.lnc, f"profile {cfg.name}")
     inputs.add("dtype", cfg.dtype, f"profile {cfg.name}")
@@ -269,15 +311,20 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
     inputs.add(
         "replicas_per_instance",
         replicas,
-        f"{inst.logical_cores(cfg.hardware.lnc)} logical cores of {inst.name} at LNC"
-        f" {cfg.hardware.lnc} // TP {cfg.tensor_parallel_size}",
+        "trnspec.packing (what the deploy's pods request on the kubelet's "
+        + (f"{placement.disk}); limited by {placement.packing.reason}" if placement else "disk)"),
     )
     inputs.add("price_per_hour_usd", price, price_source or price_problem or "")
     inputs.add(
         "max_num_seqs", cfg.max_num_seqs, f"profile {cfg.name} (batches above it need a recompile)"
     )
 
-    rows = [_row(p, price, replicas, cfg.max_num_seqs) for p in points]
+    rows = [
+        _row(p, price, replicas, cfg.max_num_seqs)
+        | _band_fields(cal, model.plain_group if p.k == 0 else group, method, p)
+        for p in points
+    ]
+    outside = outside_data(cal, group, target, cfg.tensor_parallel_size, batches)
     best = best_k_per_batch(points)
     stop = speculation_stops_paying(points)
     return {
@@ -287,17 +334,32 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
         "speculation_stops_paying_at_batch": stop,
         "cost_note": None if price is not None else price_problem,
         "inputs": inputs.values,
+        "outside_data": [o.describe() for o in outside],
         "caveats": [
             "HBM fit at these batches is not checked here; run `trnspec plan`.",
-            f"Held-out published speculative results are predicted within about 20-40 %;"
-            f" see docs/performance.md and trnspec/{DATA_FILE}.",
+            "error_band: the largest held-out error (leave one source out) of published rows in"
+            f" the same stack, method and batch range; see docs/performance.md and"
+            f" trnspec/{DATA_FILE}.",
         ],
     }
 
 
-def _row(p: Prediction, price: float | None, replicas: int, max_num_seqs: int) -> dict[str, Any]:
+def _band_fields(cal: Calibration, group: str, method: str, p: Prediction) -> dict[str, Any]:
+    """The held-out error band of one row (None with the reason where no row was predictable)."""
+    band = band_for(cal, group, method, p.k, p.batch)
+    return {
+        "error_band": round(band.max_abs_error, 3) if band.max_abs_error is not None else None,
+        "error_band_note": band.describe(),
+    }
+
+
+def _row(
+    p: Prediction, price: float | None, replicas: int | None, max_num_seqs: int
+) -> dict[str, Any]:
     tps = p.output_tokens_per_s
-    cost = cost_per_1m_output_tokens(price, tps * replicas) if price is not None else None
+    cost = (
+        cost_per_1m_output_tokens(price, tps * replicas) if price is not None and replicas else None
+    )
     return {
         "batch": p.batch,
         "k": p.k,
@@ -316,11 +378,13 @@ def _row(p: Prediction, price: float | None, replicas: int, max_num_seqs: int) -
 def format_table(doc: dict[str, Any]) -> str:
     """Rows grouped by batch, the best k of each marked, then the verdict on large batches."""
     best = {int(b): k for b, k in doc["best_k_per_batch"].items()}
+    per = doc["inputs"]["replicas_per_instance"]
     lines = [
-        f"profile {doc['profile']}: one replica, {doc['inputs']['replicas_per_instance']['value']}"
-        " per instance; cost = instance price / (replicas x tokens/s)",
+        f"profile {doc['profile']}: one replica, {per['value']} per instance"
+        f" ({per['source'].split('; limited by ')[-1]});"
+        " cost = instance price / (replicas x tokens/s)",
         f"{'batch':>5} {'k':>3} {'tok/step':>8} {'TPOT ms':>8} {'tok/s':>9} {'speedup':>8}"
-        f" {'$/1M out':>9}  bound",
+        f" {'$/1M out':>9} {'error':>6}  bound",
     ]
     for r in doc["rows"]:
         cost = r["cost_per_1m_output_tokens_usd"]
@@ -329,7 +393,8 @@ def format_table(doc: dict[str, Any]) -> str:
         lines.append(
             f"{r['batch']:>5} {r['k']:>3} {r['tokens_per_step']:>8.2f} {r['tpot_ms']:>8.2f}"
             f" {r['output_tokens_per_s']:>9.1f} {r['speedup']:>7.2f}x"
-            f" {(f'{cost:.3f}' if cost is not None else '-'):>9}  {r['target_bound']}{mark}{over}"
+            f" {(f'{cost:.3f}' if cost is not None else '-'):>9} {_band_cell(r):>6}"
+            f"  {r['target_bound']}{mark}{over}"
         )
     lines.append("best k per batch: " + ", ".join(f"{b}: k={k}" for b, k in sorted(best.items())))
     stop = doc["speculation_stops_paying_at_batch"]
@@ -341,7 +406,21 @@ def format_table(doc: dict[str, Any]) -> str:
         lines.append(f"speculation no longer pays from batch {stop}: serve larger batches with k=0")
     if doc["cost_note"]:
         lines.append(f"cost: not shown: {doc['cost_note']}")
+    lines += _band_notes(doc)
     return "\n".join(lines)
+
+
+def _band_cell(row: dict[str, Any]) -> str:
+    band = row["error_band"]
+    return f"+/-{band:.0%}" if band is not None else "n/a"
+
+
+def _band_notes(doc: dict[str, Any]) -> list[str]:
+    """The error column's meaning per regime, then every way the query is outside the data."""
+    notes = sorted({r["error_band_note"] for r in doc["rows"]})
+    lines = ["error (held out, leave one source out):", *(f"  {n}" for n in notes)]
+    lines += [f"outside the published data: {o}" for o in doc["outside_data"]]
+    return lines
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
@@ -354,6 +433,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `predict` to the trnspec CLI (called by trnspec.cli.build_parser)."""
+    from trnspec.boundary.numbers import float_arg, int_arg
     from trnspec.cli import add_config_arguments
 
     p = subparsers.add_parser(
@@ -363,10 +443,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_config_arguments(p)
     acc = p.add_mutually_exclusive_group()
-    acc.add_argument("--acceptance-rate", type=float, help="per-token acceptance a in [0, 1]")
+    acc.add_argument("--acceptance-rate", type=float_arg(), help="per-token acceptance a in [0, 1]")
     acc.add_argument(
         "--acceptance-length",
-        type=float,
+        type=float_arg(),
         help="mean tokens emitted per verification step (as published), at --acceptance-k",
     )
     p.add_argument(
@@ -376,9 +456,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--batch", help="batch sizes, e.g. 1,4,16 (default 1,2,4,8,16,32)")
     p.add_argument("--k", help="windows, e.g. 0,3,7 (0 = no speculation; default 0..image max)")
-    p.add_argument("--price-per-hour", type=float, help="USD per instance hour (default: table)")
-    p.add_argument("--input-len", type=int, default=512, help="prompt tokens (default 512)")
-    p.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
+    p.add_argument(
+        "--price-per-hour",
+        type=float_arg(0, lo_open=True),
+        help="USD per instance hour (default: table)",
+    )
+    p.add_argument(
+        "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (default 512)"
+    )
+    p.add_argument(
+        "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (default 256)"
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=_cmd_predict)
 

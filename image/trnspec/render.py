@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from trnspec.config import ModelRef, ServingConfig
-from trnspec.images import ImageGeneration, image_spec
+from trnspec.images import CommandForm, image_spec
 from trnspec.model_shapes import is_local
 
 # Where the serve entrypoint stages S3 models in the pod (one directory per bucket/prefix), and
@@ -104,12 +104,23 @@ def _speculative_config(cfg: ServingConfig, models_root: str, **extra: Any) -> l
 #: speculative_decoding_trn2_vllm/qwen-sd-vllm-deploy.yaml).
 FORK_DRAFT_METHOD = "eagle"
 
-#: The plugin's on-device sampling block, as its features guide's speculative-decoding command
-#: passes it ("Required for on-device rejection sampling"; vllm-neuron features-guide.md).
-ON_DEVICE_SAMPLING = {"on_device_sampling_config": {"temperature": "0"}}
-
 #: vLLM's KV block size on the plugin when none is passed (vllm-neuron reference-configuration.md).
 PLUGIN_BLOCK_SIZE = 32
+
+#: KV blocks every AWS DFlash script adds to max_model_len x max_num_seqs / block size
+#: (vllm-neuron examples/vllm_neuron/models/{qwen3,llama3}/dflash/run_tp4.sh: "+ 176").
+DFLASH_EXTRA_KV_BLOCKS = 176
+
+#: The environment AWS's plugin scripts export (the same run_tp4.sh scripts), set on every plugin
+#: pod. NEURON_SKIP_EFA_AFFINITY: "workers abort without this" where the instance has no EFA
+#: device; a pod here never gets one (no EFA device plugin, so no EFA device is allocated to it,
+#: and trn2.3xlarge has none). The timeouts: compile and execute budgets of an hour instead of the
+#: plugin's 600 s default (vllm-neuron quickstart), which a large compile exceeds.
+PLUGIN_ENV = {
+    "NEURON_SKIP_EFA_AFFINITY": "1",
+    "VLLM_NEURON_COMPILATION_TIMEOUT": "3600",
+    "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": "3600",
+}
 
 
 def _lnc_env(cfg: ServingConfig) -> dict[str, str]:
@@ -161,10 +172,11 @@ def _plugin_speculation_flags(cfg: ServingConfig) -> list[str]:
         # vllm-neuron tutorial-eagle3-speculative-decoding-llama-3-1.md
         return ["--no-enable-prefix-caching"]
     if method == "dflash":
-        # vllm-neuron features guide, "DFlash": synchronous scheduling only; no prefix caching
-        # or chunked prefill; a KV cache sized to the workload (the drafter's cache writes cost
-        # what is allocated): num_gpu_blocks_override = max_model_len * max_num_seqs / block.
-        blocks = -(-cfg.max_model_len * cfg.max_num_seqs // PLUGIN_BLOCK_SIZE)
+        # AWS's DFlash scripts (run_tp4.sh) and the features guide's "DFlash": synchronous
+        # scheduling only; no prefix caching or chunked prefill; a KV cache sized to the workload
+        # (the drafter's cache writes cost what is allocated), as the scripts compute it:
+        # max_model_len * max_num_seqs / block + 176 (integer division, as their shell does).
+        blocks = cfg.max_model_len * cfg.max_num_seqs // PLUGIN_BLOCK_SIZE + DFLASH_EXTRA_KV_BLOCKS
         return [
             "--max-num-batched-tokens",
             str(cfg.max_model_len),
@@ -179,13 +191,14 @@ def _plugin_speculation_flags(cfg: ServingConfig) -> list[str]:
 
 
 def _plugin_additional_config(cfg: ServingConfig) -> dict[str, Any]:
-    method = cfg.speculation.method
-    if method == "none":
-        return {}
-    neuron: dict[str, Any] = dict(ON_DEVICE_SAMPLING)
-    if method == "dflash":
-        neuron["quantization"] = "bf16"  # the features guide's DFlash command
-    return {"neuron_config": neuron}
+    """Only what AWS's command for the method passes: BF16 for DFlash (run_tp4.sh), nothing for
+    EAGLE3 (the EAGLE3 tutorial) and the baseline. No on_device_sampling_config: on-device
+    sampling "only supports temperature=0. For non-greedy sampling, remove
+    on_device_sampling_config to use CPU sampling" (vllm-neuron reference-configuration.md), and
+    a served endpoint takes each request's temperature (Qwen3's generation config asks 0.6)."""
+    if cfg.speculation.method == "dflash":
+        return {"neuron_config": {"quantization": "bf16"}}
+    return {}
 
 
 def _render_plugin(
@@ -203,6 +216,7 @@ def _render_plugin(
         *(["--additional-config", _json(additional)] if additional else []),
     ]
     env = {
+        **PLUGIN_ENV,
         # vllm-neuron keeps its local compile cache under $VLLM_CACHE_ROOT/neuron/compile_cache.
         "VLLM_CACHE_ROOT": compiled_dir,
         **_lnc_env(cfg),
@@ -243,8 +257,9 @@ def render(
     serve entrypoint syncs with the S3 compile cache; remote_cache: a shared mount for the
     plugin's remote compile cache (optional).
     """
-    if cfg.image is ImageGeneration.NEURON_FORK:
+    form = image_spec(cfg.image).command_form
+    if form is CommandForm.FORK:
         return _render_fork(cfg, models_root, compiled_dir)
-    if cfg.image is ImageGeneration.NEURON_PLUGIN:
+    if form is CommandForm.PLUGIN:
         return _render_plugin(cfg, models_root, compiled_dir, remote_cache)
     return _render_cpu(cfg)

@@ -1,8 +1,9 @@
 """`python -m trnspec stage ...`: publish, fetch and verify models and compiled artifacts by hand.
 
 The serve entrypoint stages automatically; these commands are for publishing a model once
-(`upload`), pre-warming a node or debugging a pod (`download`, `verify`), and finding a config's
-compile cache in S3 (`cache-key`).
+(`upload`, or `hub` straight from the Hugging Face Hub: what the weights Job runs), pre-warming
+a node or debugging a pod (`download`, `verify`), and finding a config's compile cache in S3
+(`cache-key`).
 
 Exit codes: 0 done; 1 a transfer or verification failed, or the directory is not exactly the
 manifest's files (the message names the file and the cause; nothing unverified is left in
@@ -91,6 +92,45 @@ def _cmd_upload(args: argparse.Namespace) -> int:
             result = upload(_s3_client(), src, target, _settings(args), bar)
     except StagingError as err:
         return _failed("upload", err)
+    print(result.summary())
+    return EXIT_OK
+
+
+def _hub_token() -> str | None:
+    """The token in the secret named by ENV_HF_TOKEN_SECRET, read now (never at synth)."""
+    import os
+
+    from trnspec.hub import token_from_secret
+    from trnspec.pod_contract import ENV_HF_TOKEN_SECRET
+
+    arn = os.environ.get(ENV_HF_TOKEN_SECRET)
+    if not arn:
+        return None
+    import boto3
+
+    return token_from_secret(boto3.client("secretsmanager"), arn)
+
+
+def _cmd_hub(args: argparse.Namespace) -> int:
+    from trnspec.hub import hub_to_s3
+
+    target = _location(args.target, "TARGET")
+    repo, _, revision = args.repo.partition("@")
+    if not repo or "/" not in repo:
+        fix = "a Hub repository id: owner/name[@revision]"
+        raise ConfigError([Problem("REPO", args.repo, fix)])
+    try:
+        result = hub_to_s3(
+            _s3_client(),
+            repo,
+            revision or None,
+            target,
+            Path(args.work_dir),
+            settings=_settings(args),
+            token=_hub_token(),
+        )
+    except StagingError as err:
+        return _failed("hub", err)
     print(result.summary())
     return EXIT_OK
 
@@ -191,6 +231,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("target", metavar="TARGET", help="s3://bucket/prefix")
     _transfer_flags(p)
     p.set_defaults(func=_cmd_upload)
+
+    p = sub.add_parser(
+        "hub",
+        help="Hugging Face Hub -> S3: snapshot REPO@REVISION, then publish it (manifest last)",
+    )
+    p.add_argument("repo", metavar="REPO", help="owner/name, or owner/name@revision")
+    p.add_argument("target", metavar="TARGET", help="s3://bucket/prefix")
+    p.add_argument(
+        "--work-dir",
+        required=True,
+        help="local directory for the snapshot (a rerun resumes the files already there)",
+    )
+    _transfer_flags(p)
+    p.set_defaults(func=_cmd_hub)
 
     p = sub.add_parser("verify", help="check a local dir against its manifest")
     p.add_argument("dir", metavar="DIR")

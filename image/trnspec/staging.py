@@ -93,6 +93,20 @@ class StagingError(RuntimeError):
         self.retryable = retryable
 
 
+class NotPublishedError(StagingError):
+    """No manifest at the source: nothing published there yet. Not `retryable` (time alone does
+    not fix it), but a pod started before its weights Job finished may wait for it (serve's
+    `weights_wait_delays`)."""
+
+    def __init__(self, source: S3Location) -> None:
+        super().__init__(
+            f"nothing published at {source}: no {MANIFEST_NAME} (missing, or an upload is in "
+            f"progress). Publish with `python -m trnspec stage upload DIR {source}` or "
+            "`python -m trnspec stage hub REPO DEST`."
+        )
+        self.source = source
+
+
 def _unreachable(what: str, err: BotoCoreError) -> StagingError:
     """A botocore failure before any S3 answer: credentials, endpoint, timeouts."""
     name = type(err).__name__
@@ -408,10 +422,7 @@ def download(
     progress = progress or NullProgress()
     manifest = fetch_manifest(client, source)
     if manifest is None:
-        raise StagingError(
-            f"nothing published at {source}: no {MANIFEST_NAME} (missing, or an upload is in "
-            f"progress). Publish with `python -m trnspec stage upload DIR {source}`."
-        )
+        raise NotPublishedError(source)
     dest = Path(dest)
     ensure_writable_dir(dest)
     (dest / MANIFEST_NAME).unlink(missing_ok=True)

@@ -26,6 +26,10 @@ class Trn2Instance:
     vcpus: int
     memory_gib: int
     efa_interfaces: int
+    """Network cards that carry an EFA device (0: the type has no EFA; trn2.3xlarge)."""
+    #: Local NVMe instance store in GB (decimal, as EC2 states it); None where this table does
+    #: not know it (then the kubelet's disk is the root EBS volume).
+    instance_store_gb: int | None = None
 
     @property
     def physical_cores(self) -> int:
@@ -60,9 +64,18 @@ class Trn2Instance:
 INSTANCE_TYPES: dict[str, Trn2Instance] = {
     i.name: i
     for i in (
-        Trn2Instance("trn2.48xlarge", chips=16, vcpus=192, memory_gib=2048, efa_interfaces=16),
+        # 4 x 1.9 TB NVMe instance store (Amazon EC2 Trn2 instance page).
+        Trn2Instance(
+            "trn2.48xlarge",
+            chips=16,
+            vcpus=192,
+            memory_gib=2048,
+            efa_interfaces=16,
+            instance_store_gb=4 * 1900,
+        ),
         Trn2Instance("trn2u.48xlarge", chips=16, vcpus=192, memory_gib=2048, efa_interfaces=16),
-        Trn2Instance("trn2.3xlarge", chips=1, vcpus=12, memory_gib=128, efa_interfaces=1),
+        # trn2u.48xlarge and trn2.3xlarge: instance store not verified here, so not used.
+        Trn2Instance("trn2.3xlarge", chips=1, vcpus=12, memory_gib=128, efa_interfaces=0),
     )
 }
 

@@ -9,6 +9,8 @@ The rule (docs/configuration.md, "Values"):
   YAML remember their text (`YamlInt`, `YamlFloat`) so the field's type decides, not the parser.
 - Integer fields refuse booleans (`tensor_parallel_size=true` is an error, not 1); text fields
   refuse control characters.
+- Numbers are finite (`.nan`, `.inf` and 1e999 are refused) and keys are unique (a duplicate is
+  an error naming both lines, not silently the last value).
 - Bounded: a file larger than MAX_INPUT_BYTES, more than MAX_ALIASES YAML aliases (a
   nested-alias "billion laughs" document) or nesting deeper than Python's stack is refused
   quickly with one line, never expanded.
@@ -18,6 +20,7 @@ Only pure functions and pydantic types; the callers turn `InputReadError` into t
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -87,6 +90,26 @@ class _CoreLoader(yaml.SafeLoader):
                 )
         return super().compose_node(parent, index)
 
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        """A mapping whose explicit keys are unique: a duplicate (PyYAML keeps the last one
+        silently) is an InputReadError naming the key and both lines. Keys merged in with `<<`
+        may still be overridden, as YAML's merge allows."""
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[str, int] = {}
+            for key_node, _value in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
+                    key_node, yaml.ScalarNode
+                ):
+                    continue
+                line = key_node.start_mark.line + 1
+                if key_node.value in first_line:
+                    raise InputReadError(
+                        f"duplicate key {key_node.value[:80]!r} on line {line} (first on line"
+                        f" {first_line[key_node.value]}); keep one"
+                    )
+                first_line[key_node.value] = line
+        return super().construct_mapping(node, deep)
+
 
 # Keep null and merge from SafeLoader; replace bool/int/float, drop timestamps (dates are text).
 _CoreLoader.yaml_implicit_resolvers = {
@@ -123,12 +146,17 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> YamlInt | 
 
 
 def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> YamlFloat | str:
+    """A finite float; `.nan`, `.inf` (and a literal too large, 1e999) are refused: no setting
+    is infinite, and a NaN passes every comparison a check makes."""
     text = str(loader.construct_scalar(node))
     lowered = text.lower().replace(".inf", "inf").replace(".nan", "nan")
     try:
-        return YamlFloat(float(lowered), text)
+        value = float(lowered)
     except ValueError:
         return text
+    if not math.isfinite(value):
+        raise InputReadError(f"{text[:40]} is not a finite number; write a finite value")
+    return YamlFloat(value, text)
 
 
 _CoreLoader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)

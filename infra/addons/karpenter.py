@@ -22,6 +22,7 @@ from infra.neuron_node import (
     NEURON_TAINT_VALUE,
     custom_node_labels,
     mime_user_data,
+    uses_instance_store,
 )
 from infra.pod_identity import PodIdentityRole, PodIdentityRoleProps
 from infra.settings import Trn2PoolSettings
@@ -147,9 +148,13 @@ def node_class(
             "httpTokens": "required",
             "httpPutResponseHopLimit": 2,
         },
-        "userData": mime_user_data(pool),
+        "userData": mime_user_data(pool, local_storage=False),
         "tags": dict(tags),
     }
+    if uses_instance_store(pool):
+        # Karpenter RAID0s the instance store, puts the kubelet on it and counts it as the
+        # node's ephemeral storage (karpenter.sh docs, EC2NodeClass instanceStorePolicy).
+        spec["instanceStorePolicy"] = "RAID0"
     if pool.capacity.reservation_id:
         spec["capacityReservationSelectorTerms"] = [{"id": pool.capacity.reservation_id}]
     return {

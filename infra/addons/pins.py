@@ -83,7 +83,7 @@ NEURON_CHART = ChartPin(
     version="1.10.0",
     # The chart declares no kubeVersion; its scheduler extension runs the kube-scheduler image
     # below, one build per minor, which bounds the range.
-    kubernetes=KubeRange("1.34", "1.36"),
+    kubernetes=KubeRange("1.35", "1.36"),
     source="no kubeVersion in the chart; bounded by the kube-scheduler builds pinned below",
 )
 #: kube-scheduler for the Neuron scheduler extension, one EKS Distro build per cluster minor:
@@ -93,13 +93,12 @@ NEURON_KUBE_SCHEDULER = ImagePin(
     addon="neuron",
     repository="public.ecr.aws/eks-distro/kubernetes/kube-scheduler",
     tags={
-        "1.34": "v1.34.9-eks-1-34-21",
         "1.35": "v1.35.6-eks-1-35-13",
         "1.36": "v1.36.2-eks-1-36-7",
     },
     source=(
         "aws/eks-distro docs/contents/releases/<minor>/<release>/index.md, newest documented "
-        "release per minor (1-34 release 21, 1-35 release 13, 1-36 release 7; August 2026)"
+        "release per minor (1-35 release 13, 1-36 release 7; August 2026)"
     ),
 )
 NEURON_MONITOR_IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.3.0"
@@ -108,16 +107,25 @@ CLUSTER_AUTOSCALER_CHART = ChartPin(
     addon="cluster_autoscaler",
     chart="cluster-autoscaler",
     repository="https://kubernetes.github.io/autoscaler",
-    # Defaults to image v1.35.0; the image is chosen per minor below.
+    # Defaults to image v1.35.0; the image is chosen per minor below. Its ClusterRole grants
+    # watch/list/get on resource.k8s.io deviceclasses, resourceslices and resourceclaims (and
+    # storage.k8s.io volumeattachments), every rule of v1.36.1's own AWS example
+    # (cloudprovider/aws/examples/cluster-autoscaler-autodiscover.yaml); charts from
+    # CLUSTER_AUTOSCALER_DRA_RBAC_SINCE on have them.
     version="9.59.0",
-    kubernetes=KubeRange("1.34", "1.36"),
+    kubernetes=KubeRange("1.35", "1.36"),
     source="bounded by the per-minor image table below",
 )
+#: First cluster-autoscaler chart whose ClusterRole reads the `resource.k8s.io` API
+#: (templates/clusterrole.yaml at tag cluster-autoscaler-chart-9.54.0; 9.53.0 lacks it): the
+#: 1.36 autoscaler's scheduler simulation lists DeviceClasses, ResourceSlices and
+#: ResourceClaims, and without the rule it is refused by the API server.
+CLUSTER_AUTOSCALER_DRA_RBAC_SINCE = "9.54.0"
 #: The autoscaler minor must match the cluster minor (its scheduler simulation is vendored).
 CLUSTER_AUTOSCALER_IMAGE = ImagePin(
     addon="cluster_autoscaler",
     repository="registry.k8s.io/autoscaling/cluster-autoscaler",
-    tags={"1.34": "v1.34.2", "1.35": "v1.35.0", "1.36": "v1.36.1"},
+    tags={"1.35": "v1.35.0", "1.36": "v1.36.1"},
     source="kubernetes/autoscaler README 'Releases' (one minor per Kubernetes minor)",
 )
 
@@ -127,9 +135,10 @@ KARPENTER_CHART = ChartPin(
     repository="oci://public.ecr.aws/karpenter/karpenter",
     # 1.14.x: capacity blocks and ODCRs as the `reserved` capacity type (ReservedCapacity gate).
     version="1.14.1",
-    kubernetes=KubeRange("1.26", "1.36"),
-    source="aws/karpenter-provider-aws hack/docs/compatibilitymatrix_gen/compatibility.yaml "
-    "(appVersion 1.14.x: minK8sVersion 1.26, maxK8sVersion 1.36)",
+    kubernetes=KubeRange("1.30", "1.36"),
+    source="karpenter.sh compatibility matrix as published at v1.14.1 "
+    "(website/content/en/docs/upgrading/compatibility.md: Kubernetes 1.30 to 1.36; the "
+    "generator's compatibility.yaml says minK8sVersion 1.26, which no published table shows)",
 )
 #: Karpenter's CRDs as their own release: Helm never upgrades a chart's crds/ directory.
 KARPENTER_CRD_CHART = ChartPin(

@@ -4,6 +4,7 @@ individually valid; one problem per broken rule (field, value, fix)."""
 from __future__ import annotations
 
 from trnspec.problems import Problem
+from trnspec.topology import instance
 
 from infra.addons.node_contract import NEURON_SCHEDULER_NAME
 from infra.settings.models import DeploymentSettings
@@ -46,6 +47,15 @@ def cross_check(s: DeploymentSettings) -> list[Problem]:
                     f"{at}.availability_zone",
                     None,
                     f"{pool.capacity.kind} is AZ-bound: set availability_zone or subnet_ids",
+                )
+            )
+        if pool.efa and instance(pool.instance_type).efa_interfaces == 0:
+            problems.append(
+                Problem(
+                    f"{at}.efa",
+                    True,
+                    f"{pool.instance_type} has no EFA device: set {at}.efa=false, or use "
+                    "an instance type with EFA (trn2.48xlarge)",
                 )
             )
         if pool.efa and not (pool.availability_zone or pool.subnet_ids):

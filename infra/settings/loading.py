@@ -14,6 +14,14 @@ from trnspec.user_input import InputReadError, load_yaml, parse_value, read_text
 
 from infra.settings.checks import cross_check
 from infra.settings.models import DeploymentSettings
+from infra.settings.plan_file import (
+    PLAN_OVERRIDE,
+    DeploymentPlan,
+    merge_plan,
+    node_problems,
+    plan_path,
+    read_plan,
+)
 
 #: Where deployment profiles live, relative to the repository root.
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
@@ -125,10 +133,9 @@ def list_profiles(config_dir: Path = CONFIG_DIR) -> list[str]:
     return sorted(p.stem for p in config_dir.glob("*.yaml"))
 
 
-def profile_data(
-    profile: str, overrides: dict[str, Any] | None = None, config_dir: Path = CONFIG_DIR
-) -> dict[str, Any]:
-    """config/<profile>.yaml as read, with the dotted overrides applied (not yet validated)."""
+def _profile_and_plan(
+    profile: str, overrides: dict[str, Any] | None, config_dir: Path
+) -> tuple[dict[str, Any], DeploymentPlan | None]:
     path = config_dir / f"{profile}.yaml"
     if not path.is_file():
         raise SettingsError(
@@ -140,12 +147,36 @@ def profile_data(
         raise SettingsError([Problem("profile", profile, f"{path}: {err}")]) from None
     if not isinstance(data, dict):
         raise SettingsError([Problem("profile", profile, f"{path} must hold a mapping")])
-    return apply_overrides(data, overrides or {})
+    overrides = dict(overrides or {})
+    plan = None
+    named = plan_path(data, overrides)
+    overrides.pop(PLAN_OVERRIDE, None)
+    if named is not None:
+        plan, problems = read_plan(named)
+        if problems:
+            raise SettingsError(problems, f"profile {profile}")
+        assert plan is not None
+        data = merge_plan(data, plan)
+    return apply_overrides(data, overrides), plan
+
+
+def profile_data(
+    profile: str, overrides: dict[str, Any] | None = None, config_dir: Path = CONFIG_DIR
+) -> dict[str, Any]:
+    """config/<profile>.yaml as read, with its serving plan (`serving.plan`, trnspec
+    plan-deploy's file) merged and then the dotted overrides applied (not yet validated)."""
+    return _profile_and_plan(profile, overrides, config_dir)[0]
 
 
 def load_settings(
     profile: str, overrides: dict[str, Any] | None = None, config_dir: Path = CONFIG_DIR
 ) -> DeploymentSettings:
-    """Read config/<profile>.yaml, apply dotted overrides, validate everything at once."""
-    merged = profile_data(profile, overrides, config_dir)
-    return parse_settings(merged, source=f"profile {profile}")
+    """Read config/<profile>.yaml, merge its plan, apply dotted overrides, validate everything at
+    once (and that the pools allow the nodes the plan was priced with)."""
+    merged, plan = _profile_and_plan(profile, overrides, config_dir)
+    settings = parse_settings(merged, source=f"profile {profile}")
+    if plan is not None:
+        problems = node_problems(plan, [p.max_size for p in settings.trn2_pools])
+        if problems:
+            raise SettingsError(problems, f"profile {profile}")
+    return settings

@@ -14,7 +14,9 @@ from trnspec.user_input import Int, Text, as_text, refuse_bool
 
 #: Kubernetes minors this app deploys: aws-cdk-lib 2.275 `aws_eks_v2.KubernetesVersion` has them
 #: and the kubectl-v36 layer drives them (a test keeps this list in step with the library).
-SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.34", "1.35", "1.36")
+#: Not 1.34: it leaves EKS standard support on 2026-12-02 (EKS user guide, "Kubernetes version
+#: lifecycle"), and the kubectl 1.36 client driving the cluster supports one minor of skew.
+SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.35", "1.36")
 DEFAULT_KUBERNETES_VERSION = SUPPORTED_KUBERNETES_VERSIONS[-1]
 
 #: Newest amazon-eks-ami release checked to ship the AL2023 Neuron AMI for every supported
@@ -73,6 +75,10 @@ class CapacitySettings(_Frozen):
     """on-demand, an EC2 Capacity Block for ML, or an On-Demand Capacity Reservation (ODCR)."""
     reservation_id: Text | None = Field(default=None, pattern=r"^cr-[0-9a-f]{17}$")
     """The cr-... id of the capacity block or reservation; required unless on-demand."""
+    placement_group: Text | None = Field(default=None, pattern=r"^[A-Za-z0-9._:+=@/-]{1,255}$")
+    """Name of the cluster placement group a `reservation` was created in (an ODCR made in a
+    placement group launches only into it); an EFA pool of that kind uses it instead of a new
+    group. A capacity block needs none: EC2 places its instances together in an UltraCluster."""
 
     @model_validator(mode="after")
     def _reservation_matches_kind(self) -> CapacitySettings:
@@ -80,6 +86,10 @@ class CapacitySettings(_Frozen):
             raise ValueError("reservation_id is only for kind capacity-block or reservation")
         if self.kind != "on-demand" and self.reservation_id is None:
             raise ValueError(f"kind {self.kind} needs reservation_id (cr-...)")
+        if self.placement_group is not None and self.kind != "reservation":
+            raise ValueError(
+                f"placement_group names a reservation's group; kind {self.kind} takes none"
+            )
         return self
 
 
@@ -103,7 +113,8 @@ class Trn2PoolSettings(_Frozen):
     subnet_ids: tuple[Text, ...] = ()
     """Pin the pool to these subnets of an existing VPC instead of an AZ."""
     efa: bool = False
-    """Attach every EFA interface of the type (with a cluster placement group)."""
+    """ENA on the primary interface and an EFA-only interface on every EFA network card of the
+    type; on-demand pools get a new cluster placement group, reserved ones use their own."""
     lnc: Annotated[Literal[1, 2], BeforeValidator(refuse_bool)] = 2
     """Logical NeuronCore config written to the node (2 is the Trn2 default)."""
     root_volume_gib: Int = Field(default=512, ge=200, le=16384)
@@ -259,6 +270,15 @@ class DeploymentSettings(_Frozen):
     @classmethod
     def _arns(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         bad = [a for a in v if not re.match(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/.+$", a)]
+        sessions = [
+            re.match(r"^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)/", a) for a in bad
+        ]
+        roles = [f"arn:{m[1]}:iam::{m[2]}:role/{m[3]}" for m in sessions if m]
+        if roles:
+            raise ValueError(
+                f"{bad} are role sessions (aws sts get-caller-identity), not IAM ARNs: pass the "
+                f"role, {roles} (with its path if it has one)"
+            )
         if bad:
             raise ValueError(f"{bad} are not IAM role/user ARNs")
         return v

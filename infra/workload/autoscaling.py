@@ -1,11 +1,14 @@
-"""KEDA ScaledObject: scale serving pods on the number of requests waiting in vLLM's queue.
+"""KEDA ScaledObject: scale serving pods on the requests in flight in vLLM.
 
-`vllm:num_requests_waiting` is the signal that means "users are waiting": requests admitted but
-not yet scheduled into a batch. CPU and NeuronCore utilisation are poor signals on Trn2 (a
-saturated batch and a nearly idle one both keep the cores busy) and request rate ignores how long
-each generation is. Per-replica averaging (AverageValue) makes the HPA add a replica for every
-`waiting_requests_per_replica` queued requests; the node autoscaler then adds the Trn2 node the
-new pod asks for.
+`vllm:num_requests_running` + `vllm:num_requests_waiting` is the number of streams the
+workload serves or owes. Per-replica averaging (AverageValue) makes the HPA keep
+ceil(in flight / streams_per_replica) replicas, and streams_per_replica defaults to the engine's
+max_num_seqs: the replicas `trnspec plan-deploy` priced (ceil(peak streams / max_num_seqs)), and
+no replica asked to run a batch larger than the one its plan was chosen at. Waiting alone would
+let the HPA shrink a fleet whose every replica is busy as soon as the queue empties. CPU and
+NeuronCore utilisation are poor signals on Trn2 (a saturated batch and a nearly idle one both
+keep the cores busy) and request rate ignores how long each generation is. The node autoscaler
+then adds the Trn2 node a new pod asks for.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from infra.workload.constants import (
 from infra.workload.pod import SERVE_COMPONENT, Manifest, metadata
 from infra.workload.spec import WorkloadSpec
 
-QUEUE_METRIC = "vllm:num_requests_waiting"
+#: vLLM's gauges of requests in execution batches and waiting for a slot.
+IN_FLIGHT_METRICS = ("vllm:num_requests_running", "vllm:num_requests_waiting")
 
 
 def prometheus_url(settings: ServingSettings) -> str:
@@ -31,12 +35,12 @@ def prometheus_url(settings: ServingSettings) -> str:
     )
 
 
-def queue_query(spec: WorkloadSpec) -> str:
-    """Total waiting requests of this workload (vLLM labels every series with model_name)."""
-    return (
-        f'sum({QUEUE_METRIC}{{namespace="{spec.namespace}",'
-        f'model_name="{spec.served_model_name}"}}) or vector(0)'
-    )
+def in_flight_query(spec: WorkloadSpec) -> str:
+    """Requests running or waiting in this workload (vLLM labels every series with model_name
+    and exports both gauges together); 0 when there is no series."""
+    selector = f'{{namespace="{spec.namespace}",model_name="{spec.served_model_name}"}}'
+    total = " + ".join(f"sum({name}{selector})" for name in IN_FLIGHT_METRICS)
+    return f"({total}) or vector(0)"
 
 
 def scaled_object(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
@@ -77,8 +81,8 @@ def scaled_object(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
                     "metricType": "AverageValue",
                     "metadata": {
                         "serverAddress": prometheus_url(settings),
-                        "query": queue_query(spec),
-                        "threshold": str(settings.waiting_requests_per_replica),
+                        "query": in_flight_query(spec),
+                        "threshold": str(spec.streams_per_replica),
                         "activationThreshold": "0",
                     },
                 }

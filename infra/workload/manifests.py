@@ -21,6 +21,7 @@ from infra.workload.precompile import precompile_job
 from infra.workload.server import deployment
 from infra.workload.service import cluster_service, internal_nlb_service
 from infra.workload.spec import WorkloadSpec
+from infra.workload.weights import weights_job
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
         # Policies first: the pods never run a moment without them.
         *network_policies(spec, settings),
         serving_config_map(spec),
+        # Fills the bucket the two below wait for (first deploy: it starts empty).
+        *([weights_job(spec, settings)] if spec.hub_copies else []),
         precompile_job(spec, settings),
         deployment(spec, settings),
         cluster_service(spec),

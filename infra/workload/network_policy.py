@@ -29,7 +29,9 @@ Serving and precompile pods, egress only to
   the default is every public IPv4 address on 443; list the prefix list's CIDRs to narrow it;
 - the EKS Pod Identity agent (169.254.170.23:80) for AWS credentials.
 The precompile Job gets no ingress at all: its readiness probe is loopback, which policies never
-block.
+block. The weights Job gets no ingress either, and besides the same egress HTTPS to any public
+address: the Hugging Face Hub and its CDN publish no address ranges, so `s3_egress_cidrs` cannot
+narrow it.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from infra.workload.constants import (
 from infra.workload.pod import (
     PRECOMPILE_COMPONENT,
     SERVE_COMPONENT,
+    WEIGHTS_COMPONENT,
     Manifest,
     metadata,
     selector_labels,
@@ -175,18 +178,26 @@ def serve_policy(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     )
 
 
-def precompile_policy(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
-    meta = metadata(spec, f"{spec.name}-precompile", PRECOMPILE_COMPONENT)
+def _egress_only_policy(
+    spec: WorkloadSpec, name: str, component: str, egress_rules: list[dict[str, Any]]
+) -> Manifest:
+    """A Job's pods: Ingress listed with no rule (nothing may connect), egress as given."""
+    meta = metadata(spec, name, component)
     return _policy(
         meta["name"],
         spec.namespace,
         meta["labels"],
         {
-            "podSelector": {"matchLabels": selector_labels(spec, PRECOMPILE_COMPONENT)},
-            # Ingress listed with no rule: nothing may connect to the compile pod.
+            "podSelector": {"matchLabels": selector_labels(spec, component)},
             "policyTypes": ["Ingress", "Egress"],
-            "egress": egress(spec, settings),
+            "egress": egress_rules,
         },
+    )
+
+
+def precompile_policy(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
+    return _egress_only_policy(
+        spec, f"{spec.name}-precompile", PRECOMPILE_COMPONENT, egress(spec, settings)
     )
 
 
@@ -203,6 +214,17 @@ def _dns_rule() -> dict[str, Any]:
             {"protocol": "TCP", "port": DNS_PORT},
         ],
     }
+
+
+def weights_policy(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
+    """The weights Job: egress only (S3, credentials, DNS, and the Hub on any public address)."""
+    hub = {
+        "to": [{"ipBlock": _public_block("0.0.0.0/0")}],
+        "ports": [{"protocol": "TCP", "port": HTTPS_PORT}],
+    }
+    return _egress_only_policy(
+        spec, f"{spec.name}-weights", WEIGHTS_COMPONENT, [*egress(spec, settings), hub]
+    )
 
 
 def client_policy(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
@@ -234,5 +256,6 @@ def network_policies(spec: WorkloadSpec, settings: ServingSettings) -> list[Mani
         default_deny(spec),
         serve_policy(spec, settings),
         precompile_policy(spec, settings),
+        *([weights_policy(spec, settings)] if spec.hub_copies else []),
         client_policy(spec, settings),
     ]

@@ -1,7 +1,7 @@
 """Stand-ins for the values only the deployed stacks know (bucket name, image URI, region, VPC
-CIDR, API key ARN: CloudFormation tokens), so that one synth derives the workload and builds its
-manifests once, before any construct exists (infra/workload/preflight.py), and the serving stack
-then binds the real values into them.
+CIDR, API key and Hugging Face token secret ARNs: CloudFormation tokens), so that one synth
+derives the workload and builds its manifests once, before any construct exists
+(infra/workload/preflight.py), and the serving stack then binds the real values into them.
 
 Each placeholder is a string nothing else produces, and the manifest builders copy these values
 verbatim; tests/infra/workload/test_placeholders.py checks that binding gives exactly the
@@ -20,6 +20,7 @@ IMAGE_PLACEHOLDER = "trnspec-image-placeholder"
 REGION_PLACEHOLDER = "trnspec-region-placeholder"
 VPC_CIDR_PLACEHOLDER = "trnspec-vpc-cidr-placeholder"
 API_KEY_SECRET_PLACEHOLDER = "trnspec-api-key-secret-arn-placeholder"
+HF_TOKEN_SECRET_PLACEHOLDER = "trnspec-hf-token-secret-arn-placeholder"
 
 T = TypeVar("T")
 
@@ -34,6 +35,8 @@ class DeployValues:
     vpc_cidr: str
     api_key_secret_arn: str | None
     """None when the API key is off: then no API key placeholder may be left to bind."""
+    hf_token_secret_arn: str
+    """The Hugging Face token's secret, which every serving stack creates (empty)."""
 
     def by_placeholder(self) -> Mapping[str, str | None]:
         return {
@@ -42,6 +45,7 @@ class DeployValues:
             REGION_PLACEHOLDER: self.region,
             VPC_CIDR_PLACEHOLDER: self.vpc_cidr,
             API_KEY_SECRET_PLACEHOLDER: self.api_key_secret_arn,
+            HF_TOKEN_SECRET_PLACEHOLDER: self.hf_token_secret_arn,
         }
 
 

@@ -43,6 +43,8 @@ Manifest = dict[str, Any]
 
 SERVE_COMPONENT = "server"
 PRECOMPILE_COMPONENT = "precompile"
+WEIGHTS_COMPONENT = "weights"
+_ACCOUNT_SUFFIX = {PRECOMPILE_COMPONENT: "compile", WEIGHTS_COMPONENT: "weights"}
 
 
 def labels(spec: WorkloadSpec, component: str) -> dict[str, str]:
@@ -70,7 +72,7 @@ def config_map_name(spec: WorkloadSpec) -> str:
 
 
 def service_account_name(spec: WorkloadSpec, component: str) -> str:
-    return f"{spec.name}-{'compile' if component == PRECOMPILE_COMPONENT else 'serve'}"
+    return f"{spec.name}-{_ACCOUNT_SUFFIX.get(component, 'serve')}"
 
 
 def _env(spec: WorkloadSpec, settings: ServingSettings) -> list[dict[str, Any]]:
@@ -108,7 +110,7 @@ def _resources(spec: WorkloadSpec, settings: ServingSettings) -> dict[str, Any]:
         NEURON_DEVICE_RESOURCE: str(spec.neuron_devices),
     }
     if settings.weights_storage == "node-local":
-        requests["ephemeral-storage"] = f"{settings.weights_volume_gib}Gi"
+        requests["ephemeral-storage"] = f"{spec.storage_gib}Gi"
     # No CPU limit (throttling the host side of the runtime hurts latency); memory and devices
     # are limited to what is requested.
     limits = {
@@ -120,7 +122,7 @@ def _resources(spec: WorkloadSpec, settings: ServingSettings) -> dict[str, Any]:
 
 def _data_volume(spec: WorkloadSpec, settings: ServingSettings) -> dict[str, Any]:
     if settings.weights_storage == "node-local":
-        return {"name": "data", "emptyDir": {"sizeLimit": f"{settings.weights_volume_gib}Gi"}}
+        return {"name": "data", "emptyDir": {"sizeLimit": f"{spec.storage_gib}Gi"}}
     return {
         "name": "data",
         "ephemeral": {
@@ -129,7 +131,7 @@ def _data_volume(spec: WorkloadSpec, settings: ServingSettings) -> dict[str, Any
                 "spec": {
                     "accessModes": ["ReadWriteOnce"],
                     "storageClassName": settings.ebs_storage_class,
-                    "resources": {"requests": {"storage": f"{settings.weights_volume_gib}Gi"}},
+                    "resources": {"requests": {"storage": f"{spec.storage_gib}Gi"}},
                 },
             }
         },
@@ -163,13 +165,40 @@ def container(
             {"name": "tmp", "mountPath": "/tmp"},
             {"name": "var-tmp", "mountPath": "/var/tmp"},
         ],
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "privileged": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": container_security_context(),
+    }
+
+
+def container_security_context() -> dict[str, Any]:
+    """No privileges, no capabilities, a read-only root filesystem (every container here)."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pod_security_context() -> dict[str, Any]:
+    """The image's non-root user; volumes (data emptyDir, EBS claims) writable by it."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": IMAGE_UID,
+        "runAsGroup": IMAGE_UID,
+        "fsGroup": IMAGE_UID,
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def trn2_placement(spec: WorkloadSpec) -> dict[str, Any]:
+    """nodeSelector and tolerations of a pod that runs on the workload's Trn2 nodes."""
+    return {
+        "nodeSelector": {INSTANCE_TYPE_LABEL: spec.instance_type, LNC_NODE_LABEL: str(spec.lnc)},
+        "tolerations": [
+            {"key": NEURON_TAINT_KEY, "operator": "Exists", "effect": NEURON_TAINT_EFFECT}
+        ],
     }
 
 
@@ -195,19 +224,8 @@ def pod_spec(
         "automountServiceAccountToken": False,
         "restartPolicy": restart_policy,
         "terminationGracePeriodSeconds": termination_grace_seconds,
-        "nodeSelector": {INSTANCE_TYPE_LABEL: spec.instance_type, LNC_NODE_LABEL: str(spec.lnc)},
-        "tolerations": [
-            {"key": NEURON_TAINT_KEY, "operator": "Exists", "effect": NEURON_TAINT_EFFECT}
-        ],
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": IMAGE_UID,
-            "runAsGroup": IMAGE_UID,
-            # Volumes (the data emptyDir / EBS claim) become writable by the image's user.
-            "fsGroup": IMAGE_UID,
-            "fsGroupChangePolicy": "OnRootMismatch",
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        **trn2_placement(spec),
+        "securityContext": pod_security_context(),
         "enableServiceLinks": False,
         "containers": [main],
         "volumes": [

@@ -16,6 +16,11 @@ from infra.workload.pod import (
 )
 from infra.workload.scan_skips import NEURON_POD_SKIPS, skip_annotations
 from infra.workload.spec import WorkloadSpec
+from infra.workload.weights import WEIGHTS_DEADLINE_SECONDS
+
+#: Pod retries: a pod waits for the weights itself (trnspec.serve.runner, about 2 hours), so a
+#: retry is for a lost node or a failed compile, not for a bucket still being filled.
+PRECOMPILE_BACKOFF_LIMIT = 3
 
 #: Arguments of the engine's compile-only mode (engine-io: stage, compile, upload the
 #: artifacts under the cache key, exit 0).
@@ -42,8 +47,11 @@ def precompile_job(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
             # Created suspended when precompile_on_deploy is off; resume it by hand
             # (docs/workload.md) before scaling out.
             "suspend": not settings.precompile_on_deploy,
-            "backoffLimit": 1,
-            "activeDeadlineSeconds": settings.precompile_timeout_hours * 3600,
+            "backoffLimit": PRECOMPILE_BACKOFF_LIMIT,
+            # The compile's own budget plus the weights Job's: on a first deploy it starts
+            # with an empty bucket and waits for the copy.
+            "activeDeadlineSeconds": settings.precompile_timeout_hours * 3600
+            + WEIGHTS_DEADLINE_SECONDS,
             "ttlSecondsAfterFinished": 7 * 24 * 3600,
             "template": {
                 "metadata": {

@@ -18,6 +18,7 @@ from infra.workload.manifests import WorkloadManifests, build_manifests
 from infra.workload.placeholders import (
     API_KEY_SECRET_PLACEHOLDER,
     BUCKET_PLACEHOLDER,
+    HF_TOKEN_SECRET_PLACEHOLDER,
     IMAGE_PLACEHOLDER,
     REGION_PLACEHOLDER,
     VPC_CIDR_PLACEHOLDER,
@@ -36,8 +37,8 @@ class WorkloadPreflight:
     config: ServingConfig
     """The engine config the pods run: profile, bucket sources, overrides."""
     spec: WorkloadSpec
-    """Derived from `config`, with placeholders for the bucket, image, region, VPC CIDR and (when
-    the key is on) API key ARN."""
+    """Derived from `config`, with placeholders for the bucket, image, region, VPC CIDR, Hugging
+    Face token secret ARN and (when the key is on) API key ARN."""
     manifests: WorkloadManifests
     """Built from `spec`; the serving stack binds the real values into them."""
 
@@ -59,6 +60,7 @@ def workload_preflight(checked: CheckedServing) -> WorkloadPreflight:
         api_key_secret_arn=(
             API_KEY_SECRET_PLACEHOLDER if checked.settings.api_key_enabled else None
         ),
+        hf_token_secret_arn=HF_TOKEN_SECRET_PLACEHOLDER,
     )
     return WorkloadPreflight(
         settings=checked.settings,

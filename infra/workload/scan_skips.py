@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from infra.k8s_scan import skip_annotations
 
-__all__ = ["NEURON_POD_SKIPS", "skip_annotations"]
+__all__ = ["NEURON_POD_SKIPS", "WEIGHTS_POD_SKIPS", "skip_annotations"]
 
 #: The serving Deployment and the precompile Job (one pod template, infra/workload/pod.py).
 NEURON_POD_SKIPS: dict[str, str] = {
@@ -28,4 +28,9 @@ NEURON_POD_SKIPS: dict[str, str] = {
         "the image is built and pushed by cdk-assets at deploy time: its digest does not exist "
         "at synth; the content-addressed asset tag pins it instead"
     ),
+}
+
+#: The weights Job runs the same image (a CPU limit is set: it only copies files).
+WEIGHTS_POD_SKIPS: dict[str, str] = {
+    check: NEURON_POD_SKIPS[check] for check in ("CKV_K8S_15", "CKV_K8S_43")
 }

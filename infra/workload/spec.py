@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
+from trnspec.packing import NODE_SHARE, pod_requests, staged_storage_gib
 from trnspec.problems import InputError, Problem
 from trnspec.topology import INSTANCE_TYPES, instance
 
@@ -28,9 +29,17 @@ from infra.workload.constants import MODELS_PREFIX
 if TYPE_CHECKING:
     from trnspec.config import ServingConfig
 
-#: Share of a node's vCPUs and memory a pod may request per share of its chips: the rest stays
-#: for kubelet reservations and the DaemonSets (device plugin, neuron-monitor, CNI, exporters).
-NODE_SHARE = 0.9
+
+@dataclass(frozen=True)
+class HubCopy:
+    """One model the weights Job copies from the Hugging Face Hub into the model bucket."""
+
+    repo: str
+    """Hub repository id (owner/name): the profile's source before the bucket override."""
+    revision: str | None
+    """Hub revision (branch, tag or commit); None: the default branch."""
+    key: str
+    """Where in the model bucket the pods read it: models/<served name>/."""
 
 
 class WorkloadError(InputError):
@@ -57,6 +66,12 @@ class WorkloadSpec:
     neuron_devices: int
     cpu: int
     memory_gib: int
+    #: KEDA's target of requests in flight per replica (serving.streams_per_replica, else the
+    #: engine's max_num_seqs).
+    streams_per_replica: int
+    #: Ephemeral storage of the data volume: serving.weights_volume_gib, else sized from the
+    #: model (trnspec.packing.staged_storage_gib).
+    storage_gib: int
     port: int
     bucket_name: str
     region: str | None = None
@@ -65,6 +80,10 @@ class WorkloadSpec:
     vpc_cidr: str | None = None
     #: ARN of the Secrets Manager secret holding the API key (a token), when the key is on.
     api_key_secret_arn: str | None = None
+    #: Models the weights Job copies from the Hub to the bucket (empty: nothing to copy).
+    hub_copies: tuple[HubCopy, ...] = ()
+    #: ARN of the secret holding a Hub token for gated models (a token), with hub_copies.
+    hf_token_secret_arn: str | None = None
 
     @property
     def short_hash(self) -> str:
@@ -89,6 +108,33 @@ def model_source_overrides(cfg: ServingConfig, bucket_name: str) -> list[str]:
             f"speculation.draft.source=s3://{bucket_name}/{MODELS_PREFIX}{draft.name}/"
         )
     return overrides
+
+
+def hub_copies(
+    cfg: ServingConfig, settings: ServingSettings, bucket_name: str
+) -> tuple[HubCopy, ...]:
+    """The models the pods read from the bucket's models/ prefix that the profile takes from the
+    Hugging Face Hub: the weights Job copies each (repo at revision) to where the pods read it.
+    A source the user pointed elsewhere (an override to S3 or a local directory) is not copied.
+    """
+    from trnspec.config import apply_overrides, load_profile
+    from trnspec.s3_uri import is_s3_uri, parse_s3_uri
+
+    if not settings.models_from_bucket:
+        return ()
+    hub = apply_overrides(load_profile(settings.profile), list(settings.overrides))
+    pairs = [(hub.target, cfg.target)]
+    if cfg.speculation.method != "none" and cfg.speculation.draft and hub.speculation.draft:
+        pairs.append((hub.speculation.draft, cfg.speculation.draft))
+    copies = []
+    for origin, served in pairs:
+        if not is_s3_uri(served.source) or is_s3_uri(origin.source):
+            continue
+        where = parse_s3_uri(served.source)
+        local = origin.source.startswith(("/", ".", "~")) or origin.source.count("/") != 1
+        if where.bucket == bucket_name and where.prefix.startswith(MODELS_PREFIX) and not local:
+            copies.append(HubCopy(origin.source, origin.revision, f"{where.prefix}/"))
+    return tuple(copies)
 
 
 def resolve_serving_config(settings: ServingSettings, bucket_name: str) -> ServingConfig:
@@ -157,9 +203,36 @@ def derive_workload(
                 f"larger than the memory one replica gets on {instance_type}; lower it",
             )
         )
+    storage = settings.weights_volume_gib
+    if storage is None:
+        staged = staged_storage_gib(cfg)
+        if staged is None:
+            problems.append(
+                Problem(
+                    "serving.weights_volume_gib",
+                    None,
+                    f"the size of {cfg.target.name} is not known offline, so the staged storage "
+                    "cannot be sized: set serving.weights_volume_gib (GiB of weights + compiled "
+                    "graphs + headroom)",
+                )
+            )
+        else:
+            storage = staged.gib
+    streams = settings.streams_per_replica or cfg.max_num_seqs
+    if streams > cfg.max_num_seqs:
+        problems.append(
+            Problem(
+                "serving.streams_per_replica",
+                streams,
+                f"a replica runs at most max_num_seqs={cfg.max_num_seqs} streams, so a higher "
+                "target leaves requests queued instead of adding a replica; use at most "
+                f"{cfg.max_num_seqs}, or leave it unset",
+            )
+        )
     if problems:
         raise WorkloadError(problems)
-    share = devices / node.chips
+    assert storage is not None
+    requests = pod_requests(instance_type, tp, lnc, storage)
     config_yaml = config_to_yaml(cfg)
     return WorkloadSpec(
         name=settings.app_name,
@@ -172,12 +245,15 @@ def derive_workload(
         tensor_parallel_size=tp,
         lnc=lnc,
         neuron_devices=devices,
-        cpu=max(1, int(node.vcpus * share * NODE_SHARE)),
-        memory_gib=max(1, int(node.memory_gib * share * NODE_SHARE)),
+        cpu=int(requests.cpu),
+        memory_gib=int(requests.memory_gib),
+        storage_gib=storage,
+        streams_per_replica=streams,
         port=cfg.server.port,
         bucket_name=bucket_name,
         region=region,
         vpc_cidr=vpc_cidr,
+        hub_copies=hub_copies(cfg, settings, bucket_name),
     )
 
 

@@ -12,11 +12,14 @@ the deployed resources:
   node group's taints.
 - Karpenter (aws/karpenter-provider-aws pkg/providers/instancetype/types.go): capacity from the
   instance type (memory less the 7.5 % VM overhead, ephemeral storage = the EC2NodeClass root
-  volume, Neuron devices and cores), allocatable less kube-reserved (cpu steps, 11 MiB per pod +
+  volume, or the instance store's total size with `instanceStorePolicy: RAID0`, Neuron devices
+  and cores), allocatable less kube-reserved (cpu steps, 11 MiB per pod +
   255 MiB, 1 GiB storage) and the eviction threshold (100 MiB, 10 % of the node filesystem);
   labels from the NodePool template and its single-valued requirements; its taints and limits.
 - The node once booted (EKS AL2023 nodeadm defaults, awslabs/amazon-eks-ami
-  nodeadm/internal/kubelet/config.go, which match Karpenter's model above; the Neuron device
+  nodeadm/internal/kubelet/config.go, which match Karpenter's model above; with a NodeConfig
+  `localStorage: {strategy: RAID0}` in the user data the kubelet's filesystem is the instance
+  store, whose size comes from `EC2_TYPES`; the Neuron device
   plugin advertises chips and logical cores, so the LNC written by the user data counts).
 
 A pod fits when the scheduler's filters would pass: every requested resource exists and
@@ -59,6 +62,8 @@ VM_MEMORY_OVERHEAD = Decimal("0.075")
 #: The root device of the EKS AL2023 AMI (Karpenter's EphemeralBlockDevice for AL2023).
 AL2023_ROOT_DEVICE = "/dev/xvda"
 _LNC = re.compile(r"NEURON_LOGICAL_NC_CONFIG=(\d)")
+#: nodeadm's NodeConfig part that RAID0s the instance store under the kubelet.
+_RAID0 = re.compile(r"localStorage:\s*\n\s*strategy:\s*RAID0")
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,8 @@ class Ec2Type:
     memory_gib: int
     neuron_devices: int
     neuron_cores_per_device: int
+    #: Instance store, total GB (DescribeInstanceTypes InstanceStorageInfo.TotalSizeInGB).
+    instance_store_gb: int = 0
 
 
 #: The instance types the profiles use. trn2.48xlarge / trn2u.48xlarge: 16 Trainium2 chips of 8
@@ -77,7 +84,11 @@ class Ec2Type:
 #: trn2.3xlarge: 1 chip, 12 vCPUs, 128 GiB (https://aws.amazon.com/ec2/instance-types/trn2/).
 EC2_TYPES: dict[str, Ec2Type] = {
     "trn2.48xlarge": Ec2Type(
-        vcpus=192, memory_gib=2048, neuron_devices=16, neuron_cores_per_device=8
+        vcpus=192,
+        memory_gib=2048,
+        neuron_devices=16,
+        neuron_cores_per_device=8,
+        instance_store_gb=4 * 1900,
     ),
     "trn2u.48xlarge": Ec2Type(
         vcpus=192, memory_gib=2048, neuron_devices=16, neuron_cores_per_device=8
@@ -270,14 +281,23 @@ def kubelet_allocatable(capacity: Resources, pods: int) -> Resources:
     return out
 
 
-def _booted_capacity(ec2: Ec2Type, root_gib: Decimal, lnc: int | None) -> Resources:
+def _booted_capacity(
+    ec2: Ec2Type, root_gib: Decimal, lnc: int | None, instance_store: bool = False
+) -> Resources:
+    """The node's capacity; its ephemeral storage is the instance store when nodeadm (or
+    Karpenter's instanceStorePolicy) RAID0s it under the kubelet, else the root volume."""
+    storage = (
+        Decimal(ec2.instance_store_gb * 10**9)
+        if instance_store and ec2.instance_store_gb
+        else root_gib * GI
+    )
     memory = Decimal(ec2.memory_gib * 1024) * (1 - VM_MEMORY_OVERHEAD)
     cores = ec2.neuron_devices * ec2.neuron_cores_per_device
     return {
         "cpu": Decimal(ec2.vcpus),
         "memory": memory.to_integral_value(ROUND_CEILING) * MI,
         "pods": Decimal(TEMPLATE_PODS),
-        STORAGE: root_gib * GI,
+        STORAGE: storage,
         NEURON: Decimal(ec2.neuron_devices),
         # The device plugin counts logical cores; without a readable LNC file the runtime
         # keeps the Trn2 default of 2.
@@ -377,7 +397,7 @@ def managed_nodegroup_nodes(raw: dict[str, Any]) -> list[Node]:
 
         root = _root_volume_gib(lt_data.get("BlockDeviceMappings", []), "DeviceName", "Ebs")
         user_data = lt_data.get("UserData", {}).get("Fn::Base64", "")
-        booted = _booted_capacity(ec2, root, _lnc(user_data))
+        booted = _booted_capacity(ec2, root, _lnc(user_data), bool(_RAID0.search(user_data)))
         nodes.append(
             Node(
                 name,
@@ -420,6 +440,7 @@ def karpenter_nodes(raw: dict[str, Any]) -> list[Node]:
         taints = tuple((t["key"], t.get("value", ""), t["effect"]) for t in spec.get("taints", []))
         limits = {k: quantity(v) for k, v in pool["spec"].get("limits", {}).items()}
         root = _root_volume_gib(node_class.get("blockDeviceMappings", []), "deviceName", "ebs")
+        raid0 = node_class.get("instanceStorePolicy") == "RAID0"
         for instance_type in types:
             ec2 = _instance_resources(instance_type)
             labels = _generic_labels(instance_type, name)
@@ -427,7 +448,7 @@ def karpenter_nodes(raw: dict[str, Any]) -> list[Node]:
             for key, req in requirements.items():
                 if req["operator"] == "In" and len(req["values"]) == 1:
                     labels[key] = req["values"][0]
-            capacity = _booted_capacity(ec2, root, None)
+            capacity = _booted_capacity(ec2, root, None, raid0)
             # Karpenter counts physical cores (DescribeInstanceTypes NeuronInfo), not logical.
             capacity[NEURON_CORE] = Decimal(ec2.neuron_devices * ec2.neuron_cores_per_device)
             nodes.append(
@@ -442,7 +463,7 @@ def karpenter_nodes(raw: dict[str, Any]) -> list[Node]:
                     limits=limits,
                 )
             )
-            booted = _booted_capacity(ec2, root, _lnc(node_class.get("userData", "")))
+            booted = _booted_capacity(ec2, root, _lnc(node_class.get("userData", "")), raid0)
             nodes.append(
                 Node(
                     name,
@@ -559,3 +580,35 @@ def unschedulable_reasons(
         if node.capacity.get(name, Decimal(0)) > limit:
             reasons.append(f"NodePool limit {name}={show(name, limit)} is below one node")
     return reasons
+
+
+def pack(
+    pods: Iterable[PodTemplate], node: Node, daemonsets: Iterable[PodTemplate], schedulers: set[str]
+) -> list[list[str]]:
+    """Place pending pods one by one on nodes like `node` (the autoscaler adds a node when none
+    has room, the scheduler fills existing nodes first): the owners on each node."""
+    ds = list(daemonsets)
+    used_ds, ds_pods = daemonset_load(node, ds)
+    nodes: list[tuple[Resources, list[str]]] = []
+    for pod in pods:
+        if unschedulable_reasons(pod, node, ds, schedulers):
+            raise ValueError(f"{pod.owner} fits no node like {node.name}")
+        for free, owners in nodes:
+            if _fits(pod, free) and len(owners) + ds_pods + 1 <= node.allocatable["pods"]:
+                _take(pod, free)
+                owners.append(pod.owner)
+                break
+        else:
+            free = {k: v - used_ds.get(k, Decimal(0)) for k, v in node.allocatable.items()}
+            _take(pod, free)
+            nodes.append((free, [pod.owner]))
+    return [owners for _, owners in nodes]
+
+
+def _fits(pod: PodTemplate, free: Resources) -> bool:
+    return all(amount <= free.get(name, Decimal(0)) for name, amount in pod.requests().items())
+
+
+def _take(pod: PodTemplate, free: Resources) -> None:
+    for name, amount in pod.requests().items():
+        free[name] = free.get(name, Decimal(0)) - amount

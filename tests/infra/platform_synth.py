@@ -21,6 +21,9 @@ from infra.settings import load_settings
 REPO = Path(__file__).resolve().parents[2]
 #: The profiles shipped under config/ that tests synthesize.
 PROFILES = ("default", "capacity-block", "karpenter")
+#: Every deploy names its cluster admin (infra.composition.access_problems); tests pass one.
+ADMIN_ARN = "arn:aws:iam::123456789012:role/TrnspecAdmin"
+ADMIN = {"admin_principal_arns": f"[{ADMIN_ARN}]"}
 
 
 def cdk_json_context() -> dict[str, Any]:
@@ -84,7 +87,8 @@ def synth_profile(
         outdir=str(outdir),
         builtin_cloud_formation_validation=validation,
     )
-    built = compose(app, load_settings(profile, overrides or {}), check_placement=check_placement)
+    settings = load_settings(profile, {**ADMIN, **(overrides or {})})
+    built = compose(app, settings, check_placement=check_placement)
     app.synth()
     stack, serving = built.platform, built.serving
     raw = json.loads((outdir / f"{stack.stack_name}.template.json").read_text())

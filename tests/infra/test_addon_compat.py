@@ -11,6 +11,9 @@ import pytest
 
 from infra.addons.neuron import chart_values
 from infra.addons.pins import (
+    CLUSTER_AUTOSCALER_CHART,
+    CLUSTER_AUTOSCALER_DRA_RBAC_SINCE,
+    KARPENTER_CHART,
     KEDA_CHART,
     PINS,
     ChartPin,
@@ -72,10 +75,10 @@ def test_pins_of_add_ons_that_are_not_installed_are_not_checked() -> None:
 
 
 def test_kube_range_bounds_are_inclusive_and_open_ended_when_unpublished() -> None:
-    assert KubeRange("1.34", "1.36").contains("1.34")
-    assert KubeRange("1.34", "1.36").contains("1.36")
-    assert not KubeRange("1.34", "1.36").contains("1.37")
-    assert not KubeRange("1.34", "1.36").contains("1.33")
+    assert KubeRange("1.35", "1.36").contains("1.35")
+    assert KubeRange("1.35", "1.36").contains("1.36")
+    assert not KubeRange("1.35", "1.36").contains("1.37")
+    assert not KubeRange("1.35", "1.36").contains("1.34")
     assert KubeRange("1.22").contains("1.99")
 
 
@@ -112,3 +115,27 @@ def test_turning_the_scheduler_extension_off_is_refused_because_pods_name_it() -
     (problem,) = err.value.problems
     assert problem.field == "neuron.scheduler_extension"
     assert "my-scheduler" in problem.fix
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in text.split("."))
+
+
+def test_the_cluster_autoscaler_chart_grants_the_dra_reads_the_136_autoscaler_makes() -> None:
+    """Its ClusterRole must let the autoscaler list deviceclasses, resourceslices and
+    resourceclaims (resource.k8s.io), as v1.36.1's AWS example does: charts before 9.54.0 do
+    not, so a downgrade of the pin below it is a missing permission, not a version bump."""
+    assert _version(CLUSTER_AUTOSCALER_CHART.version) >= _version(CLUSTER_AUTOSCALER_DRA_RBAC_SINCE)
+
+
+def test_kubernetes_134_is_not_deployable_any_more() -> None:
+    """1.34 leaves EKS standard support on 2026-12-02 and is two minors behind the kubectl 1.36
+    client that drives the cluster; the setting names the versions it takes."""
+    assert "1.34" not in SUPPORTED_KUBERNETES_VERSIONS
+    with pytest.raises(SettingsError) as err:
+        load_settings("default", {"kubernetes_version": "1.34"})
+    assert str(err.value.problems[0]) == "kubernetes_version=1.34: must be one of 1.35, 1.36"
+
+
+def test_karpenter_range_is_its_published_compatibility_table() -> None:
+    assert KARPENTER_CHART.kubernetes == KubeRange("1.30", "1.36")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from aws_cdk import App
-from platform_synth import REPO, cdk_json_context, cfn_text
+from platform_synth import ADMIN, ADMIN_ARN, REPO, cdk_json_context, cfn_text
 
 from infra.workload import manifests, spec
 
@@ -49,6 +49,14 @@ def test_app_exits_2_listing_every_bad_context_value_without_traceback(tmp_path:
     assert not list(tmp_path.glob("*.template.json"))  # nothing half-written
 
 
+def test_a_deploy_naming_no_cluster_admin_exits_2_naming_the_setting(tmp_path: Path) -> None:
+    result = _run_app({}, tmp_path)
+    assert result.returncode == 2
+    assert "admin_principal_arns=[]: name the IAM role or user you deploy" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_bad_serving_profile_fails_before_any_asset_is_staged(tmp_path: Path) -> None:
     result = _run_app({"serving.profile": "no-such-profile"}, tmp_path)
     assert result.returncode == 2
@@ -58,7 +66,7 @@ def test_a_bad_serving_profile_fails_before_any_asset_is_staged(tmp_path: Path) 
 
 
 def test_app_synthesizes_the_selected_profile(tmp_path: Path) -> None:
-    result = _run_app({"profile": "karpenter", "trn2_pools.0.max_size": "3"}, tmp_path)
+    result = _run_app({"profile": "karpenter", "trn2_pools.0.max_size": "3", **ADMIN}, tmp_path)
     assert result.returncode == 0, result.stderr
     template = json.loads((tmp_path / "TrnspecPlatform.template.json").read_text())
     objects = [
@@ -99,7 +107,7 @@ def test_one_synth_resolves_the_config_derives_the_workload_and_builds_manifests
 
     def cli_app() -> App:  # what the CDK CLI hands app.py: cdk.json's context, an outdir
         return App(
-            context=cdk_json_context(),
+            context={**cdk_json_context(), **ADMIN},
             outdir=str(tmp_path),
             builtin_cloud_formation_validation=False,
         )
@@ -133,7 +141,17 @@ def test_cdk_synth_runs_without_any_network(tmp_path: Path) -> None:
     }
     cmd = ["npx", "--no-install", "cdk", "synth", "--quiet", "--no-validation"]
     result = subprocess.run(
-        ["unshare", "-n", *cmd, "-o", str(tmp_path), "-c", "profile=default"],
+        [
+            "unshare",
+            "-n",
+            *cmd,
+            "-o",
+            str(tmp_path),
+            "-c",
+            "profile=default",
+            "-c",
+            f"admin_principal_arns=[{ADMIN_ARN}]",
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -77,3 +77,6 @@ def test_reserved_pool_selects_its_capacity_reservation(platform_synth: Any) -> 
     # Pinned, so Trn2 nodes do not drift with every AMI release.
     assert node_class["amiSelectorTerms"] == [{"alias": DEFAULT_KARPENTER_AMI_ALIAS}]
     assert "logical_nc_config" in node_class["userData"]
+    # Karpenter RAID0s the trn2.48xlarge instance store itself; the user data does not repeat it.
+    assert node_class["instanceStorePolicy"] == "RAID0"
+    assert "localStorage" not in node_class["userData"]

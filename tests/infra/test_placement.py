@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 from aws_cdk import App
+from platform_synth import ADMIN
 
 from infra.composition import compose, preflight
 from infra.neuron_node import ephemeral_storage_allocatable_gib
-from infra.placement import gib, min_root_volume_gib, placement_problems
+from infra.placement import gib, min_root_volume_gib, placement_problems, pool_packing
 from infra.settings import SettingsError, Trn2PoolSettings, list_profiles, load_settings
 
 VARIANTS = ({}, {"serving.weights_storage": "ebs"}, {"serving.internal_nlb": "true"})
@@ -19,7 +20,7 @@ VARIANTS = ({}, {"serving.weights_storage": "ebs"}, {"serving.internal_nlb": "tr
 
 def _refusal(overrides: dict[str, str], profile: str = "default") -> list[str]:
     with pytest.raises(SettingsError) as err:
-        compose(App(), load_settings(profile, overrides))
+        compose(App(), load_settings(profile, {**ADMIN, **overrides}))
     return [str(p) for p in err.value.problems]
 
 
@@ -28,7 +29,7 @@ def _refusal(overrides: dict[str, str], profile: str = "default") -> list[str]:
 def test_every_shipped_profile_places_its_pods_on_a_pool(
     profile: str, variant: dict[str, str]
 ) -> None:
-    settings = load_settings(profile, variant)
+    settings = load_settings(profile, {**ADMIN, **variant})
     manifests = preflight(settings, check_placement=False).workload.manifests.all()
     assert placement_problems(settings.trn2_pools, manifests) == []
 
@@ -37,7 +38,7 @@ def test_a_pool_lnc_the_engine_config_does_not_use_is_refused_naming_both_fixes(
     (line,) = _refusal({"trn2_pools.0.lnc": "1"})
     assert line.startswith("trn2_pools.0.lnc=1: Job/")
     assert line.endswith(
-        "and Deployment/qwen3-4b-dflash select trnspec.io/lnc=2 and no pool's nodes carry it, "
+        "and Deployment/qwen3-4b-baseline select trnspec.io/lnc=2 and no pool's nodes carry it, "
         "so they stay Pending: set trn2_pools.0.lnc=2, or hardware.lnc=1 in serving.overrides"
     )
 
@@ -52,8 +53,17 @@ def test_a_pool_of_another_instance_type_is_refused() -> None:
     )
 
 
+#: A pool whose instance type has no instance store known here: the kubelet's disk is the root
+#: volume, and the serving pods ask for an explicit 300 GiB.
+ROOT_VOLUME_POOL = {
+    "trn2_pools.0.instance_type": "trn2.3xlarge",
+    "serving.profile": "qwen3-4b-dflash-3xl",
+    "serving.weights_volume_gib": "300",
+}
+
+
 def test_a_root_volume_too_small_for_the_node_local_weights_is_refused_with_the_size() -> None:
-    (line,) = _refusal({"trn2_pools.0.root_volume_gib": "300"})
+    (line,) = _refusal({**ROOT_VOLUME_POOL, "trn2_pools.0.root_volume_gib": "300"})
     assert line.startswith(
         "trn2_pools.0.root_volume_gib=300: its nodes offer 269 GiB of ephemeral storage and Job/"
     )
@@ -66,7 +76,13 @@ def test_a_root_volume_too_small_for_the_node_local_weights_is_refused_with_the_
 
 def test_the_same_small_volume_is_fine_with_ebs_weights() -> None:
     settings = load_settings(
-        "default", {"trn2_pools.0.root_volume_gib": "300", "serving.weights_storage": "ebs"}
+        "default",
+        {
+            **ADMIN,
+            **ROOT_VOLUME_POOL,
+            "trn2_pools.0.root_volume_gib": "300",
+            "serving.weights_storage": "ebs",
+        },
     )
     manifests = preflight(settings, check_placement=False).workload.manifests.all()
     assert placement_problems(settings.trn2_pools, manifests) == []
@@ -74,11 +90,12 @@ def test_the_same_small_volume_is_fine_with_ebs_weights() -> None:
 
 def test_a_second_pool_that_fits_is_enough() -> None:
     pools = (
-        Trn2PoolSettings(name="small", root_volume_gib=300),
-        Trn2PoolSettings(name="big"),
+        Trn2PoolSettings(name="small", root_volume_gib=300, instance_type="trn2.3xlarge"),
+        Trn2PoolSettings(name="big", instance_type="trn2.3xlarge"),
     )
-    assert placement_problems(pools, [_pod(devices=16, storage="300Gi")]) == []
-    (line,) = placement_problems(pools[:1], [_pod(devices=16, storage="300Gi")])
+    pod = _pod_on(_pod(devices=1, storage="300Gi"), "trn2.3xlarge")
+    assert placement_problems(pools, [pod]) == []
+    (line,) = placement_problems(pools[:1], [pod])
     assert line.field == "trn2_pools.0.root_volume_gib"
 
 
@@ -95,7 +112,8 @@ def test_an_init_container_asking_for_more_than_the_containers_sets_the_request(
     pod = _pod(devices=1, storage="10Gi")
     spec = pod["spec"]["template"]["spec"]
     spec["initContainers"] = [{"resources": {"requests": {"ephemeral-storage": "500Gi"}}}]
-    (line,) = placement_problems((Trn2PoolSettings(name="trn2"),), [pod])
+    pool = Trn2PoolSettings(name="trn2", instance_type="trn2.3xlarge")
+    (line,) = placement_problems((pool,), [_pod_on(pod, "trn2.3xlarge")])
     assert line.field == "trn2_pools.0.root_volume_gib"
     size = min_root_volume_gib(500)
     assert (
@@ -109,6 +127,13 @@ def test_storage_quantities_in_binary_decimal_and_bytes() -> None:
     assert gib(str(2**30)) == 1
     assert gib("1073741824") == 1
     assert round(gib("500G"), 3) == 465.661
+
+
+def _pod_on(pod: dict[str, Any], instance_type: str) -> dict[str, Any]:
+    pod["spec"]["template"]["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = (
+        instance_type
+    )
+    return pod
 
 
 def _pod(devices: int, storage: str | None = None) -> dict[str, Any]:
@@ -130,3 +155,21 @@ def _pod(devices: int, storage: str | None = None) -> dict[str, Any]:
             }
         },
     }
+
+
+def test_pods_too_big_for_the_instance_store_are_refused_naming_the_storage_setting() -> None:
+    (line,) = placement_problems((Trn2PoolSettings(name="trn2"),), [_pod(1, "7000Gi")])
+    assert str(line) == (
+        "trn2_pools.0.instance_type=trn2.48xlarge: its nodes offer 6369 GiB of ephemeral "
+        "storage (instance store) and Deployment/serve ask for 7000 GiB: lower "
+        "serving.weights_volume_gib, or use weights_storage ebs"
+    )
+
+
+def test_the_shipped_default_packs_one_replica_per_chip_of_a_trn2_48xlarge() -> None:
+    settings = load_settings("default", ADMIN)
+    manifests = preflight(settings, check_placement=False).workload.manifests.all()
+    (deployment,) = [m for m in manifests if m["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    packing = pool_packing(settings.trn2_pools[0], pod)
+    assert (packing.replicas, packing.limit) == (16, "aws.amazon.com/neuron")

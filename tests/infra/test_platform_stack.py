@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
-from platform_synth import Synth, cfn_text
+from platform_synth import ADMIN_ARN, Synth, cfn_text
 
 from infra.addons import cluster_autoscaler, karpenter, neuron
 from infra.neuron_node import NEURON_AMI_TYPE
@@ -89,6 +89,11 @@ def test_trn2_launch_template_sets_root_volume_imdsv2_and_lnc(default: Synth) ->
     # The Neuron EKS docs' format: the variable assignment, not a bare number.
     assert "echo NEURON_LOGICAL_NC_CONFIG=2 > /opt/aws/neuron/logical_nc_config" in user_data
     assert user_data.startswith("MIME-Version: 1.0")
+    # nodeadm puts the kubelet and containerd on the instance store (RAID0 of its NVMe disks).
+    assert (
+        "Content-Type: application/node.eks.aws\n\n---\napiVersion: node.eks.aws/v1alpha1\n"
+        "kind: NodeConfig\nspec:\n  instance:\n    localStorage:\n      strategy: RAID0\n"
+    ) in user_data
     assert "NetworkInterfaces" not in data and "InstanceMarketOptions" not in data
 
 
@@ -99,8 +104,9 @@ def test_node_template_tags_let_the_autoscaler_build_an_empty_trn2_group(default
         f"{TEMPLATE_TAG}/taint/aws.amazon.com/neuron": "true:NoSchedule",
         f"{TEMPLATE_TAG}/label/trnspec.io/pool": "trn2",
         f"{TEMPLATE_TAG}/label/node.kubernetes.io/instance-type": "trn2.48xlarge",
-        # 512 GiB root volume - 10% nodefs eviction threshold - 1 GiB kube-reserved, floored.
-        f"{TEMPLATE_TAG}/resources/ephemeral-storage": "459Gi",
+        # The kubelet sits on the 4 x 1.9 TB instance store (RAID0, 7078 GiB) - 10 % nodefs
+        # eviction threshold - 1 GiB kube-reserved, floored.
+        f"{TEMPLATE_TAG}/resources/ephemeral-storage": "6369Gi",
     }
     default.template.has_resource_properties(
         "AWS::EKS::Nodegroup",
@@ -140,14 +146,21 @@ def test_capacity_block_pool_targets_its_reservation_in_one_az(capacity_block: S
     assert ng["Properties"]["AmiType"] == NEURON_AMI_TYPE
 
 
-def test_efa_pool_attaches_every_efa_interface_in_a_placement_group(capacity_block: Synth) -> None:
+def test_efa_capacity_block_pool_has_ena_primary_efa_only_cards_and_no_new_placement_group(
+    capacity_block: Synth,
+) -> None:
     (lt,) = capacity_block.resources("AWS::EC2::LaunchTemplate").values()
-    nics = lt["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
-    assert [n["NetworkCardIndex"] for n in nics] == list(range(16))
-    assert {n["InterfaceType"] for n in nics} == {"efa"}
-    capacity_block.template.has_resource_properties(
-        "AWS::EC2::PlacementGroup", {"Strategy": "cluster"}
-    )
+    data = lt["Properties"]["LaunchTemplateData"]
+    nics = data["NetworkInterfaces"]
+    assert [(n["NetworkCardIndex"], n["InterfaceType"]) for n in nics[:2]] == [
+        (0, "interface"),
+        (0, "efa-only"),
+    ]
+    assert [n["NetworkCardIndex"] for n in nics[2:]] == list(range(1, 16))
+    assert {n["InterfaceType"] for n in nics[2:]} == {"efa-only"}
+    # EC2 places a capacity block's instances together itself; a new group could refuse them.
+    assert capacity_block.resources("AWS::EC2::PlacementGroup") == {}
+    assert "Placement" not in data
 
 
 def test_control_plane_logs_all_types_and_encrypts_secrets_with_kms(default: Synth) -> None:
@@ -354,3 +367,18 @@ def test_stack_exposes_what_a_serving_stack_needs(default: Synth) -> None:
     assert stack.settings.cluster_name == "trnspec"
     assert [ng.nodegroup_name for ng in stack.trn2_nodegroups] == ["trnspec-trn2"]
     assert stack.kubectl_provider is not None
+
+
+def test_the_named_admin_gets_a_cluster_admin_access_entry(default: Synth) -> None:
+    """The person deploying (platform_synth.ADMIN_ARN here) is cluster admin through an access
+    entry of their own, not through the creator's entry (CloudFormation's execution role)."""
+    (entry,) = [
+        r["Properties"]
+        for r in default.resources("AWS::EKS::AccessEntry").values()
+        if r["Properties"]["PrincipalArn"] == ADMIN_ARN
+    ]
+    (policy,) = entry["AccessPolicies"]
+    assert policy["AccessScope"] == {"Type": "cluster"}
+    assert cfn_text(policy["PolicyArn"]).endswith(
+        ":cluster-access-policy/AmazonEKSClusterAdminPolicy"
+    )

@@ -25,15 +25,17 @@ from autoscaler_sim import (
     karpenter_nodes,
     managed_nodegroup_nodes,
     manifests,
+    pack,
     pod_templates,
     quantity,
     unschedulable_reasons,
 )
 from aws_cdk import App
-from platform_synth import Synth, synth_profile
+from platform_synth import ADMIN, Synth, synth_profile
+from trnspec.config import load_profile
+from trnspec.packing import ephemeral_storage_allocatable_gib, placement_for
 
 from infra.composition import compose
-from infra.neuron_node import ephemeral_storage_allocatable_gib
 from infra.settings import SettingsError, list_profiles, load_settings
 
 PROFILES = tuple(list_profiles())
@@ -73,9 +75,13 @@ def test_every_neuron_pod_fits_an_empty_trn2_pool_of_every_autoscaler(
     synth: Synth = platform_synth(profile)
     pods, _ = _workloads(synth)
     nodes = _nodes(synth)
-    # Something to check: the serving Deployment and the precompile Job, on every pool.
+    # Something to check: the serving Deployment and the precompile Job, on every pool, and the
+    # weights Job (no Neuron device, on the same Trn2 node: the cluster's only other nodes are
+    # the system group, which the workload never selects).
     assert {p.owner.split("/")[0] for p in pods} >= {"Deployment", "Job"}
-    assert all(p.requests_neuron() for p in pods)
+    weights = [p for p in pods if "-weights-" in p.owner]
+    assert len(weights) == 1 and not weights[0].requests_neuron()
+    assert all(p.requests_neuron() for p in pods if p not in weights)
     pools = {n.pool for n in nodes}
     assert len(pools) == len(synth.stack.settings.trn2_pools)
     assert simulate(synth) == []
@@ -95,40 +101,48 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
     failures = simulate(dataclasses.replace(synth, raw=raw))
     assert failures, "the simulation must notice the missing tag"
     assert all("cluster-autoscaler template" in f for f in failures)
+    # The default plan's pod stages 40 GiB (Qwen3-4B without a drafter; trnspec.packing).
     assert all(
-        "Insufficient ephemeral-storage (requests 300.00Gi; node has none)" in f for f in failures
+        "Insufficient ephemeral-storage (requests 40.00Gi; node has none)" in f for f in failures
     )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("overrides", "refusal", "failure"),
+    ("overrides", "refusal", "failure", "failing"),
     [
         (
-            {"trn2_pools.0.root_volume_gib": "300"},
+            {
+                "trn2_pools.0.instance_type": "trn2.3xlarge",
+                "serving.profile": "qwen3-4b-dflash-3xl",
+                "serving.weights_volume_gib": "300",
+                "trn2_pools.0.root_volume_gib": "300",
+            },
             "its nodes offer 269 GiB of ephemeral storage",
             "Insufficient ephemeral-storage (requests 300.00Gi, allocatable 269.00Gi)",
+            2,  # the weights Job keeps its scratch on its own EBS volume: it still fits
         ),
         (
             {"trn2_pools.0.lnc": "1"},
             r"select trnspec\.io/lnc=2 and no pool's nodes",
             "trnspec.io/lnc",
+            3,  # the weights Job selects the serving pods' labels: it shares their fate
         ),
     ],
     ids=["root-volume-300", "pool-lnc-1"],
 )
 def test_what_synth_refuses_the_simulation_of_its_templates_refuses_too(
-    tmp_path: Path, overrides: dict[str, str], refusal: str, failure: str
+    tmp_path: Path, overrides: dict[str, str], refusal: str, failure: str, failing: int
 ) -> None:
-    """A 300 GiB root volume leaves the kubelet 269 GiB, too little for the 300 GiB scratch
-    volume; a pool at LNC=1 lacks the label the pods select. Synth refuses both profiles
-    (infra/placement.py); built without that check, the autoscalers' template node and the
-    booted node refuse the pods for the same reason."""
+    """On a type without a known instance store, a 300 GiB root volume leaves the kubelet
+    269 GiB, too little for a 300 GiB scratch volume; a pool at LNC=1 lacks the label the pods
+    select. Synth refuses both profiles (infra/placement.py); built without that check, the
+    autoscalers' template node and the booted node refuse the pods for the same reason."""
     with pytest.raises(SettingsError, match=refusal):
-        compose(App(), load_settings("default", overrides))
+        compose(App(), load_settings("default", {**ADMIN, **overrides}))
     synth = synth_profile("default", tmp_path, overrides, check_placement=False)
     failures = simulate(synth)
-    assert len(failures) == 4  # Deployment and Job, each on the template and the booted node
+    assert len(failures) == 2 * failing  # each pod on the template and on the booted node
     assert all(failure in f for f in failures), failures
 
 
@@ -239,3 +253,42 @@ def _node(
     labels: dict[str, str] | None = None,
 ) -> Node:
     return Node("p", "test", "trn2.48xlarge", allocatable, labels or {}, taints)
+
+
+@pytest.mark.parametrize("replicas", [1, 16, 17, 40])
+@pytest.mark.parametrize("profile", ["default", "karpenter"])
+def test_pending_default_replicas_and_the_precompile_job_fill_trn2_nodes_chip_by_chip(
+    platform_synth: Any, profile: str, replicas: int
+) -> None:
+    """N replicas of the shipped default (one chip each) plus its precompile Job land on
+    ceil((N + 1) / 16) trn2.48xlarge nodes in every view (autoscaler's imagined node, booted
+    node): the Job runs beside the replicas, not on a node of its own, and `predict` prices the
+    same replicas per node (trnspec.packing). The weights Job (no chip) fits beside them too."""
+    synth: Synth = platform_synth(profile)
+    pods, daemonsets = _workloads(synth)
+    (server,) = [p for p in pods if p.owner.startswith("Deployment/")]
+    (job,) = [p for p in pods if p.owner.startswith("Job/") and "precompile" in p.owner]
+    (weights,) = [p for p in pods if p.owner.startswith("Job/") and "precompile" not in p.owner]
+    per_node = placement_for(load_profile((synth.stack.settings.serving or {})["profile"]))
+    assert per_node is not None and per_node.packing.replicas == 16
+    schedulers = installed_schedulers(synth.raw)
+    for node in _nodes(synth):
+        placed = pack([weights, job] + [server] * replicas, node, daemonsets, schedulers)
+        assert len(placed) == -(-(replicas + 1) // per_node.packing.replicas), node.name
+        assert weights.owner in placed[0] and job.owner in placed[0], node.name
+        assert len(placed[0]) == 1 + min(replicas + 1, 16), node.name
+
+
+def test_without_the_instance_store_a_root_volume_holds_fewer_default_replicas(
+    platform_synth: Any,
+) -> None:
+    """Without the nodeadm RAID0 part the kubelet's disk is the 512 GiB root volume: 459 GiB
+    holds 11 replicas of the default's 40 GiB, not 16 (the regression this guards against)."""
+    synth: Synth = platform_synth("default")
+    raw = json.loads(json.dumps(synth.raw).replace("strategy: RAID0", "strategy: none"))
+    pods, daemonsets = _workloads(synth)
+    (server,) = [p for p in pods if p.owner.startswith("Deployment/")]
+    (booted,) = [n for n in managed_nodegroup_nodes(raw) if n.view == "booted node"]
+    placed = pack([server] * 16, booted, daemonsets, installed_schedulers(synth.raw))
+    assert server.requests()[STORAGE] == 40 * GI
+    assert [len(n) for n in placed] == [11, 5]

@@ -140,11 +140,11 @@ def test_model_bucket_is_kms_encrypted_versioned_private_and_tls_only(synth) -> 
 
 
 def _policies(raw: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Statements of each pod role's policy, keyed 'serve' / 'compile'."""
+    """Statements of each pod role's policy, keyed 'serve' / 'compile' / 'weights'."""
     out: dict[str, list[dict[str, Any]]] = {}
     for lid, res in raw["Resources"].items():
         if res["Type"] == "AWS::IAM::Policy":
-            key = "serve" if lid.startswith("ServeIdentity") else "compile"
+            key = next(k for k in ("serve", "compile", "weights") if lid.lower().startswith(k))
             out[key] = res["Properties"]["PolicyDocument"]["Statement"]
     return out
 
@@ -180,6 +180,30 @@ def test_compile_role_writes_only_under_the_compile_cache(synth) -> None:
     assert writes
     for s in writes:  # deletes too: replacing a corrupt cache entry, never a model
         assert _suffixes(s) == [f"/{COMPILE_CACHE_PREFIX}*"]
+
+
+def test_weights_role_writes_only_models_and_reads_only_the_hub_token_secret(synth) -> None:
+    statements = _policies(synth["raw"])["weights"]
+    writing = ("s3:Put", "s3:Delete")
+    writes = [s for s in statements if any(a.startswith(writing) for a in _actions(s))]
+    assert writes and all(_suffixes(s) == [f"/{MODELS_PREFIX}*"] for s in writes)
+    (read,) = [s for s in statements if "secretsmanager:GetSecretValue" in _actions(s)]
+    stack: ServingStack = synth["stack"]
+    secret_id = stack.get_logical_id(stack.hf_token.secret.node.default_child)
+    assert read["Resource"] == {"Ref": secret_id}
+    (listing,) = [s for s in statements if "s3:ListBucket" in _actions(s)]
+    assert listing["Condition"]["StringLike"]["s3:prefix"] == [f"{MODELS_PREFIX}*"]
+
+
+def test_the_hub_token_secret_is_created_empty(synth) -> None:
+    secrets = [
+        r["Properties"]
+        for r in synth["raw"]["Resources"].values()
+        if r["Type"] == "AWS::SecretsManager::Secret"
+        and "Hugging Face" in r["Properties"]["Description"]
+    ]
+    (secret,) = secrets
+    assert "SecretString" not in secret and "GenerateSecretString" not in secret
 
 
 @pytest.mark.parametrize("role", ["serve", "compile"])
@@ -361,7 +385,7 @@ def test_manifests_wait_for_what_they_need(synth) -> None:
         for lid in _of_type(raw, "Custom::AWSCDK-EKS-KubernetesResource")
         if '\\"kind\\":\\"ServiceAccount\\"' in json.dumps(raw["Resources"][lid]["Properties"])
     }
-    assert len(identities) == 2 and len(accounts) == 2
+    assert len(identities) == 3 and len(accounts) == 3  # serve, compile, weights
     # The ScaledObject after the Deployment it scales, monitors after the namespace, pods after
     # their identities and service accounts, service accounts after the namespace (the CRDs come
     # from the platform stack, deployed first: tests/infra/test_dependency_inventory.py).

@@ -51,7 +51,7 @@ def test_supported_kubernetes_versions_track_the_cdk_library() -> None:
     assert newest == DEFAULT_KUBERNETES_VERSION, "a newer KubernetesVersion exists: add it"
     for v in SUPPORTED_KUBERNETES_VERSIONS:
         assert hasattr(eks.KubernetesVersion, "V" + v.replace(".", "_"))
-        assert tuple(map(int, v.split("."))) >= (1, 34)
+        assert tuple(map(int, v.split("."))) >= (1, 35)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def test_cdk_own_context_keys_are_not_settings_overrides() -> None:
 
 
 _BAD: list[tuple[dict[str, Any], str, str]] = [
-    ({"kubernetes_version": "1.33"}, "kubernetes_version", "1.34, 1.35, 1.36"),
+    ({"kubernetes_version": "1.33"}, "kubernetes_version", "1.35, 1.36"),
     ({"kubernetes_version": "1.30"}, "kubernetes_version", "must be one of"),
     ({"trn2_pools.0.instance_type": "p5.48xlarge"}, "trn2_pools.0.instance_type", "trn2.3xlarge"),
     ({"trn2_pools.0.min_size": "-1"}, "trn2_pools.0.min_size", "greater than or equal to 0"),
@@ -111,6 +111,16 @@ _BAD: list[tuple[dict[str, Any], str, str]] = [
     ),
     ({"trn2_pools.0.availability_zone": "us-east-2a"}, "region", "pins an AZ"),
     ({"trn2_pools.0.efa": "true"}, "trn2_pools.0.efa", "placement group"),
+    (
+        {"trn2_pools.0.efa": "true", "trn2_pools.0.instance_type": "trn2.3xlarge"},
+        "trn2_pools.0.efa",
+        "trn2.3xlarge has no EFA device: set trn2_pools.0.efa=false",
+    ),
+    (
+        {"trn2_pools.0.capacity.placement_group": "pg"},
+        "trn2_pools.0.capacity",
+        "kind on-demand takes none",
+    ),
     ({"endpoint_access": "public"}, "endpoint_access", "public-and-private"),
     ({"autoscaler": "keda"}, "autoscaler", "karpenter"),
     ({"vpc.vpc_id": "vpc-0123456789abcdef0"}, "account/region", "needs both"),
@@ -119,6 +129,11 @@ _BAD: list[tuple[dict[str, Any], str, str]] = [
     ({"bogus": "1"}, "bogus", "allowed: account"),
     ({"trn2_pools.7.max_size": "1"}, "trn2_pools.7.max_size", "no item '7'"),
     ({"admin_principal_arns": "[nope]"}, "admin_principal_arns", "not IAM role/user ARNs"),
+    (
+        {"admin_principal_arns": "[arn:aws:sts::123456789012:assumed-role/Admin/me]"},
+        "admin_principal_arns",
+        "pass the role, ['arn:aws:iam::123456789012:role/Admin']",
+    ),
     ({"karpenter_ami_alias": "al2023@v2025"}, "karpenter_ami_alias", "pattern"),
 ]
 

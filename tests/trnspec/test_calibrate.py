@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
-import math
-from importlib import resources
+import dataclasses
 
 import pytest
 from trnspec.calibrate import (
-    DATA_FILE,
     FIT_FILE,
     Measurement,
     _stored_fit,
     data_digest,
-    fit_efficiency,
-    held_out,
+    fit_published,
+    implied_acceptance,
     load_published,
+    main,
     predicted_step_ms,
     report_markdown,
     trn2_calibration,
 )
+from trnspec.perf_data import data_text
 from trnspec.perf_model import Efficiency
+from trnspec.trn2_fit import SECOND_PASS, fit_constants, nnls
 
 MEASUREMENTS, SHAPES = load_published()
 
 
 @pytest.mark.parametrize("m", MEASUREMENTS, ids=lambda m: m.id)
-def test_every_published_figure_names_its_source_date_and_conditions(m: Measurement):
+def test_every_published_figure_names_its_source_quote_date_and_conditions(m: Measurement):
     assert m.source.startswith("https://") and m.date and m.stack
+    assert len(m.quote) >= 10
     assert m.tp >= 1 and m.batch >= 1 and m.input_len > 0 and m.output_len > 0
     assert m.tpot_ms or m.step_ms or m.output_tokens_per_s
     if m.role == "speculative":
@@ -34,62 +36,148 @@ def test_every_published_figure_names_its_source_date_and_conditions(m: Measurem
         assert m.baseline in {b.id for b in MEASUREMENTS if b.role == "baseline"}
 
 
+def test_a_row_without_a_quote_is_refused_naming_the_field():
+    text = data_text().replace("    quote: 'No speculative decoding,814.2,19.6,36'\n", "", 1)
+    with pytest.raises(ValueError, match="llama33-70b-tp64-bs1: quote=None"):
+        load_published(text)
+
+
 def test_the_stored_fit_belongs_to_the_shipped_data():
-    text = resources.files("trnspec").joinpath(DATA_FILE).read_text(encoding="utf-8")
-    assert _stored_fit(data_digest(text)) is not None, (
+    assert _stored_fit(data_digest(data_text())) is not None, (
         f"trnspec/{FIT_FILE} is stale: run python -m trnspec.calibrate --write"
     )
     assert _stored_fit("0" * 64) is None
 
 
-def test_a_fresh_fit_reproduces_the_stored_constants():
-    text = resources.files("trnspec").joinpath(DATA_FILE).read_text(encoding="utf-8")
+def test_a_fresh_fit_and_validation_reproduce_the_stored_ones_bit_for_bit():
+    text = data_text()
     stored = _stored_fit(data_digest(text))
-    fresh = fit_efficiency([m for m in MEASUREMENTS if m.role == "baseline"], SHAPES)
-    assert stored is not None and set(fresh.efficiency) == set(stored.efficiency)
-    for group, eff in fresh.efficiency.items():
-        for name, value in eff.__dict__.items():
-            assert value == pytest.approx(getattr(stored.efficiency[group], name), rel=1e-6)
+    fresh = fit_published(text)
+    assert stored is not None
+    assert fresh.fit.efficiency == stored.fit.efficiency
+    assert fresh.fit.rms_rel_error == stored.fit.rms_rel_error
+    assert fresh.validation == stored.validation
+    assert fresh.validation_first_pass == stored.validation_first_pass
+
+
+def test_nnls_solves_a_known_nonnegative_system_and_clips_a_negative_coefficient():
+    cols = [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]
+    assert nnls(cols, [2.0, 3.0, 5.0]) == pytest.approx([2.0, 3.0])
+    # the unconstrained answer would be (-1, 1): the constrained one drops the first column
+    x = nnls([[1.0, 0.0], [1.0, 1.0]], [-1.0, 0.0])
+    assert x[0] == 0.0 and x[1] == pytest.approx(0.0, abs=1e-12)
 
 
 def test_the_fit_recovers_constants_that_generated_the_data():
-    truth = Efficiency(0.4, 0.05, 0.012, 3e-6, token_overhead_s=2e-4)
-    synthetic = [
-        Measurement(
-            **{
-                **m.__dict__,
-                "tpot_ms": None,
-                "output_tokens_per_s": None,
-                "step_ms": predicted_step_ms(m, SHAPES, truth),
-                "stack_group": "one",
-            }
+    truth = Efficiency(
+        1.0,
+        COMPUTE := 0.1778279410038923,
+        0.012,
+        0.0,
+        sequence_overhead_s=8e-4,
+        context_token_s=9e-9,
+        logit_pair_s=1e-10,
+    )
+    rows = [
+        dataclasses.replace(
+            m,
+            tpot_ms=None,
+            output_tokens_per_s=None,
+            acceptance_length=None,
+            role="baseline",
+            step_ms=predicted_step_ms(m, SHAPES, truth),
+            stack_group="one",
         )
         for m in MEASUREMENTS
-        if m.role == "baseline"
     ]
-    fit = fit_efficiency(synthetic, SHAPES)
-    assert fit.rms_log_error < 0.01
-    for m in synthetic:
-        assert predicted_step_ms(m, SHAPES, fit.efficiency["one"]) == pytest.approx(
-            m.step_ms, rel=0.02
-        )
+    fit = fit_constants(rows, SHAPES, SECOND_PASS)
+    assert fit.rms_rel_error < 1e-6
+    eff = fit.efficiency["one"]
+    assert eff.compute == COMPUTE and eff.memory == 1.0
+    for m in rows:
+        assert predicted_step_ms(m, SHAPES, eff) == pytest.approx(m.step_ms, rel=1e-6)
 
 
-def test_baselines_fit_within_ten_percent():
+def test_fitted_rows_are_within_twenty_percent():
+    for rid, published, predicted in trn2_calibration().residuals:
+        assert abs(predicted / published - 1) < 0.20, rid
+
+
+def test_held_out_rows_are_predicted_within_twenty_percent_or_listed_with_a_reason():
     cal = trn2_calibration()
-    for rid, published, predicted in cal.residuals:
-        assert abs(predicted / published - 1) < 0.10, rid
+    misses = {h.id for h in cal.validation if h.error is None or abs(h.error) > 0.20}
+    # the plugin stack has one source (no floor left when it is held out); Qwen3-4B DFlash at
+    # concurrency 4 is the documented miss (docs/performance.md)
+    assert misses == {
+        "llama31-8b-tp8-c2",
+        "llama31-8b-tp8-c2-eagle3-k3",
+        "qwen3-4b-tp4-c4-dflash-k15",
+    }
+    for h in cal.validation:
+        assert (h.predicted is None) == bool(h.reason)
 
 
-def test_held_out_rows_are_the_speculative_ones_with_an_implied_acceptance():
-    rows = held_out(trn2_calibration())
+def test_every_speculative_row_reports_the_acceptance_the_model_needs():
+    rows = implied_acceptance(trn2_calibration())
     assert {r.id for r in rows} == {m.id for m in MEASUREMENTS if m.role == "speculative"}
-    for r in rows:
-        assert math.isfinite(r.implied_acceptance_length) and r.published_speedup > 0
-        assert (r.predicted_speedup is None) == (r.acceptance_length is None)
 
 
-def test_report_lists_fit_residuals_and_held_out_rows():
+def test_report_lists_every_row_and_both_held_out_tables():
     md = report_markdown(trn2_calibration())
     for m in MEASUREMENTS:
         assert m.id in md
+    assert "first pass model (before)" in md and "this model (after)" in md
+
+
+def test_add_refits_with_a_users_own_rows(tmp_path, capsys):
+    row = tmp_path / "mine.yaml"
+    row.write_text(
+        """measurements:
+  - id: my-llama31-8b-tp4-c2
+    role: baseline
+    source: https://example.com/my-run
+    quote: "tune --stack: TPOT 25.9 ms at concurrency 2"
+    date: "2026-12-01"
+    stack: vLLM Neuron plugin, trnspec tune
+    stack_group: plugin-sync
+    target: Llama-3.1-8B
+    instance: trn2.3xlarge
+    tp: 4
+    lnc: 2
+    batch: 2
+    input_len: 64
+    output_len: 192
+    weight_bytes: 2
+    tpot_ms: 25.9
+""",
+        encoding="utf-8",
+    )
+    out = tmp_path / "fit.json"
+    assert main(["--add", str(row), "--out", str(out)]) == 0
+    assert "my-llama31-8b-tp4-c2" in capsys.readouterr().out and out.exists()
+
+
+def test_add_refuses_a_row_that_repeats_a_shipped_id(tmp_path, capsys):
+    row = tmp_path / "dup.yaml"
+    text = data_text()
+    row.write_text(text[text.index("measurements:") :], encoding="utf-8")
+    assert main(["--add", str(row)]) == 2
+    assert "appear more than once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (
+            "measurements:\n  - id: x\n    role: baseline\n    quote: some words here\n",
+            "missing fields",
+        ),
+        ("measurements: [\n", "not YAML"),
+    ],
+)
+def test_add_refuses_a_file_it_cannot_read_in_one_line(tmp_path, capsys, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["--add", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1

@@ -69,6 +69,9 @@ def test_check_and_plan_warn_but_do_not_refuse_a_legacy_profile(capsys, command)
     assert code == 0
     assert err.startswith("WARNING: image=neuron-fork: legacy:")
     assert "Neuron SDK 2.28" in err
+    # ... and say that a deployment is refused, and why
+    assert "refused for deployment: image neuron-fork carries Neuron runtime 2.28" in err
+    assert "requires runtime 2.33 or later" in err
     if command == "plan":
         assert "LEGACY" in out
 
@@ -184,8 +187,13 @@ def test_an_extension_with_a_broken_import_is_not_hidden(monkeypatch, tmp_path):
         build_parser()
 
 
-def test_stage_serve_and_predict_are_the_extension_modules():
-    assert EXTENSION_MODULES == ("trnspec.stage_cli", "trnspec.serve", "trnspec.predict")
+def test_stage_serve_predict_and_plan_deploy_are_the_extension_modules():
+    assert EXTENSION_MODULES == (
+        "trnspec.stage_cli",
+        "trnspec.serve",
+        "trnspec.predict",
+        "trnspec.plan_deploy",
+    )
 
 
 def test_python_dash_m_trnspec_runs_and_exits_2_without_traceback():

@@ -292,7 +292,7 @@ INVALID_FOR_TYPE = {
     "server.port": st.one_of(st.integers(max_value=0), st.integers(min_value=65536)),
     "hardware.lnc": st.integers().filter(lambda n: n not in (1, 2)),
     "speculation.num_speculative_tokens": st.integers(max_value=0),
-    "image": st.text().filter(lambda s: s not in {"neuron-fork", "neuron-plugin", "cpu"}),
+    "image": st.text().filter(lambda s: s not in {g.value for g in ImageGeneration}),
     "dtype": st.text().filter(lambda s: s not in {"bfloat16", "float16", "float32"}),
     "speculation.method": st.text().filter(lambda s: s not in {"draft_model", "eagle3", "none"}),
     "target.name": st.just(""),

@@ -86,8 +86,11 @@ def test_base_image_is_the_pinned_image_of_the_default_profiles_generation() -> 
     assert first("FROM") == "${BASE_IMAGE}"
     cmd = json.loads(last("CMD"))
     name = cmd[cmd.index("--profile") + 1]
-    deployment_default = yaml.safe_load((IMAGE_DIR.parent / "config" / "default.yaml").read_text())
-    assert name == deployment_default["serving"]["profile"]
+    # The deployment default names a plan file (config/plans/), whose serving.profile it runs.
+    repo = IMAGE_DIR.parent
+    deployment_default = yaml.safe_load((repo / "config" / "default.yaml").read_text())
+    plan = yaml.safe_load((repo / deployment_default["serving"]["plan"]).read_text())
+    assert name == plan["serving"]["profile"]
     assert default == pinned(load_profile(name).image)
 
 

@@ -158,3 +158,12 @@ def test_verify_reports_files_the_manifest_does_not_list(model_dir: Path) -> Non
     problems = verify(model_dir, manifest)
     assert [(p.path, p.reason) for p in problems] == [("stale-shard.safetensors", "extra")]
     assert "not in the manifest" in str(problems[0])
+
+
+def test_a_fifo_in_the_staged_directory_is_refused_not_waited_on(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(ManifestError, match="pipe: not a regular file"):
+        build_manifest(tmp_path)

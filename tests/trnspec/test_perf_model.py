@@ -198,3 +198,22 @@ def test_the_speculation_overhead_is_paid_only_when_speculating():
     k3 = step_cost(QWEN32, "draft_model", QWEN17, 3, 1, dep(), eff)
     assert plain.overhead_s == k0.overhead_s == pytest.approx(0.004)
     assert k3.overhead_s == pytest.approx(0.007)
+
+
+def test_the_pair_term_grows_with_the_square_of_the_positions_and_the_vocabulary():
+    eff = Efficiency(1.0, 1.0, 0.0, 0.0, logit_pair_s=1e-10)
+    one, four = (pass_cost(LLAMA8, t, 1, dep(4), eff, 2).pair_s for t in (10, 40))
+    assert four == pytest.approx(16 * one)
+    assert one == pytest.approx(100 * LLAMA8.vocab * 1e-10)
+
+
+def test_the_context_term_is_paid_per_sequence_layer_and_cached_token():
+    eff = Efficiency(1.0, 1.0, 0.0, 0.0, context_token_s=1e-8)
+    small = pass_cost(LLAMA70, 1, 1, dep(64, context=1000), eff, 2).context_s
+    assert pass_cost(LLAMA70, 4, 4, dep(64, context=1000), eff, 2).context_s == pytest.approx(
+        4 * small
+    )
+    assert pass_cost(LLAMA70, 1, 1, dep(64, context=4000), eff, 2).context_s == pytest.approx(
+        4 * small
+    )
+    assert small == pytest.approx(LLAMA70.layers * 1000 * 1e-8)

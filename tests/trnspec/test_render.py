@@ -64,7 +64,9 @@ def test_lnc_reaches_compiler_and_runtime_through_one_variable(lnc):
         assert "NEURON_RT_VIRTUAL_CORE_SIZE" not in env
 
 
-def test_plugin_renders_eagle3_with_on_device_sampling_and_its_compile_cache_env():
+def test_plugin_renders_eagle3_as_the_tutorial_command_with_its_compile_cache_env():
+    """vllm-neuron tutorial-eagle3-speculative-decoding-llama-3-1.md: --no-enable-prefix-caching
+    and the speculative config, no --additional-config (so no greedy-only on-device sampling)."""
     cmd = render(load_profile("llama31-8b-eagle3"), remote_cache="/mnt/fsx/neuron-cache")
     assert cmd.image == IMAGES[ImageGeneration.NEURON_PLUGIN].uri
     assert json.loads(flag(cmd.argv, "--speculative-config")) == {
@@ -72,16 +74,15 @@ def test_plugin_renders_eagle3_with_on_device_sampling_and_its_compile_cache_env
         "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
         "num_speculative_tokens": 3,
     }
-    assert json.loads(flag(cmd.argv, "--additional-config")) == {
-        "neuron_config": {"on_device_sampling_config": {"temperature": "0"}}
-    }
+    assert "--additional-config" not in cmd.argv
     assert "--no-enable-prefix-caching" in cmd.argv
     assert "--override-neuron-config" not in cmd.argv
     assert cmd.env["VLLM_CACHE_ROOT"] == COMPILED_ROOT
     assert cmd.env["NEURON_LIBTORCH_REMOTE_CACHE"] == "/mnt/fsx/neuron-cache"
 
 
-def test_plugin_renders_dflash_as_the_features_guide_command():
+def test_plugin_renders_dflash_as_awss_run_tp4_script():
+    """vllm-neuron examples/vllm_neuron/models/llama3/dflash/run_tp4.sh, flag by flag."""
     cmd = render(load_profile("llama31-8b-dflash"))
     assert json.loads(flag(cmd.argv, "--speculative-config")) == {
         "method": "dflash",
@@ -96,11 +97,95 @@ def test_plugin_renders_dflash_as_the_features_guide_command():
     ):
         assert switch in cmd.argv
     assert flag(cmd.argv, "--max-num-batched-tokens") == "8192"
-    assert flag(cmd.argv, "--num-gpu-blocks-override") == str(8192 * 4 // 32)
-    assert json.loads(flag(cmd.argv, "--additional-config"))["neuron_config"] == {
-        "quantization": "bf16",
-        "on_device_sampling_config": {"temperature": "0"},
+    assert flag(cmd.argv, "--num-gpu-blocks-override") == "1200"  # 8192 * 4 / 32 + 176
+    assert json.loads(flag(cmd.argv, "--additional-config")) == {
+        "neuron_config": {"quantization": "bf16"}
     }
+
+
+#: What each shipped plugin profile passes beyond the common flags, as AWS's command for its
+#: method does (docs/workload.md, "Commands"): DFlash as run_tp4.sh, EAGLE3 as the tutorial.
+PLUGIN_METHOD_FLAGS: dict[str, tuple[list[str], dict | None]] = {
+    "qwen3-4b-dflash": (
+        [
+            *("--max-num-batched-tokens", "8192", "--num-gpu-blocks-override", "1200"),
+            *("--no-async-scheduling", "--no-enable-chunked-prefill"),
+            *("--no-enable-prefix-caching", "--disable-hybrid-kv-cache-manager"),
+        ],
+        {"neuron_config": {"quantization": "bf16"}},
+    ),
+    "qwen3-4b-dflash-3xl": (
+        [
+            *("--max-num-batched-tokens", "8192", "--num-gpu-blocks-override", "1200"),
+            *("--no-async-scheduling", "--no-enable-chunked-prefill"),
+            *("--no-enable-prefix-caching", "--disable-hybrid-kv-cache-manager"),
+        ],
+        {"neuron_config": {"quantization": "bf16"}},
+    ),
+    "llama31-8b-dflash": (
+        [
+            *("--max-num-batched-tokens", "8192", "--num-gpu-blocks-override", "1200"),
+            *("--no-async-scheduling", "--no-enable-chunked-prefill"),
+            *("--no-enable-prefix-caching", "--disable-hybrid-kv-cache-manager"),
+        ],
+        {"neuron_config": {"quantization": "bf16"}},
+    ),
+    "llama31-8b-eagle3": (["--no-enable-prefix-caching"], None),
+    "qwen3-4b-baseline": ([], None),
+}
+
+
+def _plugin_profiles() -> list[str]:
+    return [
+        name
+        for name in list_profiles()
+        if load_profile(name).image is ImageGeneration.NEURON_PLUGIN
+    ]
+
+
+def test_every_plugin_profile_has_its_awss_command_pinned():
+    assert sorted(_plugin_profiles()) == sorted(PLUGIN_METHOD_FLAGS)
+
+
+@pytest.mark.parametrize("profile", sorted(PLUGIN_METHOD_FLAGS))
+def test_plugin_profile_passes_exactly_awss_method_flags_and_additional_config(profile):
+    cfg = load_profile(profile)
+    argv = render(cfg).argv
+    expected_flags, expected_additional = PLUGIN_METHOD_FLAGS[profile]
+    after_common = argv[argv.index("--dtype") + 2 :]
+    speculative = "--speculative-config"
+    end = after_common.index(speculative) if speculative in after_common else len(after_common)
+    assert after_common[:end] == expected_flags
+    if expected_additional is None:
+        assert "--additional-config" not in argv
+    else:
+        assert json.loads(flag(argv, "--additional-config")) == expected_additional
+    assert "on_device_sampling_config" not in " ".join(argv)
+
+
+@pytest.mark.parametrize("profile", sorted(PLUGIN_METHOD_FLAGS))
+def test_plugin_profile_env_is_awss_script_env_plus_cache_and_lnc(profile):
+    cfg = load_profile(profile)
+    assert render(cfg).env == {
+        "NEURON_SKIP_EFA_AFFINITY": "1",
+        "VLLM_NEURON_COMPILATION_TIMEOUT": "3600",
+        "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": "3600",
+        "VLLM_CACHE_ROOT": COMPILED_ROOT,
+        "NEURON_LOGICAL_NC_CONFIG": str(cfg.hardware.lnc),
+    }
+
+
+@pytest.mark.parametrize(
+    ("max_model_len", "max_num_seqs", "blocks"),
+    [(8192, 4, 1200), (8192, 1, 432), (4096, 2, 432), (2048, 3, 368)],
+)
+def test_dflash_kv_blocks_follow_awss_script_formula(max_model_len, max_num_seqs, blocks):
+    """run_tp4.sh: $(( (MAX_MODEL_LEN * MAX_NUM_SEQS) / BLOCK_SIZE + 176 )), BLOCK_SIZE=32."""
+    cfg = apply_overrides(
+        load_profile("qwen3-4b-dflash"),
+        [f"max_model_len={max_model_len}", f"max_num_seqs={max_num_seqs}"],
+    )
+    assert flag(render(cfg).argv, "--num-gpu-blocks-override") == str(blocks)
 
 
 def test_plugin_baseline_renders_no_speculation_flags():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 from serve_fakes import FAKE_SERVER, MODEL, free_port, wait_for
 from trnspec.config import apply_overrides, load_profile
-from trnspec.serve.probes import ReadyFile, http_probe, probe_url, requests_in_flight
+from trnspec.serve.probes import ReadyFile, http_busy, http_probe, probe_url, requests_in_flight
 
 
 @pytest.mark.parametrize(
@@ -66,3 +67,22 @@ def test_ready_file_that_cannot_be_written_does_not_crash(tmp_path: Path) -> Non
     ready.set()
     ready.clear()
     assert not ready.path.exists()
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-Inf", "-3"])
+def test_a_non_finite_or_negative_gauge_is_not_a_count(value: str) -> None:
+    text = f'vllm:num_requests_running{{model_name="m"}} {value}\n'
+    assert requests_in_flight(text) is None
+    assert requests_in_flight(text + "vllm:num_requests_waiting 2\n") == 2
+
+
+def test_a_metrics_answer_that_does_not_come_in_time_counts_as_busy() -> None:
+    """A loaded vLLM answers /metrics slowly: the drain keeps waiting (bounded by its deadline)
+    instead of stopping a server that may hold requests. Nothing listening cannot tell."""
+
+    with socket.socket() as silent:  # accepts (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        port = silent.getsockname()[1]
+        assert http_busy(f"http://127.0.0.1:{port}", timeout=0.2)() is True
+    assert http_busy(f"http://127.0.0.1:{free_port()}", timeout=0.2)() is None  # refused

@@ -131,15 +131,65 @@ def test_staged_models_are_checked_again_from_their_config_files(s3: Any, tmp_pa
     assert fake.calls == []  # vLLM never started
 
 
-def test_missing_model_in_s3_fails_staging_without_starting_vllm(
-    s3: Any, tmp_path: Path, capsys: Any
+def test_a_model_never_published_fails_staging_after_a_bounded_wait_without_starting_vllm(
+    s3: Any, tmp_path: Path, capsys: Any, caplog: Any
 ) -> None:
     cfg = apply_overrides(s3_qwen(), ["speculation.draft.source=s3://models/Qwen3-1.7B-missing"])
-    fake, opts = FakeVllm(), options(tmp_path, "pod")
-    plan = plan_for(cfg, opts)
-    assert execute(cfg, plan, opts, fake, s3) == 1
+    fake = FakeVllm()
+    opts = dataclasses.replace(options(tmp_path, "pod"), weights_wait_delays=(30.0, 60.0))
+    slept: list[float] = []
+    with caplog.at_level(logging.WARNING, logger="trnspec.serve"):
+        assert execute(cfg, plan_for(cfg, opts), opts, fake, s3, sleep=slept.append) == 1
+    assert slept == [30.0, 60.0]
     assert "nothing published at s3://models/Qwen3-1.7B-missing" in capsys.readouterr().err
+    waits = [r.getMessage() for r in caplog.records if "not published yet" in r.getMessage()]
+    assert len(waits) == 2  # one line per wait, naming the source and the delay
+    assert "s3://models/Qwen3-1.7B-missing" in waits[0] and "waiting 30s, 1 more waits" in waits[0]
     assert fake.calls == []
+
+
+class PublishedDuringWait:
+    """A sleep that records each wait and publishes a model (what the weights Job does) during
+    the `at`-th one."""
+
+    def __init__(self, s3: Any, src: Path, name: str, config: dict[str, Any], at: int) -> None:
+        src.mkdir()
+        (src / "config.json").write_text(json.dumps(config))
+        (src / "model.safetensors").write_bytes(os.urandom(1000))
+        self.s3, self.src, self.name, self.at = s3, src, name, at
+        self.slept: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        if len(self.slept) == self.at:
+            upload(self.s3, self.src, S3Location("models", self.name))
+
+
+@pytest.mark.parametrize(
+    ("compile", "model", "config", "published_at"),
+    [(False, "Qwen3-1.7B", QWEN3_17B, 2), (True, "Qwen3-32B", QWEN3_32B, 1)],
+    ids=["replica-waits-for-its-draft", "precompile-job-waits-for-its-target"],
+)
+def test_a_pod_started_before_its_weights_waits_and_runs_once_they_are_published(
+    s3: Any, tmp_path: Path, compile: bool, model: str, config: dict[str, Any], published_at: int
+) -> None:
+    """The first deploy: the replica, the precompile Job and the weights Job start together;
+    the first two wait for what the third publishes, then serve or compile."""
+    field = "target.source" if model == "Qwen3-32B" else "speculation.draft.source"
+    cfg = apply_overrides(s3_qwen(), [f"{field}=s3://models/{model}-late"])
+    sleep = PublishedDuringWait(s3, tmp_path / "late", f"{model}-late", config, published_at)
+    fake = FakeVllm()
+    base = compile_only(tmp_path, "job") if compile else options(tmp_path, "pod")
+    opts = dataclasses.replace(base, weights_wait_delays=(30.0, 60.0, 120.0))
+    code = execute(cfg, plan_for(cfg, opts), opts, fake, s3, stop=lambda: None, sleep=sleep)
+    assert code == 0 and len(fake.calls) == 1
+    assert sleep.slept == [30.0, 60.0][:published_at]
+
+
+def test_the_default_weights_wait_is_bounded_to_about_two_hours() -> None:
+    delays = ServeOptions().weights_wait_delays
+    assert delays[:4] == (30.0, 60.0, 120.0, 240.0) and max(delays) == 300.0
+    assert 1.9 * 3600 < sum(delays) < 2.1 * 3600
 
 
 def test_cache_publish_denied_is_logged_and_the_pod_keeps_serving(
@@ -280,7 +330,7 @@ def test_serve_without_credentials_exits_1_after_a_bounded_wait(
 
 
 def test_a_permanent_staging_failure_is_not_retried(s3: Any, tmp_path: Path) -> None:
-    cfg = apply_overrides(s3_qwen(), ["target.source=s3://models/not-published"])
+    cfg = apply_overrides(s3_qwen(), ["target.source=s3://no-such-bucket/m"])
     opts = options(tmp_path, "pod")
     slept: list[float] = []
     assert execute(cfg, plan_for(cfg, opts), opts, FakeVllm(), s3, sleep=slept.append) == 1

@@ -176,3 +176,48 @@ def test_signal_handlers_are_restored_after_run(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("rc", "status"), [(0, 0), (1, 1), (-15, 143), (-9, 137)])
 def test_exit_status_reports_signals_like_a_shell(rc: int, status: int) -> None:
     assert exit_status(rc) == status
+
+
+def _sleeping_child() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+
+
+def test_the_stop_signal_is_forwarded_even_when_the_busy_probe_raises(tmp_path: Path) -> None:
+    def broken_busy() -> bool:
+        raise ValueError("cannot convert float NaN to integer")
+
+    sup = Supervisor(
+        ["true"],
+        {},
+        lambda: True,
+        ReadyFile(tmp_path / "ready"),
+        busy=broken_busy,
+        drain_timeout=30,
+        drain_poll=0.01,
+    )
+    child = _sleeping_child()
+    sup._child = child
+    try:
+        sup._drain_then_send(signal.SIGTERM)
+        assert child.wait(timeout=30) == -signal.SIGTERM
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            child.kill()
+
+
+def test_a_failed_readiness_thread_stops_the_server_loudly(tmp_path: Path) -> None:
+    from trnspec.serve.supervisor import EXIT_THREAD_FAILED
+
+    def broken_probe() -> bool:
+        raise RuntimeError("probe exploded")
+
+    sup = Supervisor(
+        [sys.executable, "-c", "import time; time.sleep(60)"],
+        dict(os.environ),
+        broken_probe,
+        ReadyFile(tmp_path / "ready"),
+        poll_interval=0.01,
+    )
+    assert sup.run() == EXIT_THREAD_FAILED
+    assert sup.failed_thread == "readiness"
+    assert not (tmp_path / "ready").exists()

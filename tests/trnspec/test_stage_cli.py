@@ -7,22 +7,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 from trnspec import staging
 from trnspec.cli import main
 from trnspec.manifest import MANIFEST_NAME
 
 
 @pytest.fixture
-def s3(fake_aws_env: None) -> Any:
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-2")
-        client.create_bucket(
-            Bucket="bkt", CreateBucketConfiguration={"LocationConstraint": "us-east-2"}
-        )
-        yield client
+def s3(s3_bkt: Any) -> Any:
+    return s3_bkt
 
 
 def test_upload_download_verify_round_trip(s3: Any, tmp_path: Path, capsys: Any) -> None:

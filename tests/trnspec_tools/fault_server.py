@@ -42,6 +42,18 @@ FAULTS = {
     "counters_inconsistent": "accepted tokens grow faster than drafted tokens",
     "no_counters": "/metrics has no spec-decode counters",
     "metrics_non_utf8": "/metrics carries bytes that are not UTF-8",
+    # issue 24: classes at boundaries that had no case
+    "usage_inflated": "usage reports 100x the completion tokens that were streamed",
+    "counters_nan": "the accepted-tokens counter is NaN after the first scrape",
+    "counters_inf": "the accepted-tokens counter is +Inf after the first scrape",
+    "position_huge": 'a per-position counter is labelled position="999999999"',
+    "position_nan": 'a per-position counter is labelled position="NaN"',
+    "continue_100": "every POST is answered with an interim 100 Continue before the real answer",
+    "huge_header": "a response header line longer than 64 KiB",
+    "model_markup": "the served model id is rich markup ([bold]...[/])",
+    "model_surrogate": "the served model id is a lone surrogate (\\ud800)",
+    "endless_line": "a stream event line of 2 MiB with no newline",
+    "deep_json": "a stream event nested 100,000 levels deep",
 }
 
 
@@ -99,9 +111,26 @@ def _metrics(s: FaultServer) -> bytes:
             f"vllm:spec_decode_{name}_created{{{labels}}} {created}",
         ]
     text = ("\n".join(lines) + "\n").encode()
+    if s.fault in ("counters_nan", "counters_inf") and s.scrapes > 1:
+        bad = "NaN" if s.fault == "counters_nan" else "+Inf"
+        text = text.replace(
+            f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {float(accepted)}".encode(),
+            f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {bad}".encode(),
+        )
+    if s.fault in ("position_huge", "position_nan"):
+        position = "999999999" if s.fault == "position_huge" else "NaN"
+        text += (
+            "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n"
+            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{position}"}}'
+            f" {float(drafts)}\n"
+        ).encode()
     if s.fault == "metrics_non_utf8":
         text = b"# HELP vllm:x caf\xe9\n" + text
     return text
+
+
+#: the model id /v1/models lists under the model_* faults
+MODEL_IDS = {"model_markup": "[bold]fake[/]", "model_surrogate": "\ud800"}
 
 
 def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
@@ -123,7 +152,8 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
                 s.stop.wait()
                 return
             if self.path == "/v1/models":
-                data = [] if s.faults.no_models else [{"id": MODEL, "object": "model"}]
+                model = MODEL_IDS.get(s.fault or "", MODEL)
+                data = [] if s.faults.no_models else [{"id": model, "object": "model"}]
                 doc: object = data if s.fault == "models_list" else {"object": "list", "data": data}
                 self._send(200, json.dumps(doc).encode())
             elif self.path == "/metrics":
@@ -136,6 +166,8 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
             s.auth_headers.append(self.headers.get("Authorization"))
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             f = s.fault
+            if f == "continue_100":
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             if f == "silent":
                 s.stop.wait()
                 return
@@ -163,6 +195,8 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
             }
             if f == "usage_na":
                 usage = "n/a"
+            if f == "usage_inflated":
+                usage = {"prompt_tokens": 5, "completion_tokens": 100 * len(ids)}
             finish = "length" if len(ids) == max_tokens else "stop"
             if not body.get("stream"):
                 choice: dict[str, object] = {"index": 0, "finish_reason": finish, "token_ids": ids}
@@ -179,7 +213,17 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
                 ids, text = [*ids[:-1], (ids[-1] + 1) % 26], text[:-1] + "!"
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
+            if f == "huge_header":
+                self.send_header("X-Padding", "x" * (65 * 1024))
             self.end_headers()
+            if f == "endless_line":
+                self.wfile.write(b"data: " + b"x" * (2 * 1024 * 1024))
+                self.wfile.flush()
+                return
+            if f == "deep_json":
+                self.wfile.write(b"data: " + b"[" * 100_000 + b"\n\n")
+                self.wfile.flush()
+                return
             if f == "trickle":
                 while not s.stop.is_set():
                     try:

@@ -123,3 +123,21 @@ def test_the_report_is_written_whole(tmp_path: Path) -> None:
 def test_bad_arguments_are_refused_with_the_flag_named(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--k", "0"]) == 2
     assert "--k" in capsys.readouterr().out
+
+
+def test_a_report_that_cannot_be_written_is_kept_in_a_named_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "spare"))
+    (tmp_path / "spare").mkdir()
+    (tmp_path / "file").write_text("x")
+    [line] = write_report(tmp_path / "file" / "demo.json", {"speedup": 1.4})
+    kept = next((tmp_path / "spare").glob("trnspec-demo-*/0-demo.json"))
+    assert str(kept) in line and json.loads(kept.read_text()) == {"speedup": 1.4}
+
+
+def test_a_report_is_never_written_over_a_device() -> None:
+    [line] = write_report(Path("/dev/null"), {"speedup": 1.4})
+    assert "it is a device" in line and Path("/dev/null").is_char_device()

@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import socket
 import sys
@@ -36,6 +35,12 @@ from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from trnspec.boundary import json_io
+from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
+from trnspec.boundary.numbers import float_arg, int_arg
+from trnspec.boundary.numbers import parse_int_list as boundary_int_list
+from trnspec.boundary.write import Written, moved_lines, output_clash
+from trnspec.boundary.write import write_outputs as write_report_files
 from trnspec.cli import add_set_argument
 from trnspec.config import ConfigError
 from trnspec.pricing import PriceError, resolve_price
@@ -48,7 +53,6 @@ from trnspec_tools.bench.bench_categories import (
 )
 from trnspec_tools.bench.bench_predict import add_predict_arguments, attach, setup
 from trnspec_tools.bench.bench_report import (
-    atomic_write_text,
     bench_markdown,
     plot_acceptance_by_position,
     plot_latency_vs_throughput,
@@ -66,8 +70,10 @@ from trnspec_tools.client.client_args import (
     add_model_args,
     client_arg_problems,
 )
+from trnspec_tools.client.metrics import MAX_POSITIONS
 from trnspec_tools.client.served_model import discover_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
+from trnspec_tools.inbound.endpoint import Endpoint
 from trnspec_tools.local_engine.local_server import LocalServerError
 
 LOCAL = "local"
@@ -91,13 +97,11 @@ class Arm:
 
 
 def parse_int_list(flag: str, text: str) -> list[int]:
+    """Integers in 1..MAX_COUNT (trnspec.boundary.numbers.parse_int_list), as a UsageError."""
     try:
-        values = [int(x) for x in text.replace(" ", "").split(",") if x]
-    except ValueError:
-        raise UsageError(f"{flag}={text}: give integers separated by commas, e.g. 1,4,16") from None
-    if not values or any(v < 1 for v in values):
-        raise UsageError(f"{flag}={text}: every value must be an integer >= 1")
-    return values
+        return boundary_int_list(flag, text)
+    except BoundaryError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
@@ -123,7 +127,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     add_workload_args(load)
     load.add_argument(
         "--request-rate",
-        type=float,
+        type=float_arg(0, lo_open=True, allow_inf=True),
         default=float("inf"),
         help="Poisson arrivals per second (default: inf = closed loop)",
     )
@@ -135,20 +139,22 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         help="let requests stop at EOS (default: always produce --output-len)",
     )
     slo = p.add_argument_group("goodput SLO (a request is good if it meets every one set)")
-    slo.add_argument("--slo-ttft-ms", type=float)
-    slo.add_argument("--slo-tpot-ms", type=float)
-    slo.add_argument("--slo-e2e-ms", type=float)
+    slo.add_argument("--slo-ttft-ms", type=float_arg(0, lo_open=True))
+    slo.add_argument("--slo-tpot-ms", type=float_arg(0, lo_open=True))
+    slo.add_argument("--slo-e2e-ms", type=float_arg(0, lo_open=True))
     cost = p.add_argument_group("speculation and cost")
     cost.add_argument(
         "--num-speculative-tokens",
-        type=int,
+        type=int_arg(1, MAX_POSITIONS),
         help="server k, to turn a chunk-based estimate into an acceptance rate",
     )
     cost.add_argument(
         "--instance-type",
         help="price table entry (default: cpu-local with --local, else trn2.48xlarge)",
     )
-    cost.add_argument("--price-per-hour", type=float, help="override the price table, USD/h")
+    cost.add_argument(
+        "--price-per-hour", type=float_arg(0, lo_open=True), help="override the price table, USD/h"
+    )
     add_predict_arguments(cost)
     out = p.add_argument_group("output")
     out.add_argument("--out", type=Path, required=True, help="result JSON path")
@@ -177,16 +183,20 @@ def validate(args: argparse.Namespace) -> None:
     if args.overrides and not (args.local or args.profile):
         raise UsageError("--set: only applies to --local or --profile (the profile it changes)")
     for flag, value in (("--endpoint", args.endpoint), ("--compare", args.compare)):
-        if value and value != LOCAL and not value.startswith(("http://", "https://")):
-            raise UsageError(
-                f"{flag}={value}: must be an http(s):// base URL"
-                + (" or 'local'" if flag == "--compare" else "")
-            )
+        if value and value != LOCAL:
+            try:
+                Endpoint.parse(value, flag)
+            except BoundaryError as exc:
+                raise UsageError(
+                    str(exc) + (" (or 'local')" if flag == "--compare" else "")
+                ) from None
     if args.warmup is not None and args.warmup < 0:
         raise UsageError(f"--warmup={args.warmup}: must be >= 0")
     if problems := client_arg_problems(args):
         raise UsageError("; ".join(problems))
     check_out_path("--out", args.out)
+    if (clash := output_clash(output_paths(args.out, not args.no_plots))) is not None:
+        raise UsageError(str(clash))
     if args.num_speculative_tokens is not None and args.num_speculative_tokens < 1:
         raise UsageError(f"--num-speculative-tokens={args.num_speculative_tokens}: must be >= 1")
 
@@ -229,21 +239,6 @@ def check_out_path(flag: str, out: Path) -> None:
         raise UsageError(
             f"{flag}={out}: cannot write in {parent} ({exc.strerror or exc}); choose another path"
         ) from None
-
-
-def save_partial(result: dict[str, Any], out: Path, exc: OSError) -> Path | None:
-    """The results of a finished run whose report could not be written: keep them elsewhere."""
-    text = json.dumps(result, indent=2) + "\n"
-    for directory in (Path(tempfile.gettempdir()), Path.cwd()):
-        try:
-            fd, name = tempfile.mkstemp(dir=directory, prefix=f"{out.stem}-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.chmod(name, 0o644)
-            return Path(name)
-        except OSError:
-            continue
-    return None
 
 
 def _progress(disabled: bool) -> Progress:
@@ -403,22 +398,29 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def write_outputs(result: dict[str, Any], out: Path, plots: bool) -> list[Path]:
-    """JSON, Markdown and plots; each written atomically."""
-    written = [out]
-    atomic_write_text(out, json.dumps(result, indent=2) + "\n")
-    md = out.with_suffix(".md")
-    atomic_write_text(md, bench_markdown(result))
-    written.append(md)
+def output_paths(out: Path, plots: bool) -> list[tuple[str, Path]]:
+    """Every file a run writes, named for messages: JSON, Markdown, and the plots."""
+    paths = [("--out", out), ("the Markdown summary", out.with_suffix(".md"))]
     if plots:
-        written.append(
-            plot_latency_vs_throughput(result["runs"], out.with_name(f"{out.stem}_latency.png"))
-        )
-        acc = plot_acceptance_by_position(
-            result["runs"], out.with_name(f"{out.stem}_acceptance.png")
-        )
-        if acc is not None:
-            written.append(acc)
+        paths += [
+            ("the latency plot", out.with_name(f"{out.stem}_latency.png")),
+            ("the acceptance plot", out.with_name(f"{out.stem}_acceptance.png")),
+        ]
+    return paths
+
+
+def write_outputs(result: dict[str, Any], out: Path, plots: bool) -> list[Written]:
+    """JSON and Markdown through the one writer (trnspec.boundary.write: atomic, regular files
+    only, kept in a named fallback directory when the target fails), then the plots."""
+    written = write_report_files(
+        "bench", [(out, json_io.dumps(result)), (out.with_suffix(".md"), bench_markdown(result))]
+    )
+    if plots and not any(w.moved for w in written):
+        latency = out.with_name(f"{out.stem}_latency.png")
+        written.append(Written(latency, plot_latency_vs_throughput(result["runs"], latency)))
+        target = out.with_name(f"{out.stem}_acceptance.png")
+        if (acc := plot_acceptance_by_position(result["runs"], target)) is not None:
+            written.append(Written(acc, acc))
     return written
 
 
@@ -430,6 +432,7 @@ def is_local_url(url: str) -> bool:
     return host in ("::1", "0.0.0.0")
 
 
+@exits_on_bad_input("bench.py")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -451,19 +454,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bench.py: interrupted; no report written", file=sys.stderr)
         return 130
-    try:
-        paths = write_outputs(result, args.out, plots=not args.no_plots)
-    except OSError as exc:
-        saved = save_partial(result, args.out, exc)
-        where = f"the results were saved to {saved}" if saved else "the results could not be saved"
-        print(
-            f"bench.py: error: cannot write the report to {args.out}"
-            f" ({exc.strerror or exc}); {where}",
-            file=sys.stderr,
-        )
-        return 1
+    written = write_outputs(result, args.out, plots=not args.no_plots)
     print(bench_markdown(result))
-    print("wrote " + ", ".join(str(p) for p in paths))
+    if moved := moved_lines(written):
+        for line in moved:
+            print(f"bench.py: error: {line}", file=sys.stderr)
+        return 1
+    print("wrote " + ", ".join(str(w.path) for w in written))
     completed = all(r["completed"] > 0 for r in result["runs"])
     return 0 if completed else 1
 

@@ -32,10 +32,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from trnspec.boundary import json_io
+from trnspec.boundary.errors import exits_on_bad_input
+from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.cli import add_set_argument
 
 from trnspec_tools.bench.bench import Arm, opened
-from trnspec_tools.bench.bench_report import atomic_write_text
 from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.bench_stats import median_interval
 from trnspec_tools.bench.bench_workload import (
@@ -404,6 +406,7 @@ def compare_tools(
     }
 
 
+@exits_on_bad_input("bench_reference.py")
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench_reference.py", description=__doc__.splitlines()[0])
     p.add_argument("--endpoint", help="base URL of a running server")
@@ -466,8 +469,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = markdown(result["table"], header) + pair_summary(result["pair_ratios"])
     print(text)
     if args.out:
-        atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
-        atomic_write_text(args.out.with_suffix(".md"), text)
+        written = write_outputs(
+            "bench_reference",
+            [(args.out, json_io.dumps(result)), (args.out.with_suffix(".md"), text)],
+        )
+        for line in moved_lines(written):
+            print(f"bench_reference.py: error: {line}", file=sys.stderr)
+        if moved_lines(written):
+            return 1
     return 0
 
 

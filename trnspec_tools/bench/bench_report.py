@@ -1,21 +1,20 @@
 """Markdown summaries and PNG plots of benchmark and tuning results.
 
 Plots are drawn on a bare matplotlib Figure with the Agg canvas (no pyplot global state, no
-display needed), and every file is written under a temporary name and renamed when complete, so a
-crashed run never leaves a half-written report behind.
+display needed), and every file is written by trnspec.boundary.write.write_file (a temporary name
+renamed when complete, regular targets only), so a crashed run never leaves half a report.
 """
 
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from trnspec.boundary.write import write_file
 
 from trnspec_tools.bench.bench_categories import categories_markdown
 from trnspec_tools.bench.bench_predict import prediction_markdown
@@ -25,31 +24,6 @@ Run = Mapping[str, Any]
 
 #: the client's CPU share of the host above which a run on the server's own host is flagged
 HOST_CPU_WARN_FRACTION = 0.03
-
-
-def _umask_mode() -> int:
-    """0666 minus the process umask: the mode open() would give a new file (mkstemp gives 0600)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same directory, then rename over the target."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, _umask_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def _f(value: object, fmt: str = "{:.1f}") -> str:
@@ -178,11 +152,11 @@ def client_cpu_warning(runs: Sequence[Run], cfg: Mapping[str, Any]) -> str | Non
 
 
 def save_figure(fig: Figure, path: Path) -> None:
-    """The figure as a PNG at `path`, written like every report file (atomic_write_bytes)."""
+    """The figure as a PNG at `path`, written like every report file (trnspec.boundary.write)."""
     FigureCanvasAgg(fig)
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
-    atomic_write_bytes(path, png.getvalue())
+    write_file(path, png.getvalue())
 
 
 def plot_latency_vs_throughput(runs: Sequence[Run], path: Path) -> Path:

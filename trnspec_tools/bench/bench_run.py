@@ -38,6 +38,7 @@ from trnspec_tools.client.metrics import (
     checked_delta,
 )
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S
+from trnspec_tools.inbound.endpoint import BoundKey, bind_key
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class RunOptions:
     retry_after_cap_s: float = DEFAULT_RETRY_AFTER_CAP_S
     #: sent as "Authorization: Bearer"; kept out of repr so it never reaches a log
     #: (default: $TRNSPEC_API_KEY, so every caller of the runner sends it when it is set)
-    api_key: str | None = field(default_factory=default_api_key, repr=False)
+    api_key: str | BoundKey | None = field(default_factory=default_api_key, repr=False)
     ignore_eos: bool = True
     slo: Slo = field(default_factory=Slo)
     #: the server's k, only needed to turn a chunk-based estimate into an acceptance rate
@@ -78,7 +79,7 @@ def run_options_from_args(args: argparse.Namespace, **extra: Any) -> RunOptions:
         first_byte_timeout_s=args.first_byte_timeout,
         max_retries=args.max_retries,
         retry_after_cap_s=args.retry_after_cap,
-        api_key=api_key(args),
+        api_key=bind_key(api_key(args), getattr(args, "endpoint", None)),
         **extra,
     )
 
@@ -89,8 +90,14 @@ def spec_decode_fields(
     tokens_per_step_estimate: float | None,
     k: int | None,
     model: str | None = None,
+    completed: int | None = None,
 ) -> dict[str, object]:
     """Acceptance figures for the window between two /metrics snapshots.
+
+    Only from completed work: with `completed` == 0 (no request of the window finished) every
+    figure is absent, whatever the counters say. With k known, the counters must allow at most k
+    draft tokens per draft (checked_delta) and a chunk estimate above k+1 tokens per step is
+    dropped (the server or a proxy coalesced chunks).
 
     Prefer the server's own counters (exact) when their delta is consistent. When the server
     exports none (or /metrics is missing), or they did not move (some Neuron builds), fall back to
@@ -106,6 +113,9 @@ def spec_decode_fields(
         "acceptance_note": None,
         "spec_decode_deltas": None,
     }
+    if completed == 0:
+        out["acceptance_note"] = "no request completed: acceptance is measured on completed work"
+        return out
     reason = "the server has no /metrics endpoint"
     if before is not None and after is not None:
         try:
@@ -116,7 +126,7 @@ def spec_decode_fields(
             reason = f"/metrics is not a Prometheus exposition ({str(exc)[:80]})"
         else:
             reason = NO_COUNTERS
-        checked = checked_delta(first, second)
+        checked = checked_delta(first, second, k)
         if checked.delta is not None:
             delta = checked.delta
             acc = acceptance(delta)
@@ -142,7 +152,12 @@ def spec_decode_fields(
                 out["acceptance_note"] = reason
                 return out
     out["acceptance_note"] = reason
-    if tokens_per_step_estimate is not None:
+    if tokens_per_step_estimate is not None and k is not None and tokens_per_step_estimate > k + 1:
+        out["acceptance_note"] = (
+            f"{reason}; the chunk estimate ({tokens_per_step_estimate:.2f} tokens per step) is"
+            f" above k+1={k + 1}, impossible: chunks were coalesced"
+        )
+    elif tokens_per_step_estimate is not None:
         out["mean_accepted_length"] = tokens_per_step_estimate
         out["acceptance_source"] = "estimate-from-chunks"
         if k:
@@ -211,6 +226,7 @@ async def run_level(
             stats["tokens_per_step_estimate"],  # type: ignore[arg-type]
             opts.num_speculative_tokens,
             model,
+            completed=int(stats["completed"]),  # type: ignore[call-overload]
         )
     )
     tps = float(stats["output_tokens_per_s"])  # type: ignore[arg-type]

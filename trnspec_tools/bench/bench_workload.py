@@ -9,10 +9,19 @@ same seed gives the same prompts in the same order, which is what makes an A/B c
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
+
+from trnspec.boundary import json_io
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.numbers import MAX_COUNT
+
+#: Largest dataset file read, bytes, and most prompt lines (a benchmark needs a few thousand).
+MAX_DATASET_BYTES = 256 * 1024 * 1024
+MAX_DATASET_LINES = 1_000_000
+#: Deepest JSON nesting of one dataset line (a prompt line is an object of plain values).
+MAX_LINE_DEPTH = 8
 
 # A small, neutral vocabulary; prompts only need a controllable length, not meaning.
 VOCABULARY: tuple[str, ...] = tuple(
@@ -79,23 +88,42 @@ def read_dataset(path: Path, output_len: int) -> list[DatasetLine]:
     "max_tokens", default `output_len`, and "category"). WorkloadError names the bad line."""
     if not path.is_file():
         raise WorkloadError(f"--dataset={path}: no such file; give a JSONL file of prompts")
+    if (size := path.stat().st_size) > MAX_DATASET_BYTES:
+        raise WorkloadError(
+            f"--dataset={path}: {size} bytes, more than {MAX_DATASET_BYTES}; use a smaller file"
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise WorkloadError(
+            f"--dataset={path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
     lines: list[DatasetLine] = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        if lineno > MAX_DATASET_LINES:
+            raise WorkloadError(
+                f"--dataset={path}: more than {MAX_DATASET_LINES} lines; use a smaller file"
+            )
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise WorkloadError(f"--dataset={path} line {lineno}: not JSON ({exc.msg})") from None
+            obj = json_io.loads(line, f"--dataset={path} line {lineno}", max_depth=MAX_LINE_DEPTH)
+        except BoundaryError as exc:
+            raise WorkloadError(f"{exc.field}: {exc.fix}") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
             raise WorkloadError(
                 f'--dataset={path} line {lineno}: needs a string field "prompt",'
                 ' e.g. {"prompt": "Hello", "max_tokens": 64}'
             )
         max_tokens = obj.get("max_tokens", output_len)
-        if not isinstance(max_tokens, int) or max_tokens < 1:
+        if (
+            isinstance(max_tokens, bool)
+            or not isinstance(max_tokens, int)
+            or not 1 <= max_tokens <= MAX_COUNT
+        ):
             raise WorkloadError(
-                f"--dataset={path} line {lineno}: max_tokens={max_tokens!r} must be an integer >= 1"
+                f"--dataset={path} line {lineno}: max_tokens={max_tokens!r:.40} must be an"
+                f" integer in 1..{MAX_COUNT}"
             )
         lines.append(
             DatasetLine(lineno, RequestSpec(obj["prompt"], max_tokens), obj.get("category"))

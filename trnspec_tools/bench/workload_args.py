@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from trnspec.boundary.numbers import int_arg
+
 from trnspec_tools.bench.bench_workload import TINY_CORPUS
 
 #: requests measured per arm and concurrency level
@@ -34,19 +36,19 @@ def add_workload_args(group: Group, *, sweep: bool = True, warmup: bool = True) 
         )
     group.add_argument(
         "--num-prompts",
-        type=int,
+        type=int_arg(),
         default=DEFAULT_NUM_PROMPTS,
         help=f"requests per arm and level (default {DEFAULT_NUM_PROMPTS})",
     )
     group.add_argument(
         "--input-len",
-        type=int,
+        type=int_arg(),
         default=DEFAULT_INPUT_LEN,
         help=f"synthetic prompt length in words (default {DEFAULT_INPUT_LEN})",
     )
     group.add_argument(
         "--output-len",
-        type=int,
+        type=int_arg(),
         default=DEFAULT_OUTPUT_LEN,
         help=f"max_tokens per request (default {DEFAULT_OUTPUT_LEN})",
     )
@@ -58,7 +60,12 @@ def add_workload_args(group: Group, *, sweep: bool = True, warmup: bool = True) 
     if warmup:
         group.add_argument(
             "--warmup",
-            type=int,
+            type=int_arg(0),
             help="warm-up requests, not measured (default: one per concurrency slot)",
         )
-    group.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"default {DEFAULT_SEED}")
+    group.add_argument(
+        "--seed",
+        type=int_arg(None, 2**63 - 1),
+        default=DEFAULT_SEED,
+        help=f"default {DEFAULT_SEED}",
+    )

@@ -25,6 +25,9 @@ from trnspec.api_key import auth_headers
 from trnspec_tools.bench.bench_workload import RequestSpec
 from trnspec_tools.client.http_stream import ConnectionPool, Deadlines, ProtocolError, Response
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
+from trnspec_tools.inbound.endpoint import BoundKey
+from trnspec_tools.inbound.sse import MAX_EVENT_BYTES, EventError, event_object
+from trnspec_tools.inbound.usage import checked_completion_tokens
 
 Api = Literal["completions", "chat"]
 
@@ -79,13 +82,15 @@ class StreamClient:
         self,
         base_url: str,
         deadlines: Deadlines | None = None,
-        api_key: str | None = None,
+        api_key: str | BoundKey | None = None,
         retry_after_cap_s: float = DEFAULT_RETRY_AFTER_CAP_S,
     ) -> None:
         self.base_url = base_url.rstrip("/").removesuffix("/v1")
         self.deadlines = deadlines or Deadlines()
         self.retry_after_cap_s = retry_after_cap_s
-        self.pool = ConnectionPool(self.base_url, auth_headers(api_key or None))
+        # a bound key goes only to the origin it was given for (inbound.endpoint.BoundKey)
+        key = api_key.for_url(self.base_url) if isinstance(api_key, BoundKey) else api_key
+        self.pool = ConnectionPool(self.base_url, auth_headers(key or None))
 
     async def __aenter__(self) -> StreamClient:
         return self
@@ -161,6 +166,7 @@ async def _stream_once(
     api: Api,
     result: RequestResult,
     start: float,
+    max_tokens: int,
 ) -> str | None:
     """One attempt. Returns None on success, or the error kind (result holds partial timings);
     raises _Retry for an answer that may be retried (a status before any content).
@@ -185,12 +191,14 @@ async def _stream_once(
             raise _Retry("connect", None, None) from exc
         scope.reschedule(total_at)
         try:
-            return await _read_events(resp, api, result, start)
+            return await _read_events(resp, api, result, start, max_tokens)
         finally:
             resp.close()
 
 
-async def _read_events(resp: Response, api: Api, result: RequestResult, start: float) -> str | None:
+async def _read_events(
+    resp: Response, api: Api, result: RequestResult, start: float, max_tokens: int
+) -> str | None:
     status = resp.status
     if status != 200:
         detail = (await resp.read(4096)).decode("utf-8", "replace")[:200]
@@ -210,8 +218,8 @@ async def _read_events(resp: Response, api: Api, result: RequestResult, start: f
     end = start
     buf = b""
     perf = time.perf_counter
-    loads = json.loads
     itl = result.itl_s
+    reported: object = None
     # Read to the end even after [DONE]: leaving a response unread closes its connection, and
     # the next request would pay a new TCP connect inside its TTFT.
     async for data in resp.iter_raw():
@@ -233,12 +241,9 @@ async def _read_events(resp: Response, api: Api, result: RequestResult, start: f
                 end = now
                 break
             try:
-                event = loads(payload)
-            except ValueError:  # not JSON, or not UTF-8
-                result.error_detail = f"unparseable event {payload[:80]!r}"
-                return "bad_response"
-            if not isinstance(event, dict):
-                result.error_detail = f"event is a JSON {type(event).__name__}, not an object"
+                event = event_object(payload)
+            except EventError as exc:
+                result.error_detail = str(exc)
                 return "bad_response"
             if "error" in event:
                 # vLLM reports failures after the 200 header as an error event in the stream
@@ -246,11 +251,8 @@ async def _read_events(resp: Response, api: Api, result: RequestResult, start: f
                 return "stream_error"
             text = _chunk_text(api, event)
             usage = event.get("usage")
-            if isinstance(usage, dict):
-                tokens = usage.get("completion_tokens")
-                if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
-                    result.output_tokens = tokens
-                    result.usage_reported = True
+            if isinstance(usage, dict) and "completion_tokens" in usage:
+                reported = usage["completion_tokens"]
             if text:
                 if last is None:
                     result.ttft_s = now - start
@@ -261,6 +263,9 @@ async def _read_events(resp: Response, api: Api, result: RequestResult, start: f
             result.parse_overhead_s += perf() - now
         if done:
             buf = b""
+        elif len(buf) > MAX_EVENT_BYTES:
+            result.error_detail = f"an event line longer than {MAX_EVENT_BYTES} bytes"
+            return "bad_response"
     if not done:
         end = perf()
     result.end_s = end
@@ -271,9 +276,18 @@ async def _read_events(resp: Response, api: Api, result: RequestResult, start: f
         result.error_detail = "no content in the stream"
         return "bad_response"
     result.e2e_s = end - start
-    if result.output_tokens is None:
+    if reported is None:
         # No usage from the server: fall back to one token per chunk (a lower bound).
         result.output_tokens = result.content_chunks
+        return None
+    checked = checked_completion_tokens(
+        reported, streamed_chunks=result.content_chunks, max_tokens=max_tokens
+    )
+    if checked.tokens is None:
+        result.error_detail = checked.reason or "bad usage"
+        return "bad_response"
+    result.output_tokens = checked.tokens
+    result.usage_reported = True
     return None
 
 
@@ -295,7 +309,7 @@ async def send_request(
         result = RequestResult(retries=retries)
         delay: float | None = None
         try:
-            kind = await _stream_once(client, path, body, api, result, start)
+            kind = await _stream_once(client, path, body, api, result, start, spec.max_tokens)
         except _Retry as exc:
             kind = exc.kind
             if kind == "connect":

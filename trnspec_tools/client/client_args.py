@@ -10,11 +10,18 @@ from __future__ import annotations
 import argparse
 import os
 
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.numbers import float_arg, int_arg
+
 from trnspec_tools.client.http_stream import Deadlines
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S
+from trnspec_tools.inbound.endpoint import header_value
+from trnspec_tools.inbound.model_id import model_id_arg
 
 DEFAULT_API_KEY_ENV = "TRNSPEC_API_KEY"
 DEFAULTS = Deadlines()
+#: A deadline flag: finite seconds > 0, at most a week (asyncio cannot schedule `inf`).
+SECONDS = float_arg(0, 7 * 86400.0, lo_open=True)
 
 
 def add_client_args(
@@ -25,31 +32,31 @@ def add_client_args(
 ) -> None:
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=SECONDS,
         default=timeout_default,
         help=f"deadline for each whole request, s (default {timeout_default:g})",
     )
     parser.add_argument(
         "--connect-timeout",
-        type=float,
+        type=SECONDS,
         default=DEFAULTS.connect_s,
         help=f"deadline to open a connection, s (default {DEFAULTS.connect_s:g})",
     )
     parser.add_argument(
         "--first-byte-timeout",
-        type=float,
+        type=SECONDS,
         default=DEFAULTS.first_byte_s,
         help=f"deadline to the first byte of a reply, s (default {DEFAULTS.first_byte_s:g})",
     )
     parser.add_argument(
         "--max-retries",
-        type=int,
+        type=int_arg(0, 100),
         default=max_retries_default,
         help="retries of a request that got no answer yet (connect failure, 429/5xx status)",
     )
     parser.add_argument(
         "--retry-after-cap",
-        type=float,
+        type=float_arg(0, 7 * 86400.0),
         default=DEFAULT_RETRY_AFTER_CAP_S,
         help="longest Retry-After (429/503) honoured before a retry, s",
     )
@@ -61,7 +68,9 @@ def add_model_args(
 ) -> None:
     """--model (the served name; default: the first of /v1/models) and, with `api`,
     --api (which OpenAI route the requests use)."""
-    parser.add_argument("--model", help="served model name (default: first of /v1/models)")
+    parser.add_argument(
+        "--model", type=model_id_arg, help="served model name (default: first of /v1/models)"
+    )
     if api:
         parser.add_argument("--api", choices=("completions", "chat"), default="completions")
 
@@ -77,12 +86,24 @@ def add_api_key_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -
 
 
 def api_key_arg_problem(args: argparse.Namespace) -> str | None:
-    """The line for an --api-key-env naming an unset or empty variable, else None."""
+    """The line for an --api-key-env naming an unset or empty variable, or a key (from it or
+    from TRNSPEC_API_KEY) that cannot be sent as a header value (CR, LF, NUL, not latin-1),
+    else None. The key itself is never shown."""
     if args.api_key_env is not None and not os.environ.get(args.api_key_env, "").strip():
         return (
             f"--api-key-env={args.api_key_env}: that environment variable is not set or empty;"
             " export the key in it, or leave the flag out"
         )
+    name = args.api_key_env or DEFAULT_API_KEY_ENV
+    key = os.environ.get(name, "").strip()
+    if key:
+        try:
+            header_value("Authorization", key)
+        except BoundaryError:
+            return (
+                f"--api-key-env={name}: the key holds a line break, NUL or a non-latin-1"
+                " character (it would break or inject an HTTP header); export the key alone"
+            )
     return None
 
 

@@ -7,6 +7,12 @@ runs the server too, that CPU is taken from the server and every figure is biase
 encoding and keeps connections alive, and nothing else: plain `http://` or `https://` (TLS by
 asyncio), no redirects, no proxies, no compression (it does not ask for any).
 
+What the peer sends is bounded and checked here: the endpoint URL by inbound.endpoint (no
+credentials, valid port, IPv6 Host header in brackets), header values sent without CR/LF, a status
+line must be HTTP/1.x with a code in 100..599, interim 1xx answers (`100 Continue`) are skipped (at
+most MAX_INTERIM_RESPONSES), a line longer than MAX_HEADER_BYTES or a chunk larger than
+MAX_CHUNK_BYTES is a ProtocolError (MalformedResponse, never retried), not a ValueError.
+
 Every wait is bounded: the caller wraps a request in one `asyncio.timeout_at` scope and moves its
 deadline with `Deadlines` (connect, then first byte, then the whole request), so a server that
 trickles keep-alive comments cannot stretch a request past its total deadline.
@@ -18,14 +24,23 @@ import asyncio
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+
+from trnspec_tools.inbound.endpoint import Endpoint, header_value
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_ERROR_BODY = 64 * 1024
+#: Largest chunk of a chunked body accepted (a token stream sends a few hundred bytes a chunk).
+MAX_CHUNK_BYTES = 16 * 1024 * 1024
+#: Interim (1xx) responses skipped before the final one.
+MAX_INTERIM_RESPONSES = 8
 
 
 class ProtocolError(Exception):
     """The peer broke HTTP/1.1 framing, or closed the connection mid-response."""
+
+
+class MalformedResponse(ProtocolError):
+    """The peer answered, but not in HTTP/1.x (never retried: the request may have run)."""
 
 
 @dataclass(frozen=True)
@@ -41,27 +56,6 @@ class Deadlines:
     def capped(cls, connect_s: float, first_byte_s: float, total_s: float) -> Deadlines:
         """The three limits, the first two no longer than the whole request's."""
         return cls(min(connect_s, total_s), min(first_byte_s, total_s), total_s)
-
-
-@dataclass(frozen=True)
-class Origin:
-    scheme: str
-    host: str
-    port: int
-    base_path: str
-
-    @classmethod
-    def parse(cls, base_url: str) -> Origin:
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{base_url!r}: not an http(s):// URL")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
-
-    @property
-    def host_header(self) -> str:
-        default = 443 if self.scheme == "https" else 80
-        return self.host if self.port == default else f"{self.host}:{self.port}"
 
 
 class _Conn:
@@ -98,17 +92,18 @@ class Response:
         try:
             if self._chunked:
                 while True:
-                    line = await reader.readline()
+                    line = await _readline(reader)
                     if not line.endswith(b"\n"):
                         raise ProtocolError("connection closed inside a chunked body")
                     try:
                         size = int(line.split(b";", 1)[0], 16)
                     except ValueError:
                         raise ProtocolError(f"bad chunk size line {line[:40]!r}") from None
+                    if not 0 <= size <= MAX_CHUNK_BYTES:
+                        raise ProtocolError(f"chunk size {size} outside 0..{MAX_CHUNK_BYTES}")
                     if size == 0:
                         # trailers (none expected) until the empty line
-                        while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                            pass
+                        await _read_headers(reader)
                         break
                     data = await reader.readexactly(size + 2)
                     yield data[:-2]
@@ -155,10 +150,10 @@ class ConnectionPool:
     """Keep-alive connections to one origin, reused last-in first-out."""
 
     def __init__(self, base_url: str, headers: Mapping[str, str] | None = None) -> None:
-        self.origin = Origin.parse(base_url)
+        self.origin = Endpoint.parse(base_url, "endpoint")
         self._idle: list[_Conn] = []
         self._ssl = ssl.create_default_context() if self.origin.scheme == "https" else None
-        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        extra = "".join(f"{k}: {header_value(k, v)}\r\n" for k, v in (headers or {}).items())
         self._fixed_headers = f"Host: {self.origin.host_header}\r\n{extra}"
 
     async def _connect(self) -> _Conn:
@@ -200,10 +195,10 @@ class ConnectionPool:
                 on_connected.reschedule(first_byte_at)
             try:
                 conn.writer.write(data)
-                status_line = await conn.reader.readline()
-                if not status_line:
-                    raise ProtocolError("connection closed before the status line")
-                headers = await _read_headers(conn.reader)
+                status, headers = await _read_head(conn.reader)
+            except MalformedResponse:
+                conn.close()
+                raise
             except (ProtocolError, ConnectionError, asyncio.IncompleteReadError) as exc:
                 conn.close()
                 if reused:
@@ -212,11 +207,7 @@ class ConnectionPool:
             except BaseException:
                 conn.close()
                 raise
-            parts = status_line.split(None, 2)
-            if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-                conn.close()
-                raise ProtocolError(f"not an HTTP/1.x status line: {status_line[:60]!r}")
-            return Response(self, conn, int(parts[1]), headers)
+            return Response(self, conn, status, headers)
 
     async def aclose(self) -> None:
         for conn in self._idle:
@@ -224,16 +215,53 @@ class ConnectionPool:
         self._idle.clear()
 
 
+async def _readline(reader: asyncio.StreamReader) -> bytes:
+    """One line, at most MAX_HEADER_BYTES (the reader's limit): a longer one is a ProtocolError,
+    not the ValueError asyncio raises."""
+    try:
+        return await reader.readline()
+    except ValueError:  # asyncio.LimitOverrunError, re-raised by readline as ValueError
+        raise MalformedResponse(f"a line longer than {MAX_HEADER_BYTES} bytes") from None
+
+
+def status_code(status_line: bytes) -> int:
+    """The status code of an HTTP/1.x status line (100..599), else ProtocolError."""
+    parts = status_line.split(None, 2)
+    if (
+        len(parts) < 2
+        or not parts[0].startswith(b"HTTP/1.")
+        or len(parts[1]) != 3
+        or not parts[1].isdigit()
+        or not 100 <= int(parts[1]) <= 599
+    ):
+        raise MalformedResponse(f"not an HTTP/1.x status line: {status_line[:60]!r}")
+    return int(parts[1])
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
+    """The final response's status and headers; interim 1xx responses (`100 Continue`, `103
+    Early Hints`) are skipped, at most MAX_INTERIM_RESPONSES of them."""
+    for _ in range(MAX_INTERIM_RESPONSES + 1):
+        status_line = await _readline(reader)
+        if not status_line:
+            raise ProtocolError("connection closed before the status line")
+        status = status_code(status_line)
+        headers = await _read_headers(reader)
+        if not 100 <= status <= 199 or status == 101:
+            return status, headers
+    raise MalformedResponse(f"more than {MAX_INTERIM_RESPONSES} interim (1xx) responses")
+
+
 async def _read_headers(reader: asyncio.StreamReader) -> dict[str, str]:
     headers: dict[str, str] = {}
     total = 0
     while True:
-        line = await reader.readline()
+        line = await _readline(reader)
         if not line.endswith(b"\n"):
             raise ProtocolError("connection closed inside the response headers")
         total += len(line)
         if total > MAX_HEADER_BYTES:
-            raise ProtocolError("response headers too large")
+            raise MalformedResponse("response headers too large")
         if line in (b"\r\n", b"\n"):
             return headers
         name, sep, value = line.decode("latin-1").partition(":")

@@ -15,23 +15,34 @@ window, accepted <= drafted, and no reset between the scrapes (a changed `_creat
 which prometheus_client exports per series, or any counter that went down: a server restart).
 Otherwise the figures are absent with the reason, never a number.
 
+Every sample is checked as it is read (`SpecDecodeCounters.from_samples`): a counter value must be
+finite and non-negative (NaN would pass every later comparison, since all are false), and a
+`position` label a decimal integer below MAX_POSITIONS (a label of 999999999 would otherwise size
+a billion-entry list). A scrape that breaks either rule keeps the reason in `invalid`, and every
+figure from it is absent with that reason. With k known (`checked_delta(..., k=)`), positions must
+be below k and draft tokens at most k per draft, so the mean accepted length is at most k+1.
+
 Bench, smoke, tune and the demo use this module so the figures mean the same everywhere.
 Parsing uses prometheus_client's own text parser (a vLLM dependency) rather than a regex.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
+from trnspec.boundary.text import printable
 
 DRAFTS = "vllm:spec_decode_num_drafts"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
 ACCEPTED_TOKENS = "vllm:spec_decode_num_accepted_tokens"
 ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
 SPEC_DECODE_COUNTERS = (DRAFTS, DRAFT_TOKENS, ACCEPTED_TOKENS, ACCEPTED_PER_POS)
+#: Highest speculative window whose per-position counters are read (vLLM's k is a few tokens).
+MAX_POSITIONS = 64
 
 
 class MetricsFormatError(ValueError):
@@ -59,6 +70,14 @@ def parse_exposition(text: str) -> list[Sample]:
         raise MetricsFormatError(f"not a Prometheus text exposition: {exc}") from exc
 
 
+def _position(label: str) -> int | None:
+    """A `position` label as an int in 0..MAX_POSITIONS-1, else None."""
+    if not (label.isascii() and label.isdigit()) or len(label) > 3:
+        return None
+    position = int(label)
+    return position if position < MAX_POSITIONS else None
+
+
 def _counter_value_name(name: str) -> str:
     """`foo` for both the `foo_total` sample and a bare `foo` sample of an untyped metric."""
     return name.removesuffix("_total")
@@ -78,6 +97,9 @@ class SpecDecodeCounters:
     created: Mapping[str, float] = field(default_factory=dict)
     """The `_created` timestamp of each counter series (name and labels): a change between two
     scrapes means the counters were reset (the process restarted)."""
+    invalid: str | None = None
+    """Why this scrape's counters cannot be used (a NaN, infinite or negative value, a bad
+    `position` label), or None."""
 
     @classmethod
     def from_samples(
@@ -87,6 +109,7 @@ class SpecDecodeCounters:
         per_pos: dict[int, float] = defaultdict(float)
         present = False
         created: dict[str, float] = {}
+        invalid: str | None = None
         for sample in samples:
             is_created = sample.name.endswith("_created")
             name = sample.name.removesuffix("_created") if is_created else sample.name
@@ -99,8 +122,19 @@ class SpecDecodeCounters:
                 created[f"{name}{sorted(sample.labels.items())}"] = sample.value
                 continue
             present = True
+            if not (math.isfinite(sample.value) and sample.value >= 0):
+                invalid = invalid or f"{sample.name} is {sample.value!r}, not a finite count >= 0"
+                continue
             if name == ACCEPTED_PER_POS:
-                per_pos[int(sample.labels.get("position", "0"))] += sample.value
+                position = _position(sample.labels.get("position", "0"))
+                if position is None:
+                    label = printable(sample.labels.get("position"), 40)
+                    invalid = invalid or (
+                        f"{sample.name} has position={label!r}, not an integer in"
+                        f" 0..{MAX_POSITIONS - 1}"
+                    )
+                    continue
+                per_pos[position] += sample.value
             else:
                 totals[name] += sample.value
         return cls(
@@ -110,6 +144,7 @@ class SpecDecodeCounters:
             accepted_per_position=dict(sorted(per_pos.items())),
             present=present,
             created=created,
+            invalid=invalid,
         )
 
     @classmethod
@@ -167,12 +202,17 @@ NO_COUNTERS = "the server exports no vllm:spec_decode_* counters"
 UNMOVED_COUNTERS = "the counters did not move (nothing was drafted in the window)"
 
 
-def checked_delta(before: SpecDecodeCounters, after: SpecDecodeCounters) -> CheckedDelta:
+def checked_delta(
+    before: SpecDecodeCounters, after: SpecDecodeCounters, k: int | None = None
+) -> CheckedDelta:
     """The increase between two scrapes if it is consistent, else None and why.
 
-    Consistent: counters present in both scrapes, the same `_created` timestamps (no reset),
-    no counter went down, something was drafted, accepted <= drafted, and no position accepted
-    more often than there were drafts."""
+    Consistent: both scrapes valid (finite, non-negative values, bounded positions), counters
+    present in both, the same `_created` timestamps (no reset), no counter went down, something
+    was drafted, accepted <= drafted, no position accepted more often than there were drafts,
+    and with k known: positions below k and at most k draft tokens per draft."""
+    if (invalid := before.invalid or after.invalid) is not None:
+        return CheckedDelta(None, f"unusable counters: {invalid}")
     if not after.present and not before.present:
         return CheckedDelta(None, NO_COUNTERS)
     if not after.present or not before.present:
@@ -215,6 +255,18 @@ def checked_delta(before: SpecDecodeCounters, after: SpecDecodeCounters) -> Chec
     if over or sum(delta.accepted_per_position.values()) > delta.accepted_tokens:
         return CheckedDelta(
             None, "inconsistent counters: per-position acceptances exceed the drafts"
+        )
+    window = k if k is not None else MAX_POSITIONS
+    if delta.draft_tokens > delta.drafts * window:
+        return CheckedDelta(
+            None,
+            f"inconsistent counters: {delta.draft_tokens:.0f} draft tokens in"
+            f" {delta.drafts:.0f} drafts, more than k={window} per draft",
+        )
+    beyond = [p for p, v in delta.accepted_per_position.items() if p >= window and v > 0]
+    if beyond:
+        return CheckedDelta(
+            None, f"inconsistent counters: acceptances at position {beyond[0]} >= k={window}"
         )
     return CheckedDelta(delta)
 

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from trnspec.boundary import json_io
+from trnspec.boundary.errors import BoundaryError
 from trnspec.pod_contract import MODELS_PATH
 
 from trnspec_tools.client.bench_client import StreamClient
@@ -28,6 +30,9 @@ from trnspec_tools.client.http_stream import Deadlines, ProtocolError
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
 from trnspec_tools.client.served_model import ModelListError, served_model_ids
 from trnspec_tools.client.served_model import json_shape as _shape
+from trnspec_tools.inbound.endpoint import BoundKey
+from trnspec_tools.inbound.sse import MAX_EVENT_BYTES, EventError, event_object
+from trnspec_tools.inbound.usage import token_count
 
 DEFAULT_DEADLINES = Deadlines()
 
@@ -76,7 +81,7 @@ class OpenAIClient:
         deadlines: Deadlines = DEFAULT_DEADLINES,
         retries: int = 2,
         backoff_s: float = 0.5,
-        api_key: str | None = None,
+        api_key: str | BoundKey | None = None,
         retry_after_cap_s: float = DEFAULT_RETRY_AFTER_CAP_S,
     ) -> None:
         self.retries = retries
@@ -178,11 +183,9 @@ class OpenAIClient:
     def _json(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         answer = self._run(method, path, body)
         try:
-            return json.loads(answer.body)
-        except ValueError:
-            raise EndpointError(
-                f"{method} {path}: the reply is not JSON: {answer.body[:120]!r}"
-            ) from None
+            return json_io.loads(answer.body, f"{method} {path} reply")
+        except BoundaryError as exc:
+            raise EndpointError(str(exc)) from None
 
     # --- the API ---------------------------------------------------------------------------
 
@@ -249,6 +252,8 @@ async def _read_sse(resp: Any) -> list[Any]:
         if done:
             continue
         *lines, buf = buf.split(b"\n")
+        if len(buf) > MAX_EVENT_BYTES:
+            raise ProtocolError(f"an event line longer than {MAX_EVENT_BYTES} bytes")
         for line in lines:
             if not line.startswith(b"data:"):
                 continue
@@ -257,9 +262,9 @@ async def _read_sse(resp: Any) -> list[Any]:
                 done = True
                 break
             try:
-                events.append(json.loads(payload))
-            except ValueError:
-                raise ProtocolError(f"an event is not JSON: {payload[:80]!r}") from None
+                events.append(event_object(payload))
+            except EventError as exc:
+                raise ProtocolError(str(exc)) from None
     if not done:
         raise ProtocolError(f"the stream ended before [DONE] after {len(events)} events")
     return events
@@ -284,8 +289,7 @@ def _usage(doc: dict[str, Any]) -> dict[str, int | None]:
     usage = doc.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     return {
-        k: _int_or_none(usage.get(k))
-        for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+        k: token_count(usage.get(k)) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
     }
 
 

@@ -14,6 +14,8 @@ from trnspec.pod_contract import MODELS_PATH
 from trnspec_tools.client.bench_client import StreamClient
 from trnspec_tools.client.client_args import default_api_key
 from trnspec_tools.client.http_stream import Deadlines, ProtocolError
+from trnspec_tools.inbound.endpoint import BoundKey
+from trnspec_tools.inbound.model_id import is_model_id
 
 
 class ModelListError(ValueError):
@@ -22,14 +24,15 @@ class ModelListError(ValueError):
 
 def served_model_ids(doc: Any) -> list[str]:
     """The model ids of a parsed /v1/models answer, in the server's order (entries without a
-    string id are skipped); ModelListError when the answer has no 'data' list."""
+    usable id, see is_model_id, are skipped); ModelListError when the answer has no 'data'
+    list."""
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, list):
         raise ModelListError(
             f"GET {MODELS_PATH}: expected an object with a 'data' list, got {json_shape(doc)}"
         )
     ids = [m.get("id") for m in data if isinstance(m, dict)]
-    return [i for i in ids if isinstance(i, str)]
+    return [i for i in ids if is_model_id(i)]
 
 
 def json_shape(value: object) -> str:
@@ -40,7 +43,7 @@ def json_shape(value: object) -> str:
 
 
 async def discover_model(
-    base_url: str, timeout_s: float = 10.0, api_key: str | None = None
+    base_url: str, timeout_s: float = 10.0, api_key: str | BoundKey | None = None
 ) -> str | None:
     """The first served model name from /v1/models, so --model can be left out (None when the
     endpoint does not answer, answers another shape or lists no model)."""

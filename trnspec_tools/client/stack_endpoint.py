@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import functools
 import socket
 import sys
 import tempfile
@@ -34,6 +35,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from trnspec.boundary.text import printable
 
 from infra.outputs import PlatformOutputs, ServingOutputs
 
@@ -104,23 +107,54 @@ def platform_cluster_name(platform_stack: str, outputs: Mapping[str, str]) -> st
     return name
 
 
+#: Deadline of one AWS or Kubernetes API call when the tool has no --timeout, s.
+DEFAULT_AWS_TIMEOUT_S = 60.0
+#: Attempts of one AWS call, the first included (botocore's "standard" retry mode).
+AWS_MAX_ATTEMPTS = 3
+
+
+def aws_config(timeout_s: float) -> Any:
+    """botocore's Config for one tool run: every AWS call connects within min(timeout, 10 s),
+    reads within the timeout, and is tried at most AWS_MAX_ATTEMPTS times, so `--stack` honours
+    `--timeout` (botocore's defaults: 60 s each, and up to 5 legacy retries)."""
+    from botocore.config import Config
+
+    return Config(
+        connect_timeout=min(timeout_s, 10.0),
+        read_timeout=timeout_s,
+        retries={"total_max_attempts": AWS_MAX_ATTEMPTS, "mode": "standard"},
+    )
+
+
 def read_stack_outputs(cloudformation: Any, stack: str, label: str | None = None) -> dict[str, str]:
     """`{OutputKey: OutputValue}` of a deployed stack (a boto3 CloudFormation client); errors
     start with `label` (default `--stack=<stack>`)."""
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
 
     what = label or f"--stack={stack}"
     try:
         stacks = cloudformation.describe_stacks(StackName=stack)["Stacks"]
+        outputs = stacks[0].get("Outputs", [])
+        return {
+            str(o["OutputKey"]): str(o["OutputValue"])
+            for o in outputs
+            if isinstance(o, dict) and "OutputKey" in o and "OutputValue" in o
+        }
     except ClientError as exc:
         region = cloudformation.meta.region_name
         raise StackError(
             f"{what}: {exc.response['Error'].get('Message', exc)} (region {region}); "
             "check the stack name and --region"
         ) from exc
-    except BotoCoreError as exc:
-        raise StackError(f"{what}: cannot query CloudFormation: {exc}") from exc
-    return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+    except (BotoCoreError, ResponseParserError) as exc:
+        # a timeout (aws_config's deadlines), a network failure, or an answer that is not AWS's
+        # XML (a proxy's HTML page)
+        raise StackError(f"{what}: cannot query CloudFormation: {printable(exc, 200)}") from exc
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise StackError(
+            f"{what}: DescribeStacks answered an unexpected shape ({exc!r:.80})"
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -134,11 +168,16 @@ class ClusterAccess:
 def describe_cluster(eks: Any, cluster_name: str) -> ClusterAccess:
     """Endpoint and CA from `DescribeCluster` (a boto3 EKS client)."""
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
 
     try:
         cluster = eks.describe_cluster(name=cluster_name)["cluster"]
-    except (ClientError, BotoCoreError) as exc:
-        raise StackError(f"cluster {cluster_name}: DescribeCluster failed: {exc}") from exc
+        if not isinstance(cluster, dict):
+            raise TypeError(f"cluster is {type(cluster).__name__}")
+    except (ClientError, BotoCoreError, ResponseParserError, KeyError, TypeError) as exc:
+        raise StackError(
+            f"cluster {cluster_name}: DescribeCluster failed: {printable(exc, 200)}"
+        ) from exc
     endpoint = cluster.get("endpoint")
     ca = (cluster.get("certificateAuthority") or {}).get("data")
     if not endpoint or not ca:
@@ -244,18 +283,26 @@ def _label_selector(selector: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
 
 
-def find_pod_port(core: Any, outputs: StackOutputs, cluster: str) -> tuple[str, int]:
-    """(pod name, container port) of a Ready pod behind the stack's Service."""
+def find_pod_port(
+    core: Any, outputs: StackOutputs, cluster: str, timeout_s: float = DEFAULT_AWS_TIMEOUT_S
+) -> tuple[str, int]:
+    """(pod name, container port) of a Ready pod behind the stack's Service; each Kubernetes
+    API call has `timeout_s` (connect and read)."""
     from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
 
     ns, name = outputs.namespace, outputs.service_name
     try:
-        service = core.read_namespaced_service(name, ns)
+        service = core.read_namespaced_service(name, ns, _request_timeout=timeout_s)
         if not service.spec.selector:
             raise StackError(f"Service {ns}/{name} has no selector; cannot pick a pod")
         pods = core.list_namespaced_pod(
-            ns, label_selector=_label_selector(service.spec.selector)
+            ns, label_selector=_label_selector(service.spec.selector), _request_timeout=timeout_s
         ).items
+    except HTTPError as exc:  # urllib3's timeouts and connection failures
+        raise StackError(
+            f"Kubernetes API ({cluster}): no answer within {timeout_s:g} s ({printable(exc, 120)})"
+        ) from exc
     except ApiException as exc:
         raise StackError(
             f"Kubernetes API ({cluster}): {exc.status} {exc.reason}; the caller "
@@ -397,14 +444,17 @@ class AwsClients:
     sts: Any
 
     @classmethod
-    def for_region(cls, region: str | None) -> AwsClients:
+    def for_region(cls, region: str | None, timeout_s: float = DEFAULT_AWS_TIMEOUT_S) -> AwsClients:
         import boto3
         from botocore.exceptions import NoRegionError
 
         session = boto3.session.Session(region_name=region)
+        config = aws_config(timeout_s)
         try:
             return cls(
-                session.client("cloudformation"), session.client("eks"), session.client("sts")
+                session.client("cloudformation", config=config),
+                session.client("eks", config=config),
+                session.client("sts", config=config),
             )
         except NoRegionError:
             raise StackError(
@@ -418,12 +468,16 @@ def stack_endpoint(
     stack: str,
     region: str | None = None,
     via: str = "auto",
-    clients: Callable[[str | None], AwsClients] = AwsClients.for_region,
+    clients: Callable[[str | None], AwsClients] | None = None,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+    timeout_s: float = DEFAULT_AWS_TIMEOUT_S,
 ) -> Iterator[str]:
-    """The base URL of the stack's service while the context is open (see the module doc)."""
+    """The base URL of the stack's service while the context is open (see the module doc).
+    Every AWS and Kubernetes API call has `timeout_s` (the tool's --timeout)."""
     if via not in VIA_CHOICES:
         raise StackError(f"--via={via}: one of {', '.join(VIA_CHOICES)}")
+    if clients is None:
+        clients = functools.partial(AwsClients.for_region, timeout_s=timeout_s)
     aws = clients(region)
     outputs = StackOutputs.parse(stack, read_stack_outputs(aws.cloudformation, stack))
     if via == "nlb" or (via == "auto" and outputs.nlb_url):
@@ -448,7 +502,7 @@ def stack_endpoint(
         cfg = kube_configuration(access, lambda: eks_token(aws.sts, cluster), Path(ca_dir))
         with client.ApiClient(cfg) as api:
             core = client.CoreV1Api(api)
-            pod, port = find_pod_port(core, outputs, cluster)
+            pod, port = find_pod_port(core, outputs, cluster, timeout_s)
             forward = PortForward(core, outputs.namespace, pod, port)
             try:
                 with forward:
@@ -492,5 +546,6 @@ def resolve_endpoint(args: argparse.Namespace, **kwargs: Any) -> Iterator[str | 
     for other in ("endpoint", "local"):
         if getattr(args, other, None):
             raise StackError(f"--stack={stack}: give --stack or --{other}, not both")
+    kwargs.setdefault("timeout_s", getattr(args, "timeout", None) or DEFAULT_AWS_TIMEOUT_S)
     with stack_endpoint(stack, args.region, args.via, **kwargs) as url:
         yield url

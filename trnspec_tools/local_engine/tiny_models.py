@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trnspec.boundary.write import write_file
+
 from trnspec_tools.local_engine import tiny_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -261,7 +263,7 @@ def _build(out_dir: Path, spec: BuildSpec, log: Log) -> dict[str, Any]:
         "evaluation": evaluation,
         "torch_threads": torch.get_num_threads(),
     }
-    (out_dir / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
+    write_file(out_dir / BUILD_INFO, json.dumps(info, indent=2) + "\n")
     return info
 
 

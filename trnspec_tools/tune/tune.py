@@ -5,6 +5,9 @@
         --out reports/tune.json  # + step-time model fitted at c=2, checked at 1, 4, 8
     python scripts/tune.py --baseline http://h:8000 --endpoint-for-k 3=http://h:8003 \\
         --endpoint-for-k 7=http://h:8007 --model M --out reports/tune.json  # one server per k
+    python scripts/tune.py --stack TrnspecPlatform-serving --trn2-profile llama31-8b-eagle3 \\
+        --baseline http://h:8000 --concurrency 1,2,4 --out reports/trn2.json \\
+        --rows-out reports/trn2_rows.yaml     # a deployed stack; rows for calibrate --add
 
 Each k is measured against the same baseline (speculation off) with the same prompts. From the
 runs it fits the acceptance rate (single and per position) and the draft/target cost ratio c, then
@@ -27,13 +30,16 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
+from trnspec.boundary import json_io
+from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
+from trnspec.boundary.write import moved_lines, output_clash, write_file, write_outputs
 from trnspec.cli import add_set_argument
 from trnspec.config import ConfigError
 from trnspec.perf_model import decode_context_tokens
@@ -41,7 +47,6 @@ from trnspec.perf_model import decode_context_tokens
 from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
 from trnspec_tools.bench.bench_categories import category_groups, sample_groups
 from trnspec_tools.bench.bench_report import (
-    atomic_write_text,
     plot_k_sweep,
     save_figure,
     tune_markdown,
@@ -60,6 +65,7 @@ from trnspec_tools.client.client_args import (
     client_arg_problems,
 )
 from trnspec_tools.client.served_model import discover_model
+from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments
 from trnspec_tools.local_engine.local_server import LocalServerError, model_overrides
 from trnspec_tools.tune.engine_model import (
     EngineFit,
@@ -72,6 +78,8 @@ from trnspec_tools.tune.engine_model import (
     recommend,
     validation_rows,
 )
+from trnspec_tools.tune.stack_arm import stack_arm
+from trnspec_tools.tune.trn2_rows import conditions_for, measured_rows, rows_yaml
 from trnspec_tools.tune.window_model import KMeasurement, best_k, fit, precompile_set
 
 OVERRIDE_KEY = "speculation.num_speculative_tokens"
@@ -94,6 +102,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         " --endpoint-for-k, default: the local launcher",
     )
     add_model_args(p)
+    add_stack_arguments(p)
     p.add_argument(
         "--fit-concurrency",
         type=int,
@@ -132,6 +141,12 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         help="profile the override line is checked against (trnspec.config)",
     )
     p.add_argument("--out", type=Path, required=True, help="result JSON path")
+    p.add_argument(
+        "--rows-out",
+        type=Path,
+        help="also write the measurements as rows of trnspec's Trn2 data file (needs"
+        " --trn2-profile, the deployed profile), for `python -m trnspec.calibrate --add FILE`",
+    )
     p.add_argument(
         "--override-out", type=Path, help="file for the override line (default: <out>.override)"
     )
@@ -331,9 +346,11 @@ def load_measurements(
 ) -> tuple[Levels, dict[int, Levels], dict[str, dict[int, dict[str, Any]]]]:
     """baseline[c], runs[k][c] and per-category runs from an earlier tune.py --out JSON."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_io.loads(path.read_bytes(), "--from-json", shown=str(path))
         by_c = data["by_concurrency"]
-    except (OSError, ValueError, KeyError) as exc:
+    except BoundaryError as exc:
+        raise UsageError(str(exc)) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(
             f"--from-json={path}: not a tune.py result with by_concurrency ({exc})"
         ) from None
@@ -617,11 +634,45 @@ def _by_batch(rec: dict[str, Any]) -> str:
     return f"{best}{tail}; precompile k in {rec['precompile']}"
 
 
+def write_trn2_rows(
+    args: argparse.Namespace, baseline: Levels, runs: dict[int, Levels]
+) -> dict[str, Any]:
+    """--rows-out: the run as data-file rows (trn2_rows), or why not."""
+    if not args.trn2_profile:
+        return {"path": None, "note": "--rows-out needs --trn2-profile (the deployed profile)"}
+    try:
+        cond = conditions_for(
+            args.trn2_profile,
+            args.input_len,
+            args.output_len,
+            f"trnspec tune --out {args.out}",
+            date.today().isoformat(),
+        )
+    except ConfigError as exc:
+        return {"path": None, "note": f"--trn2-profile={args.trn2_profile}: {exc}"}
+    rows, skipped = measured_rows(cond, baseline, runs)
+    write_file(args.rows_out, rows_yaml(cond, rows))
+    return {"path": str(args.rows_out), "rows": len(rows), "skipped": skipped}
+
+
+def output_paths(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """The files a run writes, named for messages (checked for clashes before the run)."""
+    return [
+        ("--out", args.out),
+        ("the Markdown summary", args.out.with_suffix(".md")),
+        ("--override-out", args.override_out or args.out.with_suffix(".override")),
+        *([("--rows-out", args.rows_out)] if getattr(args, "rows_out", None) else []),
+    ]
+
+
+@exits_on_bad_input("tune.py")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.k_max < 1:
             raise UsageError(f"--k-max={args.k_max}: must be >= 1")
+        if (clash := output_clash(output_paths(args))) is not None:
+            raise UsageError(str(clash))
         levels = parse_int_list("--concurrency", args.concurrency)
         fit_c = args.fit_concurrency or (levels[1] if len(levels) > 1 else levels[0])
         if fit_c not in levels:
@@ -639,13 +690,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.from_json:
             baseline_by_c, runs_by_c, cats = load_measurements(args.from_json, levels)
         else:
-            baseline_by_c, runs_by_c, cats = asyncio.run(
-                measure_all(args, specs, levels, categories, fit_c)
-            )
+            with stack_arm(args):
+                baseline_by_c, runs_by_c, cats = asyncio.run(
+                    measure_all(args, specs, levels, categories, fit_c)
+                )
         baseline = baseline_by_c[fit_c]
         runs = {k: by_c[fit_c] for k, by_c in runs_by_c.items()}
         analysis = analyse(baseline, runs, args.k_max)
-    except (UsageError, WorkloadError, ConfigError) as exc:
+    except (UsageError, WorkloadError, ConfigError, StackError) as exc:
         print(f"tune.py: error: {exc}", file=sys.stderr)
         return 2
     except LocalServerError as exc:
@@ -715,10 +767,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if isinstance(concurrency, dict):
         result["rows_by_concurrency"] = concurrency["rows"]
-    atomic_write_text(override_out, line + "\n")
-    atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
+    if args.rows_out:
+        result["trn2_rows"] = write_trn2_rows(args, baseline_by_c, runs_by_c)
     md = tune_markdown(result) + concurrency_markdown(result)
-    atomic_write_text(args.out.with_suffix(".md"), md)
+    written = write_outputs(
+        "tune",
+        [
+            (override_out, line + "\n"),
+            (args.out, json_io.dumps(result)),
+            (args.out.with_suffix(".md"), md),
+        ],
+    )
+    if moved := moved_lines(written):
+        print(md)
+        for moved_line in moved:
+            print(f"tune.py: error: {moved_line}", file=sys.stderr)
+        return 1
     if not args.no_plots:
         with contextlib.suppress(ValueError):
             plot_k_sweep(analysis["rows"], args.out.with_name(f"{args.out.stem}_ksweep.png"))

@@ -1,7 +1,10 @@
 """`python -m trnspec serve`: the pod's entrypoint around vLLM.
 
 Order of work, each step refusing early what would fail late:
-1. validate the config (exit 2 listing every problem: nothing is downloaded for a bad config);
+1. validate the config (exit 2 listing every problem: nothing is downloaded for a bad config),
+   then `trnspec doctor` (trnspec.doctor): the image's vLLM and vllm-neuron versions, the model
+   class the method needs, the Neuron devices and the LNC (exit 1 with one line naming what is
+   missing: nothing is staged or compiled in a container that cannot run the config);
 2. stage S3 model sources to local disk (verified, resumable: trnspec.staging), then run the
    checks again on the staged copies, whose config.json files are now readable;
 3. pull compiled Neuron artifacts from the S3 compile cache under the config's cache key

@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 from collections.abc import Mapping
 
 from trnspec.api_key import load_api_key
-from trnspec.config import ConfigError, Problem
+from trnspec.config import ConfigError, Problem, ServingConfig
+from trnspec.doctor_probe import examine
 from trnspec.pod_contract import (
     COMPILED_ROOT,
     COMPILED_SUBDIR,
@@ -27,6 +29,9 @@ from trnspec.pod_contract import (
 )
 from trnspec.serve.plan import plan_serve
 from trnspec.serve.runner import ServeOptions, SuperviseVllm, execute
+
+#: The container cannot run the config (`trnspec doctor` failed): nothing was staged.
+EXIT_DOCTOR_FAILED = 1
 
 
 def resolve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeOptions:
@@ -82,7 +87,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per readiness probe is noise
     api_key = load_api_key(os.environ)  # before staging: a missing key fails in seconds
+    if (exit_code := _doctor(cfg)) is not None:  # before staging and the compile
+        return exit_code
     return execute(cfg, plan, options, SuperviseVllm(cfg, options, api_key), api_key=api_key)
+
+
+def _doctor(cfg: ServingConfig) -> int | None:
+    """`trnspec doctor` as the pod's first step: None to go on, else the exit code."""
+    report = examine(cfg)
+    logging.getLogger(__name__).info("%s", report.line())
+    if report.ok:
+        return None
+    print(report.line(), file=sys.stderr)
+    return EXIT_DOCTOR_FAILED
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

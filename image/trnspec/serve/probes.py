@@ -4,12 +4,13 @@ the file the Kubernetes probes read (trnspec.pod_contract.READY_FILE)."""
 from __future__ import annotations
 
 import logging
-import os
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trnspec.boundary.write import write_file
 from trnspec.config import ServingConfig
 from trnspec.pod_contract import METRICS_PATH, MODELS_PATH
 
@@ -62,22 +63,30 @@ def http_probe(
 
 
 def requests_in_flight(metrics_text: str) -> int | None:
-    """Running + waiting requests from a Prometheus exposition; None when vLLM reports neither."""
+    """Running + waiting requests from a Prometheus exposition; None when vLLM reports neither.
+    Only finite, non-negative gauge values count (a NaN or +Inf sample is skipped: int() of it
+    would raise in the drain thread)."""
     total, seen = 0.0, False
     for line in metrics_text.splitlines():
         name = line.split("{", 1)[0].split(" ", 1)[0]
         if name in _IN_FLIGHT_GAUGES:
             try:
-                total += float(line.rsplit(" ", 1)[1])
-                seen = True
+                value = float(line.rsplit(" ", 1)[1])
             except (IndexError, ValueError):
                 continue
+            if math.isfinite(value) and value >= 0:
+                total += value
+                seen = True
     return int(total) if seen else None
 
 
 @dataclass(frozen=True)
 class BusyProbe:
-    """Called: True while vLLM holds requests, False when idle, None when /metrics cannot tell."""
+    """Called: True while vLLM holds requests, False when idle, None when /metrics cannot tell.
+
+    A /metrics answer that does not come within `timeout` counts as busy: a loaded server answers
+    slowly, and stopping it then would abort the requests the drain exists for (the drain's own
+    deadline bounds the wait). A refused connection (nothing listening yet) cannot tell."""
 
     base_url: str
     timeout: float = 2.0
@@ -87,6 +96,8 @@ class BusyProbe:
 
         try:
             response = httpx.get(f"{self.base_url}{METRICS_PATH}", timeout=self.timeout)
+        except httpx.TimeoutException:
+            return True
         except httpx.HTTPError:
             return None
         if response.status_code != 200:
@@ -108,10 +119,8 @@ class ReadyFile:
         self._warned = False
 
     def set(self) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
         try:
-            tmp.write_text(f"{time.time():.0f}\n")
-            os.replace(tmp, self.path)
+            write_file(self.path, f"{time.time():.0f}\n")
         except OSError as err:  # e.g. a read-only root filesystem without a /tmp volume
             if not self._warned:
                 self._warned = True

@@ -29,6 +29,7 @@ from trnspec.serve.plan import CacheStep, ServePlan
 from trnspec.serve.probes import ReadyFile, http_busy, http_probe, probe_url
 from trnspec.serve.supervisor import Supervisor
 from trnspec.staging import (
+    NotPublishedError,
     S3Location,
     StagingError,
     TransferSettings,
@@ -45,6 +46,8 @@ log = logging.getLogger("trnspec.serve")
 T = TypeVar("T")
 
 EXIT_STAGING_FAILED = 1
+#: The default wait for unpublished weights (ServeOptions.weights_wait_delays): 7350 s in all.
+WEIGHTS_WAIT_DELAYS: tuple[float, ...] = tuple(float(min(30 * 2**i, 300)) for i in range(27))
 
 #: Runs the rendered command; the callback (if any) is called once, when the model first answers.
 SuperviseFn = Callable[[RenderedCommand, Callable[[], None] | None], int]
@@ -64,6 +67,10 @@ class ServeOptions:
     #: Waits before retrying staging that failed for a cause time can fix (credentials not
     #: ready yet, endpoint unreachable): bounded, about 5 minutes in all, then exit 1.
     stage_retry_delays: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
+    #: Waits for weights not published yet (the weights Job copies them from the Hugging Face
+    #: Hub while the first pods start): 30 s doubling to 5 min, about 2 hours in all, then
+    #: exit 1 (a replica is restarted by its Deployment, the precompile Job by its backoffLimit).
+    weights_wait_delays: tuple[float, ...] = field(default_factory=lambda: WEIGHTS_WAIT_DELAYS)
 
 
 @dataclass(frozen=True)
@@ -255,11 +262,26 @@ def _retrying(
     options: ServeOptions, sleep: Callable[[float], None], what: str, work: Callable[[], T]
 ) -> T:
     """Run work; while it fails for a cause time can fix (credentials not ready yet, endpoint
-    unreachable), wait and retry within options.stage_retry_delays. Raises the last error."""
+    unreachable), wait and retry within options.stage_retry_delays; while the weights are not
+    published yet, within options.weights_wait_delays. Raises the last error."""
     delays = list(options.stage_retry_delays)
+    waits = list(options.weights_wait_delays)
     while True:
         try:
             return work()
+        except NotPublishedError as err:
+            if not waits:
+                raise
+            delay = waits.pop(0)
+            log.warning(
+                "%s: weights not published yet at %s (the weights Job copies them; "
+                "docs/platform.md, 'First deploy'); waiting %.0fs, %d more waits",
+                what,
+                err.source,
+                delay,
+                len(waits),
+            )
+            sleep(delay)
         except StagingError as err:
             if not err.retryable or not delays:
                 raise

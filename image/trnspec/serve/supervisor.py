@@ -16,6 +16,8 @@ from trnspec.serve.probes import ReadyFile
 log = logging.getLogger("trnspec.serve")
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: Exit status when a background thread failed and the server was stopped because of it.
+EXIT_THREAD_FAILED = 70
 
 
 def exit_status(returncode: int) -> int:
@@ -61,6 +63,8 @@ class Supervisor:
         # can arrive while the first handler holds it, in the same (main) thread.
         self._lock = threading.RLock()
         self._child: subprocess.Popen[bytes] | None = None
+        #: the name of a background thread that failed (the server was stopped because of it)
+        self.failed_thread: str | None = None
 
     def _send(self, signum: int) -> None:
         self._forwarded.set()
@@ -71,20 +75,49 @@ class Supervisor:
             self._child.send_signal(signum)
 
     def _drain_then_send(self, signum: int) -> None:
+        """Wait while requests are in flight (bounded by drain_timeout), then forward the signal;
+        the signal is forwarded whatever happens in the wait (a probe that raises included)."""
         deadline = time.monotonic() + self.drain_timeout
-        while not self._forwarded.is_set() and time.monotonic() < deadline:
-            if self._child is None or self._child.poll() is not None:
-                return
-            if self.busy is None or self.busy() is not True:
-                break
-            time.sleep(self.drain_poll)
-        else:
+        try:
+            while not self._forwarded.is_set() and time.monotonic() < deadline:
+                if self._child is None or self._child.poll() is not None:
+                    return
+                if self.busy is None or self.busy() is not True:
+                    break
+                time.sleep(min(self.drain_poll, max(0.0, deadline - time.monotonic())))
+            else:
+                if not self._forwarded.is_set():
+                    log.warning(
+                        "drain timeout (%.0fs): stopping with requests in flight",
+                        self.drain_timeout,
+                    )
+        except Exception:
+            log.exception("the drain failed; stopping the server now")
+        finally:
             if not self._forwarded.is_set():
-                log.warning(
-                    "drain timeout (%.0fs): stopping with requests in flight", self.drain_timeout
+                self._send(signum)
+
+    def _background(self, target: Callable[[], None], name: str) -> threading.Thread:
+        """Start a daemon thread whose failure stops the server loudly: it is logged, readiness
+        is withdrawn and SIGTERM is forwarded to the child, so `run` returns instead of leaving a
+        pod that looks alive with a dead watcher."""
+
+        def guarded() -> None:
+            try:
+                target()
+            except Exception:
+                log.critical(
+                    "background thread %r failed; stopping the server", name, exc_info=True
                 )
-        if not self._forwarded.is_set():
-            self._send(signum)
+                self.failed_thread = name
+                self._stopping.set()
+                with self._lock:
+                    self.ready.clear()
+                self._send(signal.SIGTERM)
+
+        thread = threading.Thread(target=guarded, name=name, daemon=True)
+        thread.start()
+        return thread
 
     def _forward(self, signum: int, _frame: FrameType | None) -> None:
         first = not self._stopping.is_set()
@@ -97,9 +130,7 @@ class Supervisor:
                 signal.Signals(signum).name,
                 self.drain_timeout,
             )
-            threading.Thread(
-                target=self._drain_then_send, args=(signum,), name="drain", daemon=True
-            ).start()
+            self._background(lambda: self._drain_then_send(signum), "drain")
         else:
             self._send(signum)
 
@@ -120,9 +151,7 @@ class Supervisor:
                 announced = True
                 log.info("model is answering: ready")
                 if self.on_first_ready is not None:
-                    threading.Thread(
-                        target=self.on_first_ready, name="first-ready", daemon=True
-                    ).start()
+                    self._background(self.on_first_ready, "first-ready")
             self._stopping.wait(self.poll_interval)
 
     def run(self) -> int:
@@ -133,11 +162,12 @@ class Supervisor:
         try:
             # A session of its own: a terminal's Ctrl-C reaches the child once, through us.
             self._child = subprocess.Popen(self.argv, env=self.env, start_new_session=True)
-            watcher = threading.Thread(target=self._watch, name="readiness", daemon=True)
-            watcher.start()
+            watcher = self._background(self._watch, "readiness")
             returncode = self._child.wait()
             self._stopping.set()
             watcher.join(timeout=5)
+            if self.failed_thread is not None and returncode in (0, -signal.SIGTERM):
+                return EXIT_THREAD_FAILED
             return exit_status(returncode)
         finally:
             self.ready.clear()

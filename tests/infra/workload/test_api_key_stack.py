@@ -32,8 +32,13 @@ def _of_type(template: dict[str, Any], cfn_type: str) -> dict[str, dict[str, Any
     return {k: v for k, v in template["Resources"].items() if v["Type"] == cfn_type}
 
 
+def _api_key_secrets(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The API key's secret (the Hub token's secret is always there, created empty)."""
+    return {k: v for k, v in _of_type(template, SECRET).items() if k.startswith("ApiKey")}
+
+
 def _containers(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    (doc,) = [d for d in docs if d["kind"] == kind]
+    (doc,) = [d for d in docs if d["kind"] == kind and "-weights-" not in d["metadata"]["name"]]
     return doc["spec"]["template"]["spec"]["containers"]
 
 
@@ -54,7 +59,7 @@ def test_key_is_on_by_default_exactly_with_the_nlb(
 
 
 def test_the_secret_is_generated_and_encrypted_with_its_own_rotating_key(nlb: Synth) -> None:
-    ((_, secret),) = _of_type(nlb.serving_raw, SECRET).items()
+    ((_, secret),) = _api_key_secrets(nlb.serving_raw).items()
     props = secret["Properties"]
     assert "SecretString" not in props
     assert props["GenerateSecretString"]["PasswordLength"] >= 32
@@ -65,7 +70,7 @@ def test_the_secret_is_generated_and_encrypted_with_its_own_rotating_key(nlb: Sy
 
 
 def test_only_the_arn_reaches_the_serving_container(nlb: Synth) -> None:
-    (secret_id,) = _of_type(nlb.serving_raw, SECRET)
+    (secret_id,) = _api_key_secrets(nlb.serving_raw)
     docs = list(embedded_manifests(nlb.serving_raw))
     (server,) = _containers(docs, "Deployment")
     env = {e["name"]: e["value"] for e in server["env"]}
@@ -86,21 +91,24 @@ def test_no_template_or_manifest_carries_a_key_value(nlb: Synth) -> None:
 
 
 def test_only_the_serve_role_may_read_the_secret(nlb: Synth) -> None:
-    (secret_id,) = _of_type(nlb.serving_raw, SECRET)
+    (secret_id,) = _api_key_secrets(nlb.serving_raw)
     readers = []
     for policy_id, policy in _of_type(nlb.serving_raw, "AWS::IAM::Policy").items():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = statement["Action"]
             actions = actions if isinstance(actions, list) else [actions]
             if any(a.startswith("secretsmanager:") for a in actions):
-                assert statement["Resource"] == {"Ref": secret_id}
-                readers.append(policy_id)
+                if statement["Resource"] == {"Ref": secret_id}:
+                    readers.append(policy_id)
+                else:  # the weights Job reads the Hub token's secret, nothing else
+                    assert policy_id.startswith("WeightsIdentity")
+                    assert statement["Resource"]["Ref"].startswith("HfToken")
     assert len(readers) == 1 and readers[0].startswith("ServeIdentity")
 
 
 def test_without_the_nlb_there_is_no_secret(platform_synth: Callable[[str], Synth]) -> None:
     default = platform_synth("default")
-    assert _of_type(default.serving_raw, SECRET) == {}
+    assert _api_key_secrets(default.serving_raw) == {}
     docs = list(embedded_manifests(default.serving_raw))
     (server,) = _containers(docs, "Deployment")
     assert ENV_API_KEY_SECRET not in {e["name"] for e in server["env"]}

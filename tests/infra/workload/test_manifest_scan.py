@@ -24,7 +24,7 @@ from netpol_model import selector_matches
 from platform_synth import PROFILES, Synth, cfn_text, synth_profile
 
 KUBERNETES_RESOURCE = "Custom::AWSCDK-EKS-KubernetesResource"
-NLB_WITH_KEY = {"serving": {"profile": "qwen3-32b-draft", "internal_nlb": True}}
+NLB_WITH_KEY = {"serving": {"profile": "qwen3-4b-baseline", "internal_nlb": True}}
 
 
 def embedded_manifests(template: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -305,7 +305,7 @@ def test_policies_validate_against_the_kubernetes_schema(settings: dict[str, Any
 
     _, _, manifests, _ = build(**settings)
     policies = [m for m in manifests.all() if m["kind"] == "NetworkPolicy"]
-    assert len(policies) == 4
+    assert len(policies) == 5  # default deny, server, precompile, weights, clients
     for policy in policies:
         kubernetes_validate.validate(policy, VALIDATED_KUBERNETES_VERSION, strict=True)
 

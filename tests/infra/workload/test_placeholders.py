@@ -14,6 +14,7 @@ from infra.workload.manifests import build_manifests
 from infra.workload.placeholders import (
     API_KEY_SECRET_PLACEHOLDER,
     BUCKET_PLACEHOLDER,
+    HF_TOKEN_SECRET_PLACEHOLDER,
     IMAGE_PLACEHOLDER,
     REGION_PLACEHOLDER,
     VPC_CIDR_PLACEHOLDER,
@@ -29,6 +30,7 @@ PLACEHOLDERS = (
     REGION_PLACEHOLDER,
     VPC_CIDR_PLACEHOLDER,
     API_KEY_SECRET_PLACEHOLDER,
+    HF_TOKEN_SECRET_PLACEHOLDER,
 )
 VALUES = DeployValues(
     bucket_name="trnspec-models-real",
@@ -36,6 +38,7 @@ VALUES = DeployValues(
     region="us-east-2",
     vpc_cidr=VPC_CIDR,
     api_key_secret_arn="arn:aws:secretsmanager:us-east-2:123456789012:secret:trnspec-key",
+    hf_token_secret_arn="arn:aws:secretsmanager:us-east-2:123456789012:secret:trnspec-hf",
 )
 SECTIONS: list[dict[str, Any]] = [
     *({"profile": p} for p in TRN2_PROFILES),
@@ -69,6 +72,7 @@ def _spec_from_real_values(preflight: WorkloadPreflight) -> WorkloadSpec:
         config_yaml=spec.config_yaml.replace(BUCKET_PLACEHOLDER, VALUES.bucket_name),
         bucket_name=VALUES.bucket_name,
         api_key_secret_arn=VALUES.api_key_secret_arn if enabled else None,
+        hf_token_secret_arn=VALUES.hf_token_secret_arn,
     )
 
 
@@ -98,6 +102,7 @@ def test_the_preflight_marks_every_deploy_time_value_and_keeps_the_config_hash()
         VPC_CIDR_PLACEHOLDER,
     )
     assert spec.api_key_secret_arn == API_KEY_SECRET_PLACEHOLDER
+    assert spec.hf_token_secret_arn == HF_TOKEN_SECRET_PLACEHOLDER
     assert bind(spec, VALUES).config_sha256 == spec.config_sha256
 
 

@@ -47,8 +47,8 @@ def test_namespace_enforces_restricted_pod_security() -> None:
     assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
-def test_scaled_object_scales_the_deployment_on_waiting_requests_per_replica() -> None:
-    _, spec, m, _ = build(min_replicas=2, max_replicas=6, waiting_requests_per_replica=3)
+def test_scaled_object_scales_the_deployment_on_streams_in_flight_per_replica() -> None:
+    _, spec, m, _ = build(min_replicas=2, max_replicas=6, streams_per_replica=3)
     so = by_kind(m, "ScaledObject")["spec"]
     assert so["scaleTargetRef"] == {
         "apiVersion": "apps/v1",
@@ -61,7 +61,9 @@ def test_scaled_object_scales_the_deployment_on_waiting_requests_per_replica() -
     assert trigger["metricType"] == "AverageValue"
     assert trigger["metadata"]["threshold"] == "3"
     query = trigger["metadata"]["query"]
-    assert "vllm:num_requests_waiting" in query
+    assert spec.streams_per_replica == 3
+    assert "sum(vllm:num_requests_running{" in query
+    assert "sum(vllm:num_requests_waiting{" in query
     assert f'namespace="{spec.namespace}"' in query
     assert f'model_name="{spec.served_model_name}"' in query
     assert so["fallback"]["replicas"] == 2

@@ -202,10 +202,17 @@ def test_engine_reads_the_pods_args_and_env_as_its_staging_dirs_cache_and_drain(
     assert {DATA_DIR, "/tmp", "/var/tmp"} <= mounts
 
 
-def test_default_weights_volume_fits_the_platforms_default_node_disk() -> None:
-    from infra.serving_settings import ServingSettings
-    from infra.settings import Trn2PoolSettings
+def test_the_default_weights_volume_is_sized_from_what_the_pod_stages() -> None:
+    """Unset weights_volume_gib: the request is the model's staged storage (trnspec.packing),
+    48 GiB for Qwen3-4B + its DFlash drafter, so 16 replicas fit one node's instance store."""
+    from trnspec.config import load_profile
+    from trnspec.packing import staged_storage_gib
 
-    root = Trn2PoolSettings.model_fields["root_volume_gib"].default
-    # Leave room for the Neuron DLC images (tens of GB) next to the weights.
-    assert ServingSettings().weights_volume_gib <= root - 100
+    from infra.serving_settings import ServingSettings
+
+    assert ServingSettings().weights_volume_gib is None
+    for profile, gib in (("qwen3-4b-dflash", 48), ("qwen3-32b-draft", 184)):
+        pod = _pod("Deployment", profile=profile)
+        staged = staged_storage_gib(load_profile(profile))
+        assert staged is not None and staged.gib == gib
+        assert pod["containers"][0]["resources"]["requests"]["ephemeral-storage"] == f"{gib}Gi"

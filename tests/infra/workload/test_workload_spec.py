@@ -159,3 +159,17 @@ def test_one_pass_skips_the_engine_when_the_section_cannot_name_it() -> None:
     assert {p.field for p in info.value.problems} <= {"serving.profile", "serving.overrides"}
     checked = check_serving(None, bucket_name=BUCKET, image_uri=IMAGE)
     assert checked.settings.profile == "qwen3-4b-dflash"
+
+
+def test_the_keda_target_defaults_to_the_batch_the_engine_runs() -> None:
+    cfg = load_profile("qwen3-4b-dflash")
+    spec = derive_workload(cfg, ServingSettings(), image_uri=IMAGE, bucket_name=BUCKET)
+    assert spec.streams_per_replica == cfg.max_num_seqs == 4
+
+
+def test_a_keda_target_above_max_num_seqs_is_refused() -> None:
+    settings = ServingSettings(streams_per_replica=5)
+    with pytest.raises(WorkloadError, match=r"serving.streams_per_replica=5: a replica runs at"):
+        derive_workload(
+            load_profile("qwen3-4b-dflash"), settings, image_uri=IMAGE, bucket_name=BUCKET
+        )

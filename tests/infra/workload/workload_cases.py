@@ -40,7 +40,13 @@ def build(profile: str = "qwen3-32b-draft", **settings: Any) -> Built:
     return _build(profile, items)
 
 
+#: Two Jobs share the kind: "Job" alone means the precompile Job (the Neuron pod); the weights
+#: Job is asked for by name (`by_kind(m, "Job", "-weights-")`).
+_DEFAULT_NAME_PART = {"Job": "-precompile-"}
+
+
 def by_kind(manifests: WorkloadManifests, kind: str, name_part: str = "") -> dict[str, Any]:
+    name_part = name_part or _DEFAULT_NAME_PART.get(kind, "")
     found = [m for m in manifests.all() if m["kind"] == kind and name_part in m["metadata"]["name"]]
     assert len(found) == 1, f"expected one {kind} matching {name_part!r}, got {len(found)}"
     return found[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from fake_openai_server import running
@@ -130,12 +131,31 @@ def test_unreachable_endpoint_still_writes_a_report_and_exits_1(tmp_path):
         (["--endpoint", "http://x", "--instance-type", "p5.48xlarge"], "--instance-type="),
         (["--endpoint", "http://x", "--instance-type", "trn2u.48xlarge"], "--price-per-hour"),
         (["--endpoint", "http://x", "--set", "a=b"], "--set"),
-        (["--endpoint", "http://x", "--timeout", "0"], "--timeout=0"),
+        (["--endpoint", "http://x", "--timeout", "0"], "--timeout: 0:"),
+        (["--endpoint", "http://x", "--timeout", "nan"], "--timeout: nan:"),
+        (["--endpoint", "http://x", "--concurrency", "1e9"], "--concurrency=1e9"),
+        (["--endpoint", "http://x", "--concurrency", "1000000000"], "<= 100000"),
+        (["--endpoint", "http://x", "--slo-ttft-ms", "inf"], "--slo-ttft-ms: inf:"),
+        (["--endpoint", "http://x", "--price-per-hour", "-1"], "--price-per-hour: -1:"),
+        (["--endpoint", "http://x", "--request-rate", "nan"], "--request-rate: nan:"),
+        (["--endpoint", "http://u:secret@x"], "--api-key-env"),
+        (["--endpoint", "http://x:99999"], "--endpoint="),
+        (["--endpoint", "http://[::1"], "--endpoint="),
     ],
 )
 def test_bad_input_exits_2_with_the_flag_named_and_no_traceback(tmp_path, capsys, argv, needle):
-    code = main([*argv, "--out", str(tmp_path / "x.json"), "--no-progress"])
+    """Exit 2 either from a check in main or from argparse (a flag's type refused the value)."""
+    try:
+        code = main([*argv, "--out", str(tmp_path / "x.json"), "--no-progress"])
+    except SystemExit as exc:
+        code = exc.code
     err = capsys.readouterr().err
     assert code == 2
     assert needle in err and "Traceback" not in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_an_out_that_is_a_device_is_refused_and_left_alone(capsys):
+    code = main(["--endpoint", "http://x", "--out", "/dev/null", "--no-progress"])
+    assert code == 2 and "it is a device" in capsys.readouterr().err
+    assert Path("/dev/null").is_char_device()

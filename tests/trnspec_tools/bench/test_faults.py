@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 from fault_server import FAULTS, MODEL, fault_server
@@ -166,7 +167,7 @@ def test_bench_cli_never_prints_a_traceback(fault, tmp_path, capsys):
         code = bench_main(bench_argv(server.url, out, *FAST_FLAGS, "--warmup", "0", "--no-plots"))
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out
-    if fault in ("silent", "models_list"):
+    if fault in ("silent", "models_list", "model_surrogate"):
         assert code == 2 and "--model" in captured.err  # no model to discover: named, no run
         return
     assert code in (0, 1)
@@ -198,24 +199,38 @@ def test_an_out_path_under_a_file_is_refused_before_the_run(tmp_path, capsys):
 def test_results_are_kept_elsewhere_when_the_report_cannot_be_written(
     tmp_path, capsys, monkeypatch
 ):
-    import trnspec_tools.bench.bench as bench
-
-    def broken(*_a: object, **_k: object) -> None:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(bench, "write_outputs", broken)
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "spare"))
-    (tmp_path / "spare").mkdir()
     import tempfile
 
+    import trnspec.boundary.write as write
+
+    original = write.write_file
+    out_dir = tmp_path / "out"
+
+    def full_disk(path: Path, data: bytes | str) -> Path:
+        if Path(path).parent == out_dir:
+            raise OSError(28, "No space left on device")
+        return original(path, data)
+
+    monkeypatch.setattr(write, "write_file", full_disk)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "spare"))
+    (tmp_path / "spare").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", None)
     with fault_server() as server:
-        code = bench_main(bench_argv(server.url, tmp_path / "out" / "b.json", "--no-plots"))
+        code = bench_main(bench_argv(server.url, out_dir / "b.json", "--no-plots"))
     err = capsys.readouterr().err
     assert code == 1
-    assert "No space left on device" in err and "the results were saved to" in err
-    saved = json.loads(next((tmp_path / "spare").glob("b-*.json")).read_text())
-    assert saved["completed"] == 2
+    assert "No space left on device" in err and "kept it at" in err
+    kept = next((tmp_path / "spare").glob("trnspec-bench-*/0-b.json"))
+    assert str(kept) in err
+    assert json.loads(kept.read_text())["completed"] == 2
+    assert next((tmp_path / "spare").glob("trnspec-bench-*/1-b.md")).read_text().startswith("#")
+
+
+def test_an_out_that_is_also_the_markdown_path_is_refused_before_the_run(tmp_path, capsys):
+    code = bench_main(["--endpoint", "http://127.0.0.1:9", "--out", str(tmp_path / "r.md")])
+    err = capsys.readouterr().err
+    assert code == 2 and "one output would overwrite the other" in err
+    assert not (tmp_path / "r.md").exists()
 
 
 def test_report_files_are_readable_by_others_like_any_new_file(tmp_path):
@@ -247,6 +262,17 @@ SMOKE_OUTCOME = {
     "counters_inconsistent": (1, {"spec-decode metrics"}),
     "no_counters": (0, set()),
     "metrics_non_utf8": (0, set()),
+    "usage_inflated": (1, {"completion #1", "completion #1 (stream)", "chat", "chat (stream)"}),
+    "counters_nan": (1, {"spec-decode metrics"}),
+    "counters_inf": (1, {"spec-decode metrics"}),
+    "position_huge": (1, {"spec-decode metrics"}),
+    "position_nan": (1, {"spec-decode metrics"}),
+    "continue_100": (0, set()),
+    "huge_header": (1, {"completion #1 (stream)", "chat (stream)"}),
+    "model_markup": (0, set()),
+    "model_surrogate": (1, {"models"}),
+    "endless_line": (1, {"completion #1 (stream)", "chat (stream)"}),
+    "deep_json": (1, {"completion #1 (stream)", "chat (stream)"}),
 }
 
 

@@ -353,3 +353,16 @@ def test_a_speedup_above_its_tokens_per_step_is_left_out_of_the_fit_and_the_tabl
     assert a["recommendation"]["k"] == 2  # from the plausible runs, as without k=1
     assert a["fit"]["alpha"] == pytest.approx(0.6, abs=1e-3)
     assert not any(r["implausible"] for r in a["rows"] if r["k"] != 1)
+
+
+def test_a_tune_json_holding_nan_is_refused_in_one_line_not_turned_into_a_speedup(tmp_path, capsys):
+    from trnspec_tools.tune.tune import main as tune_main
+
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(
+        '{"by_concurrency": {"1": {"baseline": {"output_tokens_per_s": NaN}, "runs": {}}}}'
+    )
+    code = tune_main(["--from-json", str(earlier), "--out", str(tmp_path / "t.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "NaN is not a finite number" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "t.json").exists()

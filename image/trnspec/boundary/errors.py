@@ -1,0 +1,41 @@
+"""The one error for bad outside input: one line naming the field, the value and the fix."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Sequence
+
+from trnspec.problems import InputError, Problem
+
+#: Exit code of every tool when its input (a flag, a file, a server's answer) is refused.
+EXIT_BAD_INPUT = 2
+
+
+class BoundaryError(InputError):
+    """Input refused at the boundary; `str()` is one line: `field=value: fix`."""
+
+    def __init__(self, field: str, value: object, fix: str) -> None:
+        self.field, self.value, self.fix = field, value, fix
+        super().__init__([Problem(field, value, fix)])
+
+
+Main = Callable[..., int]
+
+
+def exits_on_bad_input(prog: str) -> Callable[[Main], Main]:
+    """Decorate a tool's `main`: a BoundaryError that reaches it (input refused anywhere below)
+    ends the tool with one line on stderr and EXIT_BAD_INPUT, never a traceback."""
+
+    def wrap(main: Main) -> Main:
+        @functools.wraps(main)
+        def guarded(argv: Sequence[str] | None = None, *args: object, **kwargs: object) -> int:
+            try:
+                return main(argv, *args, **kwargs)
+            except BoundaryError as exc:
+                print(f"{prog}: error: {exc}", file=sys.stderr)
+                return EXIT_BAD_INPUT
+
+        return guarded
+
+    return wrap

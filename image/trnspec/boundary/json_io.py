@@ -1,0 +1,108 @@
+"""JSON in and out with bounds: size, nesting depth, and no NaN or Infinity either way.
+
+Python's json module reads `NaN`, `Infinity` and `-Infinity` (not JSON) and writes them back, so a
+NaN in a tune report would pass every comparison (all false) and print a confident figure. Here a
+non-finite constant is refused on read, and `dumps` writes strict JSON with any non-finite float
+(a bug upstream) written as null.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from trnspec.boundary.errors import BoundaryError
+
+#: Largest JSON document read (a tune report is well under 1 MiB).
+MAX_JSON_BYTES = 64 * 1024 * 1024
+#: Deepest nesting of arrays and objects accepted (real inputs use fewer than 10 levels).
+MAX_DEPTH = 64
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def depth(text: str) -> int:
+    """The deepest bracket nesting of a JSON text, ignoring brackets inside strings."""
+    deepest = level = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif ch in "]}":
+            level -= 1
+    return deepest
+
+
+def loads(
+    text: str | bytes,
+    field: str,
+    *,
+    shown: str | None = None,
+    max_bytes: int = MAX_JSON_BYTES,
+    max_depth: int = MAX_DEPTH,
+) -> Any:
+    """A JSON value from text that is at most max_bytes long and max_depth deep, with finite
+    numbers only; otherwise BoundaryError naming `field` and `shown` (e.g. the file's path;
+    default: the start of the text)."""
+    value_shown = shown if shown is not None else text[:40]
+    if len(text) > max_bytes:
+        raise BoundaryError(field, value_shown, f"larger than the {max_bytes}-byte limit")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BoundaryError(field, value_shown, f"not UTF-8 ({exc.reason})") from None
+    if depth(text) > max_depth:
+        raise BoundaryError(field, value_shown, f"nested deeper than {max_depth} levels")
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise BoundaryError(field, value_shown, f"not JSON ({reason})") from None
+    except RecursionError:
+        raise BoundaryError(field, value_shown, "nested too deeply") from None
+    if _has_non_finite(value):  # 1e999 parses as inf
+        raise BoundaryError(field, value_shown, "holds a number too large to be finite (1e999?)")
+    return value
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def finite_only(value: Any) -> Any:
+    """A copy of a JSON-able value with every non-finite float replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_only(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_only(v) for v in value]
+    return value
+
+
+def dumps(value: Any, indent: int | None = 2) -> str:
+    """Strict JSON text (non-finite floats written as null), ending in a newline."""
+    return json.dumps(finite_only(value), indent=indent, allow_nan=False) + "\n"

@@ -1,0 +1,87 @@
+"""Properties of trnspec.boundary.json_io: finite numbers only, depth and size bounded, both
+ways."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.json_io import MAX_DEPTH, depth, dumps, loads
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+json_values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=10),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _finite(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
+
+
+def _strict(text: str) -> object:
+    def refuse(name: str) -> object:
+        raise ValueError(name)
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@SETTINGS
+@given(json_values)
+def test_written_json_is_strict_json_with_finite_numbers(value):
+    assert _finite(_strict(dumps(value)))
+
+
+@SETTINGS
+@given(st.one_of(st.text(max_size=60), json_values.map(json.dumps)))
+def test_read_json_has_finite_numbers_and_bounded_depth_or_one_line(text):
+    try:
+        value = loads(text, "--from-json")
+    except BoundaryError as exc:
+        assert str(exc).startswith("--from-json=") and "\n" not in str(exc)
+        return
+    assert _finite(value)
+    assert depth(json.dumps(value)) <= MAX_DEPTH
+
+
+@SETTINGS
+@given(st.integers(0, 3 * MAX_DEPTH), st.sampled_from(["[", '{"a":']))
+def test_nesting_deeper_than_the_limit_is_refused_and_never_a_recursion_error(levels, opener):
+    closer = "]" if opener == "[" else "}"
+    text = opener * levels + "1" + closer * levels
+    if levels > MAX_DEPTH:
+        with pytest.raises(BoundaryError, match="nested deeper"):
+            loads(text, "line 1")
+    else:
+        loads(text, "line 1")
+
+
+@pytest.mark.parametrize("text", ["NaN", "[Infinity]", '{"x": -Infinity}', "1e999", "[1e400]"])
+def test_non_finite_numbers_are_refused_on_read(text):
+    with pytest.raises(BoundaryError):
+        loads(text, "tune.json")
+
+
+def test_a_hundred_thousand_brackets_are_refused_quickly():
+    with pytest.raises(BoundaryError, match="nested deeper"):
+        loads("[" * 100_000, "--dataset line 1")

@@ -1,0 +1,72 @@
+"""tune's measurements as rows of the Trn2 data file: what calibrate --add reads back."""
+
+from __future__ import annotations
+
+import yaml
+from trnspec.calibrate import main as calibrate_main
+from trnspec.perf_data import data_text, load_published
+
+from trnspec_tools.tune.trn2_rows import conditions_for, measured_rows, rows_yaml
+
+
+def run(arm: str, tps: float, tpot: float, tau: float | None = None, source: str | None = None):
+    return {
+        "arm": arm,
+        "endpoint": "http://127.0.0.1:8000",
+        "output_tokens_per_s": tps,
+        "tpot_ms": {"p50": tpot},
+        "mean_accepted_length": tau,
+        "acceptance_source": source,
+    }
+
+
+COND = conditions_for("llama31-8b-eagle3", 512, 128, "trnspec tune --out r.json", "2026-12-01")
+BASELINE = {1: run("baseline", 80.0, 12.3), 2: run("baseline", 150.0, 13.1)}
+RUNS = {
+    3: {
+        1: run("k=3", 190.0, 5.2, 2.9, "server-metrics"),
+        2: run("k=3", 300.0, 6.5, 3.0, "estimate-from-chunks"),
+    }
+}
+
+
+def test_the_deployed_profile_gives_every_rows_conditions():
+    assert (COND.stack_group, COND.method, COND.tp, COND.instance) == (
+        "plugin",
+        "eagle3",
+        4,
+        "trn2.3xlarge",
+    )
+
+
+def test_a_baseline_row_per_concurrency_and_a_speculative_row_per_k_and_concurrency():
+    rows, skipped = measured_rows(COND, BASELINE, RUNS)
+    assert [r.id for r in rows] == [
+        "llama31-8b-eagle3-c1",
+        "llama31-8b-eagle3-c2",
+        "llama31-8b-eagle3-c1-k3",
+    ]
+    spec = rows[-1]
+    assert (spec.batch, spec.k, spec.acceptance_length, spec.baseline) == (
+        1,
+        3,
+        2.9,
+        "llama31-8b-eagle3-c1",
+    )
+    assert spec.fitted_step_ms == 5.2 * 2.9
+    # a chunk-size estimate of acceptance is not a measurement to fit
+    assert skipped == [
+        "k=3 at concurrency 2: acceptance not from the server's counters (estimate-from-chunks)"
+    ]
+
+
+def test_the_rows_load_back_with_their_quote_and_refit_with_calibrate_add(tmp_path, capsys):
+    rows, _ = measured_rows(COND, BASELINE, RUNS)
+    text = rows_yaml(COND, rows)
+    assert "output_tokens_per_s 190.0" in yaml.safe_load(text)["measurements"][2]["quote"]
+    measurements, _ = load_published(data_text(), [text])
+    assert {r.id for r in rows} <= {m.id for m in measurements}
+    path = tmp_path / "mine.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert calibrate_main(["--add", str(path)]) == 0
+    assert "llama31-8b-eagle3-c1-k3" in capsys.readouterr().out

@@ -1,0 +1,180 @@
+"""Tune's measurements as rows of trnspec/data/trn2_published.yaml, so a user's own Trn2 runs can
+refit the perf model's constants: `python -m trnspec.calibrate --add FILE`.
+
+One baseline row per measured concurrency and one speculative row per (k, concurrency), with the
+deployed profile's conditions (target, method, TP, LNC, instance, the stack group its image
+belongs to) and batch = the run's concurrency (a closed loop of c clients keeps about c sequences
+in the running batch; the fit uses the run's p50 TPOT, which prefill and queueing barely touch).
+A speculative row carries an acceptance length only when the server's spec-decode counters gave
+it (a chunk-size estimate would be fitted as if measured): otherwise it is left out, with the
+reason. Every row's `quote` is the figures as tune measured them, and its `source` names the
+result file and the endpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from trnspec.config import load_profile
+from trnspec.model_shapes import ModelShape
+from trnspec.perf_data import Measurement
+from trnspec.perf_model import decode_context_tokens
+from trnspec.predict import profile_model
+
+#: tune's per-concurrency results: {concurrency: run stats}.
+Levels = Mapping[int, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What every row of one tune run shares: the deployment and the workload."""
+
+    profile: str
+    stack_group: str
+    method: str
+    target: ModelShape
+    draft: ModelShape | None
+    instance: str
+    tp: int
+    lnc: int
+    weight_bytes: float
+    input_len: int
+    output_len: int
+    source: str
+    date: str
+
+
+def conditions_for(
+    profile: str, input_len: int, output_len: int, source: str, date: str
+) -> Conditions:
+    """The deployed Trn2 profile's conditions (ConfigError if it is not a Trn2 profile)."""
+    cfg = load_profile(profile)
+    model = profile_model(cfg, decode_context_tokens(input_len, output_len))
+    return Conditions(
+        profile=profile,
+        stack_group=model.group,
+        method=model.method,
+        target=model.target,
+        draft=model.draft if model.method == "draft_model" else None,
+        instance=cfg.hardware.instance_type,
+        tp=cfg.tensor_parallel_size,
+        lnc=cfg.hardware.lnc,
+        weight_bytes=model.deployment.weight_bytes,
+        input_len=input_len,
+        output_len=output_len,
+        source=source,
+        date=date,
+    )
+
+
+def _quote(arm: str, c: int, run: Mapping[str, Any]) -> str:
+    tpot = (run.get("tpot_ms") or {}).get("p50")
+    parts = [
+        f"tune measured {arm} at concurrency {c}:",
+        f"output_tokens_per_s {run.get('output_tokens_per_s')}",
+        f"tpot_ms p50 {tpot}",
+    ]
+    if run.get("mean_accepted_length") is not None:
+        parts.append(
+            f"mean_accepted_length {run['mean_accepted_length']} ({run.get('acceptance_source')})"
+        )
+    return ", ".join(parts)
+
+
+def _row(cond: Conditions, c: int, run: Mapping[str, Any], **spec: Any) -> Measurement:
+    k = spec.get("k", 0)
+    return Measurement(
+        id=f"{cond.profile}-c{c}" + (f"-k{k}" if k else ""),
+        role="speculative" if k else "baseline",
+        source=f"{cond.source} ({run.get('endpoint')})",
+        quote=_quote(str(run.get("arm")), c, run),
+        date=cond.date,
+        stack=f"trnspec tune against profile {cond.profile}",
+        stack_group=cond.stack_group,
+        target=cond.target.name,
+        instance=cond.instance,
+        tp=cond.tp,
+        lnc=cond.lnc,
+        batch=c,
+        input_len=cond.input_len,
+        output_len=cond.output_len,
+        weight_bytes=cond.weight_bytes,
+        tpot_ms=(run.get("tpot_ms") or {}).get("p50"),
+        output_tokens_per_s=run.get("output_tokens_per_s"),
+        **spec,
+    )
+
+
+def measured_rows(
+    cond: Conditions, baseline: Levels, runs: Mapping[int, Levels]
+) -> tuple[list[Measurement], list[str]]:
+    """The rows of one tune run, and a line for each measurement left out and why."""
+    rows: list[Measurement] = []
+    skipped: list[str] = []
+    base_ids: dict[int, str] = {}
+    for c, run in sorted(baseline.items()):
+        if not run.get("output_tokens_per_s"):
+            skipped.append(f"baseline at concurrency {c}: no output throughput measured")
+            continue
+        row = _row(cond, c, run)
+        base_ids[c] = row.id
+        rows.append(row)
+    for k, by_c in sorted(runs.items()):
+        for c, run in sorted(by_c.items()):
+            where = f"k={k} at concurrency {c}"
+            if c not in base_ids:
+                skipped.append(f"{where}: no baseline at the same concurrency")
+            elif run.get("acceptance_source") != "server-metrics":
+                skipped.append(
+                    f"{where}: acceptance not from the server's counters"
+                    f" ({run.get('acceptance_source') or run.get('acceptance_note')})"
+                )
+            elif not run.get("output_tokens_per_s"):
+                skipped.append(f"{where}: no output throughput measured")
+            else:
+                rows.append(
+                    _row(
+                        cond,
+                        c,
+                        run,
+                        k=k,
+                        method=cond.method,
+                        draft=cond.draft.name if cond.draft else None,
+                        baseline=base_ids[c],
+                        acceptance_length=float(run["mean_accepted_length"]),
+                    )
+                )
+    return rows, skipped
+
+
+def _shape_entry(shape: ModelShape) -> dict[str, Any]:
+    return {
+        "name": shape.name,
+        "layers": shape.layers,
+        "hidden": shape.hidden,
+        "heads": shape.heads,
+        "kv_heads": shape.kv_heads,
+        "head_dim": shape.head_dim,
+        "intermediate": shape.intermediate,
+        "vocab": shape.vocab,
+        "tied_embeddings": shape.tied_embeddings,
+        "source": shape.origin,
+    }
+
+
+def rows_yaml(cond: Conditions, rows: Sequence[Measurement]) -> str:
+    """The rows (and the shapes they need) in the data file's format."""
+    shapes = [cond.target, *([cond.draft] if cond.draft else [])]
+    measurements = [
+        {key: value for key, value in dataclasses.asdict(m).items() if value not in (None, "")}
+        for m in rows
+    ]
+    return yaml.safe_dump(
+        {"shapes": [_shape_entry(s) for s in shapes], "measurements": measurements},
+        sort_keys=False,
+        allow_unicode=True,
+    )
