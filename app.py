@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""CDK entry point: reads context once into typed settings, then builds the platform stack and
-the serving stack on its cluster.
+"""CDK entry point: reads context once into typed settings, checks them and derives the serving
+workload once (infra.composition.check_profile), then builds the platform stack and the serving
+stack on its cluster from that one preflight.
 
 `cdk synth -c profile=NAME -c dotted.key=value ...`; a bad profile or value exits with status 2
 and one message listing every problem (no traceback).
@@ -13,7 +14,7 @@ import sys
 from aws_cdk import App
 from trnspec.config import ConfigError
 
-from infra.composition import check_profile, compose
+from infra.composition import build_stacks, check_profile
 from infra.serving_settings import ServingSettingsError
 from infra.settings import SettingsError, settings_overrides
 from infra.workload.spec import WorkloadError
@@ -24,8 +25,7 @@ def main() -> int:
     context = app.node.get_all_context()
     profile = str(context.get("profile", "default"))
     try:
-        settings = check_profile(profile, settings_overrides(context))
-        compose(app, settings)
+        build_stacks(app, check_profile(profile, settings_overrides(context)))
     except ConfigError as err:
         print(
             f"serving engine config (serving.profile / serving.overrides):\n{err}", file=sys.stderr

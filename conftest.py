@@ -26,6 +26,19 @@ def fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
+#: Fixtures that build or run something heavy: the tiny models (cached, but a fresh clone builds
+#: them for minutes) and the checkov scans of every template and every embedded manifest (an
+#: external scanner, tens of seconds). Every test that depends on one is `slow`, so
+#: `make test-fast` leaves it out without a list of test names to keep in step.
+SLOW_FIXTURES = frozenset({"tiny_models", "checkov_report", "scanned"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def s3_bkt(fake_aws_env: None) -> Iterator[Any]:
     """A moto S3 client with one empty bucket, `bkt`, in us-east-2."""

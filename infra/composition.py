@@ -1,7 +1,10 @@
 """The whole CDK app in one place: platform stack, serving stack on its cluster, cdk-nag.
 
-`app.py` and the tests both call `compose`, so what the tests synthesize is what `cdk deploy`
-deploys; the choice of stacks and their order is made here once.
+A profile is checked and its serving workload derived once (`Preflight`: the engine config, the
+workload spec and its manifests), before any construct; both stacks are built from it
+(`build_stacks`). `app.py` and the tests go through the same two steps (`check_profile` or
+`preflight`, then `build_stacks`; `compose` is both), so what the tests synthesize is what
+`cdk deploy` deploys; the choice of stacks and their order is made here once.
 """
 
 from __future__ import annotations
@@ -24,16 +27,27 @@ from infra.nag import acknowledge, attach_nag
 from infra.neuron_runtime import runtime_problems
 from infra.placement import placement_problems
 from infra.platform_stack import PlatformStack
-from infra.serving_settings import ServingSettings, ServingSettingsError
-from infra.serving_stack import BUCKET_PLACEHOLDER, ServingStack, add_serving
+from infra.serving_settings import ServingSettingsError
+from infra.serving_stack import ServingStack, add_serving
 from infra.settings import DeploymentSettings, SettingsError, load_settings, profile_data
-from infra.workload.manifests import build_manifests
-from infra.workload.spec import (
-    WorkloadError,
-    check_serving,
-    derive_workload,
-    resolve_serving_config,
-)
+from infra.workload.placeholders import BUCKET_PLACEHOLDER, IMAGE_PLACEHOLDER
+from infra.workload.preflight import WorkloadPreflight, workload_preflight
+from infra.workload.spec import WorkloadError, check_serving
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """A deployment profile checked, and its workload derived, once per synth before any
+    construct exists; both stacks are built from it."""
+
+    settings: DeploymentSettings
+    workload: WorkloadPreflight
+    """The serving section checked, its engine config, workload spec and manifests."""
+
+    @property
+    def needs(self) -> WorkloadNeeds:
+        """What the workload asks of the platform's add-ons."""
+        return workload_needs(self.workload.settings)
 
 
 @dataclass(frozen=True)
@@ -46,38 +60,46 @@ class Composition:
 
 
 def compose(app: App, settings: DeploymentSettings, *, check_placement: bool = True) -> Composition:
-    """Build every stack of a profile onto `app`.
-
-    Raises the settings' and the engine's own errors (every problem listed) before any construct
-    exists when the `serving:` section is bad, when the installed add-ons break a declared
-    relation or a pin does not support the cluster's Kubernetes version, or when no Trn2 pool
-    makes a node the serving pods fit (infra/placement.py); the acknowledgements run last so
-    they see every construct of both stacks.
+    """Check `settings` (`preflight`), then build every stack of the profile onto `app`.
 
     `check_placement=False` builds a profile the placement check refuses, so that
     tests/infra/test_scheduling_simulation.py can show the autoscalers' simulation on its
     templates reaches the same verdict; `app.py` always checks.
     """
-    # One pass over the serving section, before any construct: every problem in one synth, and
-    # a bad profile leaves no staged assets in cdk.out.
-    serving_settings = check_serving(
-        settings.serving, bucket_name=BUCKET_PLACEHOLDER, image_uri="preflight"
-    )
-    problems = access_problems(settings)
-    problems += platform_problems(settings, serving_settings, check_placement=check_placement)
-    if problems:
-        raise SettingsError(problems)
+    return build_stacks(app, preflight(settings, check_placement=check_placement))
+
+
+def build_stacks(app: App, checked: Preflight) -> Composition:
+    """The platform stack, the serving stack on its cluster, cdk-nag; the acknowledgements run
+    last so they see every construct of both stacks."""
     attach_nag(app)
     platform = PlatformStack(
-        app, settings.stack_name, settings=settings, needs=workload_needs(serving_settings)
+        app, checked.settings.stack_name, settings=checked.settings, needs=checked.needs
     )
-    serving = add_serving(app, platform, serving_settings)
+    serving = add_serving(app, platform, checked.workload)
     acknowledged = acknowledge(platform)
     return Composition(platform, serving, acknowledged)
 
 
-def check_profile(profile: str, overrides: dict[str, Any] | None = None) -> DeploymentSettings:
-    """Validate a deployment profile (plus `-c` overrides) in one pass and return its settings.
+def preflight(settings: DeploymentSettings, *, check_placement: bool = True) -> Preflight:
+    """Check valid deployment settings against their `serving:` section and derive the workload.
+
+    Raises the settings' and the engine's own errors (every problem listed) before any construct
+    exists when the `serving:` section is bad (and a bad profile leaves no staged assets in
+    cdk.out), when the installed add-ons break a declared relation or a pin does not support the
+    cluster's Kubernetes version, or when no Trn2 pool makes a node the serving pods fit
+    (infra/placement.py).
+    """
+    checked = Preflight(settings, _workload(settings.serving))
+    problems = access_problems(settings)
+    problems += platform_problems(checked, check_placement=check_placement)
+    if problems:
+        raise SettingsError(problems)
+    return checked
+
+
+def check_profile(profile: str, overrides: dict[str, Any] | None = None) -> Preflight:
+    """Validate a deployment profile (plus `-c` overrides) in one pass and return its preflight.
 
     Every problem is listed in one SettingsError: the deployment settings, the `serving:` section
     with the engine config and workload it names (checked even when the deployment settings are
@@ -95,17 +117,25 @@ def check_profile(profile: str, overrides: dict[str, Any] | None = None) -> Depl
         problems += err.problems
         serving_raw = profile_data(profile, overrides).get("serving")
     try:
-        serving = check_serving(serving_raw, bucket_name=BUCKET_PLACEHOLDER, image_uri="preflight")
+        workload = _workload(serving_raw)
     except (ServingSettingsError, ConfigError, WorkloadError) as err:
         problems += err.problems
-        serving = None
+        workload = None
     if settings is not None:
         problems += access_problems(settings)
-    if settings is not None and serving is not None:
-        problems += platform_problems(settings, serving)
-    if problems or settings is None:
+    checked = None
+    if settings is not None and workload is not None:
+        checked = Preflight(settings, workload)
+        problems += platform_problems(checked)
+    if problems or checked is None:
         raise SettingsError(problems, source=f"profile {profile}")
-    return settings
+    return checked
+
+
+def _workload(serving_raw: dict[str, Any] | None) -> WorkloadPreflight:
+    return workload_preflight(
+        check_serving(serving_raw, bucket_name=BUCKET_PLACEHOLDER, image_uri=IMAGE_PLACEHOLDER)
+    )
 
 
 def access_problems(settings: DeploymentSettings) -> list[Problem]:
@@ -127,34 +157,18 @@ def access_problems(settings: DeploymentSettings) -> list[Problem]:
     ]
 
 
-def platform_problems(
-    settings: DeploymentSettings, serving: ServingSettings, *, check_placement: bool = True
-) -> list[Problem]:
+def platform_problems(checked: Preflight, *, check_placement: bool = True) -> list[Problem]:
     """The platform against the workload, in one pass: the add-ons it needs (relations, pins
     for the cluster's Kubernetes version), an image whose Neuron runtime the nodes' driver runs
     (infra/neuron_runtime.py) and a Trn2 pool whose node fits its pods (read from the manifests
     the serving stack applies)."""
-    problems = addon_check_problems(settings, workload_needs(serving))
-    problems += runtime_problems(resolve_serving_config(serving, BUCKET_PLACEHOLDER))
+    problems = addon_check_problems(checked.settings, checked.needs)
+    problems += runtime_problems(checked.workload.config)
     if check_placement:
-        problems += placement_problems(settings.trn2_pools, preflight_manifests(settings, serving))
+        problems += placement_problems(
+            checked.settings.trn2_pools, checked.workload.manifests.all()
+        )
     return problems
-
-
-def preflight_manifests(
-    settings: DeploymentSettings, serving: ServingSettings
-) -> list[dict[str, Any]]:
-    """The workload's Kubernetes objects as the serving stack builds them, with placeholders
-    for the bucket, image and (for an existing VPC) CIDR, which no pod's placement depends on."""
-    cfg = resolve_serving_config(serving, BUCKET_PLACEHOLDER)
-    spec = derive_workload(
-        cfg,
-        serving,
-        image_uri="preflight",
-        bucket_name=BUCKET_PLACEHOLDER,
-        vpc_cidr=settings.vpc.cidr,
-    )
-    return build_manifests(spec, serving).all()
 
 
 def check_addons(

@@ -12,7 +12,6 @@ so that stack must be deployed first (`add_serving` declares the dependency).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +42,8 @@ from infra.serving_identity import (
     weights_statements,
 )
 from infra.serving_image import IMAGE_DIR, ServingImage, ServingImageProps, docker_tag_prefix
-from infra.serving_settings import ServingSettings
 from infra.workload.constants import COMPILE_CACHE_PREFIX, MODELS_PREFIX
-from infra.workload.manifests import build_manifests
+from infra.workload.placeholders import DeployValues, bind
 from infra.workload.pod import (
     PRECOMPILE_COMPONENT,
     SERVE_COMPONENT,
@@ -53,18 +51,21 @@ from infra.workload.pod import (
     service_account_name,
 )
 from infra.workload.precompile import precompile_job_name
+from infra.workload.preflight import WorkloadPreflight
 from infra.workload.service import SERVICE_PORT, nlb_service_name
-from infra.workload.spec import derive_workload, resolve_serving_config
 from infra.workload.weights import weights_job_name
-
-#: Stands in for the bucket name while the engine validates the config: the real name is a
-#: CloudFormation token, substituted into the rendered YAML afterwards.
-BUCKET_PLACEHOLDER = "trnspec-model-bucket-placeholder"
 
 
 class ServingStack(Stack):
     """One serving profile on an existing cluster (read-only attributes: spec, model_bucket,
-    image, serve_identity, compile_identity, workload, serving_config, settings)."""
+    image, api_key, hf_token, serve_identity, compile_identity, weights_identity, workload,
+    serving_config, settings).
+
+    Takes the workload as the preflight derived it (engine config, spec and manifests, the
+    weights Job's included, checked before any construct: infra/workload/preflight.py) and binds
+    this stack's bucket, image, region, VPC CIDR, API key and Hugging Face token secret into
+    them; nothing is resolved or derived again here.
+    """
 
     def __init__(
         self,
@@ -72,13 +73,11 @@ class ServingStack(Stack):
         id: str,
         *,
         cluster: eks.ICluster,
-        settings: ServingSettings,
+        preflight: WorkloadPreflight,
         image_directory: Path = IMAGE_DIR,
         **kwargs: Any,
     ) -> None:
-        # Resolve and validate the engine config before creating anything: a bad profile or
-        # override fails synth with the engine's full problem list.
-        cfg = resolve_serving_config(settings, BUCKET_PLACEHOLDER)
+        settings, cfg = preflight.settings, preflight.config
         kwargs.setdefault(
             "synthesizer", DefaultStackSynthesizer(docker_tag_prefix=docker_tag_prefix(cfg.image))
         )
@@ -117,22 +116,16 @@ class ServingStack(Stack):
             ),
         )
 
-        spec = derive_workload(
-            cfg,
-            settings,
+        values = DeployValues(
+            bucket_name=bucket.bucket_name,
             image_uri=self.image.image_uri,
-            bucket_name=BUCKET_PLACEHOLDER,
             region=Aws.REGION,
             vpc_cidr=cluster.vpc.vpc_cidr_block,
-        )
-        self.spec = dataclasses.replace(
-            spec,
-            config_yaml=spec.config_yaml.replace(BUCKET_PLACEHOLDER, bucket.bucket_name),
-            bucket_name=bucket.bucket_name,
             api_key_secret_arn=self.api_key.secret_arn if self.api_key else None,
             hf_token_secret_arn=self.hf_token.secret_arn,
         )
-        manifests = build_manifests(self.spec, settings)
+        self.spec = bind(preflight.spec, values)
+        manifests = bind(preflight.manifests, values)
 
         key = self.model_bucket.key
         self.serve_identity = self._identity(
@@ -286,12 +279,14 @@ class ServingStack(Stack):
             )
 
 
-def add_serving(scope: Construct, platform_stack: Stack, settings: ServingSettings) -> ServingStack:
+def add_serving(
+    scope: Construct, platform_stack: Stack, preflight: WorkloadPreflight
+) -> ServingStack:
     """Compose the serving stack on the platform stack's cluster (same env, deployed after it).
 
     `platform_stack` must expose `cluster` (aws_eks_v2 cluster with a kubectl provider) and
-    install the controllers the workload uses (infra/addons). Raises the engine's ConfigError or
-    WorkloadError (every problem listed) for a profile that cannot be served.
+    install the controllers the workload uses (infra/addons); `preflight` is the workload
+    already checked and derived (infra/workload/preflight.py).
     """
     cluster: eks.ICluster = platform_stack.cluster  # type: ignore[attr-defined]
     # Same environment as the platform (cross-stack references need it), including the partial
@@ -303,7 +298,7 @@ def add_serving(scope: Construct, platform_stack: Stack, settings: ServingSettin
         scope,
         f"{platform_stack.stack_name}-serving",
         cluster=cluster,
-        settings=settings,
+        preflight=preflight,
         env=env,
     )
     stack.add_stack_dependency(platform_stack)

@@ -257,13 +257,22 @@ def derive_workload(
     )
 
 
+@dataclass(frozen=True)
+class CheckedServing:
+    """A valid `serving:` section with the engine config and the workload derived from it."""
+
+    settings: ServingSettings
+    config: ServingConfig
+    spec: WorkloadSpec
+
+
 #: Serving settings that decide the engine config; when one is bad the engine is not resolved.
 _ENGINE_INPUTS = frozenset({"profile", "overrides", "models_from_bucket"})
 
 
 def check_serving(
     raw: dict[str, Any] | None, *, bucket_name: str, image_uri: str
-) -> ServingSettings:
+) -> CheckedServing:
     """Validate a whole `serving:` section in one pass, before any construct (or asset) exists.
 
     Lists every problem at once in one ServingSettingsError: the section's own fields and
@@ -292,18 +301,19 @@ def check_serving(
         bad |= {p.field.removeprefix("serving.").split(".")[0] for p in problems}
         if bad & _ENGINE_INPUTS:
             raise ServingSettingsError(problems, heading=_HEADING) from None
+    cfg = spec = None
     try:
         cfg = resolve_serving_config(settings, bucket_name)
-        derive_workload(cfg, settings, image_uri=image_uri, bucket_name=bucket_name)
+        spec = derive_workload(cfg, settings, image_uri=image_uri, bucket_name=bucket_name)
     except (ConfigError, WorkloadError) as err:
         # The engine names its profile by its CLI flag; here it is the serving section's field.
         problems.extend(
             dataclasses.replace(p, field="serving.profile") if p.field == "--profile" else p
             for p in err.problems
         )
-    if problems:
+    if problems or cfg is None or spec is None:
         raise ServingSettingsError(problems, heading=_HEADING)
-    return settings
+    return CheckedServing(settings, cfg, spec)
 
 
 _HEADING = (

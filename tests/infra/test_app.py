@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from aws_cdk import App
 from platform_synth import ADMIN, ADMIN_ARN, REPO, cdk_json_context, cfn_text
+
+from infra.workload import manifests, spec
 
 
 def _run_app(context: dict[str, object], outdir: Path) -> subprocess.CompletedProcess[str]:
@@ -71,6 +77,49 @@ def test_app_synthesizes_the_selected_profile(tmp_path: Path) -> None:
     ]
     (pool,) = [o for o in objects if o["kind"] == "NodePool" and o["metadata"]["name"] == "trn2"]
     assert pool["spec"]["limits"]["cpu"] == "576"  # 3 x 192 vCPUs: the -c override took effect
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch, function: Callable[..., Any]) -> list[object]:
+    """Count the calls of `function` from every loaded module that holds it, however imported."""
+    calls: list[object] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return function(*args, **kwargs)
+
+    holders = [m for m in list(sys.modules.values()) if vars(m).get(function.__name__) is function]
+    for module in holders:
+        monkeypatch.setattr(module, function.__name__, counted)
+    return calls
+
+
+def test_one_synth_resolves_the_config_derives_the_workload_and_builds_manifests_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loader = importlib.util.spec_from_file_location("trnspec_cdk_app", REPO / "app.py")
+    assert loader is not None and loader.loader is not None
+    app = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(app)  # imports every infra module the synth uses
+    counts = {
+        f.__name__: _count_calls(monkeypatch, f)
+        for f in (spec.resolve_serving_config, spec.derive_workload, manifests.build_manifests)
+    }
+
+    def cli_app() -> App:  # what the CDK CLI hands app.py: cdk.json's context, an outdir
+        return App(
+            context={**cdk_json_context(), **ADMIN},
+            outdir=str(tmp_path),
+            builtin_cloud_formation_validation=False,
+        )
+
+    monkeypatch.setattr(app, "App", cli_app)
+    assert app.main() == 0
+    assert (tmp_path / "TrnspecPlatform-serving.template.json").is_file()
+    assert {name: len(calls) for name, calls in counts.items()} == {
+        "resolve_serving_config": 1,
+        "derive_workload": 1,
+        "build_manifests": 1,
+    }
 
 
 @pytest.mark.slow

@@ -13,10 +13,11 @@ def fields(err: SettingsError) -> list[str]:
     return [p.field for p in err.problems]
 
 
-def test_a_valid_profile_gives_its_settings() -> None:
-    settings = check_profile("default", ADMIN)
-    assert settings.serving["profile"] == "qwen3-4b-baseline"
-    assert settings.admin_principal_arns == (ADMIN_ARN,)
+def test_a_valid_profile_gives_its_settings_and_the_workload_derived_once() -> None:
+    checked = check_profile("default", ADMIN)
+    assert checked.settings.serving["profile"] == "qwen3-4b-baseline"
+    assert checked.settings.admin_principal_arns == (ADMIN_ARN,)
+    assert checked.workload.config.target.name == checked.workload.spec.served_model_name
 
 
 def test_a_deploy_without_a_cluster_admin_is_refused_naming_the_setting() -> None:
@@ -92,5 +93,6 @@ def test_a_fork_image_set_by_override_is_refused_too() -> None:
 
 @pytest.mark.parametrize("image", ["neuron-plugin", "neuron-plugin-sdk2.32"])
 def test_plugin_images_pass_the_runtime_check(image: str) -> None:
-    settings = check_profile("default", {**ADMIN, "serving.overrides": [f"image={image}"]})
-    assert settings.serving["overrides"] == [f"image={image}"]
+    checked = check_profile("default", {**ADMIN, "serving.overrides": [f"image={image}"]})
+    assert checked.settings.serving["overrides"] == [f"image={image}"]
+    assert checked.workload.config.image == image

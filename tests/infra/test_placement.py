@@ -10,10 +10,9 @@ import pytest
 from aws_cdk import App
 from platform_synth import ADMIN
 
-from infra.composition import compose, preflight_manifests
+from infra.composition import compose, preflight
 from infra.neuron_node import ephemeral_storage_allocatable_gib
 from infra.placement import gib, min_root_volume_gib, placement_problems, pool_packing
-from infra.serving_settings import load_serving_settings
 from infra.settings import SettingsError, Trn2PoolSettings, list_profiles, load_settings
 
 VARIANTS = ({}, {"serving.weights_storage": "ebs"}, {"serving.internal_nlb": "true"})
@@ -30,8 +29,8 @@ def _refusal(overrides: dict[str, str], profile: str = "default") -> list[str]:
 def test_every_shipped_profile_places_its_pods_on_a_pool(
     profile: str, variant: dict[str, str]
 ) -> None:
-    settings = load_settings(profile, variant)
-    manifests = preflight_manifests(settings, load_serving_settings(settings.serving))
+    settings = load_settings(profile, {**ADMIN, **variant})
+    manifests = preflight(settings, check_placement=False).workload.manifests.all()
     assert placement_problems(settings.trn2_pools, manifests) == []
 
 
@@ -79,12 +78,13 @@ def test_the_same_small_volume_is_fine_with_ebs_weights() -> None:
     settings = load_settings(
         "default",
         {
+            **ADMIN,
             **ROOT_VOLUME_POOL,
             "trn2_pools.0.root_volume_gib": "300",
             "serving.weights_storage": "ebs",
         },
     )
-    manifests = preflight_manifests(settings, load_serving_settings(settings.serving))
+    manifests = preflight(settings, check_placement=False).workload.manifests.all()
     assert placement_problems(settings.trn2_pools, manifests) == []
 
 
@@ -167,8 +167,8 @@ def test_pods_too_big_for_the_instance_store_are_refused_naming_the_storage_sett
 
 
 def test_the_shipped_default_packs_one_replica_per_chip_of_a_trn2_48xlarge() -> None:
-    settings = load_settings("default")
-    manifests = preflight_manifests(settings, load_serving_settings(settings.serving))
+    settings = load_settings("default", ADMIN)
+    manifests = preflight(settings, check_placement=False).workload.manifests.all()
     (deployment,) = [m for m in manifests if m["kind"] == "Deployment"]
     pod = deployment["spec"]["template"]["spec"]
     packing = pool_packing(settings.trn2_pools[0], pod)

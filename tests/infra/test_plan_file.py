@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 import yaml
 from autoscaler_sim import manifests
-from platform_synth import Synth
+from platform_synth import ADMIN, Synth
 from trnspec.config import apply_overrides, load_profile
 from trnspec.packing import placement_for
 
-from infra.composition import preflight_manifests
-from infra.serving_settings import load_serving_settings
+from infra.composition import preflight
 from infra.settings import SettingsError, load_settings
 from infra.workload.constants import CONFIG_FILE
 
@@ -78,8 +77,8 @@ def test_a_plan_given_on_the_command_line_replaces_the_profiles(tmp_path: Path) 
     }
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan))
-    settings = load_settings("default", {"serving.plan": str(path)})
-    _assert_deploys(plan, preflight_manifests(settings, load_serving_settings(settings.serving)))
+    settings = load_settings("default", {**ADMIN, "serving.plan": str(path)})
+    _assert_deploys(plan, preflight(settings, check_placement=False).workload.manifests.all())
     # A -c serving field still wins over the plan.
     settings = load_settings("default", {"serving.plan": str(path), "serving.max_replicas": "3"})
     assert settings.serving is not None and settings.serving["max_replicas"] == 3

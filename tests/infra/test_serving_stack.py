@@ -20,7 +20,6 @@ from aws_cdk.assertions import Match, Template
 from aws_cdk.lambda_layer_kubectl_v36 import KubectlV36Layer
 from cdk_nag import AwsSolutionsChecks
 
-from infra.serving_settings import ServingSettings
 from infra.serving_stack import ServingStack, add_serving
 from infra.workload.constants import (
     COMPILE_CACHE_PREFIX,
@@ -28,6 +27,9 @@ from infra.workload.constants import (
     NEURON_DEVICE_RESOURCE,
     NEURON_SCHEDULER_NAME,
 )
+from infra.workload.placeholders import BUCKET_PLACEHOLDER, IMAGE_PLACEHOLDER
+from infra.workload.preflight import workload_preflight
+from infra.workload.spec import check_serving
 
 #: Feature flags from cdk.json: App() in pytest does not read it.
 CONTEXT: dict[str, Any] = {
@@ -54,11 +56,12 @@ class MiniPlatform(Stack):
         )
 
 
-SETTINGS = ServingSettings(internal_nlb=True, max_replicas=3)
+SERVING = {"internal_nlb": True, "max_replicas": 3}
 
 
 def _serving_stack(app: App, platform: MiniPlatform) -> ServingStack:
-    return add_serving(app, platform, SETTINGS)
+    checked = check_serving(SERVING, bucket_name=BUCKET_PLACEHOLDER, image_uri=IMAGE_PLACEHOLDER)
+    return add_serving(app, platform, workload_preflight(checked))
 
 
 @pytest.fixture(scope="module")

@@ -157,7 +157,8 @@ def test_one_pass_skips_the_engine_when_the_section_cannot_name_it() -> None:
     with pytest.raises(ServingSettingsError) as info:
         check_serving({"profile": 5, "overrides": "x"}, bucket_name=BUCKET, image_uri=IMAGE)
     assert {p.field for p in info.value.problems} <= {"serving.profile", "serving.overrides"}
-    assert check_serving(None, bucket_name=BUCKET, image_uri=IMAGE).profile == "qwen3-4b-dflash"
+    checked = check_serving(None, bucket_name=BUCKET, image_uri=IMAGE)
+    assert checked.settings.profile == "qwen3-4b-dflash"
 
 
 def test_the_keda_target_defaults_to_the_batch_the_engine_runs() -> None:

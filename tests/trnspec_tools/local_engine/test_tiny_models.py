@@ -34,12 +34,40 @@ def loaded(tiny_models: TinyModels):
 # --- cache ------------------------------------------------------------------------------------
 
 
+_AVX2 = "fpu sse sse2 ssse3 sse4_1 sse4_2 avx f16c fma avx2"
+_AVX512 = f"{_AVX2} avx512f avx512dq avx512cd avx512bw avx512vl avx512_vnni"
+
+
 @pytest.mark.parametrize(
-    ("capability", "fast"),
-    [("AVX512", True), ("AMX", True), ("AVX512_BF16", True), ("AVX2", False), ("DEFAULT", False)],
+    ("flags", "fast"),
+    [
+        pytest.param(_AVX2, False, id="avx2-only"),
+        pytest.param(_AVX512, False, id="avx512-without-bf16"),
+        pytest.param(f"{_AVX512} avx512_bf16", True, id="avx512-bf16"),
+        pytest.param(f"{_AVX512} avx512_bf16 amx_bf16 amx_tile amx_int8", True, id="amx"),
+        pytest.param(f"{_AVX2} amx_bf16", True, id="amx-alone"),
+    ],
 )
-def test_bf16_autocast_only_where_the_cpu_runs_bf16_natively(capability: str, fast: bool) -> None:
-    assert builder.cpu_has_fast_bf16(capability) is fast
+def test_bf16_autocast_only_where_the_cpu_has_bf16_instructions(flags: str, fast: bool) -> None:
+    cpuinfo = f"processor\t: 0\nmodel name\t: some cpu\nflags\t\t: {flags}\n\nprocessor\t: 1\n"
+    assert builder.cpu_has_fast_bf16(builder.cpu_flags(cpuinfo)) is fast
+
+
+def test_no_cpuinfo_means_no_bf16_autocast(tmp_path: Path) -> None:
+    flags = builder.read_cpu_flags(tmp_path / "no-such-cpuinfo")
+    assert flags == frozenset()
+    assert builder.cpu_has_fast_bf16(flags) is False
+
+
+def test_cpu_flags_are_read_from_the_cpuinfo_file(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {_AVX512} avx512_bf16\n")
+    assert {"avx512f", "avx512_bf16"} <= builder.read_cpu_flags(cpuinfo)
+
+
+def test_a_flag_named_like_bf16_in_another_line_does_not_count() -> None:
+    cpuinfo = "model name\t: avx512_bf16 edition\nflags\t\t: avx2\n"
+    assert builder.cpu_has_fast_bf16(builder.cpu_flags(cpuinfo)) is False
 
 
 def test_the_autocast_choice_is_part_of_the_cache_key() -> None:
