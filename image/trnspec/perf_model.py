@@ -467,10 +467,3 @@ def speculation_stops_paying(points: Sequence[Prediction]) -> int | None:
         if p.k == 0:
             return b
     return None
-
-
-def replicas_per_instance(instance_logical_cores: int, tensor_parallel_size: int) -> int:
-    """TP groups that fit one instance side by side (a TP-4 replica uses one of 16 chips)."""
-    if tensor_parallel_size < 1:
-        raise ModelInputError(f"tensor_parallel_size={tensor_parallel_size}: must be >= 1")
-    return max(1, instance_logical_cores // tensor_parallel_size)

@@ -18,7 +18,6 @@ from trnspec.perf_model import (
     draft_cost_s,
     pass_cost,
     predict_grid,
-    replicas_per_instance,
     speculation_stops_paying,
     step_cost,
     tokens_per_step,
@@ -179,11 +178,6 @@ def test_k_zero_speedup_is_one_and_throughput_counts_every_sequence():
     assert all(p.speedup == 1.0 for p in zero)
     b8 = next(p for p in zero if p.batch == 8)
     assert b8.output_tokens_per_s == pytest.approx(8 / b8.step.total_s)
-
-
-@pytest.mark.parametrize(("cores", "tp", "expected"), [(64, 64, 1), (64, 4, 16), (4, 4, 1)])
-def test_replicas_fill_the_instance_side_by_side(cores, tp, expected):
-    assert replicas_per_instance(cores, tp) == expected
 
 
 def test_bad_efficiency_names_the_field():
