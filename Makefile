@@ -8,8 +8,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 CDK_STAMP := $(VENV)/.cdk-stamp
 STAMP := $(VENV)/.setup-stamp
-# checkov (the manifest scan, tests/infra/workload/test_manifest_scan.py) pins boto3 1.35 and
-# packaging<24, which this project's own dependencies exclude: it gets a virtualenv of its own.
+# checkov (the manifest scan, tests/infra/serving/manifests/test_manifest_scan.py) pins boto3 1.35
+# and packaging<24, which this project's own dependencies exclude: it gets a virtualenv of its own.
 CHECKOV_VERSION := 3.3.30
 CHECKOV_VENV := $(VENV)/tools/checkov
 # Offline, quiet CDK: no notices, telemetry, version checks or instance-metadata probes.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CDK entry point: reads context once into typed settings, checks them and derives the serving
-workload once (infra.composition.check_profile), then builds the platform stack and the serving
+workload once (infra.app.composition.check_profile), then builds the platform stack and the serving
 stack on its cluster from that one preflight.
 
 `cdk synth -c profile=NAME -c dotted.key=value ...`; a bad profile or value exits with status 2
@@ -12,12 +12,12 @@ from __future__ import annotations
 import sys
 
 from aws_cdk import App
-from trnspec.config import ConfigError
+from trnspec.config.serving import ConfigError
 
-from infra.composition import build_stacks, check_profile
-from infra.serving_settings import ServingSettingsError
+from infra.app.composition import build_stacks, check_profile
+from infra.serving.manifests.spec import WorkloadError
 from infra.settings import SettingsError, settings_overrides
-from infra.workload.spec import WorkloadError
+from infra.settings.serving import ServingSettingsError
 
 
 def main() -> int:

@@ -38,7 +38,7 @@ from trnspec.boundary import json_io
 from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.text import rich_text
 from trnspec.boundary.write import moved_lines, write_outputs
-from trnspec.cli import add_set_argument
+from trnspec.cli.main import add_set_argument
 
 from trnspec_tools.bench.bench_run import RunOptions
 from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step

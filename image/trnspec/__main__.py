@@ -2,6 +2,6 @@
 
 import sys
 
-from trnspec.cli import main
+from trnspec.cli.main import main
 
 sys.exit(main())

@@ -3,10 +3,10 @@ individually valid; one problem per broken rule (field, value, fix)."""
 
 from __future__ import annotations
 
-from trnspec.problems import Problem
-from trnspec.topology import instance
+from trnspec.boundary.problems import Problem
+from trnspec.hardware.topology import instance
 
-from infra.addons.node_contract import NEURON_SCHEDULER_NAME
+from infra.contracts import NEURON_SCHEDULER_NAME
 from infra.settings.models import DeploymentSettings
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from trnspec.problems import InputError, Problem, problems_from_validation
-from trnspec.user_input import InputReadError, load_yaml, parse_value, read_text_file
+from trnspec.boundary.problems import InputError, Problem, problems_from_validation
+from trnspec.boundary.user_input import InputReadError, load_yaml, parse_value, read_text_file
 
 from infra.settings.checks import cross_check
 from infra.settings.models import DeploymentSettings
@@ -65,7 +65,7 @@ def settings_overrides(context: dict[str, Any]) -> dict[str, str]:
 
 def _scalar(value: Any) -> Any:
     """`-c` values arrive as strings: one rule with the engine's `--set`
-    (trnspec.user_input.parse_value): YAML 1.2 values, text fields keep the text as written."""
+    (trnspec's user_input.parse_value): YAML 1.2 values, text fields keep the text as written."""
     return parse_value(value) if isinstance(value, str) else value
 
 

@@ -9,8 +9,8 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
-from trnspec.topology import INSTANCE_TYPES
-from trnspec.user_input import Int, Text, as_text, refuse_bool
+from trnspec.boundary.user_input import Int, Text, as_text, refuse_bool
+from trnspec.hardware.topology import INSTANCE_TYPES
 
 #: Kubernetes minors this app deploys: aws-cdk-lib 2.275 `aws_eks_v2.KubernetesVersion` has them
 #: and the kubectl-v36 layer drives them (a test keeps this list in step with the library).
@@ -99,7 +99,7 @@ class Trn2PoolSettings(_Frozen):
     name: Text = Field(pattern=_DNS_LABEL)
     """Short DNS-label name; the node group is named <cluster_name>-<name>."""
     instance_type: Text = "trn2.48xlarge"
-    """trn2.48xlarge, trn2u.48xlarge or trn2.3xlarge (the table in trnspec.topology)."""
+    """trn2.48xlarge, trn2u.48xlarge or trn2.3xlarge (the table in trnspec.hardware.topology)."""
     min_size: Int = Field(default=0, ge=0, le=64)
     """Minimum nodes; 0 lets the autoscaler release every Trn2 node."""
     desired_size: Int = Field(default=0, ge=0, le=64)
@@ -185,7 +185,7 @@ class NeuronSettings(_Frozen):
 
 
 class AddonSettings(_Frozen):
-    """How the platform's cluster add-ons are installed (versions: infra/addons/pins.py)."""
+    """How the platform's cluster add-ons are installed (versions: platform/addons/pins.py)."""
 
     helm_timeout_minutes: Int = Field(default=15, ge=5, le=15)
     """How long a deploy waits for each Helm release to be ready before it fails and rolls
@@ -235,7 +235,7 @@ class DeploymentSettings(_Frozen):
     tags: dict[Text, Text] = {"project": "trnspec"}
     """Tags on every taggable resource (AWS limits: key 1-128, value 0-256 characters)."""
     serving: dict[str, Any] | None = None
-    """The workload's section, validated by infra.serving_settings, not here."""
+    """The workload's section, validated by infra.settings.serving, not here."""
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod

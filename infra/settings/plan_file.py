@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trnspec.problems import Problem
-from trnspec.user_input import InputReadError, load_yaml, read_text_file
+from trnspec.boundary.problems import Problem
+from trnspec.boundary.user_input import InputReadError, load_yaml, read_text_file
 
 #: The key that names a plan file, in the serving section or as a dotted override.
 PLAN_KEY = "plan"
 PLAN_OVERRIDE = f"serving.{PLAN_KEY}"
-#: What `trnspec plan-deploy` writes (trnspec.plan_deploy.PLAN_KIND).
+#: What `trnspec plan-deploy` writes (trnspec.cli.plan_deploy.PLAN_KIND).
 PLAN_KIND = "trnspec-deployment-plan"
 #: The serving fields a plan sets.
 PLAN_FIELDS = frozenset(

@@ -13,15 +13,15 @@ from typing import Any
 from aws_cdk import App
 from aws_cdk.assertions import Template
 
-from infra.composition import compose
-from infra.platform_stack import PlatformStack
-from infra.serving_stack import ServingStack
+from infra.app.composition import compose
+from infra.platform.stack import PlatformStack
+from infra.serving.stack import ServingStack
 from infra.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 #: The profiles shipped under config/ that tests synthesize.
 PROFILES = ("default", "capacity-block", "karpenter")
-#: Every deploy names its cluster admin (infra.composition.access_problems); tests pass one.
+#: Every deploy names its cluster admin (infra.app.composition.access_problems); tests pass one.
 ADMIN_ARN = "arn:aws:iam::123456789012:role/TrnspecAdmin"
 ADMIN = {"admin_principal_arns": f"[{ADMIN_ARN}]"}
 
@@ -80,8 +80,8 @@ def synth_profile(
     validation: bool = False,
     check_placement: bool = True,
 ) -> Synth:
-    """Build and synthesize the app for a profile exactly as app.py does (infra.composition);
-    `check_placement=False` skips only the placement check (infra/placement.py)."""
+    """Build and synthesize the app for a profile exactly as app.py does (infra.app.composition);
+    `check_placement=False` skips only the placement check (infra/platform/cluster/placement.py)."""
     app = App(
         context=cdk_json_context(),
         outdir=str(outdir),

@@ -15,8 +15,8 @@ from aws_cdk import Stack
 from constructs import Construct
 
 import infra
-from infra.serving_settings import ServingSettings
 from infra.settings import DeploymentSettings
+from infra.settings.serving import ServingSettings
 
 
 def _constructs() -> list[type[Construct]]:

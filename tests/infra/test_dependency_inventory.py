@@ -27,7 +27,7 @@ from dependency_inventory import (
 )
 from platform_synth import PROFILES, Synth, synth_profile
 
-from infra.workload.dashboard import QUERIES
+from infra.serving.manifests.dashboard import QUERIES
 
 #: Serving settings that pull in the optional providers (EBS weights volume, internal NLB).
 VARIANT = {"serving.weights_storage": "ebs", "serving.internal_nlb": "true"}

@@ -32,10 +32,10 @@ from autoscaler_sim import (
 )
 from aws_cdk import App
 from platform_synth import ADMIN, Synth, synth_profile
-from trnspec.config import load_profile
-from trnspec.packing import ephemeral_storage_allocatable_gib, placement_for
+from trnspec.config.serving import load_profile
+from trnspec.hardware.packing import ephemeral_storage_allocatable_gib, placement_for
 
-from infra.composition import compose
+from infra.app.composition import compose
 from infra.settings import SettingsError, list_profiles, load_settings
 
 PROFILES = tuple(list_profiles())
@@ -101,7 +101,7 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
     failures = simulate(dataclasses.replace(synth, raw=raw))
     assert failures, "the simulation must notice the missing tag"
     assert all("cluster-autoscaler template" in f for f in failures)
-    # The default plan's pod stages 40 GiB (Qwen3-4B without a drafter; trnspec.packing).
+    # The default plan's pod stages 40 GiB (Qwen3-4B without a drafter; trnspec.hardware.packing).
     assert all(
         "Insufficient ephemeral-storage (requests 40.00Gi; node has none)" in f for f in failures
     )
@@ -136,7 +136,8 @@ def test_what_synth_refuses_the_simulation_of_its_templates_refuses_too(
 ) -> None:
     """On a type without a known instance store, a 300 GiB root volume leaves the kubelet
     269 GiB, too little for a 300 GiB scratch volume; a pool at LNC=1 lacks the label the pods
-    select. Synth refuses both profiles (infra/placement.py); built without that check, the
+    select. Synth refuses both profiles (infra/platform/cluster/placement.py); built without that
+    check, the
     autoscalers' template node and the booted node refuse the pods for the same reason."""
     with pytest.raises(SettingsError, match=refusal):
         compose(App(), load_settings("default", {**ADMIN, **overrides}))
@@ -263,7 +264,7 @@ def test_pending_default_replicas_and_the_precompile_job_fill_trn2_nodes_chip_by
     """N replicas of the shipped default (one chip each) plus its precompile Job land on
     ceil((N + 1) / 16) trn2.48xlarge nodes in every view (autoscaler's imagined node, booted
     node): the Job runs beside the replicas, not on a node of its own, and `predict` prices the
-    same replicas per node (trnspec.packing). The weights Job (no chip) fits beside them too."""
+    same replicas per node (packing). The weights Job (no chip) fits beside them too."""
     synth: Synth = platform_synth(profile)
     pods, daemonsets = _workloads(synth)
     (server,) = [p for p in pods if p.owner.startswith("Deployment/")]

@@ -12,7 +12,7 @@ from aws_cdk import CfnResource
 from cfnlint.api import ManualArgs, lint_file
 from platform_synth import PROFILES, Synth, synth_profile
 
-from infra.nag import (
+from infra.compliance.nag import (
     unused_acknowledgements,
     unused_checkov_fragments,
 )

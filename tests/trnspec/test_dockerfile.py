@@ -1,7 +1,7 @@
 """What can be checked of the serving image without a Docker engine: the base is the pinned
-image of trnspec.images, the entrypoint is the serve command, the user, data directory, ready
-file and port are the pod contract's (trnspec.pod_contract), the build context carries what the
-Dockerfile copies, and the package builds and installs from its wheel."""
+image of trnspec.config.images, the entrypoint is the serve command, the user, data directory, ready
+file and port are the pod contract's (trnspec.config.pod_contract), the build context carries what
+the Dockerfile copies, and the package builds and installs from its wheel."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from trnspec import pod_contract
-from trnspec.config import list_profiles, load_profile
-from trnspec.images import IMAGES, ImageGeneration
+from trnspec.config import pod_contract
+from trnspec.config.images import IMAGES, ImageGeneration
+from trnspec.config.serving import list_profiles, load_profile
 
 IMAGE_DIR = Path(__file__).resolve().parents[2] / "image"
 
@@ -164,7 +164,7 @@ def test_build_context_carries_everything_the_dockerfile_copies() -> None:
     for src in sources:
         assert (IMAGE_DIR / src).exists(), src
         assert included(src), f"{src} is excluded by .dockerignore"
-    assert included("trnspec/serve/runner.py") and included("trnspec/pod_contract.py")
+    assert included("trnspec/serve/runner.py") and included("trnspec/config/pod_contract.py")
     assert included("trnspec/profiles/local-tiny.yaml")
     assert not included("trnspec/__pycache__/cli.cpython-311.pyc")
     assert not included("trnspec/serve/__pycache__/runner.cpython-311.pyc")
@@ -201,10 +201,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_contains_the_package_and_every_profile(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    modules = ("__init__", "__main__", "cli", "pod_contract", "stage_cli", "staging", "manifest")
-    serve = ("__init__", "plan", "probes", "supervisor", "runner", "cli")
-    for module in (*modules, *(f"serve/{m}" for m in serve)):
-        assert f"trnspec/{module}.py" in names
+    package = IMAGE_DIR / "trnspec"
+    sources = {f"trnspec/{p.relative_to(package).as_posix()}" for p in package.rglob("*.py")}
+    assert {"trnspec/__main__.py", "trnspec/cli/main.py", "trnspec/serve/runner.py"} <= sources
+    assert sources <= names, sorted(sources - names)
     for profile in list_profiles():
         assert f"trnspec/profiles/{profile}.yaml" in names
 

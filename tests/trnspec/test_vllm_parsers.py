@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trnspec.checks import check
-from trnspec.config import ServingConfig, apply_overrides, list_profiles, load_profile
-from trnspec.images import ImageGeneration
-from trnspec.render import RenderedCommand, render
+from trnspec.checks.all_checks import check
+from trnspec.config.images import ImageGeneration
+from trnspec.config.serving import ServingConfig, apply_overrides, list_profiles, load_profile
+from trnspec.engine.render import RenderedCommand, render
 from vllm_parsers.toolenv import ParserRelease, ToolEnv, ensure_env, parse_argvs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
@@ -85,8 +85,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "no-buckets": ("sequence_buckets=[]",),
     "method-none": ("speculation.method=none",),
     "port-and-revision": ("server.port=8123", "target.revision=main"),
-    # Batch-aware k (trnspec.k_schedule): rendered on cpu, on the plugin behind its opt-in; the
-    # checks refuse it on the fork (and for DFlash), so those profiles skip this variant.
+    # Batch-aware k (trnspec.config.k_schedule): rendered on cpu, on the plugin behind its opt-in;
+    # the checks refuse it on the fork (and for DFlash), so those profiles skip this variant.
     "k-schedule": (
         "speculation.k_schedule=[[1,1,KMAX],[2,MAXSEQS,1]]",
         "speculation.k_schedule_on_neuron=true",

@@ -171,8 +171,8 @@ def test_the_sweep_reports_medians_per_level_with_the_ratios_spread_and_the_wind
 def test_the_tuned_choice_is_the_tune_result_when_present_else_the_recorded_one(
     tmp_path: Path,
 ) -> None:
-    from trnspec.checks import check
-    from trnspec.config import apply_overrides, load_profile
+    from trnspec.checks.all_checks import check
+    from trnspec.config.serving import apply_overrides, load_profile
 
     from trnspec_tools.demo import TUNED_DEFAULT, tuned_choice
 

@@ -41,9 +41,9 @@ from trnspec.boundary.numbers import float_arg, int_arg
 from trnspec.boundary.numbers import parse_int_list as boundary_int_list
 from trnspec.boundary.write import Written, moved_lines, output_clash
 from trnspec.boundary.write import write_outputs as write_report_files
-from trnspec.cli import add_set_argument
-from trnspec.config import ConfigError
-from trnspec.pricing import PriceError, resolve_price
+from trnspec.cli.main import add_set_argument
+from trnspec.config.serving import ConfigError
+from trnspec.hardware.pricing import PriceError, resolve_price
 
 from trnspec_tools.bench.bench_categories import (
     add_category_arguments,

@@ -1,8 +1,8 @@
 """Predicted next to measured: the Trn2 performance model evaluated at what bench.py measured.
 
 `bench.py --profile P [--set path=value ...]` names the Trn2 profile the endpoint serves. After
-the run, each measured level gets a `prediction` block: `trnspec.perf_model` (through
-`trnspec.predict.profile_model`, the constants fitted to published Trn2 figures) evaluated at
+the run, each measured level gets a `prediction` block: `trnspec.perf.model` (through
+`trnspec.perf.predict.profile_model`, the constants fitted to published Trn2 figures) evaluated at
 
 * context = the workload's mean prompt length in words + half of --output-len,
 * batch = the level's concurrency (capped by the number of prompts and the profile's
@@ -25,21 +25,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trnspec.config import (
+from trnspec.config.serving import (
     ConfigError,
     Problem,
     ServingConfig,
     apply_overrides,
     load_profile,
 )
-from trnspec.perf_model import decode_context_tokens
-from trnspec.predict import ProfileModel, profile_model
+from trnspec.perf.model import decode_context_tokens
+from trnspec.perf.predict import ProfileModel, profile_model
 
 from trnspec_tools.bench.bench_workload import RequestSpec
 
-LABEL = "model estimate (trnspec.perf_model, constants fitted to published Trn2 figures)"
+LABEL = "model estimate (trnspec.perf.model, constants fitted to published Trn2 figures)"
 SCOPE = "decode only, one replica: the measured figures also hold prefill and queueing"
-SOURCE = "trnspec.perf_model via trnspec.predict.profile_model; calibration trnspec.calibrate"
+SOURCE = (
+    "trnspec.perf.model via trnspec.perf.predict.profile_model; calibration trnspec.perf.calibrate"
+)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from typing import Any
 from trnspec.boundary import json_io
 from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.write import moved_lines, write_outputs
-from trnspec.cli import add_set_argument
+from trnspec.cli.main import add_set_argument
 
 from trnspec_tools.bench.bench import Arm, opened
 from trnspec_tools.bench.bench_run import RunOptions, run_level

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trnspec.pricing import cost_per_1m_output_tokens
+from trnspec.hardware.pricing import cost_per_1m_output_tokens
 
 from trnspec_tools.bench.bench_stats import Slo, aggregate
 from trnspec_tools.bench.bench_workload import RequestSpec, arrival_offsets

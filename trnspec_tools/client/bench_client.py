@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from trnspec.api_key import auth_headers
+from trnspec.serve.api_key import auth_headers
 
 from trnspec_tools.bench.bench_workload import RequestSpec
 from trnspec_tools.client.http_stream import ConnectionPool, Deadlines, ProtocolError, Response

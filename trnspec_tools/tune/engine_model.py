@@ -1,4 +1,4 @@
-"""The Trn2 performance model (trnspec.perf_model) fitted to a measured k x concurrency sweep.
+"""The Trn2 performance model (trnspec.perf.model) fitted to a measured k x concurrency sweep.
 
 `make tune` measures the local vLLM CPU engine at several windows k and concurrencies. The step
 time of every run is recovered from what was measured (a closed loop of `c` sequences emitting
@@ -18,9 +18,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from trnspec.calibrate import nelder_mead
-from trnspec.model_shapes import ModelShape
-from trnspec.perf_model import (
+from trnspec.hardware.model_shapes import ModelShape
+from trnspec.perf.calibrate import nelder_mead
+from trnspec.perf.model import (
     Deployment,
     Efficiency,
     Hardware,

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 
-from trnspec.k_schedule import schedule_text
+from trnspec.config.k_schedule import schedule_text
 
 from trnspec_tools.bench.bench_stats import median_interval
 

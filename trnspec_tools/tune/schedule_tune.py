@@ -36,7 +36,7 @@ from typing import Any
 
 from trnspec.boundary import json_io
 from trnspec.boundary.write import moved_lines, write_outputs
-from trnspec.config import apply_overrides, load_profile
+from trnspec.config.serving import apply_overrides, load_profile
 
 from trnspec_tools.bench.bench import UsageError, parse_int_list
 from trnspec_tools.bench.bench_report import save_figure

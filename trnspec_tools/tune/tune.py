@@ -40,9 +40,9 @@ from typing import Any
 from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
 from trnspec.boundary.write import moved_lines, output_clash, write_file, write_outputs
-from trnspec.cli import add_set_argument
-from trnspec.config import ConfigError
-from trnspec.perf_model import decode_context_tokens
+from trnspec.cli.main import add_set_argument
+from trnspec.config.serving import ConfigError
+from trnspec.perf.model import decode_context_tokens
 
 from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
 from trnspec_tools.bench.bench_categories import category_groups, sample_groups
@@ -138,14 +138,14 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--profile",
         default="local-tiny",
-        help="profile the override line is checked against (trnspec.config)",
+        help="profile the override line is checked against (trnspec.config.serving)",
     )
     p.add_argument("--out", type=Path, required=True, help="result JSON path")
     p.add_argument(
         "--rows-out",
         type=Path,
         help="also write the measurements as rows of trnspec's Trn2 data file (needs"
-        " --trn2-profile, the deployed profile), for `python -m trnspec.calibrate --add FILE`",
+        " --trn2-profile, the deployed profile), for `python -m trnspec.perf.calibrate --add FILE`",
     )
     p.add_argument(
         "--override-out", type=Path, help="file for the override line (default: <out>.override)"
@@ -190,8 +190,8 @@ def check_override(line: str | Sequence[str], profile: str) -> str | None:
     image's k limit) pass; if the config package is not importable here, the check is skipped.
     """
     try:
-        from trnspec.checks import check
-        from trnspec.config import apply_overrides, load_profile
+        from trnspec.checks.all_checks import check
+        from trnspec.config.serving import apply_overrides, load_profile
     except ImportError:
         return None
     try:
@@ -385,9 +385,9 @@ def load_measurements(
 
 def engine_setup(args: argparse.Namespace, local: bool) -> EngineSetup | str:
     """The served models' shapes and the workload's context, or why they are unknown."""
-    from trnspec.config import apply_overrides, load_profile
-    from trnspec.model_shapes import ShapeError, resolve_shape
-    from trnspec.sizing import BYTES_PER_DTYPE
+    from trnspec.config.serving import apply_overrides, load_profile
+    from trnspec.hardware.model_shapes import ShapeError, resolve_shape
+    from trnspec.hardware.sizing import BYTES_PER_DTYPE
 
     try:
         extra = model_overrides(args.profile, args.overrides) if local else []
@@ -481,9 +481,9 @@ def trn2_recommendation(
 ) -> dict[str, Any]:
     """k per batch, precompile set and switch-off batch for a Trn2 profile, from the measured
     acceptance and the calibrated Trn2 constants."""
-    from trnspec.config import load_profile
-    from trnspec.images import image_spec
-    from trnspec.predict import profile_model
+    from trnspec.config.images import image_spec
+    from trnspec.config.serving import load_profile
+    from trnspec.perf.predict import profile_model
 
     cfg = load_profile(profile)
     model = profile_model(cfg, context_tokens)

@@ -6,7 +6,7 @@ import functools
 import sys
 from collections.abc import Callable, Sequence
 
-from trnspec.problems import InputError, Problem
+from trnspec.boundary.problems import InputError, Problem
 
 #: Exit code of every tool when its input (a flag, a file, a server's answer) is refused.
 EXIT_BAD_INPUT = 2

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 
 from trnspec.boundary.errors import BoundaryError
-from trnspec.problems import show
+from trnspec.boundary.problems import show
 
 #: Largest integer any count flag accepts (concurrency, prompts, lengths): beyond it a run
 #: cannot finish, and a list or task per unit would exhaust memory first.

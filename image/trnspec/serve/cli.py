@@ -12,10 +12,8 @@ import os
 import sys
 from collections.abc import Mapping
 
-from trnspec.api_key import load_api_key
-from trnspec.config import ConfigError, Problem, ServingConfig
-from trnspec.doctor_probe import examine
-from trnspec.pod_contract import (
+from trnspec.checks.doctor_probe import examine
+from trnspec.config.pod_contract import (
     COMPILED_ROOT,
     COMPILED_SUBDIR,
     DEFAULT_DRAIN_SECONDS,
@@ -27,6 +25,8 @@ from trnspec.pod_contract import (
     MODELS_SUBDIR,
     READY_FILE,
 )
+from trnspec.config.serving import ConfigError, Problem, ServingConfig
+from trnspec.serve.api_key import load_api_key
 from trnspec.serve.plan import plan_serve
 from trnspec.serve.runner import ServeOptions, SuperviseVllm, execute
 
@@ -67,8 +67,8 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from trnspec.checks import validate
-    from trnspec.cli import config_from_args
+    from trnspec.checks.all_checks import validate
+    from trnspec.cli.main import config_from_args
 
     cfg = validate(config_from_args(args))
     options = resolve_options(args, os.environ)
@@ -103,8 +103,8 @@ def _doctor(cfg: ServingConfig) -> int | None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `serve` to the trnspec CLI (called by trnspec.cli.build_parser)."""
-    from trnspec.cli import add_config_arguments
+    """Add `serve` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
+    from trnspec.cli.main import add_config_arguments
 
     p = subparsers.add_parser(
         "serve",

@@ -7,12 +7,12 @@ import json
 import sys
 from dataclasses import asdict, dataclass, field
 
-from trnspec.cache_key import compile_cache_key
-from trnspec.config import ModelRef, ServingConfig
-from trnspec.images import image_spec
-from trnspec.pod_contract import COMPILED_ROOT, MODELS_ROOT
-from trnspec.render import RenderedCommand, local_model_dir, render
-from trnspec.s3_uri import is_s3_uri, parse_s3_uri
+from trnspec.config.images import image_spec
+from trnspec.config.pod_contract import COMPILED_ROOT, MODELS_ROOT
+from trnspec.config.s3_uri import is_s3_uri, parse_s3_uri
+from trnspec.config.serving import ModelRef, ServingConfig
+from trnspec.engine.render import RenderedCommand, local_model_dir, render
+from trnspec.staging.cache_key import compile_cache_key
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Readiness: what the supervisor asks vLLM (is the model answering, are requests in flight) and
-the file the Kubernetes probes read (trnspec.pod_contract.READY_FILE)."""
+the file the Kubernetes probes read (trnspec.config.pod_contract.READY_FILE)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trnspec.boundary.write import write_file
-from trnspec.config import ServingConfig
-from trnspec.pod_contract import METRICS_PATH, MODELS_PATH
+from trnspec.config.pod_contract import METRICS_PATH, MODELS_PATH
+from trnspec.config.serving import ServingConfig
 
 log = logging.getLogger("trnspec.serve")
 

@@ -15,20 +15,20 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from trnspec.api_key import auth_headers, child_env, files_holding_key
-from trnspec.config import ConfigError, Problem, ServingConfig, apply_overrides
-from trnspec.pod_contract import (
+from trnspec.config.pod_contract import (
     COMPILED_ROOT,
     DEFAULT_DRAIN_SECONDS,
     ENV_COMPILE_CACHE,
     MODELS_ROOT,
     READY_FILE,
 )
-from trnspec.render import RenderedCommand
+from trnspec.config.serving import ConfigError, Problem, ServingConfig, apply_overrides
+from trnspec.engine.render import RenderedCommand
+from trnspec.serve.api_key import auth_headers, child_env, files_holding_key
 from trnspec.serve.plan import CacheStep, ServePlan
 from trnspec.serve.probes import ReadyFile, http_busy, http_probe, probe_url
 from trnspec.serve.supervisor import Supervisor
-from trnspec.staging import (
+from trnspec.staging.transfer import (
     NotPublishedError,
     S3Location,
     StagingError,
@@ -77,7 +77,7 @@ class ServeOptions:
 class SuperviseVllm:
     """A pod's SuperviseFn: the rendered command under a Supervisor that probes the served model
     (with the API key's header) and drains on SIGTERM. The key reaches vLLM's environment only
-    (trnspec.api_key), never argv, logs or this object's repr."""
+    (trnspec.serve.api_key), never argv, logs or this object's repr."""
 
     cfg: ServingConfig
     options: ServeOptions
@@ -104,8 +104,8 @@ class CachePublisher:
 
     Returns True when the key is published (by us or by another pod meanwhile). `replace`: the
     published entry was found broken and is overwritten. `api_key`: files holding it (vLLM 0.24's
-    `cache_key_factors.json`, see trnspec.api_key.files_holding_key) are deleted from the local
-    compile directory first, so the key never reaches the bucket.
+    `cache_key_factors.json`, see trnspec.serve.api_key.files_holding_key) are deleted from the
+    local compile directory first, so the key never reaches the bucket.
     """
 
     def __init__(
@@ -328,7 +328,7 @@ def _stage_models(s3: Any, plan: ServePlan, options: ServeOptions) -> None:
 
 def _check_staged(cfg: ServingConfig, plan: ServePlan) -> None:
     """The staged config.json files are readable now: check sizes and vocabularies for real."""
-    from trnspec.checks import check
+    from trnspec.checks.all_checks import check
 
     if not plan.staged_overrides:
         return

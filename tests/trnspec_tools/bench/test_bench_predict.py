@@ -6,9 +6,9 @@ import json
 
 import pytest
 from fake_openai_server import running
-from trnspec.config import ConfigError, load_profile
-from trnspec.perf_model import predict_grid
-from trnspec.predict import profile_model
+from trnspec.config.serving import ConfigError, load_profile
+from trnspec.perf.model import predict_grid
+from trnspec.perf.predict import profile_model
 
 from trnspec_tools.bench.bench import main
 from trnspec_tools.bench.bench_predict import predict_run, setup

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from trnspec.config import ConfigError, apply_overrides, load_profile
-from trnspec.render import RenderedCommand, render
+from trnspec.config.serving import ConfigError, apply_overrides, load_profile
+from trnspec.engine.render import RenderedCommand, render
 
 from trnspec_tools.local_engine import local_server
 from trnspec_tools.local_engine.local_server import (

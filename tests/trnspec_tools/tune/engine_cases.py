@@ -3,8 +3,8 @@ k x concurrency sweep they produce (test_engine_model.py, test_tune.py)."""
 
 from __future__ import annotations
 
-from trnspec.model_shapes import ModelShape
-from trnspec.perf_model import Efficiency, Hardware, tokens_per_step
+from trnspec.hardware.model_shapes import ModelShape
+from trnspec.perf.model import Efficiency, Hardware, tokens_per_step
 
 from trnspec_tools.tune.engine_model import EngineSetup, SweepPoint, model_step_s
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shlex
 
 import pytest
-from trnspec.checks import check
-from trnspec.config import apply_overrides, load_profile
+from trnspec.checks.all_checks import check
+from trnspec.config.serving import apply_overrides, load_profile
 
 from trnspec_tools.tune.schedule_choice import (
     PLAIN,
@@ -146,6 +146,6 @@ def test_the_printed_lines_are_what_render_and_the_deploy_read_back():
     assert [p for p in check(cfg) if p.field.startswith("speculation")] == []
     deploy = shlex.split(deploy_line(items))
     assert deploy[0] == "-c" and deploy[1].startswith("serving.overrides=[")
-    from trnspec.user_input import parse_value
+    from trnspec.boundary.user_input import parse_value
 
     assert parse_value(deploy[1].split("=", 1)[1]) == items

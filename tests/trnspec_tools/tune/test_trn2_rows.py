@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import yaml
-from trnspec.calibrate import main as calibrate_main
-from trnspec.perf_data import data_text, load_published
+from trnspec.perf.calibrate import main as calibrate_main
+from trnspec.perf.published import data_text, load_published
 
 from trnspec_tools.tune.trn2_rows import conditions_for, measured_rows, rows_yaml
 

@@ -1,0 +1,255 @@
+"""`python -m trnspec stage ...`: publish, fetch and verify models and compiled artifacts by hand.
+
+The serve entrypoint stages automatically; these commands are for publishing a model once
+(`upload`, or `hub` straight from the Hugging Face Hub: what the weights Job runs), pre-warming
+a node or debugging a pod (`download`, `verify`), and finding a config's compile cache in S3
+(`cache-key`).
+
+Exit codes: 0 done; 1 a transfer or verification failed, or the directory is not exactly the
+manifest's files (the message names the file and the cause; nothing unverified is left in
+place); 2 bad input (arguments, a DEST that is a file or not writable); 3 S3 could not be
+reached: no credentials or an unreachable endpoint (nothing was changed; run again once fixed).
+Every failure is one message on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from trnspec.config.serving import ConfigError, Problem
+from trnspec.staging.manifest import ManifestError, read_manifest, verify
+from trnspec.staging.transfer import (
+    MiB,
+    StagingError,
+    TransferSettings,
+    download,
+    ensure_writable_dir,
+    parse_s3_uri,
+    rich_progress,
+    s3_client,
+    upload,
+)
+
+EXIT_OK, EXIT_FAILED, EXIT_UNREACHABLE = 0, 1, 3
+
+
+def _settings(args: argparse.Namespace) -> TransferSettings:
+    part = args.part_size_mib * MiB
+    return TransferSettings(
+        workers=args.workers,
+        max_attempts=args.attempts,
+        multipart_threshold=part,
+        multipart_chunksize=part,
+        max_concurrency=args.parts_in_flight,
+    )
+
+
+def _s3_client() -> Any:
+    return s3_client()
+
+
+def _failed(action: str, err: StagingError) -> int:
+    print(f"{action} failed: {err}", file=sys.stderr)
+    return EXIT_UNREACHABLE if err.retryable else EXIT_FAILED
+
+
+def _location(value: str, flag: str) -> Any:
+    try:
+        return parse_s3_uri(value)
+    except ValueError as err:
+        raise ConfigError([Problem(flag, value, str(err))]) from None
+
+
+def _cmd_download(args: argparse.Namespace) -> int:
+    source = _location(args.source, "SOURCE")
+    dest = Path(args.dest)
+    try:
+        ensure_writable_dir(dest)
+    except StagingError as err:
+        raise ConfigError([Problem("DEST", str(dest), str(err))]) from None
+    try:
+        with rich_progress(not args.no_progress) as bar:
+            result = download(_s3_client(), source, dest, _settings(args), bar, prune=args.prune)
+    except StagingError as err:
+        return _failed("download", err)
+    print(result.summary())
+    if result.stale and not result.pruned:
+        print(f"{dest}: not an exact copy (stale files kept); see above", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _cmd_upload(args: argparse.Namespace) -> int:
+    src = Path(args.src)
+    if not src.is_dir():
+        raise ConfigError([Problem("SRC", str(src), "must be an existing local directory")])
+    target = _location(args.target, "TARGET")
+    try:
+        with rich_progress(not args.no_progress) as bar:
+            result = upload(_s3_client(), src, target, _settings(args), bar)
+    except StagingError as err:
+        return _failed("upload", err)
+    print(result.summary())
+    return EXIT_OK
+
+
+def _hub_token() -> str | None:
+    """The token in the secret named by ENV_HF_TOKEN_SECRET, read now (never at synth)."""
+    import os
+
+    from trnspec.config.pod_contract import ENV_HF_TOKEN_SECRET
+    from trnspec.staging.hub import token_from_secret
+
+    arn = os.environ.get(ENV_HF_TOKEN_SECRET)
+    if not arn:
+        return None
+    import boto3
+
+    return token_from_secret(boto3.client("secretsmanager"), arn)
+
+
+def _cmd_hub(args: argparse.Namespace) -> int:
+    from trnspec.staging.hub import hub_to_s3
+
+    target = _location(args.target, "TARGET")
+    repo, _, revision = args.repo.partition("@")
+    if not repo or "/" not in repo:
+        fix = "a Hub repository id: owner/name[@revision]"
+        raise ConfigError([Problem("REPO", args.repo, fix)])
+    try:
+        result = hub_to_s3(
+            _s3_client(),
+            repo,
+            revision or None,
+            target,
+            Path(args.work_dir),
+            settings=_settings(args),
+            token=_hub_token(),
+        )
+    except StagingError as err:
+        return _failed("hub", err)
+    print(result.summary())
+    return EXIT_OK
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    root = Path(args.dir)
+    try:
+        problems = verify(root, read_manifest(root))
+    except ManifestError as err:
+        print(f"verify failed: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as err:
+        print(f"verify failed: {err.filename or root}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_FAILED
+    for p in problems[:50]:
+        print(p, file=sys.stderr)
+    if len(problems) > 50:
+        print(f"... and {len(problems) - 50} more", file=sys.stderr)
+    if problems:
+        print(
+            f"{root}: {len(problems)} file(s) missing, different or not in the manifest",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    print(f"{root}: exactly the manifest's files, each matching it")
+    return EXIT_OK
+
+
+def _cmd_cache_key(args: argparse.Namespace) -> int:
+    from trnspec.cli.main import config_from_args
+    from trnspec.staging.cache_key import compile_cache_key
+
+    print(compile_cache_key(config_from_args(args)))
+    return EXIT_OK
+
+
+def _at_least_one(text: str) -> int:
+    """argparse type: an integer >= 1 (argparse turns the error into a usage error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _transfer_flags(p: argparse.ArgumentParser) -> None:
+    d = TransferSettings()
+    p.add_argument(
+        "--workers", type=_at_least_one, default=d.workers, help="files in flight (%(default)s)"
+    )
+    p.add_argument(
+        "--parts-in-flight",
+        type=_at_least_one,
+        default=d.max_concurrency,
+        help="parallel parts per large file (%(default)s)",
+    )
+    p.add_argument(
+        "--part-size-mib",
+        type=_at_least_one,
+        default=d.multipart_chunksize // MiB,
+        help="multipart threshold and part size in MiB (%(default)s)",
+    )
+    p.add_argument(
+        "--attempts",
+        type=_at_least_one,
+        default=d.max_attempts,
+        help="attempts per file before failing (%(default)s)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `stage` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
+    from trnspec.cli.main import add_config_arguments
+
+    stage = subparsers.add_parser(
+        "stage",
+        help="publish/fetch/verify models and compiled artifacts in S3 (sha256 manifest)",
+        description=(__doc__ or "").split("\n\n")[0],
+    )
+    sub = stage.add_subparsers(dest="stage_command", required=True, metavar="ACTION")
+
+    p = sub.add_parser("download", help="S3 -> local dir, verified and resumable")
+    p.add_argument("source", metavar="SOURCE", help="s3://bucket/prefix (with a manifest)")
+    p.add_argument("dest", metavar="DEST", help="local directory")
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="remove files in DEST that the manifest does not list (else: listed, exit 1)",
+    )
+    _transfer_flags(p)
+    p.set_defaults(func=_cmd_download)
+
+    p = sub.add_parser("upload", help="publish a local dir: files first, manifest last")
+    p.add_argument("src", metavar="SRC", help="local directory")
+    p.add_argument("target", metavar="TARGET", help="s3://bucket/prefix")
+    _transfer_flags(p)
+    p.set_defaults(func=_cmd_upload)
+
+    p = sub.add_parser(
+        "hub",
+        help="Hugging Face Hub -> S3: snapshot REPO@REVISION, then publish it (manifest last)",
+    )
+    p.add_argument("repo", metavar="REPO", help="owner/name, or owner/name@revision")
+    p.add_argument("target", metavar="TARGET", help="s3://bucket/prefix")
+    p.add_argument(
+        "--work-dir",
+        required=True,
+        help="local directory for the snapshot (a rerun resumes the files already there)",
+    )
+    _transfer_flags(p)
+    p.set_defaults(func=_cmd_hub)
+
+    p = sub.add_parser("verify", help="check a local dir against its manifest")
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("cache-key", help="print the compile-cache key of a config")
+    add_config_arguments(p)
+    p.set_defaults(func=_cmd_cache_key)

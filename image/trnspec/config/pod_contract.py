@@ -1,0 +1,52 @@
+"""The pod contract: what the serving pod and the engine inside it must agree on.
+
+The engine (trnspec.serve, trnspec.engine.render, trnspec.serve.api_key), the workload builders
+(infra/serving/manifests) and the image (image/Dockerfile, checked by
+tests/trnspec/test_dockerfile.py)
+read these names from here, so a path, an environment variable or a port cannot differ between
+the side that sets it and the side that reads it. A mismatch would not fail a synth: the pod would
+stage into the wrong place or never turn ready.
+
+Constants only, and no imports: infra imports this module at synth time without pulling in the
+engine (staging, boto3), and the Dockerfile test reads it without a Docker engine.
+"""
+
+#: The image's entrypoint; `serve` (SERVE_COMMAND) is the serving pod's subcommand.
+ENTRYPOINT = ("python", "-m", "trnspec")
+SERVE_COMMAND = "serve"
+
+#: The non-root user the image creates (`ARG TRNSPEC_UID`) and the pod runs as.
+IMAGE_UID = 10001
+
+#: Scratch space for staged weights and compiled artifacts (the pod mounts its data volume here;
+#: the image creates it, owned by IMAGE_UID). Models go under MODELS_SUBDIR, one directory per
+#: S3 bucket/prefix; compiled Neuron artifacts under COMPILED_SUBDIR, one directory per cache key.
+DATA_DIR = "/var/lib/trnspec"
+MODELS_SUBDIR = "models"
+COMPILED_SUBDIR = "compiled"
+MODELS_ROOT = f"{DATA_DIR}/{MODELS_SUBDIR}"
+COMPILED_ROOT = f"{DATA_DIR}/{COMPILED_SUBDIR}"
+
+#: The readiness file: present only while the model answers GET /v1/models (the pod's startup
+#: and readiness probes run `test -f READY_FILE`).
+READY_FILE = "/tmp/trnspec-ready"
+
+#: Environment the pod (and the image) sets and the engine reads; command-line flags win.
+ENV_DATA_DIR = "TRNSPEC_DATA_DIR"  # replaces DATA_DIR for both roots
+ENV_COMPILE_CACHE = "TRNSPEC_COMPILE_CACHE_URI"  # s3://bucket/prefix of the shared compile cache
+ENV_READY_FILE = "TRNSPEC_READY_FILE"  # replaces READY_FILE
+#: Seconds the engine lets in-flight requests finish after SIGTERM before it stops vLLM.
+ENV_DRAIN_SECONDS = "TRNSPEC_DRAIN_SECONDS"
+DEFAULT_DRAIN_SECONDS = 120.0
+#: ARN (or name) of the Secrets Manager secret holding the API key (trnspec.serve.api_key).
+ENV_API_KEY_SECRET = "TRNSPEC_API_KEY_SECRET_ARN"
+#: ARN of the Secrets Manager secret holding a Hugging Face token (`stage hub`, the weights
+#: Job); an empty secret means no token (public models).
+ENV_HF_TOKEN_SECRET = "TRNSPEC_HF_TOKEN_SECRET_ARN"
+
+#: vLLM's OpenAI server: the port it binds by default (trnspec.config.serving ServerConfig.port, the
+#: image's EXPOSE), the model list the readiness probe asks, liveness/health and Prometheus.
+SERVER_PORT = 8000
+MODELS_PATH = "/v1/models"
+HEALTH_PATH = "/health"
+METRICS_PATH = "/metrics"

@@ -1,0 +1,360 @@
+"""Calibrate trnspec.perf.model on published Trn2 figures and validate it on held-out sources.
+
+The published figures live in `trnspec/data/trn2_published.yaml` (typed by trnspec.perf.published),
+each with its source, quote, date and conditions. The constants are fitted by trnspec.perf.fit
+to the baselines and the speculative rows with a published acceptance length; the fit is checked
+by leaving one source out at a time (trnspec.perf.validation) for the current model and the first
+pass's, and both tables are stored with the constants in `trnspec/data/trn2_fit.json` (with the
+sha256 of the data file: the stored fit is used only for the data it was made from).
+
+    python -m trnspec.perf.calibrate                  # the report (constants, residuals, held out)
+    python -m trnspec.perf.calibrate --write          # refit after editing the data file
+    python -m trnspec.perf.calibrate --add runs.yaml  # refit with your own rows (`tune --rows-out`)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from trnspec.boundary.write import write_file
+from trnspec.hardware.model_shapes import ModelShape
+from trnspec.perf.fit import FIRST_PASS, SECOND_PASS, Fit, fit_constants, fit_rows
+from trnspec.perf.model import TRN2, Efficiency, Hardware
+from trnspec.perf.published import (
+    DATA_FILE,
+    Measurement,
+    data_text,
+    load_published,
+    predicted_step_ms,
+)
+from trnspec.perf.validation import HeldOutRow, leave_one_source_out, published_speedup
+
+__all__ = [
+    "DATA_FILE",
+    "FIT_FILE",
+    "Calibration",
+    "Measurement",
+    "load_published",
+    "nelder_mead",
+    "predicted_step_ms",
+]
+
+FIT_FILE = "data/trn2_fit.json"
+
+
+@dataclass(frozen=True)
+class StoredFit:
+    """The fit and both validations, as stored in FIT_FILE."""
+
+    fit: Fit
+    #: Leave-one-source-out rows of the current model and of the first pass's.
+    validation: tuple[HeldOutRow, ...]
+    validation_first_pass: tuple[HeldOutRow, ...]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The published data, the fitted constants, how well they fit and how well they predict."""
+
+    hardware: Hardware
+    #: Fitted constants per serving stack (they share all but the floor and the draft-pass cost).
+    efficiency: Mapping[str, Efficiency]
+    measurements: tuple[Measurement, ...]
+    shapes: Mapping[str, ModelShape]
+    #: Fitted rows: (id, published step ms, predicted step ms).
+    residuals: tuple[tuple[str, float, float], ...]
+    rms_rel_error: float
+    validation: tuple[HeldOutRow, ...]
+    validation_first_pass: tuple[HeldOutRow, ...]
+    source: str = field(default="")
+
+
+def data_digest(text: str) -> str:
+    """sha256 of the data file: the stored fit is only used for the data it was fitted to."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def fit_published(text: str, extra: Sequence[str] = ()) -> StoredFit:
+    """Fit and validate on a data file's text (plus extra rows in the same format)."""
+    measurements, shapes = load_published(text, extra)
+    fit = fit_constants(fit_rows(measurements, SECOND_PASS), shapes, SECOND_PASS)
+    return StoredFit(
+        fit,
+        leave_one_source_out(measurements, shapes, SECOND_PASS),
+        leave_one_source_out(measurements, shapes, FIRST_PASS),
+    )
+
+
+def fit_to_json(stored: StoredFit, digest: str) -> str:
+    """The stored form (written by `python -m trnspec.perf.calibrate --write`)."""
+    return (
+        json.dumps(
+            {
+                "data_sha256": digest,
+                "rms_rel_error": stored.fit.rms_rel_error,
+                "efficiency": {g: asdict(e) for g, e in sorted(stored.fit.efficiency.items())},
+                "compute_profile": [list(p) for p in stored.fit.compute_profile],
+                "validation": [asdict(h) for h in stored.validation],
+                "validation_first_pass": [asdict(h) for h in stored.validation_first_pass],
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+
+
+def _stored_fit(digest: str) -> StoredFit | None:
+    try:
+        raw = resources.files("trnspec").joinpath(FIT_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    data = json.loads(raw)
+    if data.get("data_sha256") != digest:
+        return None
+    return StoredFit(
+        Fit(
+            {g: Efficiency(**e) for g, e in data["efficiency"].items()},
+            float(data["rms_rel_error"]),
+            tuple((float(c), float(r)) for c, r in data["compute_profile"]),
+        ),
+        tuple(HeldOutRow(**h) for h in data["validation"]),
+        tuple(HeldOutRow(**h) for h in data["validation_first_pass"]),
+    )
+
+
+def calibration_for(
+    measurements: Sequence[Measurement], shapes: Mapping[str, ModelShape], stored: StoredFit
+) -> Calibration:
+    eff = stored.fit.efficiency
+    rows = fit_rows(measurements, SECOND_PASS)
+    residuals = tuple(
+        (m.id, m.fitted_step_ms or 0.0, predicted_step_ms(m, shapes, eff[m.stack_group]))
+        for m in rows
+    )
+    return Calibration(
+        TRN2,
+        eff,
+        tuple(measurements),
+        shapes,
+        residuals,
+        stored.fit.rms_rel_error,
+        stored.validation,
+        stored.validation_first_pass,
+        source=f"fitted to {len(rows)} rows of trnspec/{DATA_FILE}"
+        f" (RMS relative error {stored.fit.rms_rel_error:.3f})",
+    )
+
+
+@cache
+def trn2_calibration() -> Calibration:
+    """The Trn2 constants for the shipped data file: the stored fit when it was made from this
+    exact file (checked by sha256), else a fresh fit."""
+    text = data_text()
+    measurements, shapes = load_published(text)
+    stored = _stored_fit(data_digest(text)) or fit_published(text)
+    return calibration_for(measurements, shapes, stored)
+
+
+# ------------------------------------------------------------------------------------ held out
+
+
+@dataclass(frozen=True)
+class Implied:
+    """A speculative row without a published acceptance: the acceptance length the fitted model
+    needs to reproduce its published speedup."""
+
+    id: str
+    method: str
+    k: int
+    batch: int
+    published_speedup: float
+    implied_acceptance_length: float
+
+
+def implied_acceptance(cal: Calibration) -> list[Implied]:
+    """Every speculative row: the acceptance length the model needs for its published speedup."""
+    by_id = {m.id: m for m in cal.measurements}
+    out = []
+    for m in cal.measurements:
+        if m.role != "speculative":
+            continue
+        eff = cal.efficiency[m.stack_group]
+        plain = replace(m, method="none", k=0, draft=None)
+        t_spec = predicted_step_ms(m, cal.shapes, eff, cal.hardware)
+        t_base = predicted_step_ms(plain, cal.shapes, eff, cal.hardware)
+        pub = published_speedup(m, by_id[m.baseline or ""])
+        out.append(Implied(m.id, m.method, m.k, m.batch, pub, pub * t_spec / t_base))
+    return out
+
+
+def held_out_table(rows: Sequence[HeldOutRow]) -> list[str]:
+    """A held-out validation as Markdown table lines."""
+    lines = [
+        "| id | stack | method | batch | quantity | published | predicted | error |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for h in rows:
+        pred = f"{h.predicted:.2f}" if h.predicted is not None else "-"
+        err = f"{h.error:+.1%}" if h.error is not None else f"not predictable: {h.reason}"
+        lines.append(
+            f"| {h.id} | {h.stack_group} | {h.method} | {h.batch} | {h.quantity} |"
+            f" {h.published:.2f} | {pred} | {err} |"
+        )
+    errors = [abs(h.error) for h in rows if h.error is not None]
+    within = sum(e <= 0.20 for e in errors)
+    lines += [
+        "",
+        f"{len(errors)} of {len(rows)} rows predictable; {within} of {len(errors)} within 20 %"
+        + (f"; mean |error| {sum(errors) / len(errors):.1%}" if errors else ""),
+    ]
+    return lines
+
+
+def report_markdown(cal: Calibration) -> str:
+    """The constants, the fit residuals and both held-out tables as Markdown."""
+    eff = next(iter(cal.efficiency.values()))
+    lines = [
+        "Fitted constants (" + cal.source + "):",
+        "",
+        "| constant | value |",
+        "|---|---|",
+        f"| HBM bandwidth efficiency | {eff.memory:.3f} |",
+        f"| compute efficiency (of 667 BF16 TFLOPS per chip) | {eff.compute:.4f} |",
+        f"| collective latency per hop | {eff.collective_latency_s * 1e6:.2f} us |",
+        f"| host cost per sequence per step | {eff.sequence_overhead_s * 1e3:.3f} ms |",
+        f"| cost per position with logits | {eff.token_overhead_s * 1e3:.3f} ms |",
+        f"| attention per cached token and layer | {eff.context_token_s * 1e9:.2f} ns |",
+        f"| per (positions^2 x vocab entry) | {eff.logit_pair_s * 1e12:.2f} ps |",
+    ]
+    lines += [
+        f"| stack `{g}`: floor per step / cost per draft pass |"
+        f" {e.step_overhead_s * 1e3:.2f} / {e.draft_pass_overhead_s * 1e3:.2f} ms |"
+        for g, e in sorted(cal.efficiency.items())
+    ]
+    lines += [
+        "",
+        "Fit residuals (step time, ms):",
+        "",
+        "| id | published | model | error |",
+        "|---|---|---|---|",
+    ]
+    for rid, pub, pred in cal.residuals:
+        lines.append(f"| {rid} | {pub:.2f} | {pred:.2f} | {pred / pub - 1:+.1%} |")
+    lines += ["", "Held out, leave one source out, first pass model (before):", ""]
+    lines += held_out_table(cal.validation_first_pass)
+    lines += ["", "Held out, leave one source out, this model (after):", ""]
+    lines += held_out_table(cal.validation)
+    lines += [
+        "",
+        "Speculative rows without a published acceptance (the acceptance length the fitted model"
+        " needs for the published speedup):",
+        "",
+        "| id | method | k | batch | published speedup | acceptance the model needs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for i in implied_acceptance(cal):
+        lines.append(
+            f"| {i.id} | {i.method} | {i.k} | {i.batch} | {i.published_speedup:.2f}x |"
+            f" {i.implied_acceptance_length:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m trnspec.perf.calibrate [--write] [--add FILE ...] [--out PATH]`."""
+    p = argparse.ArgumentParser(prog="python -m trnspec.perf.calibrate")
+    p.add_argument("--write", action="store_true", help=f"refit and write trnspec/{FIT_FILE}")
+    p.add_argument(
+        "--add",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a YAML file of your own rows in the data file's format (e.g. from tune"
+        " --rows-out); refit with them and print the report",
+    )
+    p.add_argument("--out", help="with --add: write the refitted constants to this JSON file")
+    args = p.parse_args(argv)
+    text = data_text()
+    if args.add:
+        try:
+            extra = [Path(f).read_text(encoding="utf-8") for f in args.add]
+            measurements, shapes = load_published(text, extra)
+        except (OSError, ValueError, TypeError) as err:
+            print(f"--add: {err}", file=sys.stderr)
+            return 2
+        stored = fit_published(text, extra)
+        if args.out:
+            write_file(Path(args.out), fit_to_json(stored, data_digest(text + "".join(extra))))
+        print(report_markdown(calibration_for(measurements, shapes, stored)), end="")
+        return 0
+    if args.write:
+        path = Path(str(resources.files("trnspec").joinpath(FIT_FILE)))
+        write_file(path, fit_to_json(fit_published(text), data_digest(text)))
+        trn2_calibration.cache_clear()
+        print(f"wrote {path}", file=sys.stderr)
+    print(report_markdown(trn2_calibration()), end="")
+    return 0
+
+
+# ------------------------------------------------------- a derivative-free minimiser (tune uses it)
+
+
+def nelder_mead(
+    f: Callable[[Sequence[float]], float],
+    start: Sequence[float],
+    step: float = 0.7,
+    iterations: int = 600,
+) -> tuple[list[float], float]:
+    """Minimise `f` from `start` (a plain, deterministic Nelder-Mead; no derivatives)."""
+    n = len(start)
+    simplex = [list(start)]
+    for i in range(n):
+        p = list(start)
+        p[i] += step
+        simplex.append(p)
+    values = [f(p) for p in simplex]
+    for _ in range(iterations):
+        order = sorted(range(n + 1), key=values.__getitem__)
+        simplex = [simplex[i] for i in order]
+        values = [values[i] for i in order]
+        centroid = [sum(p[j] for p in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
+
+        def towards(
+            scale: float, centroid: list[float] = centroid, worst: list[float] = worst
+        ) -> list[float]:
+            return [c + scale * (w - c) for c, w in zip(centroid, worst, strict=True)]
+
+        reflected = towards(-1.0)
+        fr = f(reflected)
+        if fr < values[0]:
+            expanded = towards(-2.0)
+            fe = f(expanded)
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = towards(0.5)
+            fc = f(contracted)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                best = simplex[0]
+                simplex = [best] + [
+                    [b + 0.5 * (x - b) for b, x in zip(best, p, strict=True)] for p in simplex[1:]
+                ]
+                values = [values[0]] + [f(p) for p in simplex[1:]]
+    i = min(range(n + 1), key=values.__getitem__)
+    return simplex[i], values[i]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""A Helm release of a pinned chart that makes `cdk deploy` wait for it to come up.
+
+`wait` makes the kubectl provider run `helm upgrade --install --wait --timeout T`: Helm returns
+only when the release's Deployments, DaemonSets and Jobs are ready, so a controller that never
+starts fails its CloudFormation resource (named after the add-on) and the stack rolls back,
+instead of reporting success while every pod that needs it stays Pending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_eks_v2 as eks
+from constructs import Construct
+
+from infra.platform.addons.pins import ChartPin
+
+#: The kubectl provider's handler is a Lambda function (15-minute limit): a release must be
+#: ready within it.
+MAX_HELM_TIMEOUT_MINUTES = 15
+
+
+@dataclass(frozen=True)
+class HelmReleaseProps:
+    """One release of a pinned chart."""
+
+    cluster: eks.ICluster
+    """Cluster to install into."""
+    pin: ChartPin
+    """Chart, repository and version (infra/platform/addons/pins.py)."""
+    release: str
+    """Helm release name."""
+    namespace: str
+    """Namespace of the release."""
+    values: dict[str, Any]
+    """Helm values (keys the chart reads at the pinned version)."""
+    timeout_minutes: int
+    """How long the deploy waits for the release to be ready."""
+    create_namespace: bool = False
+    """Create the namespace if missing."""
+    skip_crds: bool = False
+    """Leave the chart's crds/ directory alone (CRDs come from their own release)."""
+
+
+def helm_release(scope: Construct, construct_id: str, props: HelmReleaseProps) -> eks.HelmChart:
+    """Install `props.pin` and wait for it (at most `props.timeout_minutes`)."""
+    if not 1 <= props.timeout_minutes <= MAX_HELM_TIMEOUT_MINUTES:
+        raise ValueError(
+            f"timeout_minutes={props.timeout_minutes}: use 1..{MAX_HELM_TIMEOUT_MINUTES} "
+            "(the kubectl provider is a Lambda function)"
+        )
+    return eks.HelmChart(
+        scope,
+        construct_id,
+        cluster=props.cluster,
+        chart=props.pin.chart,
+        repository=props.pin.repository,
+        version=props.pin.version,
+        release=props.release,
+        namespace=props.namespace,
+        create_namespace=props.create_namespace or None,
+        skip_crds=props.skip_crds or None,
+        values=props.values,
+        wait=True,
+        timeout=Duration.minutes(props.timeout_minutes),
+    )

@@ -1,0 +1,213 @@
+"""Whether the serving pods can ever be placed on a node one of the Trn2 pools makes.
+
+Settings can pass every per-section check and still leave the pods Pending forever: the engine
+config asks for an instance type or LNC that no pool provides (the pods' nodeSelector matches no
+node), a pod asks for more ephemeral storage than a pool's node offers, or for more Neuron
+devices than the instance has. Neither autoscaler launches a node for such a pod, and nothing
+fails at deploy time. This module reads the pods as the serving stack applies them (the
+Deployment and the precompile Job from infra.serving.manifests's builders: nodeSelector and
+requests) and
+the nodes as the platform makes them (infra.platform.cluster.neuron_node: labels, device resources,
+the kubelet's
+ephemeral-storage allocatable), so it checks the real manifests, not a second model of them.
+Pure: no CDK.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from trnspec.boundary.problems import Problem
+from trnspec.hardware.packing import (
+    Packing,
+    Resources,
+    ephemeral_storage_allocatable_gib,
+    node_allocatable,
+    replicas_per_node,
+)
+
+from infra.contracts import INSTANCE_TYPE_LABEL, LNC_NODE_LABEL, NEURON_DEVICE_RESOURCE
+from infra.platform.cluster.neuron_node import (
+    node_ephemeral_storage_gib,
+    node_labels,
+    node_resources,
+    uses_instance_store,
+)
+from infra.settings import Trn2PoolSettings
+
+#: Where each label the serving pods select on comes from, for the fix in a message.
+_LABEL_SOURCES = {
+    INSTANCE_TYPE_LABEL: ("instance_type", "hardware.instance_type"),
+    LNC_NODE_LABEL: ("lnc", "hardware.lnc"),
+}
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+
+
+def gib(quantity: str | int) -> float:
+    """A Kubernetes storage quantity (`400Gi`, `500G`, `1073741824`) in GiB."""
+    text = str(quantity)
+    for suffix, factor in (*_BINARY.items(), *_DECIMAL.items()):
+        if text.endswith(suffix):
+            return float(text.removesuffix(suffix)) * factor / 2**30
+    return float(text) / 2**30
+
+
+def neuron_pods(manifests: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(kind/name, pod spec) of every workload object whose pods ask for Neuron devices."""
+    out = []
+    for obj in manifests:
+        pod = obj.get("spec", {}).get("template", {}).get("spec")
+        if pod and any(_requests(pod, NEURON_DEVICE_RESOURCE)):
+            out.append((f"{obj['kind']}/{obj['metadata']['name']}", pod))
+    return out
+
+
+def _requests(pod: dict[str, Any], resource: str) -> list[str]:
+    return [
+        c["resources"]["requests"][resource]
+        for c in pod.get("containers", []) + pod.get("initContainers", [])
+        if resource in c.get("resources", {}).get("requests", {})
+    ]
+
+
+def pod_request(pod: dict[str, Any], resource: str) -> float:
+    """What the scheduler reserves for `resource` (memory and storage in GiB, cpu in cores): the
+    sum over the containers, or the largest init container's request if larger (they run one at
+    a time, before the containers)."""
+
+    def amount(c: dict[str, Any]) -> float:
+        value = c.get("resources", {}).get("requests", {}).get(resource, 0)
+        if resource in ("ephemeral-storage", "memory"):
+            return gib(value)
+        text = str(value)
+        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+
+    containers = sum(amount(c) for c in pod.get("containers", []))
+    return max([containers, *(amount(c) for c in pod.get("initContainers", []))])
+
+
+def pod_resources(pod: dict[str, Any]) -> Resources:
+    """A pod spec's effective requests in packing's terms (memory and storage in GiB)."""
+    return Resources(
+        chips=int(pod_request(pod, NEURON_DEVICE_RESOURCE)),
+        cpu=pod_request(pod, "cpu"),
+        memory_gib=pod_request(pod, "memory"),
+        ephemeral_gib=pod_request(pod, "ephemeral-storage"),
+    )
+
+
+def pool_packing(pool: Trn2PoolSettings, pod: dict[str, Any]) -> Packing:
+    """Replicas of `pod` one node of the pool holds (trnspec packing, which `predict` reads)."""
+    node = node_allocatable(pool.instance_type, pool.root_volume_gib)
+    return replicas_per_node(pod_resources(pod), node)
+
+
+def min_root_volume_gib(ephemeral_gib: float) -> int:
+    """Smallest root volume whose node offers `ephemeral_gib` of ephemeral storage."""
+    size = math.ceil(ephemeral_gib)
+    while ephemeral_storage_allocatable_gib(size) < ephemeral_gib:
+        size += 1
+    return size
+
+
+def placement_problems(
+    pools: tuple[Trn2PoolSettings, ...], manifests: Iterable[dict[str, Any]]
+) -> list[Problem]:
+    """One problem per reason a serving pod fits no pool's node, naming the pool field, its
+    value and the fix (or the serving setting to change instead)."""
+    problems: list[Problem] = []
+    # Pods that ask for the same thing fail for the same reason: one line names them all.
+    groups: dict[str, tuple[list[str], dict[str, Any]]] = {}
+    for name, pod in neuron_pods(manifests):
+        ask = (
+            sorted(pod.get("nodeSelector", {}).items()),
+            pod_request(pod, NEURON_DEVICE_RESOURCE),
+            pod_request(pod, "ephemeral-storage"),
+        )
+        groups.setdefault(repr(ask), ([], pod))[0].append(name)
+    for names, pod in groups.values():
+        owner = " and ".join(names)
+        selector: dict[str, str] = pod.get("nodeSelector", {})
+        matching = [
+            (i, p)
+            for i, p in enumerate(pools)
+            if all(node_labels(p).get(k) == v for k, v in selector.items())
+        ]
+        if not matching:
+            problems.extend(_selector_problems(owner, selector, pools))
+            continue
+        devices = pod_request(pod, NEURON_DEVICE_RESOURCE)
+        storage = pod_request(pod, "ephemeral-storage")
+        if any(pool_packing(p, pod).replicas >= 1 for _, p in matching):
+            continue
+        for i, p in matching:
+            chips = node_resources(p)[NEURON_DEVICE_RESOURCE]
+            if devices > chips:
+                problems.append(
+                    Problem(
+                        f"trn2_pools.{i}.instance_type",
+                        p.instance_type,
+                        f"its nodes have {chips} {NEURON_DEVICE_RESOURCE} devices and {owner} "
+                        f"ask for {devices:g} (tensor_parallel_size at hardware.lnc): use an "
+                        "instance type with more chips, or a smaller tensor_parallel_size in "
+                        "serving.overrides",
+                    )
+                )
+            allocatable = node_ephemeral_storage_gib(p)
+            if storage > allocatable and uses_instance_store(p):
+                problems.append(
+                    Problem(
+                        f"trn2_pools.{i}.instance_type",
+                        p.instance_type,
+                        f"its nodes offer {allocatable} GiB of ephemeral storage (instance store) "
+                        f"and {owner} ask for {storage:g} GiB: lower serving.weights_volume_gib, "
+                        "or use weights_storage ebs",
+                    )
+                )
+            elif storage > allocatable:
+                problems.append(
+                    Problem(
+                        f"trn2_pools.{i}.root_volume_gib",
+                        p.root_volume_gib,
+                        f"its nodes offer {allocatable} GiB of ephemeral storage and {owner} "
+                        f"ask for {storage:g} GiB (serving.weights_volume_gib with "
+                        f"weights_storage node-local): set root_volume_gib to at least "
+                        f"{min_root_volume_gib(storage)}, or lower serving.weights_volume_gib",
+                    )
+                )
+            packing = pool_packing(p, pod)
+            if packing.replicas < 1 and packing.limit in ("cpu", "memory"):
+                problems.append(
+                    Problem(
+                        f"trn2_pools.{i}.instance_type",
+                        p.instance_type,
+                        f"{owner} do not fit its nodes: {packing.reason}",
+                    )
+                )
+    return problems
+
+
+def _selector_problems(
+    owner: str, selector: dict[str, str], pools: tuple[Trn2PoolSettings, ...]
+) -> list[Problem]:
+    """Why no pool's labels satisfy the pods' nodeSelector: one line per pool and label."""
+    problems = []
+    for i, pool in enumerate(pools):
+        labels = node_labels(pool)
+        for key, wanted in selector.items():
+            if labels.get(key) == wanted:
+                continue
+            field, engine = _LABEL_SOURCES.get(key, (f"labels.{key}", None))
+            instead = f", or {engine}={labels.get(key)} in serving.overrides" if engine else ""
+            problems.append(
+                Problem(
+                    f"trn2_pools.{i}.{field}",
+                    labels.get(key),
+                    f"{owner} select {key}={wanted} and no pool's nodes carry it, so they stay "
+                    f"Pending: set trn2_pools.{i}.{field}={wanted}{instead}",
+                )
+            )
+    return problems

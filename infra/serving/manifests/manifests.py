@@ -1,0 +1,75 @@
+"""All manifests of one serving workload, grouped by what they must wait for on the cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from infra.serving.manifests.autoscaling import scaled_object
+from infra.serving.manifests.config_map import serving_config_map
+from infra.serving.manifests.dashboard import dashboard_for_config_yaml
+from infra.serving.manifests.disruption import pod_disruption_budget
+from infra.serving.manifests.monitoring import (
+    dashboard_config_map,
+    neuron_monitor_pod_monitor,
+    server_service_monitor,
+)
+from infra.serving.manifests.namespace import namespace
+from infra.serving.manifests.network_policy import network_policies
+from infra.serving.manifests.pod import Manifest
+from infra.serving.manifests.precompile import precompile_job
+from infra.serving.manifests.server import deployment
+from infra.serving.manifests.service import cluster_service, internal_nlb_service
+from infra.serving.manifests.spec import WorkloadSpec
+from infra.serving.manifests.weights import weights_job
+from infra.settings.serving import ServingSettings
+
+
+@dataclass(frozen=True)
+class WorkloadManifests:
+    """`core` needs only the namespace; `keda` needs KEDA's CRDs; `monitoring` the operator's."""
+
+    namespace: Manifest
+    core: list[Manifest]
+    keda: list[Manifest]
+    monitoring: list[Manifest]
+
+    def all(self) -> list[Manifest]:
+        out = [self.namespace]
+        for f in fields(self):
+            if f.name != "namespace":
+                out.extend(getattr(self, f.name))
+        return out
+
+
+def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadManifests:
+    core = [
+        # Policies first: the pods never run a moment without them.
+        *network_policies(spec, settings),
+        serving_config_map(spec),
+        # Fills the bucket the two below wait for (first deploy: it starts empty).
+        *([weights_job(spec, settings)] if spec.hub_copies else []),
+        precompile_job(spec, settings),
+        deployment(spec, settings),
+        cluster_service(spec),
+        pod_disruption_budget(spec),
+    ]
+    if settings.internal_nlb:
+        # Who may reach the NLB: the configured ranges, else the VPC (explicit, not the
+        # controller's default).
+        sources = settings.nlb_source_cidrs or ((spec.vpc_cidr,) if spec.vpc_cidr else ())
+        core.append(internal_nlb_service(spec, sources))
+    monitoring: list[Manifest] = []
+    if settings.prometheus == "in-cluster":
+        # With an existing Prometheus the pods' prometheus.io/* annotations are the contract;
+        # Prometheus Operator CRDs and the Grafana sidecar may not exist there.
+        monitoring = [
+            server_service_monitor(spec),
+            neuron_monitor_pod_monitor(settings),
+            dashboard_config_map(settings, dashboard_for_config_yaml(spec.config_yaml)),
+        ]
+    return WorkloadManifests(
+        namespace=namespace(spec.namespace),
+        core=core,
+        keda=[scaled_object(spec, settings)],
+        monitoring=monitoring,
+    )

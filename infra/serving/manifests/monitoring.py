@@ -1,0 +1,81 @@
+"""Scrape targets for Prometheus Operator: vLLM's /metrics and neuron-monitor's exporter."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from infra.contracts import (
+    GRAFANA_DASHBOARD_LABEL,
+    METRICS_PATH,
+    NEURON_MONITOR_POD_LABELS,
+    NEURON_MONITOR_PORT,
+    PART_OF,
+    PART_OF_LABEL,
+)
+from infra.serving.manifests.pod import SERVE_COMPONENT, Manifest, metadata, selector_labels
+from infra.serving.manifests.spec import WorkloadSpec
+from infra.settings.serving import ServingSettings
+
+SCRAPE_INTERVAL = "15s"
+DASHBOARD_CONFIG_MAP = "trnspec-grafana-dashboard"
+DASHBOARD_KEY = "trnspec-grafana.json"
+
+
+def server_service_monitor(spec: WorkloadSpec) -> Manifest:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": metadata(spec, spec.name, SERVE_COMPONENT),
+        "spec": {
+            "selector": {"matchLabels": selector_labels(spec, SERVE_COMPONENT)},
+            "namespaceSelector": {"matchNames": [spec.namespace]},
+            "endpoints": [{"port": "http", "path": METRICS_PATH, "interval": SCRAPE_INTERVAL}],
+        },
+    }
+
+
+def neuron_monitor_pod_monitor(settings: ServingSettings) -> Manifest:
+    """neuron-monitor runs as a DaemonSet in its own namespace; its container port is unnamed."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {
+            "name": "neuron-monitor",
+            "namespace": settings.monitoring_namespace,
+            "labels": {PART_OF_LABEL: PART_OF},
+        },
+        "spec": {
+            "selector": {"matchLabels": dict(NEURON_MONITOR_POD_LABELS)},
+            "namespaceSelector": {"any": True},
+            "podMetricsEndpoints": [
+                {
+                    "portNumber": NEURON_MONITOR_PORT,
+                    "path": METRICS_PATH,
+                    "interval": SCRAPE_INTERVAL,
+                    # Add the node name so NeuronCore and HBM panels can be joined to pods.
+                    "relabelings": [
+                        {
+                            "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                            "targetLabel": "node",
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def dashboard_config_map(settings: ServingSettings, dashboard: dict[str, Any]) -> Manifest:
+    """The committed Grafana dashboard, picked up by Grafana's dashboard sidecar."""
+    key, value = GRAFANA_DASHBOARD_LABEL
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": DASHBOARD_CONFIG_MAP,
+            "namespace": settings.monitoring_namespace,
+            "labels": {key: value, PART_OF_LABEL: PART_OF},
+        },
+        "data": {DASHBOARD_KEY: json.dumps(dashboard, indent=2, sort_keys=True)},
+    }

@@ -1,0 +1,71 @@
+"""The serving workload derived once per synth, before any construct exists.
+
+`check_serving` validates the `serving:` section and derives the engine config and the
+`WorkloadSpec`; `workload_preflight` puts a placeholder in every deploy-time value of the spec
+(infra/serving/manifests/placeholders.py) and builds the manifests from it. The placement check
+reads
+these manifests, the platform stack what they need, and the serving stack applies them with the
+real values bound: nothing is resolved, derived or built a second time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from infra.serving.manifests.manifests import WorkloadManifests, build_manifests
+from infra.serving.manifests.placeholders import (
+    API_KEY_SECRET_PLACEHOLDER,
+    BUCKET_PLACEHOLDER,
+    HF_TOKEN_SECRET_PLACEHOLDER,
+    IMAGE_PLACEHOLDER,
+    REGION_PLACEHOLDER,
+    VPC_CIDR_PLACEHOLDER,
+)
+from infra.serving.manifests.spec import CheckedServing, WorkloadSpec
+from infra.settings.serving import ServingSettings
+
+if TYPE_CHECKING:
+    from trnspec.config.serving import ServingConfig
+
+
+@dataclass(frozen=True)
+class WorkloadPreflight:
+    """One serving section, checked, with what it derives (read-only, computed once)."""
+
+    settings: ServingSettings
+    config: ServingConfig
+    """The engine config the pods run: profile, bucket sources, overrides."""
+    spec: WorkloadSpec
+    """Derived from `config`, with placeholders for the bucket, image, region, VPC CIDR, Hugging
+    Face token secret ARN and (when the key is on) API key ARN."""
+    manifests: WorkloadManifests
+    """Built from `spec`; the serving stack binds the real values into them."""
+
+
+def workload_preflight(checked: CheckedServing) -> WorkloadPreflight:
+    """Placeholders into the checked spec, then its manifests. `checked` must be derived with
+    BUCKET_PLACEHOLDER as the bucket name, which its config YAML already carries."""
+    if checked.spec.bucket_name != BUCKET_PLACEHOLDER:
+        raise ValueError(
+            f"bucket_name={checked.spec.bucket_name!r}: check_serving for a preflight takes "
+            f"bucket_name={BUCKET_PLACEHOLDER!r}, the placeholder the stack binds"
+        )
+    spec = dataclasses.replace(
+        checked.spec,
+        image_uri=IMAGE_PLACEHOLDER,
+        bucket_name=BUCKET_PLACEHOLDER,
+        region=REGION_PLACEHOLDER,
+        vpc_cidr=VPC_CIDR_PLACEHOLDER,
+        api_key_secret_arn=(
+            API_KEY_SECRET_PLACEHOLDER if checked.settings.api_key_enabled else None
+        ),
+        hf_token_secret_arn=HF_TOKEN_SECRET_PLACEHOLDER,
+    )
+    return WorkloadPreflight(
+        settings=checked.settings,
+        config=checked.config,
+        spec=spec,
+        manifests=build_manifests(spec, checked.settings),
+    )

@@ -1,0 +1,305 @@
+"""The serving stack: model bucket, image, pod identities and the workload on the platform cluster.
+
+A separate stack rather than constructs inside the platform stack, because:
+- the workload changes often (profile, k, replicas, image) and the cluster rarely; a separate
+  stack deploys and rolls back without CloudFormation touching the cluster or its node groups;
+- the image tag is derived from the image generation through this stack's synthesizer
+  (`docker_tag_prefix`), which is per stack;
+- the snapshot, nag and cfn-lint tests of the platform stay independent of serving choices.
+The cost is cross-stack references (cluster name, kubectl provider) exported by the platform stack,
+so that stack must be deployed first (`add_serving` declares the dependency).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Acknowledgment as Ack
+from aws_cdk import (
+    Aws,
+    CfnOutput,
+    CfnResource,
+    DefaultStackSynthesizer,
+    Environment,
+    Stack,
+    Token,
+    Validations,
+)
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra.contracts import COMPILE_CACHE_PREFIX, MODELS_PREFIX
+from infra.outputs import ServingOutputs
+from infra.serving.api_key import ApiKeySecret, ApiKeySecretProps
+from infra.serving.bucket import ModelBucket, ModelBucketProps
+from infra.serving.identity import (
+    ServingIdentity,
+    ServingIdentityProps,
+    compile_statements,
+    serve_statements,
+    weights_statements,
+)
+from infra.serving.image import IMAGE_DIR, ServingImage, ServingImageProps, docker_tag_prefix
+from infra.serving.manifests.placeholders import DeployValues, bind
+from infra.serving.manifests.pod import (
+    PRECOMPILE_COMPONENT,
+    SERVE_COMPONENT,
+    WEIGHTS_COMPONENT,
+    service_account_name,
+)
+from infra.serving.manifests.precompile import precompile_job_name
+from infra.serving.manifests.service import SERVICE_PORT, nlb_service_name
+from infra.serving.manifests.weights import weights_job_name
+from infra.serving.preflight import WorkloadPreflight
+from infra.serving.workload import ServingWorkload, ServingWorkloadProps
+
+
+class ServingStack(Stack):
+    """One serving profile on an existing cluster (read-only attributes: spec, model_bucket,
+    image, api_key, hf_token, serve_identity, compile_identity, weights_identity, workload,
+    serving_config, settings).
+
+    Takes the workload as the preflight derived it (engine config, spec and manifests, the
+    weights Job's included, checked before any construct: infra/serving/preflight.py) and binds
+    this stack's bucket, image, region, VPC CIDR, API key and Hugging Face token secret into
+    them; nothing is resolved or derived again here.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: eks.ICluster,
+        preflight: WorkloadPreflight,
+        image_directory: Path = IMAGE_DIR,
+        **kwargs: Any,
+    ) -> None:
+        settings, cfg = preflight.settings, preflight.config
+        kwargs.setdefault(
+            "synthesizer", DefaultStackSynthesizer(docker_tag_prefix=docker_tag_prefix(cfg.image))
+        )
+        kwargs.setdefault("description", f"trnspec serving workload ({settings.profile})")
+        super().__init__(scope, id, **kwargs)
+        self.settings = settings
+        self.serving_config = cfg
+
+        self.model_bucket = ModelBucket(
+            self,
+            "ModelBucket",
+            ModelBucketProps(compile_cache_retention_days=settings.compile_cache_retention_days),
+        )
+        bucket = self.model_bucket.bucket
+        self.image = ServingImage(
+            self, "Image", ServingImageProps(generation=cfg.image, directory=image_directory)
+        )
+        # The API key (docs/workload.md, "Security"): generated into Secrets Manager, read by
+        # the serving pods at start; only its ARN reaches the manifests.
+        self.api_key = (
+            ApiKeySecret(self, "ApiKey", ApiKeySecretProps(f"trnspec API key ({settings.profile})"))
+            if settings.api_key_enabled
+            else None
+        )
+
+        # The Hugging Face token for gated models: created empty (no value in any template);
+        # the operator puts the token in it, the weights Job reads it at run time.
+        self.hf_token = ApiKeySecret(
+            self,
+            "HfToken",
+            ApiKeySecretProps(
+                f"trnspec Hugging Face token ({settings.profile}): put a token here for a "
+                "gated model, then rerun the weights Job",
+                generated=False,
+                label="HfToken",
+            ),
+        )
+
+        values = DeployValues(
+            bucket_name=bucket.bucket_name,
+            image_uri=self.image.image_uri,
+            region=Aws.REGION,
+            vpc_cidr=cluster.vpc.vpc_cidr_block,
+            api_key_secret_arn=self.api_key.secret_arn if self.api_key else None,
+            hf_token_secret_arn=self.hf_token.secret_arn,
+        )
+        self.spec = bind(preflight.spec, values)
+        manifests = bind(preflight.manifests, values)
+
+        key = self.model_bucket.key
+        self.serve_identity = self._identity(
+            cluster, "ServeIdentity", SERVE_COMPONENT, serve_statements(bucket, key, self.api_key)
+        )
+        self.compile_identity = self._identity(
+            cluster, "CompileIdentity", PRECOMPILE_COMPONENT, compile_statements(bucket, key)
+        )
+        self.weights_identity = self._identity(
+            cluster,
+            "WeightsIdentity",
+            WEIGHTS_COMPONENT,
+            weights_statements(bucket, key, self.hf_token),
+        )
+        self.workload = ServingWorkload(
+            self,
+            "Workload",
+            ServingWorkloadProps(
+                cluster=cluster,
+                manifests=manifests,
+                service_accounts=(
+                    self.serve_identity,
+                    self.compile_identity,
+                    self.weights_identity,
+                ),
+            ),
+        )
+        self._outputs(cluster)
+        self._acknowledge()
+
+    def _identity(
+        self,
+        cluster: eks.ICluster,
+        construct_id: str,
+        component: str,
+        statements: list[iam.PolicyStatement],
+    ) -> ServingIdentity:
+        """The service account of one component, bound to a role with exactly `statements`."""
+        return ServingIdentity(
+            self,
+            construct_id,
+            ServingIdentityProps(
+                cluster=cluster,
+                name=service_account_name(self.spec, component),
+                namespace=self.settings.namespace,
+                statements=tuple(statements),
+            ),
+        )
+
+    def _outputs(self, cluster: eks.ICluster) -> None:
+        spec = self.spec
+        # What the tools' stack_endpoint needs to reach the service from outside the cluster.
+        CfnOutput(self, ServingOutputs.PLATFORM_STACK, value=Stack.of(cluster).stack_name)
+        CfnOutput(self, ServingOutputs.REGION, value=Aws.REGION)
+        CfnOutput(self, ServingOutputs.NAMESPACE, value=spec.namespace)
+        CfnOutput(self, ServingOutputs.SERVICE_NAME, value=spec.name)
+        CfnOutput(self, ServingOutputs.SERVICE_PORT, value=str(SERVICE_PORT))
+        CfnOutput(
+            self, ServingOutputs.MODEL_BUCKET_NAME, value=self.model_bucket.bucket.bucket_name
+        )
+        CfnOutput(
+            self,
+            ServingOutputs.MODELS_URI,
+            value=f"s3://{self.model_bucket.bucket.bucket_name}/{MODELS_PREFIX}",
+            description="Upload weights to <this><served model name>/",
+        )
+        CfnOutput(self, ServingOutputs.IMAGE_URI, value=self.image.image_uri)
+        if self.api_key is not None:
+            CfnOutput(
+                self,
+                ServingOutputs.API_KEY_SECRET_ARN,
+                value=self.api_key.secret_arn,
+                description="aws secretsmanager get-secret-value --secret-id <this> (the key)",
+            )
+        CfnOutput(
+            self,
+            ServingOutputs.IN_CLUSTER_ENDPOINT,
+            value=f"http://{spec.name}.{spec.namespace}.svc.cluster.local:{SERVICE_PORT}",
+            description=(
+                "OpenAI-compatible endpoint inside the cluster only; from outside use "
+                "scripts/smoke.py --stack (port-forward over the Kubernetes API)"
+            ),
+        )
+        CfnOutput(
+            self,
+            ServingOutputs.HF_TOKEN_SECRET_ARN,
+            value=self.hf_token.secret_arn,
+            description="Created empty; for a gated model: aws secretsmanager put-secret-value "
+            "--secret-id <this> --secret-string hf_... (docs/platform.md, 'First deploy')",
+        )
+        if spec.hub_copies:
+            CfnOutput(
+                self,
+                ServingOutputs.WEIGHTS_JOB,
+                value=f"{spec.namespace}/{weights_job_name(spec)}",
+                description="Job that copies the models from the Hugging Face Hub to the bucket",
+            )
+        CfnOutput(
+            self,
+            ServingOutputs.PRECOMPILE_JOB,
+            value=f"{spec.namespace}/{precompile_job_name(spec)}",
+            description="Job that fills the compile cache (docs/workload.md)",
+        )
+        if self.settings.internal_nlb:
+            hostname = eks.KubernetesObjectValue(
+                self,
+                "NlbHostname",
+                cluster=cluster,
+                object_type="service",
+                object_name=nlb_service_name(spec),
+                object_namespace=spec.namespace,
+                json_path=".status.loadBalancer.ingress[0].hostname",
+            )
+            hostname.node.add_dependency(self.workload.core)
+            CfnOutput(
+                self,
+                ServingOutputs.INTERNAL_NLB_ENDPOINT,
+                value=f"http://{hostname.value}:{SERVICE_PORT}",
+                description="OpenAI-compatible endpoint on the internal NLB (inside the VPC)",
+            )
+
+    def _acknowledge(self) -> None:
+        """cdk-nag findings that are the design, each acknowledged by its exact finding id."""
+        if self.api_key is not None:
+            Validations.of(self.api_key.secret).acknowledge(
+                Ack(
+                    id="AwsSolutions::AwsSolutions-SMG4",
+                    reason="rotated by the operator (docs/workload.md): vLLM takes one key and "
+                    "reads it at start, so rotation is a planned restart, not a Lambda",
+                )
+            )
+        Validations.of(self.hf_token.secret).acknowledge(
+            Ack(
+                id="AwsSolutions::AwsSolutions-SMG4",
+                reason="a Hugging Face token is issued by huggingface.co, not by AWS: the "
+                "operator replaces it there and puts the new one here (docs/platform.md)",
+            )
+        )
+        bucket = self.model_bucket.bucket.node.default_child
+        assert isinstance(bucket, CfnResource)
+        arn = f"<{self.get_logical_id(bucket)}.Arn>"
+        for prefix in (MODELS_PREFIX, COMPILE_CACHE_PREFIX):
+            Validations.of(self).acknowledge(
+                Ack(
+                    id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{arn}/{prefix}*]",
+                    reason=(
+                        f"objects under '{prefix}' only: the prefix is the permission boundary "
+                        "(s3:ListBucket is limited to the same prefixes by an s3:prefix condition)"
+                    ),
+                )
+            )
+
+
+def add_serving(
+    scope: Construct, platform_stack: Stack, preflight: WorkloadPreflight
+) -> ServingStack:
+    """Compose the serving stack on the platform stack's cluster (same env, deployed after it).
+
+    `platform_stack` must expose `cluster` (aws_eks_v2 cluster with a kubectl provider) and
+    install the controllers the workload uses (infra/platform/addons); `preflight` is the workload
+    already checked and derived (infra/serving/preflight.py).
+    """
+    cluster: eks.ICluster = platform_stack.cluster  # type: ignore[attr-defined]
+    # Same environment as the platform (cross-stack references need it), including the partial
+    # one of a region-pinned profile whose account is left to deploy time.
+    account = None if Token.is_unresolved(platform_stack.account) else platform_stack.account
+    region = None if Token.is_unresolved(platform_stack.region) else platform_stack.region
+    env = Environment(account=account, region=region) if (account or region) else None
+    stack = ServingStack(
+        scope,
+        f"{platform_stack.stack_name}-serving",
+        cluster=cluster,
+        preflight=preflight,
+        env=env,
+    )
+    stack.add_stack_dependency(platform_stack)
+    return stack

@@ -1,0 +1,398 @@
+"""CDK assertions for the serving stack on a bare aws_eks_v2 cluster (one synth per module).
+
+The serving stack needs only a cluster with a kubectl provider; the fixture builds one itself so
+these tests do not depend on the platform stack's choices.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk.assertions import Match, Template
+from aws_cdk.lambda_layer_kubectl_v36 import KubectlV36Layer
+from cdk_nag import AwsSolutionsChecks
+
+from infra.contracts import (
+    COMPILE_CACHE_PREFIX,
+    MODELS_PREFIX,
+    NEURON_DEVICE_RESOURCE,
+    NEURON_SCHEDULER_NAME,
+)
+from infra.serving.manifests.placeholders import BUCKET_PLACEHOLDER, IMAGE_PLACEHOLDER
+from infra.serving.manifests.spec import check_serving
+from infra.serving.preflight import workload_preflight
+from infra.serving.stack import ServingStack, add_serving
+
+#: Feature flags from cdk.json: App() in pytest does not read it.
+CONTEXT: dict[str, Any] = {
+    k: v
+    for k, v in json.loads((Path(__file__).parents[3] / "cdk.json").read_text())["context"].items()
+    if k.startswith("@aws-cdk/")
+}
+
+
+class MiniPlatform(Stack):
+    """Just enough platform: a VPC and an EKS cluster with a kubectl provider."""
+
+    def __init__(self, scope: App, id: str) -> None:
+        super().__init__(scope, id)
+        vpc = ec2.Vpc(self, "Vpc", max_azs=2, nat_gateways=1)
+        self.cluster = eks.Cluster(
+            self,
+            "Cluster",
+            version=eks.KubernetesVersion.V1_36,
+            vpc=vpc,
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=KubectlV36Layer(self, "Kubectl")
+            ),
+        )
+
+
+SERVING = {"internal_nlb": True, "max_replicas": 3}
+
+
+def _serving_stack(app: App, platform: MiniPlatform) -> ServingStack:
+    checked = check_serving(SERVING, bucket_name=BUCKET_PLACEHOLDER, image_uri=IMAGE_PLACEHOLDER)
+    return add_serving(app, platform, workload_preflight(checked))
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("cdk.out")
+    app = App(context=CONTEXT, outdir=str(out), builtin_cloud_formation_validation=False)
+    platform = MiniPlatform(app, "trnspec-test")
+    serving = _serving_stack(app, platform)
+    assembly = app.synth()
+    template_path = out / f"{serving.stack_name}.template.json"
+    return {
+        "stack": serving,
+        "template": Template.from_json(json.loads(template_path.read_text())),
+        "raw": json.loads(template_path.read_text()),
+        "path": template_path,
+        "assembly": assembly,
+    }
+
+
+def test_model_bucket_is_kms_encrypted_versioned_private_and_tls_only(synth) -> None:
+    t: Template = synth["template"]
+    t.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [
+                    Match.object_like(
+                        {
+                            "ServerSideEncryptionByDefault": Match.object_like(
+                                {"SSEAlgorithm": "aws:kms"}
+                            )
+                        }
+                    )
+                ]
+            },
+            "VersioningConfiguration": {"Status": "Enabled"},
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+            "LifecycleConfiguration": {
+                "Rules": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Prefix": COMPILE_CACHE_PREFIX,
+                                "ExpirationInDays": 30,
+                                "Status": "Enabled",
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )
+    t.has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Deny",
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
+    t.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+
+
+def _policies(raw: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Statements of each pod role's policy, keyed 'serve' / 'compile' / 'weights'."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for lid, res in raw["Resources"].items():
+        if res["Type"] == "AWS::IAM::Policy":
+            key = next(k for k in ("serve", "compile", "weights") if lid.lower().startswith(k))
+            out[key] = res["Properties"]["PolicyDocument"]["Statement"]
+    return out
+
+
+def _suffixes(statement: dict[str, Any]) -> list[str]:
+    resources = statement["Resource"]
+    resources = resources if isinstance(resources, list) else [resources]
+    return [r["Fn::Join"][1][-1] if isinstance(r, dict) else r for r in resources]
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    a = statement["Action"]
+    return a if isinstance(a, list) else [a]
+
+
+def test_serve_role_reads_only_models_and_cache_and_writes_nothing(synth) -> None:
+    statements = _policies(synth["raw"])["serve"]
+    for s in statements:
+        for action in _actions(s):
+            assert not action.startswith(
+                ("s3:Put", "s3:Delete", "kms:Encrypt", "kms:GenerateDataKey")
+            )
+        if any(a.startswith("s3:GetObject") for a in _actions(s)):
+            assert sorted(_suffixes(s)) == sorted(
+                [f"/{MODELS_PREFIX}*", f"/{COMPILE_CACHE_PREFIX}*"]
+            )
+
+
+def test_compile_role_writes_only_under_the_compile_cache(synth) -> None:
+    statements = _policies(synth["raw"])["compile"]
+    writing = ("s3:Put", "s3:Delete")
+    writes = [s for s in statements if any(a.startswith(writing) for a in _actions(s))]
+    assert writes
+    for s in writes:  # deletes too: replacing a corrupt cache entry, never a model
+        assert _suffixes(s) == [f"/{COMPILE_CACHE_PREFIX}*"]
+
+
+def test_weights_role_writes_only_models_and_reads_only_the_hub_token_secret(synth) -> None:
+    statements = _policies(synth["raw"])["weights"]
+    writing = ("s3:Put", "s3:Delete")
+    writes = [s for s in statements if any(a.startswith(writing) for a in _actions(s))]
+    assert writes and all(_suffixes(s) == [f"/{MODELS_PREFIX}*"] for s in writes)
+    (read,) = [s for s in statements if "secretsmanager:GetSecretValue" in _actions(s)]
+    stack: ServingStack = synth["stack"]
+    secret_id = stack.get_logical_id(stack.hf_token.secret.node.default_child)
+    assert read["Resource"] == {"Ref": secret_id}
+    (listing,) = [s for s in statements if "s3:ListBucket" in _actions(s)]
+    assert listing["Condition"]["StringLike"]["s3:prefix"] == [f"{MODELS_PREFIX}*"]
+
+
+def test_the_hub_token_secret_is_created_empty(synth) -> None:
+    secrets = [
+        r["Properties"]
+        for r in synth["raw"]["Resources"].values()
+        if r["Type"] == "AWS::SecretsManager::Secret"
+        and "Hugging Face" in r["Properties"]["Description"]
+    ]
+    (secret,) = secrets
+    assert "SecretString" not in secret and "GenerateSecretString" not in secret
+
+
+@pytest.mark.parametrize("role", ["serve", "compile"])
+def test_listing_is_limited_to_the_two_prefixes(synth, role: str) -> None:
+    statements = _policies(synth["raw"])[role]
+    lists = [s for s in statements if "s3:ListBucket" in _actions(s)]
+    assert lists
+    for s in lists:
+        assert s["Condition"]["StringLike"]["s3:prefix"] == [
+            f"{MODELS_PREFIX}*",
+            f"{COMPILE_CACHE_PREFIX}*",
+        ]
+    assert not any(a in ("s3:*", "s3:List*", "*") for s in statements for a in _actions(s))
+
+
+def test_pod_identity_binds_each_service_account_to_its_role(synth) -> None:
+    t: Template = synth["template"]
+    stack: ServingStack = synth["stack"]
+    for suffix in ("serve", "compile"):
+        t.has_resource_properties(
+            "AWS::EKS::PodIdentityAssociation",
+            {
+                "Namespace": stack.settings.namespace,
+                "ServiceAccount": f"{stack.spec.name}-{suffix}",
+            },
+        )
+    t.has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": Match.array_with(["sts:AssumeRole", "sts:TagSession"]),
+                                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
+
+
+def test_serving_stack_installs_no_cluster_wide_controller(synth) -> None:
+    # KEDA, Prometheus and the load-balancer controller are the platform's (infra/platform/addons):
+    # destroying a workload must not remove them.
+    synth["template"].resource_count_is("Custom::AWSCDK-EKS-HelmChart", 0)
+    synth["template"].resource_count_is("AWS::EKS::Addon", 0)
+
+
+def test_workload_on_the_cluster_asks_for_the_derived_neuron_devices(synth) -> None:
+    stack: ServingStack = synth["stack"]
+    text = json.dumps(synth["raw"])
+    assert f'\\"schedulerName\\":\\"{NEURON_SCHEDULER_NAME}\\"' in text
+    assert f'\\"{NEURON_DEVICE_RESOURCE}\\":\\"{stack.spec.neuron_devices}\\"' in text
+    assert stack.spec.neuron_devices == 1  # qwen3-4b-dflash: TP=4 at LNC=2 is one chip
+    for kind in (
+        "Deployment",
+        "Job",
+        "Service",
+        "PodDisruptionBudget",
+        "ScaledObject",
+        "ConfigMap",
+    ):
+        assert f'\\"kind\\":\\"{kind}\\"' in text
+
+
+def test_config_map_carries_the_real_bucket_name(synth) -> None:
+    text = json.dumps(synth["raw"])
+    assert "trnspec-model-bucket-placeholder" not in text
+
+
+def test_outputs_name_the_bucket_and_the_endpoints(synth) -> None:
+    outputs = synth["raw"]["Outputs"]
+    for name in (
+        "ModelBucketName",
+        "ServiceEndpoint",
+        "InternalNlbEndpoint",
+        "ImageUri",
+        "PrecompileJob",
+    ):
+        assert name in outputs
+
+
+def test_image_asset_builds_from_image_dir_on_the_pinned_base(synth) -> None:
+    from trnspec.config.images import image_spec
+
+    manifest = json.loads(
+        next(Path(synth["assembly"].directory).glob("*serving.assets.json")).read_text()
+    )
+    (image,) = manifest["dockerImages"].values()
+    assert image["source"]["dockerBuildArgs"]["BASE_IMAGE"].startswith(
+        image_spec("neuron-plugin").uri
+    )
+    (dest,) = image["destinations"].values()
+    assert dest["imageTag"].startswith("neuron-plugin-")  # the default profile's image
+
+
+def test_template_passes_cfn_lint(synth) -> None:
+    cfn_lint = Path(sys.executable).parent / "cfn-lint"
+    result = subprocess.run(
+        [str(cfn_lint), "--format", "parseable", str(synth["path"])],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    # Exit status is a bitmask: 2 = errors, 4 = warnings, 8 = informational; 1 = crashed.
+    assert result.returncode & 0b11 == 0, result.stdout + result.stderr
+    assert result.returncode == 0, f"cfn-lint warnings:\n{result.stdout}"
+
+
+def test_serving_stack_has_no_unacknowledged_cdk_nag_findings(tmp_path: Path) -> None:
+    """AwsSolutions over a fresh synth; findings of the stand-in platform stack are not ours."""
+    app = App(context=CONTEXT, outdir=str(tmp_path), builtin_cloud_formation_validation=False)
+    platform = MiniPlatform(app, "trnspec-test")
+    serving = _serving_stack(app, platform)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    try:
+        app.synth()
+    except RuntimeError as err:
+        if "Validation failed" not in str(err) and "ValidationFailed" not in str(err):
+            raise
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    ours = [
+        f"{v['ruleName']} at {c['constructPath']}"
+        for plugin in report["pluginReports"]
+        for v in plugin["violations"]
+        for c in v["violatingConstructs"]
+        if c["constructPath"].startswith(f"{serving.stack_name}/")
+    ]
+    assert not ours, "\n".join(ours)
+
+
+def test_serving_stack_adds_nothing_to_the_cluster_stack(synth) -> None:
+    """The platform owns the cluster's add-ons (e.g. eks-pod-identity-agent): no duplicates."""
+    platform = synth["assembly"].get_stack_by_name("trnspec-test").template
+    assert not [r for r in platform["Resources"].values() if r["Type"] == "AWS::EKS::Addon"]
+
+
+def _of_type(raw: dict[str, Any], type_: str, prefix: str = "") -> set[str]:
+    return {
+        lid for lid, r in raw["Resources"].items() if r["Type"] == type_ and lid.startswith(prefix)
+    }
+
+
+def _applying(raw: dict[str, Any], kind: str) -> str:
+    """Logical id of the KubernetesResource whose manifest contains an object of `kind`."""
+    (lid,) = [
+        lid
+        for lid in _of_type(raw, "Custom::AWSCDK-EKS-KubernetesResource")
+        # A top-level object: its kind is followed by its metadata (not a reference's name).
+        if f'\\"kind\\":\\"{kind}\\",\\"metadata\\"'
+        in json.dumps(raw["Resources"][lid]["Properties"])
+    ]
+    return lid
+
+
+def _applying_in(raw: dict[str, Any], prefix: str, kind: str) -> str:
+    (lid,) = [
+        lid
+        for lid in _of_type(raw, "Custom::AWSCDK-EKS-KubernetesResource", prefix)
+        if f'\\"kind\\":\\"{kind}\\"' in json.dumps(raw["Resources"][lid]["Properties"])
+    ]
+    return lid
+
+
+def _depends_on(raw: dict[str, Any], lid: str) -> set[str]:
+    return set(raw["Resources"][lid].get("DependsOn", []))
+
+
+def test_manifests_wait_for_what_they_need(synth) -> None:
+    raw = synth["raw"]
+    namespace = _applying(raw, "Namespace")
+    identities = _of_type(raw, "AWS::EKS::PodIdentityAssociation")
+    accounts = {
+        lid
+        for lid in _of_type(raw, "Custom::AWSCDK-EKS-KubernetesResource")
+        if '\\"kind\\":\\"ServiceAccount\\"' in json.dumps(raw["Resources"][lid]["Properties"])
+    }
+    assert len(identities) == 3 and len(accounts) == 3  # serve, compile, weights
+    # The ScaledObject after the Deployment it scales, monitors after the namespace, pods after
+    # their identities and service accounts, service accounts after the namespace (the CRDs come
+    # from the platform stack, deployed first: tests/infra/test_dependency_inventory.py).
+    deployment = _applying(raw, "Deployment")
+    assert deployment in _depends_on(raw, _applying(raw, "ScaledObject"))
+    assert namespace in _depends_on(raw, _applying(raw, "ServiceMonitor"))
+    pods = _depends_on(raw, deployment)
+    assert identities | accounts | {namespace} <= pods
+    for account in accounts:
+        assert namespace in _depends_on(raw, account)

@@ -1,0 +1,118 @@
+"""`cdk deploy -c serving.plan=FILE` deploys what `trnspec plan-deploy` chose, unchanged: the
+synthesized ConfigMap (the engine config), Deployment and ScaledObject carry the plan's k,
+max_num_seqs, replicas and KEDA target (infra/settings/plan_file.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from autoscaler_sim import manifests
+from platform_synth import ADMIN, Synth
+from trnspec.config.serving import apply_overrides, load_profile
+from trnspec.hardware.packing import placement_for
+
+from infra.app.composition import preflight
+from infra.contracts import CONFIG_FILE
+from infra.settings import SettingsError, load_settings
+
+REPO = Path(__file__).resolve().parents[3]
+DEFAULT_PLAN = REPO / "config/plans/default.yaml"
+
+
+def _by_kind(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The engine's ConfigMap (the one holding the config file), Deployment and ScaledObject."""
+    kinds = {o["kind"]: o for o in objects if o["kind"] in ("Deployment", "ScaledObject")}
+    (kinds["ConfigMap"],) = [
+        o for o in objects if o["kind"] == "ConfigMap" and CONFIG_FILE in o.get("data", {})
+    ]
+    return kinds
+
+
+def _assert_deploys(plan: dict[str, Any], objects: list[dict[str, Any]]) -> None:
+    serving = plan["serving"]
+    kinds = _by_kind(objects)
+    engine = yaml.safe_load(kinds["ConfigMap"]["data"][CONFIG_FILE])
+    expected = apply_overrides(load_profile(serving["profile"]), serving["overrides"])
+    assert engine["name"] == expected.name
+    assert engine["max_num_seqs"] == expected.max_num_seqs
+    assert engine["speculation"]["method"] == expected.speculation.method
+    assert (
+        engine["speculation"]["num_speculative_tokens"]
+        == expected.speculation.num_speculative_tokens
+    )
+    scaled = kinds["ScaledObject"]["spec"]
+    assert scaled["minReplicaCount"] == serving["min_replicas"]
+    assert scaled["maxReplicaCount"] == serving["max_replicas"]
+    (trigger,) = scaled["triggers"]
+    assert trigger["metadata"]["threshold"] == str(serving["streams_per_replica"])
+    assert scaled["scaleTargetRef"]["name"] == kinds["Deployment"]["metadata"]["name"]
+    # The replicas per node the plan priced are what the deployed pod packs to.
+    chosen = plan["plan"]["chosen"]
+    pod = kinds["Deployment"]["spec"]["template"]["spec"]
+    storage = pod["containers"][0]["resources"]["requests"]["ephemeral-storage"]
+    placement = placement_for(expected, ephemeral_gib=int(storage.removesuffix("Gi")))
+    assert placement is not None and placement.packing.replicas == chosen["replicas_per_node"]
+
+
+def test_the_synthesized_default_deployment_is_the_committed_plan(platform_synth: Any) -> None:
+    synth: Synth = platform_synth("default")
+    plan = yaml.safe_load(DEFAULT_PLAN.read_text())
+    _assert_deploys(plan, manifests(synth.serving_raw))
+
+
+def test_a_plan_given_on_the_command_line_replaces_the_profiles(tmp_path: Path) -> None:
+    plan = {
+        "kind": "trnspec-deployment-plan",
+        "serving": {
+            "profile": "qwen3-4b-dflash",
+            "overrides": ["max_num_seqs=2", "speculation.num_speculative_tokens=15"],
+            "min_replicas": 2,
+            "max_replicas": 8,
+            "streams_per_replica": 2,
+        },
+        "plan": {"chosen": {"nodes_at_peak": 1, "replicas_per_node": 16}},
+    }
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    settings = load_settings("default", {**ADMIN, "serving.plan": str(path)})
+    _assert_deploys(plan, preflight(settings, check_placement=False).workload.manifests.all())
+    # A -c serving field still wins over the plan.
+    settings = load_settings("default", {"serving.plan": str(path), "serving.max_replicas": "3"})
+    assert settings.serving is not None and settings.serving["max_replicas"] == 3
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        ({"serving": {"profile": "x"}}, "not a plan file (kind: trnspec-deployment-plan)"),
+        (
+            {"kind": "trnspec-deployment-plan", "serving": {"profile": "x", "namespace": "y"}},
+            "remove namespace",
+        ),
+        (
+            {
+                "kind": "trnspec-deployment-plan",
+                "serving": {"profile": "qwen3-4b-baseline"},
+                "plan": {"chosen": {"nodes_at_peak": 5}},
+            },
+            "trn2_pools.0.max_size=2: the plan",
+        ),
+    ],
+    ids=["kind", "unplanned-field", "too-few-nodes"],
+)
+def test_a_bad_plan_is_refused_in_one_line(
+    tmp_path: Path, plan: dict[str, Any], message: str
+) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    with pytest.raises(SettingsError) as err:
+        load_settings("default", {"serving.plan": str(path)})
+    assert any(message in str(p) for p in err.value.problems), err.value.problems
+
+
+def test_a_missing_plan_file_names_the_setting() -> None:
+    with pytest.raises(SettingsError, match=r"serving\.plan=nope\.yaml: cannot read"):
+        load_settings("default", {"serving.plan": "nope.yaml"})

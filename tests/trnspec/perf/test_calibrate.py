@@ -1,0 +1,183 @@
+"""The published Trn2 data, the fit of the model's constants, and the held-out check."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from trnspec.perf.calibrate import (
+    FIT_FILE,
+    Measurement,
+    _stored_fit,
+    data_digest,
+    fit_published,
+    implied_acceptance,
+    load_published,
+    main,
+    predicted_step_ms,
+    report_markdown,
+    trn2_calibration,
+)
+from trnspec.perf.fit import SECOND_PASS, fit_constants, nnls
+from trnspec.perf.model import Efficiency
+from trnspec.perf.published import data_text
+
+MEASUREMENTS, SHAPES = load_published()
+
+
+@pytest.mark.parametrize("m", MEASUREMENTS, ids=lambda m: m.id)
+def test_every_published_figure_names_its_source_quote_date_and_conditions(m: Measurement):
+    assert m.source.startswith("https://") and m.date and m.stack
+    assert len(m.quote) >= 10
+    assert m.tp >= 1 and m.batch >= 1 and m.input_len > 0 and m.output_len > 0
+    assert m.tpot_ms or m.step_ms or m.output_tokens_per_s
+    if m.role == "speculative":
+        assert m.method != "none" and m.k >= 1
+        assert m.baseline in {b.id for b in MEASUREMENTS if b.role == "baseline"}
+
+
+def test_a_row_without_a_quote_is_refused_naming_the_field():
+    text = data_text().replace("    quote: 'No speculative decoding,814.2,19.6,36'\n", "", 1)
+    with pytest.raises(ValueError, match="llama33-70b-tp64-bs1: quote=None"):
+        load_published(text)
+
+
+def test_the_stored_fit_belongs_to_the_shipped_data():
+    assert _stored_fit(data_digest(data_text())) is not None, (
+        f"trnspec/{FIT_FILE} is stale: run python -m trnspec.perf.calibrate --write"
+    )
+    assert _stored_fit("0" * 64) is None
+
+
+def test_a_fresh_fit_and_validation_reproduce_the_stored_ones_bit_for_bit():
+    text = data_text()
+    stored = _stored_fit(data_digest(text))
+    fresh = fit_published(text)
+    assert stored is not None
+    assert fresh.fit.efficiency == stored.fit.efficiency
+    assert fresh.fit.rms_rel_error == stored.fit.rms_rel_error
+    assert fresh.validation == stored.validation
+    assert fresh.validation_first_pass == stored.validation_first_pass
+
+
+def test_nnls_solves_a_known_nonnegative_system_and_clips_a_negative_coefficient():
+    cols = [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]
+    assert nnls(cols, [2.0, 3.0, 5.0]) == pytest.approx([2.0, 3.0])
+    # the unconstrained answer would be (-1, 1): the constrained one drops the first column
+    x = nnls([[1.0, 0.0], [1.0, 1.0]], [-1.0, 0.0])
+    assert x[0] == 0.0 and x[1] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_fit_recovers_constants_that_generated_the_data():
+    truth = Efficiency(
+        1.0,
+        COMPUTE := 0.1778279410038923,
+        0.012,
+        0.0,
+        sequence_overhead_s=8e-4,
+        context_token_s=9e-9,
+        logit_pair_s=1e-10,
+    )
+    rows = [
+        dataclasses.replace(
+            m,
+            tpot_ms=None,
+            output_tokens_per_s=None,
+            acceptance_length=None,
+            role="baseline",
+            step_ms=predicted_step_ms(m, SHAPES, truth),
+            stack_group="one",
+        )
+        for m in MEASUREMENTS
+    ]
+    fit = fit_constants(rows, SHAPES, SECOND_PASS)
+    assert fit.rms_rel_error < 1e-6
+    eff = fit.efficiency["one"]
+    assert eff.compute == COMPUTE and eff.memory == 1.0
+    for m in rows:
+        assert predicted_step_ms(m, SHAPES, eff) == pytest.approx(m.step_ms, rel=1e-6)
+
+
+def test_fitted_rows_are_within_twenty_percent():
+    for rid, published, predicted in trn2_calibration().residuals:
+        assert abs(predicted / published - 1) < 0.20, rid
+
+
+def test_held_out_rows_are_predicted_within_twenty_percent_or_listed_with_a_reason():
+    cal = trn2_calibration()
+    misses = {h.id for h in cal.validation if h.error is None or abs(h.error) > 0.20}
+    # the plugin stack has one source (no floor left when it is held out); Qwen3-4B DFlash at
+    # concurrency 4 is the documented miss (docs/performance.md)
+    assert misses == {
+        "llama31-8b-tp8-c2",
+        "llama31-8b-tp8-c2-eagle3-k3",
+        "qwen3-4b-tp4-c4-dflash-k15",
+    }
+    for h in cal.validation:
+        assert (h.predicted is None) == bool(h.reason)
+
+
+def test_every_speculative_row_reports_the_acceptance_the_model_needs():
+    rows = implied_acceptance(trn2_calibration())
+    assert {r.id for r in rows} == {m.id for m in MEASUREMENTS if m.role == "speculative"}
+
+
+def test_report_lists_every_row_and_both_held_out_tables():
+    md = report_markdown(trn2_calibration())
+    for m in MEASUREMENTS:
+        assert m.id in md
+    assert "first pass model (before)" in md and "this model (after)" in md
+
+
+def test_add_refits_with_a_users_own_rows(tmp_path, capsys):
+    row = tmp_path / "mine.yaml"
+    row.write_text(
+        """measurements:
+  - id: my-llama31-8b-tp4-c2
+    role: baseline
+    source: https://example.com/my-run
+    quote: "tune --stack: TPOT 25.9 ms at concurrency 2"
+    date: "2026-12-01"
+    stack: vLLM Neuron plugin, trnspec tune
+    stack_group: plugin-sync
+    target: Llama-3.1-8B
+    instance: trn2.3xlarge
+    tp: 4
+    lnc: 2
+    batch: 2
+    input_len: 64
+    output_len: 192
+    weight_bytes: 2
+    tpot_ms: 25.9
+""",
+        encoding="utf-8",
+    )
+    out = tmp_path / "fit.json"
+    assert main(["--add", str(row), "--out", str(out)]) == 0
+    assert "my-llama31-8b-tp4-c2" in capsys.readouterr().out and out.exists()
+
+
+def test_add_refuses_a_row_that_repeats_a_shipped_id(tmp_path, capsys):
+    row = tmp_path / "dup.yaml"
+    text = data_text()
+    row.write_text(text[text.index("measurements:") :], encoding="utf-8")
+    assert main(["--add", str(row)]) == 2
+    assert "appear more than once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (
+            "measurements:\n  - id: x\n    role: baseline\n    quote: some words here\n",
+            "missing fields",
+        ),
+        ("measurements: [\n", "not YAML"),
+    ],
+)
+def test_add_refuses_a_file_it_cannot_read_in_one_line(tmp_path, capsys, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["--add", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1

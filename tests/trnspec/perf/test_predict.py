@@ -1,0 +1,188 @@
+"""`trnspec predict`: every shipped Trn2 profile, the JSON shape, the cost arithmetic, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from trnspec.cli.main import main
+from trnspec.config.images import image_spec
+from trnspec.config.serving import list_profiles, load_profile
+from trnspec.hardware.pricing import PRICES
+from trnspec.perf.calibrate import trn2_calibration
+
+TRN2_PROFILES = [p for p in list_profiles() if image_spec(load_profile(p).image).runs_on_trn2]
+ROW_KEYS = {"batch", "k", "tpot_ms", "output_tokens_per_s", "speedup"}
+
+
+def predict(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["predict", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def as_json(capsys, *argv: str) -> dict:
+    code, out, err = predict(capsys, *argv, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_there_are_trn2_profiles_to_predict():
+    assert len(TRN2_PROFILES) >= 3
+
+
+@pytest.mark.parametrize("profile", TRN2_PROFILES)
+def test_predict_works_for_every_shipped_trn2_profile(capsys, profile):
+    speculative = load_profile(profile).speculation.method != "none"
+    acc = ["--acceptance-rate", "0.7"] if speculative else []
+    ks = "0,2,4" if speculative else "0"
+    doc = as_json(capsys, "--profile", profile, *acc, "--batch", "1,4,16", "--k", ks)
+    assert len(doc["rows"]) == 3 * len(ks.split(","))
+    for row in doc["rows"]:
+        assert ROW_KEYS | {"cost_per_1m_output_tokens_usd"} <= set(row)
+        assert row["tpot_ms"] > 0 and row["output_tokens_per_s"] > 0
+    for name, entry in doc["inputs"].items():
+        assert entry["source"], name
+    assert set(doc["best_k_per_batch"]) == {"1", "4", "16"}
+
+
+def test_rows_are_consistent_tokens_per_second_tpot_and_cost(capsys):
+    doc = as_json(
+        capsys, "--profile", "qwen3-32b-draft", "--acceptance-length", "3.5", "--batch", "1,4"
+    )
+    price = PRICES["trn2.48xlarge"].usd_per_hour
+    replicas = doc["inputs"]["replicas_per_instance"]["value"]
+    assert replicas == 1  # TP 64 fills the instance
+    for r in doc["rows"]:
+        # batch sequences each get one token per TPOT
+        assert r["output_tokens_per_s"] == pytest.approx(r["batch"] * 1000 / r["tpot_ms"], rel=1e-3)
+        expected = price / (r["output_tokens_per_s"] * replicas * 3600) * 1e6
+        assert r["cost_per_1m_output_tokens_usd"] == pytest.approx(expected, rel=1e-3)
+    base = {r["batch"]: r for r in doc["rows"] if r["k"] == 0}
+    for r in doc["rows"]:
+        ratio = r["output_tokens_per_s"] / base[r["batch"]]["output_tokens_per_s"]
+        assert r["speedup"] == pytest.approx(ratio, rel=1e-3)
+
+
+def test_acceptance_length_is_read_at_the_profiles_window(capsys):
+    doc = as_json(capsys, "--profile", "qwen3-32b-draft", "--acceptance-length", "8", "--k", "7")
+    assert doc["inputs"]["acceptance_rate"]["value"] == pytest.approx(1.0, abs=1e-4)
+    assert "k=7" in doc["inputs"]["acceptance_rate"]["source"]
+
+
+def test_a_tp4_replica_counts_sixteen_per_trn2_48xlarge(capsys):
+    doc = as_json(
+        capsys,
+        "--profile",
+        "llama31-8b-eagle3",
+        "--set",
+        "hardware.instance_type=trn2.48xlarge",
+        "--acceptance-rate",
+        "0.7",
+        "--batch",
+        "1",
+        "--k",
+        "0",
+    )
+    assert doc["inputs"]["replicas_per_instance"]["value"] == 16
+
+
+def test_price_override_scales_the_cost(capsys):
+    args = ("--profile", "qwen3-32b-draft", "--acceptance-rate", "0.7", "--batch", "1", "--k", "0")
+    cheap = as_json(capsys, *args, "--price-per-hour", "10")
+    dear = as_json(capsys, *args, "--price-per-hour", "20")
+    a = cheap["rows"][0]["cost_per_1m_output_tokens_usd"]
+    assert dear["rows"][0]["cost_per_1m_output_tokens_usd"] == pytest.approx(2 * a, abs=2e-4)
+
+
+def test_an_instance_without_a_price_leaves_the_cost_empty_with_the_reason(capsys):
+    doc = as_json(
+        capsys,
+        "--profile",
+        "qwen3-32b-draft",
+        "--set",
+        "hardware.instance_type=trn2u.48xlarge",
+        "--acceptance-rate",
+        "0.7",
+        "--batch",
+        "1",
+    )
+    assert all(r["cost_per_1m_output_tokens_usd"] is None for r in doc["rows"])
+    assert "--price-per-hour" in doc["cost_note"]
+
+
+def test_table_marks_the_best_k_and_the_batch_where_speculation_stops(capsys):
+    code, out, _ = predict(
+        capsys, "--profile", "qwen3-32b-draft", "--acceptance-rate", "0.7", "--batch", "1,4,256"
+    )
+    assert code == 0
+    assert "<- best" in out and "best k per batch: 1: k=" in out
+    assert "speculation no longer pays from batch" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--profile", "local-tiny", "--acceptance-rate", "0.7"], "--profile=local-tiny"),
+        (["--profile", "qwen3-32b-draft"], "--acceptance-rate"),
+        (["--profile", "qwen3-32b-draft", "--acceptance-rate", "1.5"], "--acceptance-rate=1.5"),
+        (["--profile", "qwen3-32b-draft", "--acceptance-length", "9"], "--acceptance-length=9"),
+        (["--profile", "qwen3-32b-baseline", "--k", "0,3"], "--k=0,3"),
+        (["--profile", "qwen3-32b-draft", "--acceptance-rate", "0.5", "--batch", "0"], "--batch"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_flag(capsys, argv, needle):
+    code, _, err = predict(capsys, *argv)
+    assert code == 2 and needle in err
+
+
+def test_every_row_carries_the_held_out_band_of_its_regime_or_says_there_is_none(capsys):
+    args = ("--profile", "qwen3-32b-draft", "--acceptance-rate", "0.7", "--batch", "1")
+    rows = {r["k"]: r for r in as_json(capsys, *args, "--k", "0,4")["rows"]}
+    # plain decoding at batch 1 on the fork: the TP-64 rows, each predicted without its source
+    held_out = [
+        abs(h.error)
+        for h in trn2_calibration().validation
+        if (h.stack_group, h.method, h.batch) == ("nxdi-fork", "none", 1) and h.error is not None
+    ]
+    assert len(held_out) == 3
+    assert rows[0]["error_band"] == pytest.approx(max(held_out), abs=5e-4)
+    assert "3 rows: nxdi-fork, none, batch 1" in rows[0]["error_band_note"]
+    # no fork row publishes an acceptance: the draft-model regime has no band, and says so
+    assert rows[4]["error_band"] is None and "no held-out error" in rows[4]["error_band_note"]
+
+
+def test_a_batch_far_from_every_published_row_is_flagged_as_outside_the_data(capsys):
+    doc = as_json(
+        capsys, "--profile", "qwen3-32b-draft", "--acceptance-rate", "0.7", "--batch", "1,64"
+    )
+    assert len(doc["outside_data"]) == 1 and "batch 64" in doc["outside_data"][0]
+    code, out, _ = predict(
+        capsys, "--profile", "qwen3-32b-draft", "--acceptance-rate", "0.7", "--batch", "1,64"
+    )
+    assert code == 0 and "outside the published data: batch 64" in out
+
+
+def test_replicas_per_instance_is_the_deploys_packing_not_chips_alone(capsys):
+    from trnspec.hardware.packing import placement_for
+
+    doc = as_json(capsys, "--profile", "qwen3-4b-dflash", "--acceptance-length", "3.5")
+    placement = placement_for(load_profile("qwen3-4b-dflash"))
+    assert placement is not None
+    assert doc["inputs"]["replicas_per_instance"]["value"] == placement.packing.replicas == 16
+    assert "ephemeral" not in placement.packing.limit
+    # Storage-bound: a replica staging 1000 GiB packs 6 to a node, and the cost says so.
+    big = placement_for(load_profile("qwen3-4b-dflash"), ephemeral_gib=1000)
+    assert big is not None
+    assert (big.packing.replicas, big.packing.limit) == (6, "ephemeral-storage")
+
+
+def test_k0_of_a_dflash_profile_is_the_plain_server_a_user_would_deploy_instead(capsys):
+    """DFlash renders --no-async-scheduling; without speculation the same model schedules
+    asynchronously. k=0 (and so every speedup) is priced as that plain server, the one
+    plan-deploy compares with, not as the synchronous DFlash command at k=0."""
+    args = ("--acceptance-length", "2.1", "--acceptance-k", "15", "--batch", "1,4", "--k", "0")
+    dflash = as_json(capsys, "--profile", "qwen3-4b-dflash", *args)
+    plain = as_json(capsys, "--profile", "qwen3-4b-baseline", "--batch", "1,4", "--k", "0")
+    assert [r["tpot_ms"] for r in dflash["rows"]] == [r["tpot_ms"] for r in plain["rows"]]
+    assert "efficiency.plain_step_overhead_s" in dflash["inputs"]

@@ -1,0 +1,88 @@
+"""What the supervisor asks vLLM (the served model, requests in flight) and the readiness file."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from serve_fakes import FAKE_SERVER, MODEL, free_port, wait_for
+from trnspec.config.serving import apply_overrides, load_profile
+from trnspec.serve.probes import ReadyFile, http_busy, http_probe, probe_url, requests_in_flight
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [
+        (
+            "# HELP vllm:num_requests_running x\n# TYPE vllm:num_requests_running gauge\n"
+            'vllm:num_requests_running{engine="0",model_name="m"} 2.0\n'
+            'vllm:num_requests_waiting{engine="0",model_name="m"} 1.0\n'
+            'vllm:num_requests_waiting_by_reason{reason="x"} 5.0\n',
+            3,
+        ),
+        ("vllm:num_requests_running 0.0\nvllm:num_requests_waiting 0.0\n", 0),
+        ("process_cpu_seconds_total 1.0\n", None),
+        ("", None),
+    ],
+)
+def test_requests_in_flight_are_read_from_vllm_metrics(text: str, count: int | None) -> None:
+    assert requests_in_flight(text) == count
+
+
+def test_http_probe_needs_the_served_model_to_answer(tmp_path: Path) -> None:
+    port = free_port()
+    assert http_probe(f"http://127.0.0.1:{port}", MODEL, timeout=0.5)() is False  # refused
+    (tmp_path / "fake_server.py").write_text(FAKE_SERVER)
+    child = subprocess.Popen(
+        [sys.executable, str(tmp_path / "fake_server.py"), str(port), MODEL, str(tmp_path), "0"]
+    )
+    try:
+        assert wait_for(lambda: (tmp_path / "listening").exists())
+        assert http_probe(f"http://127.0.0.1:{port}", MODEL)() is True
+        assert http_probe(f"http://127.0.0.1:{port}", "another-model")() is False
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("0.0.0.0", "http://127.0.0.1:8000"),
+        ("127.0.0.1", "http://127.0.0.1:8000"),
+        ("::", "http://127.0.0.1:8000"),
+        ("::1", "http://[::1]:8000"),
+    ],
+)
+def test_probe_goes_to_loopback_when_vllm_binds_everything(host: str, url: str) -> None:
+    cfg = apply_overrides(load_profile("qwen3-32b-draft"), [f"server.host='{host}'"])
+    assert probe_url(cfg) == url
+
+
+def test_ready_file_that_cannot_be_written_does_not_crash(tmp_path: Path) -> None:
+    ready = ReadyFile(tmp_path / "no-such-dir" / "ready")
+    ready.set()
+    ready.clear()
+    assert not ready.path.exists()
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-Inf", "-3"])
+def test_a_non_finite_or_negative_gauge_is_not_a_count(value: str) -> None:
+    text = f'vllm:num_requests_running{{model_name="m"}} {value}\n'
+    assert requests_in_flight(text) is None
+    assert requests_in_flight(text + "vllm:num_requests_waiting 2\n") == 2
+
+
+def test_a_metrics_answer_that_does_not_come_in_time_counts_as_busy() -> None:
+    """A loaded vLLM answers /metrics slowly: the drain keeps waiting (bounded by its deadline)
+    instead of stopping a server that may hold requests. Nothing listening cannot tell."""
+
+    with socket.socket() as silent:  # accepts (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        port = silent.getsockname()[1]
+        assert http_busy(f"http://127.0.0.1:{port}", timeout=0.2)() is True
+    assert http_busy(f"http://127.0.0.1:{free_port()}", timeout=0.2)() is None  # refused
