@@ -136,8 +136,12 @@ def test_bad_input_exits_2_naming_the_flag(
     assert message in err
 
 
-def test_a_bad_tune_report_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    report = tmp_path / "tune.json"
+def test_a_bad_tune_report_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A short relative path: a long one is shortened in the message (the value is bounded).
+    monkeypatch.chdir(tmp_path)
+    report = Path("tune.json")
     report.write_text(json.dumps({"rows": []}))
     code, _, err = _plan_from_report(capsys, report)
     assert code == 2
