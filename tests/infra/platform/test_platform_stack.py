@@ -10,7 +10,14 @@ from aws_cdk.assertions import Match
 from platform_synth import ADMIN_ARN, Synth, cfn_text
 
 from infra.contracts import NEURON_SCHEDULER_NAME
-from infra.platform.addons import cluster_autoscaler, karpenter, neuron
+from infra.platform.addons import cluster_autoscaler
+from infra.platform.addons.pins import (
+    CLUSTER_AUTOSCALER_CHART,
+    CLUSTER_AUTOSCALER_IMAGE,
+    KARPENTER_CHART,
+    NEURON_CHART,
+    NEURON_MONITOR_IMAGE,
+)
 from infra.platform.cluster.neuron_node import NEURON_AMI_TYPE
 
 TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template"
@@ -232,9 +239,9 @@ def test_vpc_has_s3_gateway_and_ecr_interface_endpoints(default: Synth) -> None:
 
 
 def test_neuron_chart_is_pinned_and_lists_configured_trn2_types(default: Synth) -> None:
-    chart = _helm(default, neuron.CHART)
+    chart = _helm(default, NEURON_CHART.chart)
     assert chart["Repository"] == "oci://public.ecr.aws/neuron/neuron-helm-chart"
-    assert chart["Version"] == neuron.CHART_VERSION
+    assert chart["Version"] == NEURON_CHART.version
     values = chart["Values"]
     assert "trn2.48xlarge" in values["neuronInstances"]
     assert values["devicePlugin"]["enabled"] is True
@@ -257,7 +264,7 @@ def test_neuron_monitor_runs_on_trn2_nodes_despite_the_taint(default: Synth) -> 
         "tolerations"
     ]
     (container,) = spec["containers"]
-    assert container["image"] == neuron.MONITOR_IMAGE
+    assert container["image"] == NEURON_MONITOR_IMAGE
     # As aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml runs image 1.3.0.
     assert container["command"] == ["/opt/bin/entrypoint.sh"]
     assert container["args"] == [
@@ -271,13 +278,13 @@ def test_neuron_monitor_runs_on_trn2_nodes_despite_the_taint(default: Synth) -> 
 
 
 def test_cluster_autoscaler_chart_is_pinned_with_auto_discovery(default: Synth) -> None:
-    chart = _helm(default, cluster_autoscaler.CHART)
-    assert chart["Repository"] == cluster_autoscaler.CHART_REPOSITORY
-    assert chart["Version"] == cluster_autoscaler.CHART_VERSION
+    chart = _helm(default, CLUSTER_AUTOSCALER_CHART.chart)
+    assert chart["Repository"] == CLUSTER_AUTOSCALER_CHART.repository
+    assert chart["Version"] == CLUSTER_AUTOSCALER_CHART.version
     assert chart["Namespace"] == "kube-system"
     values = chart["Values"]
     assert values["autoDiscovery"]["clusterName"] == "trnspec"
-    assert values["image"]["tag"] == cluster_autoscaler.IMAGE_TAGS["1.36"]
+    assert values["image"]["tag"] == CLUSTER_AUTOSCALER_IMAGE.tags["1.36"]
     assert values["rbac"]["serviceAccount"]["name"] == cluster_autoscaler.SERVICE_ACCOUNT
 
 
@@ -348,9 +355,9 @@ def test_karpenter_profile_has_no_trn2_managed_nodegroups_but_nodepools(
         for r in karpenter_synth.resources("AWS::EKS::Nodegroup").values()
     ]
     assert names == ["trnspec-kp-system"]
-    chart = _helm(karpenter_synth, karpenter.CHART)
-    assert chart["Repository"] == karpenter.CHART_REPOSITORY
-    assert chart["Version"] == karpenter.CHART_VERSION
+    chart = _helm(karpenter_synth, KARPENTER_CHART.chart)
+    assert chart["Repository"] == KARPENTER_CHART.repository
+    assert chart["Version"] == KARPENTER_CHART.version
     assert chart["Values"]["settings"]["featureGates"]["reservedCapacity"] is True
     karpenter_synth.template.has_resource_properties("AWS::EKS::AccessEntry", {"Type": "EC2_LINUX"})
     karpenter_synth.template.has_resource_properties(
