@@ -23,7 +23,7 @@ from infra.platform.addons.registry import addon_problems, installed_addons
 from infra.platform.cluster.placement import placement_problems
 from infra.platform.stack import PlatformStack
 from infra.serving.manifests.placeholders import BUCKET_PLACEHOLDER, IMAGE_PLACEHOLDER
-from infra.serving.manifests.spec import WorkloadError, check_serving
+from infra.serving.manifests.spec import ClusterWorkloadError, check_serving
 from infra.serving.neuron_runtime import runtime_problems
 from infra.serving.preflight import WorkloadPreflight, workload_preflight
 from infra.serving.stack import ServingStack, add_serving
@@ -114,7 +114,7 @@ def check_profile(profile: str, overrides: dict[str, Any] | None = None) -> Pref
         serving_raw = profile_data(profile, overrides).get("serving")
     try:
         workload = _workload(serving_raw)
-    except (ServingSettingsError, ConfigError, WorkloadError) as err:
+    except (ServingSettingsError, ConfigError, ClusterWorkloadError) as err:
         problems += err.problems
         workload = None
     if settings is not None:

@@ -314,9 +314,9 @@ def test_policies_need_the_vpc_cidr_and_say_so() -> None:
     import dataclasses
 
     from infra.serving.manifests.network_policy import network_policies
-    from infra.serving.manifests.spec import WorkloadError
+    from infra.serving.manifests.spec import ClusterWorkloadError
     from infra.settings.serving import ServingSettings
 
     _, spec, _, _ = build()
-    with pytest.raises(WorkloadError, match="vpc_cidr=None"):
+    with pytest.raises(ClusterWorkloadError, match="vpc_cidr=None"):
         network_policies(dataclasses.replace(spec, vpc_cidr=None), ServingSettings())
