@@ -92,11 +92,6 @@ class WorkloadSpec:
         return self.config_sha256[:10]
 
 
-def neuron_devices_for(instance_type: str, tensor_parallel_size: int, lnc: int) -> int:
-    """`aws.amazon.com/neuron` devices one replica needs (from trnspec.hardware.topology)."""
-    return instance(instance_type).chips_for(tensor_parallel_size, lnc)  # type: ignore[arg-type]
-
-
 def model_source_overrides(cfg: ServingConfig, bucket_name: str) -> list[str]:
     """`--set` overrides pointing target (and draft) at the model bucket's models/ prefix.
 

@@ -12,7 +12,6 @@ from infra.serving.manifests.spec import (
     ClusterWorkloadError,
     derive_workload,
     model_source_overrides,
-    neuron_devices_for,
 )
 from infra.settings.serving import ServingSettings
 
@@ -37,7 +36,7 @@ from infra.settings.serving import ServingSettings
 def test_neuron_devices_follow_tp_and_lnc(
     instance_type: str, tp: int, lnc: int, devices: int
 ) -> None:
-    assert neuron_devices_for(instance_type, tp, lnc) == devices
+    assert instance(instance_type).chips_for(tp, lnc) == devices
     # Cross-check from first principles: logical cores per chip = physical / LNC.
     assert devices == max(1, tp // (PHYSICAL_CORES_PER_CHIP // lnc))
 
