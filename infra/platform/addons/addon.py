@@ -106,6 +106,10 @@ class Addon:
     """Why (for the message when a relation is broken)."""
 
 
+#: Why the two node autoscalers exclude each other.
+ONE_NODE_AUTOSCALER = "both launch Trn2 nodes for the same pending pods; `autoscaler` picks one"
+
+
 def always(settings: DeploymentSettings, needs: WorkloadNeeds) -> bool:
     """Installed by every profile."""
     return True

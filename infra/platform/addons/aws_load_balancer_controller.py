@@ -16,14 +16,13 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.platform.addons.addon import Addon, AddonScope, WorkloadNeeds
+from infra.platform.addons.controller import KUBE_SYSTEM, controller_identity
 from infra.platform.addons.helm import HelmReleaseProps, helm_release
 from infra.platform.addons.iam.aws_load_balancer_controller import controller_statements
 from infra.platform.addons.pins import AWS_LOAD_BALANCER_CONTROLLER_CHART
 from infra.platform.cluster.control_plane import SYSTEM_LABEL
-from infra.platform.cluster.pod_identity import PodIdentityRole, PodIdentityRoleProps
 from infra.settings import DeploymentSettings
 
-NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 
 
@@ -63,15 +62,12 @@ class LoadBalancerController(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.identity = PodIdentityRole(
+        self.identity = controller_identity(
             self,
             "PodIdentity",
-            PodIdentityRoleProps(
-                cluster=props.cluster,
-                namespace=NAMESPACE,
-                service_account=SERVICE_ACCOUNT,
-                description="AWS Load Balancer Controller (Pod Identity)",
-            ),
+            props.cluster,
+            SERVICE_ACCOUNT,
+            "AWS Load Balancer Controller (Pod Identity)",
         )
         self.policy = iam.Policy(
             self, "Policy", statements=controller_statements(stack), roles=[self.identity.role]
@@ -83,7 +79,7 @@ class LoadBalancerController(Construct):
                 cluster=props.cluster,
                 pin=AWS_LOAD_BALANCER_CONTROLLER_CHART,
                 release="aws-load-balancer-controller",
-                namespace=NAMESPACE,
+                namespace=KUBE_SYSTEM,
                 values=controller_values(props, stack.region),
                 timeout_minutes=props.timeout_minutes,
             ),

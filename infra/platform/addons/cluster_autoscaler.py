@@ -9,18 +9,17 @@ from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from infra.platform.addons.addon import Addon, AddonScope, WorkloadNeeds
+from infra.platform.addons.addon import ONE_NODE_AUTOSCALER, Addon, AddonScope, WorkloadNeeds
+from infra.platform.addons.controller import KUBE_SYSTEM, controller_identity
 from infra.platform.addons.helm import HelmReleaseProps, helm_release
 from infra.platform.addons.iam.cluster_autoscaler import autoscaler_statements
 from infra.platform.addons.pins import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGE
 from infra.platform.cluster.asg_tags import AsgNodeTemplateTags, AsgNodeTemplateTagsProps
 from infra.platform.cluster.control_plane import SYSTEM_LABEL
 from infra.platform.cluster.neuron_node import node_template_tags
-from infra.platform.cluster.pod_identity import PodIdentityRole, PodIdentityRoleProps
 from infra.platform.cluster.trn2_nodegroup import Trn2Nodegroup
 from infra.settings import DeploymentSettings
 
-NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
 
 
@@ -67,15 +66,8 @@ class ClusterAutoscaler(Construct):
     def __init__(self, scope: Construct, construct_id: str, props: ClusterAutoscalerProps) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.identity = PodIdentityRole(
-            self,
-            "PodIdentity",
-            PodIdentityRoleProps(
-                cluster=props.cluster,
-                namespace=NAMESPACE,
-                service_account=SERVICE_ACCOUNT,
-                description="Cluster Autoscaler (Pod Identity)",
-            ),
+        self.identity = controller_identity(
+            self, "PodIdentity", props.cluster, SERVICE_ACCOUNT, "Cluster Autoscaler (Pod Identity)"
         )
         self.role = self.identity.role
         for statement in autoscaler_statements(stack, props.cluster_name):
@@ -87,7 +79,7 @@ class ClusterAutoscaler(Construct):
                 cluster=props.cluster,
                 pin=CLUSTER_AUTOSCALER_CHART,
                 release="cluster-autoscaler",
-                namespace=NAMESPACE,
+                namespace=KUBE_SYSTEM,
                 values=chart_values(props, stack.region),
                 timeout_minutes=props.timeout_minutes,
             ),
@@ -135,5 +127,5 @@ ADDON = Addon(
     installed=installed,
     build=build,
     excludes=frozenset({"karpenter"}),
-    reason="both launch Trn2 nodes for the same pending pods; `autoscaler` picks one",
+    reason=ONE_NODE_AUTOSCALER,
 )

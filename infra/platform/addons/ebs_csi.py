@@ -10,17 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from infra.compliance.keys import rotating_key
 from infra.platform.addons.addon import Addon, AddonScope, always
 from infra.platform.addons.iam.ebs_csi import driver_statements
 from infra.platform.addons.pins import EBS_CSI_DRIVER
 
-NAMESPACE = "kube-system"
 #: Service account of the driver's controller (the add-on creates it).
 SERVICE_ACCOUNT = "ebs-csi-controller-sa"
 PROVISIONER = "ebs.csi.aws.com"
@@ -62,13 +61,7 @@ class EbsCsi(Construct):
     def __init__(self, scope: Construct, construct_id: str, props: EbsCsiProps) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.key = kms.Key(
-            self,
-            "VolumeKey",
-            description="EBS volumes of pods (EBS CSI driver)",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        self.key = rotating_key(self, "VolumeKey", "EBS volumes of pods (EBS CSI driver)")
         self.role = iam.Role(
             self,
             "Role",

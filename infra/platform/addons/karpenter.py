@@ -10,7 +10,8 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 from trnspec.hardware.topology import instance
 
-from infra.platform.addons.addon import Addon, AddonScope, WorkloadNeeds
+from infra.platform.addons.addon import ONE_NODE_AUTOSCALER, Addon, AddonScope, WorkloadNeeds
+from infra.platform.addons.controller import KUBE_SYSTEM, controller_identity
 from infra.platform.addons.helm import HelmReleaseProps, helm_release
 from infra.platform.addons.iam.karpenter import controller_statements
 from infra.platform.addons.pins import KARPENTER_CHART, KARPENTER_CRD_CHART
@@ -24,10 +25,8 @@ from infra.platform.cluster.neuron_node import (
     mime_user_data,
     uses_instance_store,
 )
-from infra.platform.cluster.pod_identity import PodIdentityRole, PodIdentityRoleProps
 from infra.settings import DeploymentSettings, Trn2PoolSettings
 
-NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"
 CAPACITY_TYPES = {"on-demand": "on-demand", "capacity-block": "reserved", "reservation": "reserved"}
 
@@ -186,15 +185,12 @@ class Karpenter(Construct):
             access_entry_type=eks.AccessEntryType.EC2_LINUX,
             access_policies=[],
         )
-        self.controller_identity = PodIdentityRole(
+        self.controller_identity = controller_identity(
             self,
             "ControllerIdentity",
-            PodIdentityRoleProps(
-                cluster=props.cluster,
-                namespace=NAMESPACE,
-                service_account=SERVICE_ACCOUNT,
-                description="Karpenter controller (Pod Identity)",
-            ),
+            props.cluster,
+            SERVICE_ACCOUNT,
+            "Karpenter controller (Pod Identity)",
         )
         self.controller_role = self.controller_identity.role
         for statement in controller_statements(stack, props.cluster_name, self.node_role):
@@ -217,7 +213,7 @@ class Karpenter(Construct):
                 cluster=props.cluster,
                 pin=KARPENTER_CRD_CHART,
                 release="karpenter-crd",
-                namespace=NAMESPACE,
+                namespace=KUBE_SYSTEM,
                 values={},
                 timeout_minutes=props.timeout_minutes,
             ),
@@ -229,7 +225,7 @@ class Karpenter(Construct):
                 cluster=props.cluster,
                 pin=KARPENTER_CHART,
                 release="karpenter",
-                namespace=NAMESPACE,
+                namespace=KUBE_SYSTEM,
                 skip_crds=True,
                 values=controller_values(props, region),
                 timeout_minutes=props.timeout_minutes,
@@ -276,5 +272,5 @@ ADDON = Addon(
     installed=installed,
     build=build,
     excludes=frozenset({"cluster_autoscaler"}),
-    reason="both launch Trn2 nodes for the same pending pods; `autoscaler` picks one",
+    reason=ONE_NODE_AUTOSCALER,
 )

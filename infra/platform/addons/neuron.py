@@ -13,13 +13,13 @@ from trnspec.hardware.topology import INSTANCE_TYPES
 from infra.compliance.k8s_scan import skip_annotations
 from infra.contracts import NEURON_MONITOR_POD_LABELS, NEURON_MONITOR_PORT, NEURON_SCHEDULER_NAME
 from infra.platform.addons.addon import Addon, AddonScope, always
+from infra.platform.addons.controller import KUBE_SYSTEM
 from infra.platform.addons.helm import HelmReleaseProps, helm_release
 from infra.platform.addons.pins import NEURON_CHART, NEURON_KUBE_SCHEDULER, NEURON_MONITOR_IMAGE
 from infra.platform.cluster.control_plane import SYSTEM_LABEL
 from infra.platform.cluster.neuron_node import NEURON_TAINT_EFFECT, NEURON_TAINT_KEY
 from infra.settings import NeuronSettings
 
-NAMESPACE = "kube-system"
 #: The image's entrypoint and arguments as AWS's published DaemonSet runs them
 #: (aws-neuron/aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml, image 1.3.0): the script
 #: starts neuron-monitor with the config baked into the image and serves its Prometheus exporter.
@@ -119,7 +119,7 @@ def monitor_manifest(instance_types: tuple[str, ...]) -> dict[str, Any]:
         "kind": "DaemonSet",
         "metadata": {
             "name": "neuron-monitor",
-            "namespace": NAMESPACE,
+            "namespace": KUBE_SYSTEM,
             "labels": dict(NEURON_MONITOR_POD_LABELS),
             # checkov findings that follow from privileged device access, with the reasons.
             "annotations": skip_annotations(NEURON_MONITOR_SKIPS),
@@ -193,7 +193,7 @@ class Neuron(Construct):
                 cluster=props.cluster,
                 pin=NEURON_CHART,
                 release="neuron",
-                namespace=NAMESPACE,
+                namespace=KUBE_SYSTEM,
                 values=chart_values(props.settings, props.instance_types, props.kubernetes_version),
                 timeout_minutes=props.timeout_minutes,
             ),
