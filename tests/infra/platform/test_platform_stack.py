@@ -18,6 +18,7 @@ from infra.platform.addons.pins import (
     NEURON_CHART,
     NEURON_MONITOR_IMAGE,
 )
+from infra.platform.addons.registry import ADDONS
 from infra.platform.cluster.neuron_node import NEURON_AMI_TYPE
 
 TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template"
@@ -389,3 +390,19 @@ def test_the_named_admin_gets_a_cluster_admin_access_entry(default: Synth) -> No
     assert cfn_text(policy["PolicyArn"]).endswith(
         ":cluster-access-policy/AmazonEKSClusterAdminPolicy"
     )
+
+
+def test_the_platform_builds_each_installed_add_on_of_the_registry_after_what_it_requires(
+    default: Synth, karpenter_synth: Synth
+) -> None:
+    """The stack only composes: it builds the registry's installed set, one construct per add-on
+    directly under the stack, each deployed after the add-ons it declares it requires."""
+    for synth in (default, karpenter_synth):
+        platform = synth.stack
+        assert set(platform.addons) == platform.addon_names
+        for name, construct in platform.addons.items():
+            assert construct.node.scope is platform, name
+            for required in ADDONS[name].requires:
+                assert platform.addons[required] in construct.node.dependencies, (name, required)
+    assert {"cluster_autoscaler", "prometheus", "ebs_csi"} <= default.stack.addon_names
+    assert "karpenter" in karpenter_synth.stack.addon_names
