@@ -15,7 +15,7 @@ from aws_cdk import App
 from trnspec.config.serving import ConfigError
 
 from infra.app.composition import build_stacks, check_profile
-from infra.serving.manifests.spec import WorkloadError
+from infra.serving.manifests.spec import ClusterWorkloadError
 from infra.settings import SettingsError, settings_overrides
 from infra.settings.serving import ServingSettingsError
 
@@ -31,7 +31,7 @@ def main() -> int:
             f"serving engine config (serving.profile / serving.overrides):\n{err}", file=sys.stderr
         )
         return 2
-    except (SettingsError, ServingSettingsError, WorkloadError) as err:
+    except (SettingsError, ServingSettingsError, ClusterWorkloadError) as err:
         print(err, file=sys.stderr)
         return 2
     app.synth()

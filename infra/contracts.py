@@ -70,10 +70,6 @@ CONFIG_FILE = "serving.yaml"
 #: requests to it first (endpoint and target deregistration are asynchronous).
 DRAIN_SECONDS = 20
 
-
-#: Kubernetes minor version the manifests are validated against (kubernetes-validate --strict).
-VALIDATED_KUBERNETES_VERSION = "1.36.0"
-
 #: Common label keys.
 APP_LABEL = "app.kubernetes.io/name"
 COMPONENT_LABEL = "app.kubernetes.io/component"

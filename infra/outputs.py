@@ -50,44 +50,6 @@ class ServingOutputs:
     """namespace/name of the Job copying the models from the Hub; only when there are any."""
 
 
-def platform_output_names() -> frozenset[str]:
-    """Every output the platform stack declares."""
-    return frozenset(
-        (
-            PlatformOutputs.CLUSTER_NAME,
-            PlatformOutputs.UPDATE_KUBECONFIG_COMMAND,
-            PlatformOutputs.NODEGROUP_NAMES,
-        )
-    )
-
-
-def serving_output_names(
-    internal_nlb: bool, api_key: bool, weights_job: bool = True
-) -> frozenset[str]:
-    """Every output the serving stack declares (the NLB endpoint, the key's secret and the
-    weights Job only when they are enabled)."""
-    names = {
-        ServingOutputs.PLATFORM_STACK,
-        ServingOutputs.REGION,
-        ServingOutputs.NAMESPACE,
-        ServingOutputs.SERVICE_NAME,
-        ServingOutputs.SERVICE_PORT,
-        ServingOutputs.IN_CLUSTER_ENDPOINT,
-        ServingOutputs.MODEL_BUCKET_NAME,
-        ServingOutputs.MODELS_URI,
-        ServingOutputs.IMAGE_URI,
-        ServingOutputs.PRECOMPILE_JOB,
-        ServingOutputs.HF_TOKEN_SECRET_ARN,
-    }
-    if weights_job:
-        names.add(ServingOutputs.WEIGHTS_JOB)
-    if internal_nlb:
-        names.add(ServingOutputs.INTERNAL_NLB_ENDPOINT)
-    if api_key:
-        names.add(ServingOutputs.API_KEY_SECRET_ARN)
-    return frozenset(names)
-
-
 def update_kubeconfig_command(cluster_name: str, region: str) -> str:
     """The command the kubeconfig output prints (tokens allowed: it is formatted at synth)."""
     return f"aws eks update-kubeconfig --name {cluster_name} --region {region}"

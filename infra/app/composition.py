@@ -17,17 +17,13 @@ from trnspec.boundary.problems import Problem
 from trnspec.config.serving import ConfigError
 
 from infra.compliance.nag import acknowledge, attach_nag
+from infra.platform.addons.addon import WorkloadNeeds, workload_needs
 from infra.platform.addons.pins import PINS, ChartPin, ImagePin, compatibility_problems
-from infra.platform.addons.selection import (
-    WorkloadNeeds,
-    addon_problems,
-    installed_addons,
-    workload_needs,
-)
+from infra.platform.addons.registry import addon_problems, installed_addons
 from infra.platform.cluster.placement import placement_problems
 from infra.platform.stack import PlatformStack
 from infra.serving.manifests.placeholders import BUCKET_PLACEHOLDER, IMAGE_PLACEHOLDER
-from infra.serving.manifests.spec import WorkloadError, check_serving
+from infra.serving.manifests.spec import ClusterWorkloadError, check_serving
 from infra.serving.neuron_runtime import runtime_problems
 from infra.serving.preflight import WorkloadPreflight, workload_preflight
 from infra.serving.stack import ServingStack, add_serving
@@ -118,7 +114,7 @@ def check_profile(profile: str, overrides: dict[str, Any] | None = None) -> Pref
         serving_raw = profile_data(profile, overrides).get("serving")
     try:
         workload = _workload(serving_raw)
-    except (ServingSettingsError, ConfigError, WorkloadError) as err:
+    except (ServingSettingsError, ConfigError, ClusterWorkloadError) as err:
         problems += err.problems
         workload = None
     if settings is not None:
@@ -188,7 +184,7 @@ def addon_check_problems(
     pins: tuple[ChartPin | ImagePin, ...] = PINS,
 ) -> list[Problem]:
     """An installed set whose add-ons' declared requirements or exclusions do not hold
-    (infra/platform/addons/selection.py), or a cluster version outside the supported range of an
+    (infra/platform/addons/registry.py), or a cluster version outside the supported range of an
     installed add-on's pin (infra/platform/addons/pins.py); one problem per line."""
     addons = installed_addons(settings, needs)
     installed = ",".join(sorted(addons))

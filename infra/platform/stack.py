@@ -1,6 +1,7 @@
 """The platform stack: network, cluster, Trn2 pools, one node autoscaler and every cluster-wide
 add-on (Neuron, KEDA, Prometheus, EBS CSI, the load-balancer controller), so destroying a
-workload stack never removes the cluster's machinery."""
+workload stack never removes the cluster's machinery. It only composes: the add-ons it builds are
+the registry's (infra/platform/addons/registry.py), each built by its own module."""
 
 from __future__ import annotations
 
@@ -13,17 +14,8 @@ from aws_cdk.aws_lambda import ILayerVersion
 from constructs import Construct
 
 from infra.outputs import PlatformOutputs, update_kubeconfig_command
-from infra.platform.addons.aws_load_balancer_controller import (
-    LoadBalancerController,
-    LoadBalancerControllerProps,
-)
-from infra.platform.addons.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerProps
-from infra.platform.addons.ebs_csi import EbsCsi, EbsCsiProps
-from infra.platform.addons.karpenter import Karpenter, KarpenterProps
-from infra.platform.addons.keda import Keda, KedaProps
-from infra.platform.addons.neuron import Neuron, NeuronProps
-from infra.platform.addons.prometheus import Prometheus, PrometheusProps
-from infra.platform.addons.selection import ADDONS, WorkloadNeeds, installed_addons
+from infra.platform.addons.addon import AddonScope, WorkloadNeeds
+from infra.platform.addons.registry import ADDONS, installed_addons
 from infra.platform.cluster.control_plane import SYSTEM_LABEL, Cluster, ClusterProps, node_role
 from infra.platform.cluster.network import Network, NetworkProps
 from infra.platform.cluster.trn2_nodegroup import Trn2Nodegroup, Trn2NodegroupProps
@@ -32,7 +24,8 @@ from infra.settings import DeploymentSettings
 
 class PlatformStack(Stack):
     """EKS for Trn2 serving. Exposes `cluster`, `vpc`, `settings`, `trn2_nodegroups` and
-    `kubectl_provider` so a serving stack can add the workload onto this cluster."""
+    `kubectl_provider` so a serving stack can add the workload onto this cluster, and `addons`
+    (the installed add-ons' constructs by name)."""
 
     def __init__(
         self,
@@ -49,151 +42,86 @@ class PlatformStack(Stack):
         self._settings = settings
         for key, value in settings.tags.items():
             Tags.of(self).add(key, value)
-
         network = Network(
             self, "Network", NetworkProps(settings=settings.vpc, cluster_name=settings.cluster_name)
         )
         self._vpc = network.vpc
-        private = network.private_subnets
-        core = Cluster(
+        core = self._core(network)
+        self._cluster = core.cluster
+        self._kubectl_layer = core.kubectl_layer
+        # Which add-ons, decided once from the settings (infra/platform/addons/registry.py).
+        self.addon_names = installed_addons(settings, needs)
+        # Managed Trn2 node groups are what the Cluster Autoscaler scales; Karpenter launches
+        # its own nodes from NodePools instead.
+        self._nodegroups: tuple[Trn2Nodegroup, ...] = ()
+        if "cluster_autoscaler" in self.addon_names:
+            self._nodegroups = self._trn2_nodegroups(network, core)
+        addon_scope = AddonScope(
+            stack=self,
+            cluster=core.cluster,
+            settings=settings,
+            needs=needs,
+            vpc=network.vpc,
+            nodegroups=self._nodegroups,
+        )
+        self.addons: dict[str, Construct] = {
+            name: addon.build(addon_scope)
+            for name, addon in ADDONS.items()
+            if name in self.addon_names
+        }
+        self._order_addons(core)
+        self._outputs()
+
+    def _core(self, network: Network) -> Cluster:
+        """The EKS control plane, its core add-ons and the system node group."""
+        s = self._settings
+        return Cluster(
             self,
             "Eks",
             ClusterProps(
-                cluster_name=settings.cluster_name,
-                kubernetes_version=settings.kubernetes_version,
-                endpoint_access=settings.endpoint_access,
-                admin_principal_arns=settings.admin_principal_arns,
-                system_nodes=settings.system_nodes,
-                tags=dict(settings.tags),
+                cluster_name=s.cluster_name,
+                kubernetes_version=s.kubernetes_version,
+                endpoint_access=s.endpoint_access,
+                admin_principal_arns=s.admin_principal_arns,
+                system_nodes=s.system_nodes,
+                tags=dict(s.tags),
                 vpc=network.vpc,
-                subnets=private,
+                subnets=network.private_subnets,
             ),
         )
-        self._cluster = core.cluster
-        self._kubectl_layer = core.kubectl_layer
 
-        self.addon_names = installed_addons(settings, needs)
-        timeout = settings.addons.helm_timeout_minutes
-        self._nodegroups: tuple[Trn2Nodegroup, ...] = ()
-        # The node autoscaler, chosen once (infra/platform/addons/selection.py names the same
-        # choice).
-        managed_nodegroups = "cluster_autoscaler" in self.addon_names
-        if managed_nodegroups:
-            trn2_role = node_role(self, "Trn2NodeRole")
-            self._nodegroups = tuple(
-                Trn2Nodegroup(
-                    self,
-                    f"Trn2-{pool.name}",
-                    Trn2NodegroupProps(
-                        pool=pool,
-                        cluster=core.cluster,
-                        cluster_name=settings.cluster_name,
-                        vpc=network.vpc,
-                        subnets=private,
-                        node_role=trn2_role,
-                    ),
-                )
-                for pool in settings.trn2_pools
-            )
-            self.autoscaler: Construct = ClusterAutoscaler(
+    def _trn2_nodegroups(self, network: Network, core: Cluster) -> tuple[Trn2Nodegroup, ...]:
+        """One managed node group per Trn2 pool, sharing one node role."""
+        trn2_role = node_role(self, "Trn2NodeRole")
+        return tuple(
+            Trn2Nodegroup(
                 self,
-                "ClusterAutoscaler",
-                ClusterAutoscalerProps(
+                f"Trn2-{pool.name}",
+                Trn2NodegroupProps(
+                    pool=pool,
                     cluster=core.cluster,
-                    cluster_name=settings.cluster_name,
-                    kubernetes_version=settings.kubernetes_version,
-                    nodegroups=self._nodegroups,
-                    timeout_minutes=timeout,
-                ),
-            )
-        else:
-            self.autoscaler = Karpenter(
-                self,
-                "Karpenter",
-                KarpenterProps(
-                    cluster=core.cluster,
-                    cluster_name=settings.cluster_name,
-                    pools=settings.trn2_pools,
-                    tags=dict(settings.tags),
-                    ami_alias=settings.karpenter_ami_alias,
-                    timeout_minutes=timeout,
-                ),
-            )
-        self.neuron = Neuron(
-            self,
-            "Neuron",
-            NeuronProps(
-                cluster=core.cluster,
-                settings=settings.neuron,
-                instance_types=tuple(p.instance_type for p in settings.trn2_pools),
-                kubernetes_version=settings.kubernetes_version,
-                timeout_minutes=timeout,
-            ),
-        )
-        self.ebs_csi = EbsCsi(
-            self,
-            "EbsCsi",
-            EbsCsiProps(cluster=core.cluster, storage_class=needs.storage_class),
-        )
-        self.keda = Keda(
-            self,
-            "Keda",
-            KedaProps(
-                cluster=core.cluster, node_selector=dict(SYSTEM_LABEL), timeout_minutes=timeout
-            ),
-        )
-        self.prometheus: Prometheus | None = None
-        if needs.prometheus_namespace is not None:
-            self.prometheus = Prometheus(
-                self,
-                "Prometheus",
-                PrometheusProps(
-                    cluster=core.cluster,
-                    namespace=needs.prometheus_namespace,
-                    node_selector=dict(SYSTEM_LABEL),
-                    storage_class=needs.storage_class,
-                    volume_gib=settings.addons.prometheus_volume_gib,
-                    retention_days=settings.addons.prometheus_retention_days,
-                    timeout_minutes=timeout,
-                ),
-            )
-        self.load_balancer_controller: LoadBalancerController | None = None
-        if needs.load_balancer_controller:
-            self.load_balancer_controller = LoadBalancerController(
-                self,
-                "LoadBalancerController",
-                LoadBalancerControllerProps(
-                    cluster=core.cluster,
-                    cluster_name=settings.cluster_name,
+                    cluster_name=self._settings.cluster_name,
                     vpc=network.vpc,
-                    node_selector=dict(SYSTEM_LABEL),
-                    timeout_minutes=timeout,
+                    subnets=network.private_subnets,
+                    node_role=trn2_role,
                 ),
             )
-        autoscaler = "cluster_autoscaler" if managed_nodegroups else "karpenter"
-        built: dict[str, Construct | None] = {
-            autoscaler: self.autoscaler,
-            "neuron": self.neuron,
-            "ebs_csi": self.ebs_csi,
-            "keda": self.keda,
-            "prometheus": self.prometheus,
-            "aws_load_balancer_controller": self.load_balancer_controller,
-        }
-        # Every add-on waits for its pods: they need the system nodes, and the controllers with
-        # an AWS role need the Pod Identity agent.
-        for addon in built.values():
-            if addon is not None:
-                addon.node.add_dependency(core.system_nodegroup)
-                addon.node.add_dependency(core.addons["eks-pod-identity-agent"])
-        # Then for the add-ons each one declares it requires (infra/platform/addons/*.py `ADDON`).
-        for name, addon in built.items():
-            if addon is not None:
-                for required in sorted(ADDONS[name].requires):
-                    dependency = built[required]
-                    if dependency is None:  # composition.check_addons refuses this first
-                        raise ValueError(f"add-on {name} requires {required}, not installed")
-                    addon.node.add_dependency(dependency)
-        self._outputs()
+            for pool in self._settings.trn2_pools
+        )
+
+    def _order_addons(self, core: Cluster) -> None:
+        """Every add-on waits for its pods' prerequisites: the system nodes, and the Pod Identity
+        agent for the controllers with an AWS role; then for the add-ons it declares it requires
+        (infra/platform/addons/*.py `ADDON`)."""
+        for addon in self.addons.values():
+            addon.node.add_dependency(core.system_nodegroup)
+            addon.node.add_dependency(core.addons["eks-pod-identity-agent"])
+        for name, addon in self.addons.items():
+            for required in sorted(ADDONS[name].requires):
+                dependency = self.addons.get(required)
+                if dependency is None:  # composition.check_addons refuses this first
+                    raise ValueError(f"add-on {name} requires {required}, not installed")
+                addon.node.add_dependency(dependency)
 
     def _outputs(self) -> None:
         s = self._settings

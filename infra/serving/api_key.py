@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 from aws_cdk import Aws, RemovalPolicy
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
+
+from infra.compliance.keys import rotating_key
 
 #: 48 characters of letters and digits: about 285 bits, no character a shell or header mangles.
 KEY_LENGTH = 48
@@ -46,13 +47,7 @@ class ApiKeySecret(Construct):
 
     def __init__(self, scope: Construct, id: str, props: ApiKeySecretProps) -> None:
         super().__init__(scope, id)
-        self.key = kms.Key(
-            self,
-            "Key",
-            description=f"{props.description}: encrypts the API key secret",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        self.key = rotating_key(self, "Key", f"{props.description}: encrypts the API key secret")
         self.secret = secretsmanager.Secret(
             self,
             "Secret",

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.compliance.keys import rotating_key
 from infra.contracts import COMPILE_CACHE_PREFIX, MODELS_PREFIX
 
 
@@ -31,11 +31,10 @@ class ModelBucket(Construct):
 
     def __init__(self, scope: Construct, id: str, props: ModelBucketProps) -> None:
         super().__init__(scope, id)
-        self.key = kms.Key(
+        self.key = rotating_key(
             self,
             "Key",
-            description="trnspec model bucket (weights and compiled Neuron artifacts)",
-            enable_key_rotation=True,
+            "trnspec model bucket (weights and compiled Neuron artifacts)",
             removal_policy=RemovalPolicy.RETAIN,
         )
         # S3 server access logs can only be delivered to an SSE-S3 bucket.

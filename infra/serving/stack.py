@@ -95,26 +95,7 @@ class ServingStack(Stack):
         self.image = ServingImage(
             self, "Image", ServingImageProps(generation=cfg.image, directory=image_directory)
         )
-        # The API key (docs/workload.md, "Security"): generated into Secrets Manager, read by
-        # the serving pods at start; only its ARN reaches the manifests.
-        self.api_key = (
-            ApiKeySecret(self, "ApiKey", ApiKeySecretProps(f"trnspec API key ({settings.profile})"))
-            if settings.api_key_enabled
-            else None
-        )
-
-        # The Hugging Face token for gated models: created empty (no value in any template);
-        # the operator puts the token in it, the weights Job reads it at run time.
-        self.hf_token = ApiKeySecret(
-            self,
-            "HfToken",
-            ApiKeySecretProps(
-                f"trnspec Hugging Face token ({settings.profile}): put a token here for a "
-                "gated model, then rerun the weights Job",
-                generated=False,
-                label="HfToken",
-            ),
-        )
+        self.api_key, self.hf_token = self._secrets()
 
         values = DeployValues(
             bucket_name=bucket.bucket_name,
@@ -127,7 +108,43 @@ class ServingStack(Stack):
         self.spec = bind(preflight.spec, values)
         manifests = bind(preflight.manifests, values)
 
-        key = self.model_bucket.key
+        self.workload = ServingWorkload(
+            self,
+            "Workload",
+            ServingWorkloadProps(
+                cluster=cluster, manifests=manifests, service_accounts=self._identities(cluster)
+            ),
+        )
+        self._outputs(cluster)
+        self._acknowledge()
+
+    def _secrets(self) -> tuple[ApiKeySecret | None, ApiKeySecret]:
+        """The API key, when on (docs/workload.md, "Security"): generated into Secrets Manager,
+        read by the serving pods at start; only its ARN reaches the manifests. The Hugging Face
+        token for gated models: created empty (no value in any template); the operator puts the
+        token in it, the weights Job reads it at run time."""
+        profile = self.settings.profile
+        api_key = (
+            ApiKeySecret(self, "ApiKey", ApiKeySecretProps(f"trnspec API key ({profile})"))
+            if self.settings.api_key_enabled
+            else None
+        )
+        hf_token = ApiKeySecret(
+            self,
+            "HfToken",
+            ApiKeySecretProps(
+                f"trnspec Hugging Face token ({profile}): put a token here for a "
+                "gated model, then rerun the weights Job",
+                generated=False,
+                label="HfToken",
+            ),
+        )
+        return api_key, hf_token
+
+    def _identities(self, cluster: eks.ICluster) -> tuple[ServingIdentity, ...]:
+        """One service account per component (serve, precompile, weights), each bound to a role
+        with exactly what that component does with the bucket, its key and the secrets."""
+        bucket, key = self.model_bucket.bucket, self.model_bucket.key
         self.serve_identity = self._identity(
             cluster, "ServeIdentity", SERVE_COMPONENT, serve_statements(bucket, key, self.api_key)
         )
@@ -140,21 +157,7 @@ class ServingStack(Stack):
             WEIGHTS_COMPONENT,
             weights_statements(bucket, key, self.hf_token),
         )
-        self.workload = ServingWorkload(
-            self,
-            "Workload",
-            ServingWorkloadProps(
-                cluster=cluster,
-                manifests=manifests,
-                service_accounts=(
-                    self.serve_identity,
-                    self.compile_identity,
-                    self.weights_identity,
-                ),
-            ),
-        )
-        self._outputs(cluster)
-        self._acknowledge()
+        return (self.serve_identity, self.compile_identity, self.weights_identity)
 
     def _identity(
         self,

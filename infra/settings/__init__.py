@@ -2,11 +2,11 @@
 
 `app.py` is the only reader of CDK context; every construct receives narrow frozen props built
 from these models, so a bad value fails before any construct exists, with one message naming
-every bad field. `models` holds the sections, `checks` the rules spanning them, `loading` the
+every bad field. `models` holds the sections, `cross_checks` the rules spanning them, `loading` the
 profile reader and the override grammar.
 """
 
-from infra.settings.checks import cross_check
+from infra.settings.cross_checks import deployment_cross_checks
 from infra.settings.loading import (
     CONFIG_DIR,
     RESERVED_CONTEXT_KEYS,
@@ -46,7 +46,7 @@ __all__ = [
     "Trn2PoolSettings",
     "VpcSettings",
     "apply_overrides",
-    "cross_check",
+    "deployment_cross_checks",
     "list_profiles",
     "load_settings",
     "parse_settings",

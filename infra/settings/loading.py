@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from trnspec.boundary.problems import InputError, Problem, problems_from_validation
 from trnspec.boundary.user_input import InputReadError, load_yaml, parse_value, read_text_file
 
-from infra.settings.checks import cross_check
+from infra.settings.cross_checks import deployment_cross_checks
 from infra.settings.models import DeploymentSettings
 from infra.settings.plan_file import (
     PLAN_OVERRIDE,
@@ -47,7 +47,7 @@ def parse_settings(data: dict[str, Any], source: str = "") -> DeploymentSettings
         settings = DeploymentSettings.model_validate(data)
     except ValidationError as err:
         raise SettingsError(problems_from_validation(err, DeploymentSettings), source) from None
-    problems = cross_check(settings)
+    problems = deployment_cross_checks(settings)
     if problems:
         raise SettingsError(problems, source)
     return settings

@@ -1,6 +1,6 @@
 """The deployment settings' typed models: one frozen pydantic model per section, every field
 with a type, a default and a docstring. Field-level rules live on the fields; rules spanning
-sections are in `checks`, reading a profile and `-c` overrides in `loading`.
+sections are in `cross_checks`, reading a profile and `-c` overrides in `loading`.
 """
 
 from __future__ import annotations

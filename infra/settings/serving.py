@@ -151,7 +151,7 @@ class ServingSettings(BaseModel):
         return re.sub(r"[^a-z0-9-]+", "-", self.profile.lower()).strip("-")[:40].strip("-")
 
 
-def cross_check(s: ServingSettings) -> list[Problem]:
+def serving_cross_checks(s: ServingSettings) -> list[Problem]:
     """Rules over several fields (or beyond a type), run once every field is individually valid;
     every problem is collected so one run shows all of them."""
     problems: list[Problem] = []
@@ -273,7 +273,7 @@ def load_serving_settings(raw: dict[str, Any] | None) -> ServingSettings:
         raise ServingSettingsError(
             problems_from_validation(error, ServingSettings, prefix=f"{_SECTION}.")
         ) from None
-    problems = cross_check(settings)
+    problems = serving_cross_checks(settings)
     if problems:
         raise ServingSettingsError(problems)
     return settings

@@ -21,13 +21,49 @@ from platform_synth import PROFILES, Synth, synth_profile
 from infra.outputs import (
     PlatformOutputs,
     ServingOutputs,
-    platform_output_names,
-    serving_output_names,
 )
 from trnspec_tools.client.stack_endpoint import StackOutputs, platform_cluster_name
 
 REGION = "us-east-2"
 NLB_HOST = "internal-k8s-trnspec-0123456789.elb.us-east-2.amazonaws.com"
+
+
+def platform_output_names() -> frozenset[str]:
+    """Every output the platform stack declares."""
+    return frozenset(
+        (
+            PlatformOutputs.CLUSTER_NAME,
+            PlatformOutputs.UPDATE_KUBECONFIG_COMMAND,
+            PlatformOutputs.NODEGROUP_NAMES,
+        )
+    )
+
+
+def serving_output_names(
+    internal_nlb: bool, api_key: bool, weights_job: bool = True
+) -> frozenset[str]:
+    """Every output the serving stack declares (the NLB endpoint, the key's secret and the
+    weights Job only when they are enabled)."""
+    names = {
+        ServingOutputs.PLATFORM_STACK,
+        ServingOutputs.REGION,
+        ServingOutputs.NAMESPACE,
+        ServingOutputs.SERVICE_NAME,
+        ServingOutputs.SERVICE_PORT,
+        ServingOutputs.IN_CLUSTER_ENDPOINT,
+        ServingOutputs.MODEL_BUCKET_NAME,
+        ServingOutputs.MODELS_URI,
+        ServingOutputs.IMAGE_URI,
+        ServingOutputs.PRECOMPILE_JOB,
+        ServingOutputs.HF_TOKEN_SECRET_ARN,
+    }
+    if weights_job:
+        names.add(ServingOutputs.WEIGHTS_JOB)
+    if internal_nlb:
+        names.add(ServingOutputs.INTERNAL_NLB_ENDPOINT)
+    if api_key:
+        names.add(ServingOutputs.API_KEY_SECRET_ARN)
+    return frozenset(names)
 
 
 def declared(template: dict[str, Any]) -> set[str]:

@@ -10,12 +10,8 @@ from typing import Any
 import pytest
 from aws_cdk import CfnResource
 from cfnlint.api import ManualArgs, lint_file
+from nag_coverage import unused_acknowledgements, unused_checkov_fragments
 from platform_synth import PROFILES, Synth, synth_profile
-
-from infra.compliance.nag import (
-    unused_acknowledgements,
-    unused_checkov_fragments,
-)
 
 #: cfn-lint findings we keep, by rule id, and why.
 KEPT_WARNINGS = {

@@ -10,25 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from infra.platform.addons.addon import Addon
+from infra.compliance.keys import rotating_key
+from infra.platform.addons.addon import Addon, AddonScope, always
+from infra.platform.addons.iam.ebs_csi import driver_statements
 from infra.platform.addons.pins import EBS_CSI_DRIVER
 
-#: Its relations to the other add-ons (checked at synth, infra/platform/addons/selection.py).
-ADDON = Addon(name="ebs_csi")
-
-NAMESPACE = "kube-system"
 #: Service account of the driver's controller (the add-on creates it).
 SERVICE_ACCOUNT = "ebs-csi-controller-sa"
 PROVISIONER = "ebs.csi.aws.com"
-#: Tag the driver sets on every volume it creates (kubernetes-sigs/aws-ebs-csi-driver
-#: docs/example-iam-policy.json scopes creation and deletion by it).
-CLUSTER_TAG = "ebs.csi.aws.com/cluster"
 
 
 @dataclass(frozen=True)
@@ -60,70 +54,6 @@ def storage_class(name: str, key_arn: str) -> dict[str, Any]:
     }
 
 
-def driver_statements(stack: Stack, key: kms.IKey) -> list[iam.PolicyStatement]:
-    """The driver's published example policy without snapshots (nothing here takes them),
-    scoped to this region and account, plus KMS use of the volume key only through EC2."""
-    ec2 = f"arn:{stack.partition}:ec2:{stack.region}:{stack.account}"
-    volume, instance = f"{ec2}:volume/*", f"{ec2}:instance/*"
-    return [
-        iam.PolicyStatement(
-            sid="Describe",
-            actions=[
-                "ec2:DescribeAvailabilityZones",
-                "ec2:DescribeInstances",
-                "ec2:DescribeSnapshots",
-                "ec2:DescribeTags",
-                "ec2:DescribeVolumes",
-                "ec2:DescribeVolumesModifications",
-                "ec2:DescribeVolumeStatus",
-            ],
-            resources=["*"],
-        ),
-        iam.PolicyStatement(
-            sid="CreateTaggedVolumes",
-            actions=["ec2:CreateVolume"],
-            resources=[volume],
-            conditions={"StringLike": {f"aws:RequestTag/{CLUSTER_TAG}": "true"}},
-        ),
-        iam.PolicyStatement(
-            sid="TagOnCreate",
-            actions=["ec2:CreateTags"],
-            resources=[volume],
-            conditions={"StringEquals": {"ec2:CreateAction": ["CreateVolume"]}},
-        ),
-        iam.PolicyStatement(
-            sid="AttachAndModify",
-            actions=["ec2:AttachVolume", "ec2:DetachVolume", "ec2:ModifyVolume"],
-            resources=[volume, instance],
-        ),
-        iam.PolicyStatement(
-            sid="DeleteOwnVolumes",
-            actions=["ec2:DeleteVolume"],
-            resources=[volume],
-            conditions={"StringLike": {f"ec2:ResourceTag/{CLUSTER_TAG}": "true"}},
-        ),
-        iam.PolicyStatement(
-            sid="VolumeKeyGrants",
-            actions=["kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"],
-            resources=[key.key_arn],
-            conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
-        ),
-        iam.PolicyStatement(
-            sid="VolumeKeyUse",
-            actions=[
-                "kms:Encrypt",
-                "kms:Decrypt",
-                "kms:ReEncryptFrom",
-                "kms:ReEncryptTo",
-                "kms:GenerateDataKey",
-                "kms:GenerateDataKeyWithoutPlaintext",
-                "kms:DescribeKey",
-            ],
-            resources=[key.key_arn],
-        ),
-    ]
-
-
 class EbsCsi(Construct):
     """The add-on, its role, the volume key and the StorageClass (attributes: `addon`, `role`,
     `key`, `storage_class`)."""
@@ -131,13 +61,7 @@ class EbsCsi(Construct):
     def __init__(self, scope: Construct, construct_id: str, props: EbsCsiProps) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.key = kms.Key(
-            self,
-            "VolumeKey",
-            description="EBS volumes of pods (EBS CSI driver)",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        self.key = rotating_key(self, "VolumeKey", "EBS volumes of pods (EBS CSI driver)")
         self.role = iam.Role(
             self,
             "Role",
@@ -168,3 +92,13 @@ class EbsCsi(Construct):
             manifest=[storage_class(props.storage_class, self.key.key_arn)],
         )
         self.storage_class.node.add_dependency(self.addon)
+
+
+def build(scope: AddonScope) -> EbsCsi:
+    """The driver and the workload's gp3 StorageClass."""
+    props = EbsCsiProps(cluster=scope.cluster, storage_class=scope.needs.storage_class)
+    return EbsCsi(scope.stack, "EbsCsi", props)
+
+
+#: When it is installed, how it is built, its relations (infra/platform/addons/registry.py).
+ADDON = Addon(name="ebs_csi", installed=always, build=build)

@@ -66,3 +66,11 @@ def helm_release(scope: Construct, construct_id: str, props: HelmReleaseProps) -
         wait=True,
         timeout=Duration.minutes(props.timeout_minutes),
     )
+
+
+class HelmAddon(Construct):
+    """An add-on that is one pinned Helm release, waited for (read-only attribute `chart`)."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: HelmReleaseProps) -> None:
+        super().__init__(scope, construct_id)
+        self.chart = helm_release(self, "Chart", props)

@@ -7,12 +7,13 @@ from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
 from constructs import Construct
 from trnspec.hardware.topology import instance
 
-from infra.platform.addons.addon import Addon
+from infra.platform.addons.addon import ONE_NODE_AUTOSCALER, Addon, AddonScope, WorkloadNeeds
+from infra.platform.addons.controller import KUBE_SYSTEM, controller_identity
 from infra.platform.addons.helm import HelmReleaseProps, helm_release
+from infra.platform.addons.iam.karpenter import controller_statements
 from infra.platform.addons.pins import KARPENTER_CHART, KARPENTER_CRD_CHART
 from infra.platform.cluster.control_plane import SYSTEM_LABEL, node_role
 from infra.platform.cluster.neuron_node import (
@@ -24,20 +25,8 @@ from infra.platform.cluster.neuron_node import (
     mime_user_data,
     uses_instance_store,
 )
-from infra.platform.cluster.pod_identity import PodIdentityRole, PodIdentityRoleProps
-from infra.settings import Trn2PoolSettings
+from infra.settings import DeploymentSettings, Trn2PoolSettings
 
-#: Its relations to the other add-ons (checked at synth, infra/platform/addons/selection.py).
-ADDON = Addon(
-    name="karpenter",
-    excludes=frozenset({"cluster_autoscaler"}),
-    reason="both launch Trn2 nodes for the same pending pods; `autoscaler` picks one",
-)
-
-CHART_REPOSITORY = KARPENTER_CHART.repository
-CHART = KARPENTER_CHART.chart
-CHART_VERSION = KARPENTER_CHART.version
-NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"
 CAPACITY_TYPES = {"on-demand": "on-demand", "capacity-block": "reserved", "reservation": "reserved"}
 
@@ -165,6 +154,22 @@ def node_class(
     }
 
 
+def controller_values(props: KarpenterProps, region: str) -> dict[str, Any]:
+    """The controller's chart values: this cluster, reserved capacity, on the system nodes."""
+    return {
+        "settings": {
+            "clusterName": props.cluster_name,
+            "featureGates": {"reservedCapacity": True},
+        },
+        # Explicit region: otherwise the controller asks instance metadata, which depends on
+        # the system nodes' hop limit.
+        "controller": {"env": [{"name": "AWS_REGION", "value": region}]},
+        "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
+        "nodeSelector": dict(SYSTEM_LABEL),
+        "replicas": 2,
+    }
+
+
 class Karpenter(Construct):
     """Karpenter controller on the system nodes and the Trn2 NodePools it serves."""
 
@@ -180,21 +185,27 @@ class Karpenter(Construct):
             access_entry_type=eks.AccessEntryType.EC2_LINUX,
             access_policies=[],
         )
-        self.controller_identity = PodIdentityRole(
+        self.controller_identity = controller_identity(
             self,
             "ControllerIdentity",
-            PodIdentityRoleProps(
-                cluster=props.cluster,
-                namespace=NAMESPACE,
-                service_account=SERVICE_ACCOUNT,
-                description="Karpenter controller (Pod Identity)",
-            ),
+            props.cluster,
+            SERVICE_ACCOUNT,
+            "Karpenter controller (Pod Identity)",
         )
         self.controller_role = self.controller_identity.role
-        for statement in _controller_statements(stack, props.cluster_name, self.node_role):
+        for statement in controller_statements(stack, props.cluster_name, self.node_role):
             self.controller_role.add_to_policy(statement)
-        # CRDs as their own release, so `helm upgrade` moves them with the controller (Helm
-        # installs a chart's crds/ directory once and never upgrades it).
+        self._releases(props, stack.region)
+        self.node_pools = eks.KubernetesManifest(
+            self, "NodePools", cluster=props.cluster, manifest=self._pool_manifests(props)
+        )
+        # The CRDs arrive with their chart; the controller validates and reconciles the pools.
+        self.node_pools.node.add_dependency(self.crds)
+        self.node_pools.node.add_dependency(self.chart)
+
+    def _releases(self, props: KarpenterProps, region: str) -> None:
+        """The CRDs as their own release, so `helm upgrade` moves them with the controller (Helm
+        installs a chart's crds/ directory once and never upgrades it), then the controller."""
         self.crds = helm_release(
             self,
             "Crds",
@@ -202,7 +213,7 @@ class Karpenter(Construct):
                 cluster=props.cluster,
                 pin=KARPENTER_CRD_CHART,
                 release="karpenter-crd",
-                namespace=NAMESPACE,
+                namespace=KUBE_SYSTEM,
                 values={},
                 timeout_minutes=props.timeout_minutes,
             ),
@@ -214,140 +225,52 @@ class Karpenter(Construct):
                 cluster=props.cluster,
                 pin=KARPENTER_CHART,
                 release="karpenter",
-                namespace=NAMESPACE,
+                namespace=KUBE_SYSTEM,
                 skip_crds=True,
-                values={
-                    "settings": {
-                        "clusterName": props.cluster_name,
-                        "featureGates": {"reservedCapacity": True},
-                    },
-                    # Explicit region: otherwise the controller asks instance metadata, which
-                    # depends on the system nodes' hop limit.
-                    "controller": {"env": [{"name": "AWS_REGION", "value": stack.region}]},
-                    "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
-                    "nodeSelector": dict(SYSTEM_LABEL),
-                    "replicas": 2,
-                },
+                values=controller_values(props, region),
                 timeout_minutes=props.timeout_minutes,
             ),
         )
         self.chart.node.add_dependency(self.crds)
         self.chart.node.add_dependency(self.controller_identity.association)
-        self.node_pools = eks.KubernetesManifest(
-            self,
-            "NodePools",
-            cluster=props.cluster,
-            manifest=[
-                doc
-                for pool in props.pools
-                for doc in (
-                    node_class(
-                        pool,
-                        props.cluster_name,
-                        self.node_role.role_name,
-                        props.tags,
-                        props.ami_alias,
-                    ),
-                    node_pool(pool),
-                )
-            ],
-        )
-        # The CRDs arrive with their chart; the controller validates and reconciles the pools.
-        self.node_pools.node.add_dependency(self.crds)
-        self.node_pools.node.add_dependency(self.chart)
+
+    def _pool_manifests(self, props: KarpenterProps) -> list[dict[str, Any]]:
+        """An EC2NodeClass and a NodePool per Trn2 pool."""
+        role = self.node_role.role_name
+        return [
+            doc
+            for pool in props.pools
+            for doc in (
+                node_class(pool, props.cluster_name, role, props.tags, props.ami_alias),
+                node_pool(pool),
+            )
+        ]
 
 
-def _controller_statements(
-    stack: Stack, cluster_name: str, node_role: iam.IRole
-) -> list[iam.PolicyStatement]:
-    """Karpenter's documented controller policy, scoped to this cluster's tag where EC2 allows."""
-    owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
-    request_owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster_name}": "owned"}
-    region = stack.region
-    ec2_arn = f"arn:{stack.partition}:ec2:{region}"
-    return [
-        iam.PolicyStatement(
-            sid="LaunchFromSharedResources",
-            actions=["ec2:RunInstances", "ec2:CreateFleet"],
-            resources=[
-                f"{ec2_arn}::image/*",
-                f"{ec2_arn}::snapshot/*",
-                f"{ec2_arn}:*:security-group/*",
-                f"{ec2_arn}:*:subnet/*",
-                f"{ec2_arn}:*:capacity-reservation/*",
-            ],
-        ),
-        iam.PolicyStatement(
-            sid="CreateOwnedResources",
-            actions=[
-                "ec2:RunInstances",
-                "ec2:CreateFleet",
-                "ec2:CreateLaunchTemplate",
-                "ec2:CreateTags",
-            ],
-            resources=[
-                f"{ec2_arn}:*:fleet/*",
-                f"{ec2_arn}:*:instance/*",
-                f"{ec2_arn}:*:volume/*",
-                f"{ec2_arn}:*:network-interface/*",
-                f"{ec2_arn}:*:launch-template/*",
-                f"{ec2_arn}:*:spot-instances-request/*",
-            ],
-            conditions={"StringEquals": request_owned},
-        ),
-        iam.PolicyStatement(
-            sid="ManageOwnedResources",
-            actions=["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate", "ec2:CreateTags"],
-            resources=[f"{ec2_arn}:*:instance/*", f"{ec2_arn}:*:launch-template/*"],
-            conditions={"StringEquals": owned},
-        ),
-        iam.PolicyStatement(
-            sid="Discover",
-            actions=[
-                "ec2:DescribeAvailabilityZones",
-                "ec2:DescribeCapacityReservations",
-                "ec2:DescribeImages",
-                "ec2:DescribeInstances",
-                "ec2:DescribeInstanceTypeOfferings",
-                "ec2:DescribeInstanceTypes",
-                "ec2:DescribeLaunchTemplates",
-                "ec2:DescribePlacementGroups",
-                "ec2:DescribeSecurityGroups",
-                "ec2:DescribeSpotPriceHistory",
-                "ec2:DescribeSubnets",
-                "pricing:GetProducts",
-            ],
-            resources=["*"],
-        ),
-        iam.PolicyStatement(
-            sid="ReadAmiParameters",
-            actions=["ssm:GetParameter"],
-            resources=[f"arn:{stack.partition}:ssm:{region}::parameter/aws/service/*"],
-        ),
-        iam.PolicyStatement(
-            sid="PassNodeRole",
-            actions=["iam:PassRole"],
-            resources=[node_role.role_arn],
-            conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
-        ),
-        iam.PolicyStatement(
-            sid="ManageInstanceProfiles",
-            actions=[
-                "iam:CreateInstanceProfile",
-                "iam:TagInstanceProfile",
-                "iam:AddRoleToInstanceProfile",
-                "iam:RemoveRoleFromInstanceProfile",
-                "iam:DeleteInstanceProfile",
-                "iam:GetInstanceProfile",
-                "iam:ListInstanceProfiles",
-            ],
-            resources=[f"arn:{stack.partition}:iam::{stack.account}:instance-profile/*"],
-        ),
-        iam.PolicyStatement(
-            sid="ReadCluster",
-            actions=["eks:DescribeCluster"],
-            resources=[
-                stack.format_arn(service="eks", resource="cluster", resource_name=cluster_name)
-            ],
-        ),
-    ]
+def installed(settings: DeploymentSettings, needs: WorkloadNeeds) -> bool:
+    """The node autoscaler when the profile picks it (`autoscaler: karpenter`)."""
+    return settings.autoscaler == "karpenter"
+
+
+def build(scope: AddonScope) -> Karpenter:
+    """The controller and one NodePool + EC2NodeClass per Trn2 pool."""
+    settings = scope.settings
+    props = KarpenterProps(
+        cluster=scope.cluster,
+        cluster_name=settings.cluster_name,
+        pools=settings.trn2_pools,
+        tags=dict(settings.tags),
+        ami_alias=settings.karpenter_ami_alias,
+        timeout_minutes=scope.timeout_minutes,
+    )
+    return Karpenter(scope.stack, "Karpenter", props)
+
+
+#: When it is installed, how it is built, its relations (infra/platform/addons/registry.py).
+ADDON = Addon(
+    name="karpenter",
+    installed=installed,
+    build=build,
+    excludes=frozenset({"cluster_autoscaler"}),
+    reason=ONE_NODE_AUTOSCALER,
+)

@@ -6,31 +6,13 @@ platform owns it: destroying a workload never removes the autoscaling of the oth
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import aws_eks_v2 as eks
-from constructs import Construct
-
 from infra.contracts import KEDA_NAMESPACE
-from infra.platform.addons.addon import Addon
-from infra.platform.addons.helm import HelmReleaseProps, helm_release
+from infra.platform.addons.addon import Addon, AddonScope, always
+from infra.platform.addons.helm import HelmAddon
 from infra.platform.addons.pins import KEDA_CHART
-
-#: Its relations to the other add-ons (checked at synth, infra/platform/addons/selection.py).
-ADDON = Addon(name="keda")
-
-
-@dataclass(frozen=True)
-class KedaProps:
-    """Inputs of KEDA."""
-
-    cluster: eks.ICluster
-    """Cluster to install into."""
-    node_selector: dict[str, str]
-    """Where the operator and metrics server run (the system nodes)."""
-    timeout_minutes: int
-    """How long the deploy waits for KEDA to be ready."""
+from infra.platform.cluster.control_plane import SYSTEM_LABEL
 
 
 def keda_values(node_selector: dict[str, str]) -> dict[str, Any]:
@@ -44,21 +26,12 @@ def keda_values(node_selector: dict[str, str]) -> dict[str, Any]:
     }
 
 
-class Keda(Construct):
-    """The KEDA chart (CRDs, operator, metrics API server); attribute `chart`."""
+def build(scope: AddonScope) -> HelmAddon:
+    """The KEDA chart (CRDs, operator, metrics API server) on the system nodes."""
+    values = keda_values(SYSTEM_LABEL)
+    release = scope.release(KEDA_CHART, "keda", KEDA_NAMESPACE, values, create_namespace=True)
+    return HelmAddon(scope.stack, "Keda", release)
 
-    def __init__(self, scope: Construct, construct_id: str, props: KedaProps) -> None:
-        super().__init__(scope, construct_id)
-        self.chart = helm_release(
-            self,
-            "Chart",
-            HelmReleaseProps(
-                cluster=props.cluster,
-                pin=KEDA_CHART,
-                release="keda",
-                namespace=KEDA_NAMESPACE,
-                create_namespace=True,
-                values=keda_values(props.node_selector),
-                timeout_minutes=props.timeout_minutes,
-            ),
-        )
+
+#: When it is installed, how it is built, its relations (infra/platform/addons/registry.py).
+ADDON = Addon(name="keda", installed=always, build=build)

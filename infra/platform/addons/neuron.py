@@ -12,21 +12,14 @@ from trnspec.hardware.topology import INSTANCE_TYPES
 
 from infra.compliance.k8s_scan import skip_annotations
 from infra.contracts import NEURON_MONITOR_POD_LABELS, NEURON_MONITOR_PORT, NEURON_SCHEDULER_NAME
-from infra.platform.addons.addon import Addon
+from infra.platform.addons.addon import Addon, AddonScope, always
+from infra.platform.addons.controller import KUBE_SYSTEM
 from infra.platform.addons.helm import HelmReleaseProps, helm_release
 from infra.platform.addons.pins import NEURON_CHART, NEURON_KUBE_SCHEDULER, NEURON_MONITOR_IMAGE
 from infra.platform.cluster.control_plane import SYSTEM_LABEL
 from infra.platform.cluster.neuron_node import NEURON_TAINT_EFFECT, NEURON_TAINT_KEY
 from infra.settings import NeuronSettings
 
-#: Its relations to the other add-ons (checked at synth, infra/platform/addons/selection.py).
-ADDON = Addon(name="neuron")
-
-CHART_REPOSITORY = NEURON_CHART.repository
-CHART = NEURON_CHART.chart
-CHART_VERSION = NEURON_CHART.version
-NAMESPACE = "kube-system"
-MONITOR_IMAGE = NEURON_MONITOR_IMAGE
 #: The image's entrypoint and arguments as AWS's published DaemonSet runs them
 #: (aws-neuron/aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml, image 1.3.0): the script
 #: starts neuron-monitor with the config baked into the image and serves its Prometheus exporter.
@@ -126,7 +119,7 @@ def monitor_manifest(instance_types: tuple[str, ...]) -> dict[str, Any]:
         "kind": "DaemonSet",
         "metadata": {
             "name": "neuron-monitor",
-            "namespace": NAMESPACE,
+            "namespace": KUBE_SYSTEM,
             "labels": dict(NEURON_MONITOR_POD_LABELS),
             # checkov findings that follow from privileged device access, with the reasons.
             "annotations": skip_annotations(NEURON_MONITOR_SKIPS),
@@ -146,56 +139,44 @@ def monitor_manifest(instance_types: tuple[str, ...]) -> dict[str, Any]:
                     "priorityClassName": "system-node-critical",
                     # It never calls the Kubernetes API.
                     "automountServiceAccountToken": False,
-                    "affinity": {
-                        "nodeAffinity": {
-                            "requiredDuringSchedulingIgnoredDuringExecution": {
-                                "nodeSelectorTerms": [
-                                    {
-                                        "matchExpressions": [
-                                            {
-                                                "key": "node.kubernetes.io/instance-type",
-                                                "operator": "In",
-                                                "values": instances,
-                                            }
-                                        ]
-                                    }
-                                ]
-                            }
-                        }
-                    },
+                    "affinity": {"nodeAffinity": _instance_type_affinity(instances)},
                     "tolerations": [NEURON_TOLERATION],
-                    "containers": [
-                        {
-                            "name": "neuron-monitor",
-                            "image": MONITOR_IMAGE,
-                            "command": list(MONITOR_COMMAND),
-                            "args": monitor_args(NEURON_MONITOR_PORT),
-                            "env": [{"name": "GOMEMLIMIT", "value": MONITOR_GOMEMLIMIT}],
-                            "ports": [
-                                {
-                                    "name": "metrics",
-                                    "containerPort": NEURON_MONITOR_PORT,
-                                    "protocol": "TCP",
-                                }
-                            ],
-                            "resources": {k: dict(v) for k, v in MONITOR_RESOURCES.items()},
-                            # Reads device counters through the Neuron driver.
-                            "securityContext": {"privileged": True},
-                            # The exporter's port answers while the pipeline runs.
-                            "readinessProbe": {
-                                "tcpSocket": {"port": NEURON_MONITOR_PORT},
-                                "periodSeconds": 10,
-                            },
-                            "livenessProbe": {
-                                "tcpSocket": {"port": NEURON_MONITOR_PORT},
-                                "initialDelaySeconds": 30,
-                                "periodSeconds": 30,
-                                "failureThreshold": 4,
-                            },
-                        }
-                    ],
+                    "containers": [_monitor_container()],
                 },
             },
+        },
+    }
+
+
+def _instance_type_affinity(instances: list[str]) -> dict[str, Any]:
+    """Required node affinity: only nodes of these instance types."""
+    term = {
+        "matchExpressions": [
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": instances}
+        ]
+    }
+    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+
+
+def _monitor_container() -> dict[str, Any]:
+    """The neuron-monitor container as AWS publishes it, serving on our metrics port."""
+    return {
+        "name": "neuron-monitor",
+        "image": NEURON_MONITOR_IMAGE,
+        "command": list(MONITOR_COMMAND),
+        "args": monitor_args(NEURON_MONITOR_PORT),
+        "env": [{"name": "GOMEMLIMIT", "value": MONITOR_GOMEMLIMIT}],
+        "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT, "protocol": "TCP"}],
+        "resources": {k: dict(v) for k, v in MONITOR_RESOURCES.items()},
+        # Reads device counters through the Neuron driver.
+        "securityContext": {"privileged": True},
+        # The exporter's port answers while the pipeline runs.
+        "readinessProbe": {"tcpSocket": {"port": NEURON_MONITOR_PORT}, "periodSeconds": 10},
+        "livenessProbe": {
+            "tcpSocket": {"port": NEURON_MONITOR_PORT},
+            "initialDelaySeconds": 30,
+            "periodSeconds": 30,
+            "failureThreshold": 4,
         },
     }
 
@@ -212,7 +193,7 @@ class Neuron(Construct):
                 cluster=props.cluster,
                 pin=NEURON_CHART,
                 release="neuron",
-                namespace=NAMESPACE,
+                namespace=KUBE_SYSTEM,
                 values=chart_values(props.settings, props.instance_types, props.kubernetes_version),
                 timeout_minutes=props.timeout_minutes,
             ),
@@ -225,3 +206,23 @@ class Neuron(Construct):
                 cluster=props.cluster,
                 manifest=[monitor_manifest(props.instance_types)],
             )
+
+
+def build(scope: AddonScope) -> Neuron:
+    """The Neuron chart and neuron-monitor for every Trn2 type the pools use."""
+    settings = scope.settings
+    return Neuron(
+        scope.stack,
+        "Neuron",
+        NeuronProps(
+            cluster=scope.cluster,
+            settings=settings.neuron,
+            instance_types=tuple(p.instance_type for p in settings.trn2_pools),
+            kubernetes_version=settings.kubernetes_version,
+            timeout_minutes=scope.timeout_minutes,
+        ),
+    )
+
+
+#: When it is installed, how it is built, its relations (infra/platform/addons/registry.py).
+ADDON = Addon(name="neuron", installed=always, build=build)

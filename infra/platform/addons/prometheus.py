@@ -16,43 +16,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import aws_eks_v2 as eks
-from constructs import Construct
-
 from infra.contracts import KUBE_PROMETHEUS_STACK_FULLNAME
-from infra.platform.addons.addon import Addon
-from infra.platform.addons.helm import HelmReleaseProps, helm_release
+from infra.platform.addons.addon import Addon, AddonScope, WorkloadNeeds
+from infra.platform.addons.helm import HelmAddon
 from infra.platform.addons.pins import KUBE_PROMETHEUS_STACK_CHART
-
-#: Its relations to the other add-ons (checked at synth, infra/platform/addons/selection.py).
-ADDON = Addon(
-    name="prometheus",
-    requires=frozenset({"ebs_csi"}),
-    reason="its volume is a PVC of the gp3 StorageClass the EBS CSI driver provisions",
-)
+from infra.platform.cluster.control_plane import SYSTEM_LABEL
+from infra.settings import DeploymentSettings
 
 
 @dataclass(frozen=True)
-class PrometheusProps:
-    """Inputs of kube-prometheus-stack."""
+class PrometheusValues:
+    """What kube-prometheus-stack's values are made of."""
 
-    cluster: eks.ICluster
-    """Cluster to install into."""
-    namespace: str
-    """Namespace of Prometheus, the operator and Grafana."""
     node_selector: dict[str, str]
-    """Where they run (the system nodes)."""
+    """Where Prometheus, the operator and Grafana run (the system nodes)."""
     storage_class: str
     """StorageClass of Prometheus' volume (the platform's gp3 class)."""
     volume_gib: int
     """Size of Prometheus' volume."""
     retention_days: int
     """How long samples are kept (Prometheus also drops the oldest blocks near a full disk)."""
-    timeout_minutes: int
-    """How long the deploy waits for the release to be ready."""
 
 
-def kube_prometheus_stack_values(props: PrometheusProps) -> dict[str, Any]:
+def kube_prometheus_stack_values(props: PrometheusValues) -> dict[str, Any]:
     pin = {"nodeSelector": dict(props.node_selector)}
     return {
         "fullnameOverride": KUBE_PROMETHEUS_STACK_FULLNAME,
@@ -90,21 +76,34 @@ def kube_prometheus_stack_values(props: PrometheusProps) -> dict[str, Any]:
     }
 
 
-class Prometheus(Construct):
-    """kube-prometheus-stack on a persistent volume; attribute `chart`."""
+def installed(settings: DeploymentSettings, needs: WorkloadNeeds) -> bool:
+    """When the workload uses an in-cluster Prometheus (`serving.prometheus: in-cluster`)."""
+    return needs.prometheus_namespace is not None
 
-    def __init__(self, scope: Construct, construct_id: str, props: PrometheusProps) -> None:
-        super().__init__(scope, construct_id)
-        self.chart = helm_release(
-            self,
-            "Chart",
-            HelmReleaseProps(
-                cluster=props.cluster,
-                pin=KUBE_PROMETHEUS_STACK_CHART,
-                release="kps",
-                namespace=props.namespace,
-                create_namespace=True,
-                values=kube_prometheus_stack_values(props),
-                timeout_minutes=props.timeout_minutes,
-            ),
-        )
+
+def build(scope: AddonScope) -> HelmAddon:
+    """kube-prometheus-stack on a persistent volume, in the workload's monitoring namespace."""
+    namespace = scope.needs.prometheus_namespace
+    if namespace is None:  # `installed` is False then; the registry never builds it
+        raise ValueError("prometheus: the workload names no in-cluster Prometheus namespace")
+    values = PrometheusValues(
+        node_selector=dict(SYSTEM_LABEL),
+        storage_class=scope.needs.storage_class,
+        volume_gib=scope.settings.addons.prometheus_volume_gib,
+        retention_days=scope.settings.addons.prometheus_retention_days,
+    )
+    chart = KUBE_PROMETHEUS_STACK_CHART
+    release = scope.release(
+        chart, "kps", namespace, kube_prometheus_stack_values(values), create_namespace=True
+    )
+    return HelmAddon(scope.stack, "Prometheus", release)
+
+
+#: When it is installed, how it is built, its relations (infra/platform/addons/registry.py).
+ADDON = Addon(
+    name="prometheus",
+    installed=installed,
+    build=build,
+    requires=frozenset({"ebs_csi"}),
+    reason="its volume is a PVC of the gp3 StorageClass the EBS CSI driver provisions",
+)

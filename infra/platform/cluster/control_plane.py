@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk.lambda_layer_kubectl_v36 import KubectlV36Layer
 from constructs import Construct
 
+from infra.compliance.keys import rotating_key
 from infra.settings import SystemNodeGroupSettings
 
 #: Add-ons every node needs; versions are left to EKS's default for the cluster version,
@@ -87,12 +86,8 @@ class Cluster(Construct):
     def __init__(self, scope: Construct, construct_id: str, props: ClusterProps) -> None:
         super().__init__(scope, construct_id)
         s = props  # (short name)
-        self.secrets_key = kms.Key(
-            self,
-            "SecretsKey",
-            description=f"EKS secrets envelope encryption for {s.cluster_name}",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.DESTROY,
+        self.secrets_key = rotating_key(
+            self, "SecretsKey", f"EKS secrets envelope encryption for {s.cluster_name}"
         )
         self.kubectl_layer = KubectlV36Layer(self, "KubectlLayer")
         self.cluster = eks.Cluster(

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import ArnFormat, Stack, Tags
+from aws_cdk import ArnFormat, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra.compliance.keys import rotating_key
 from infra.settings import VpcSettings
 
 #: Interface endpoints on the image-pull and node-bootstrap path (ECR API + registry, STS for
@@ -107,11 +108,11 @@ class Network(Construct):
         this account and region only (the key policy AWS documents for encrypting log data:
         https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html)."""
         stack = Stack.of(self)
-        key = kms.Key(
+        key = rotating_key(
             self,
             "FlowLogsKey",
-            description="VPC flow logs (CloudWatch Logs)",
-            enable_key_rotation=True,
+            "VPC flow logs (CloudWatch Logs)",
+            removal_policy=RemovalPolicy.RETAIN,
         )
         key.add_to_resource_policy(
             iam.PolicyStatement(

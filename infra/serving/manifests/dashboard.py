@@ -1,10 +1,9 @@
 """The Grafana dashboard that shows whether speculation pays off, built as data.
 
 The committed files are this module's output (a test keeps them equal); regenerate them with
-`python -m infra.serving.manifests.dashboard`: dashboards/trnspec-grafana.json for images whose
-vLLM exports
-every spec-decode counter (V1: neuron-plugin, cpu), and one file per image that exports fewer
-(dashboards/trnspec-grafana-neuron-fork.json). Each image declares its counters
+`python -m infra.serving.dashboard_files`: dashboards/trnspec-grafana.json for images whose
+vLLM exports every spec-decode counter (V1: neuron-plugin, cpu), and one file per image that
+exports fewer (dashboards/trnspec-grafana-neuron-fork.json). Each image declares its counters
 (trnspec.config.images.ImageSpec.spec_decode_signals); a panel whose counters an image does not
 export becomes a text panel saying so, instead of a graph that stays empty.
 
@@ -18,10 +17,6 @@ exporter (`neuroncore_utilization_ratio`, `neuron_runtime_memory_used_bytes` wit
 from __future__ import annotations
 
 import json
-import os
-import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -37,8 +32,6 @@ from trnspec.config.images import (
 )
 
 DASHBOARD_UID = "trnspec-speculative"
-DASHBOARDS_DIR = Path(__file__).resolve().parents[3] / "dashboards"
-DASHBOARD_PATH = DASHBOARDS_DIR / "trnspec-grafana.json"
 
 _SEL = 'namespace=~"$namespace",model_name=~"$model"'
 _RI = "[$__rate_interval]"
@@ -222,13 +215,6 @@ def build_dashboard(generation: ImageGeneration | None = None) -> dict[str, Any]
     }
 
 
-def dashboard_path(generation: ImageGeneration | None = None) -> Path:
-    """The committed file for `generation`: the shared one unless it lacks V1 counters."""
-    if generation is None or image_spec(generation).spec_decode_signals == V1_SIGNALS:
-        return DASHBOARD_PATH
-    return DASHBOARDS_DIR / f"trnspec-grafana-{generation.value}.json"
-
-
 def dashboard_for_config_yaml(config_yaml: str) -> dict[str, Any]:
     """The dashboard for a workload, from its ServingConfig YAML (the image it runs)."""
     data = yaml.safe_load(config_yaml) or {}
@@ -237,28 +223,3 @@ def dashboard_for_config_yaml(config_yaml: str) -> dict[str, Any]:
 
 def render_dashboard(generation: ImageGeneration | None = None) -> str:
     return json.dumps(build_dashboard(generation), indent=2, sort_keys=True) + "\n"
-
-
-def committed_dashboards() -> dict[Path, str]:
-    """Every committed dashboard file and its content (one per distinct set of counters)."""
-    out = {DASHBOARD_PATH: render_dashboard()}
-    for generation in ImageGeneration:
-        path = dashboard_path(generation)
-        if path != DASHBOARD_PATH:
-            out[path] = render_dashboard(generation)
-    return out
-
-
-def write_dashboard(path: Path = DASHBOARD_PATH, content: str | None = None) -> Path:
-    """Write atomically (temp file + rename) so a reader never sees half a dashboard."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(render_dashboard() if content is None else content)
-    os.replace(tmp, path)
-    return path
-
-
-if __name__ == "__main__":
-    for target, text in committed_dashboards().items():
-        sys.stdout.write(f"wrote {write_dashboard(target, text)}\n")

@@ -59,7 +59,7 @@ from infra.serving.manifests.pod import (
     metadata,
     selector_labels,
 )
-from infra.serving.manifests.spec import WorkloadError, WorkloadSpec
+from infra.serving.manifests.spec import ClusterWorkloadError, WorkloadSpec
 from infra.settings.serving import ServingSettings
 
 DEFAULT_DENY_NAME = "default-deny"
@@ -111,7 +111,7 @@ def _client_peers(spec: WorkloadSpec, settings: ServingSettings) -> list[dict[st
 
 def _require_vpc_cidr(spec: WorkloadSpec) -> str:
     if not spec.vpc_cidr:
-        raise WorkloadError(
+        raise ClusterWorkloadError(
             [
                 "vpc_cidr=None: the network policies need the VPC's CIDR (for the VPC "
                 "endpoints and the internal NLB); pass the cluster VPC's CIDR to derive_workload"

@@ -22,8 +22,8 @@ from infra.contracts import MODELS_PREFIX
 from infra.settings.serving import (
     ServingSettings,
     ServingSettingsError,
-    cross_check,
     load_serving_settings,
+    serving_cross_checks,
 )
 
 if TYPE_CHECKING:
@@ -42,8 +42,10 @@ class HubCopy:
     """Where in the model bucket the pods read it: models/<served name>/."""
 
 
-class WorkloadError(InputError):
-    """The serving config cannot run as a cluster workload; lists every reason at once."""
+class ClusterWorkloadError(InputError):
+    """The serving config cannot run as a cluster workload; lists every reason at once.
+
+    (Not trnspec_tools.bench's WorkloadError, which is about a benchmark's prompts.)"""
 
     heading = "cannot build the serving workload:"
 
@@ -88,11 +90,6 @@ class WorkloadSpec:
     @property
     def short_hash(self) -> str:
         return self.config_sha256[:10]
-
-
-def neuron_devices_for(instance_type: str, tensor_parallel_size: int, lnc: int) -> int:
-    """`aws.amazon.com/neuron` devices one replica needs (from trnspec.hardware.topology)."""
-    return instance(instance_type).chips_for(tensor_parallel_size, lnc)  # type: ignore[arg-type]
 
 
 def model_source_overrides(cfg: ServingConfig, bucket_name: str) -> list[str]:
@@ -169,69 +166,28 @@ def derive_workload(
     vpc_cidr: str | None = None,
 ) -> WorkloadSpec:
     """Check that the config can run on one Trn2 node and derive its resource requests."""
-    problems: list[Problem] = []
     instance_type = cfg.hardware.instance_type
     tp = cfg.tensor_parallel_size
     lnc = cfg.hardware.lnc
     if instance_type not in INSTANCE_TYPES:
-        problems.append(
-            Problem(
-                "hardware.instance_type",
-                instance_type,
-                f"the cluster workload runs on Trn2 only; use one of {', '.join(INSTANCE_TYPES)} "
-                "(the 'cpu' engine is the local launcher's)",
-            )
+        raise ClusterWorkloadError(
+            [
+                Problem(
+                    "hardware.instance_type",
+                    instance_type,
+                    "the cluster workload runs on Trn2 only; use one of "
+                    f"{', '.join(INSTANCE_TYPES)} (the 'cpu' engine is the local launcher's)",
+                )
+            ]
         )
-        raise WorkloadError(problems)
     node = instance(instance_type)
     devices = node.chips_for(tp, lnc)
-    if devices > node.chips:
-        problems.append(
-            Problem(
-                "tensor_parallel_size",
-                tp,
-                f"needs {devices} Neuron devices at LNC={lnc} but {instance_type} has "
-                f"{node.chips}; one replica spanning nodes (LeaderWorkerSet) is not supported, "
-                f"use at most {node.logical_cores(lnc)}",
-            )
-        )
-    if settings.shm_gib >= node.memory_gib * devices / node.chips * NODE_SHARE:
-        problems.append(
-            Problem(
-                "serving.shm_gib",
-                settings.shm_gib,
-                f"larger than the memory one replica gets on {instance_type}; lower it",
-            )
-        )
-    storage = settings.weights_volume_gib
-    if storage is None:
-        staged = staged_storage_gib(cfg)
-        if staged is None:
-            problems.append(
-                Problem(
-                    "serving.weights_volume_gib",
-                    None,
-                    f"the size of {cfg.target.name} is not known offline, so the staged storage "
-                    "cannot be sized: set serving.weights_volume_gib (GiB of weights + compiled "
-                    "graphs + headroom)",
-                )
-            )
-        else:
-            storage = staged.gib
+    problems = _node_fit_problems(cfg, settings, devices)
+    storage, storage_problems = _storage_gib(cfg, settings)
     streams = settings.streams_per_replica or cfg.max_num_seqs
-    if streams > cfg.max_num_seqs:
-        problems.append(
-            Problem(
-                "serving.streams_per_replica",
-                streams,
-                f"a replica runs at most max_num_seqs={cfg.max_num_seqs} streams, so a higher "
-                "target leaves requests queued instead of adding a replica; use at most "
-                f"{cfg.max_num_seqs}, or leave it unset",
-            )
-        )
-    if problems:
-        raise WorkloadError(problems)
-    assert storage is not None
+    problems += storage_problems + _streams_problems(cfg, streams)
+    if problems or storage is None:
+        raise ClusterWorkloadError(problems)
     requests = pod_requests(instance_type, tp, lnc, storage)
     config_yaml = config_to_yaml(cfg)
     return WorkloadSpec(
@@ -255,6 +211,68 @@ def derive_workload(
         vpc_cidr=vpc_cidr,
         hub_copies=hub_copies(cfg, settings, bucket_name),
     )
+
+
+def _node_fit_problems(
+    cfg: ServingConfig, settings: ServingSettings, devices: int
+) -> list[Problem]:
+    """One replica must fit one node: its Neuron devices, and its shared memory within the
+    memory its share of the node gets."""
+    instance_type = cfg.hardware.instance_type
+    node = instance(instance_type)
+    lnc = cfg.hardware.lnc
+    problems: list[Problem] = []
+    if devices > node.chips:
+        problems.append(
+            Problem(
+                "tensor_parallel_size",
+                cfg.tensor_parallel_size,
+                f"needs {devices} Neuron devices at LNC={lnc} but {instance_type} has "
+                f"{node.chips}; one replica spanning nodes (LeaderWorkerSet) is not supported, "
+                f"use at most {node.logical_cores(lnc)}",
+            )
+        )
+    if settings.shm_gib >= node.memory_gib * devices / node.chips * NODE_SHARE:
+        problems.append(
+            Problem(
+                "serving.shm_gib",
+                settings.shm_gib,
+                f"larger than the memory one replica gets on {instance_type}; lower it",
+            )
+        )
+    return problems
+
+
+def _storage_gib(cfg: ServingConfig, settings: ServingSettings) -> tuple[int | None, list[Problem]]:
+    """The data volume's size: `serving.weights_volume_gib`, else sized from the model; None
+    with the problem when the model's size is not known offline."""
+    if settings.weights_volume_gib is not None:
+        return settings.weights_volume_gib, []
+    staged = staged_storage_gib(cfg)
+    if staged is not None:
+        return staged.gib, []
+    problem = Problem(
+        "serving.weights_volume_gib",
+        None,
+        f"the size of {cfg.target.name} is not known offline, so the staged storage cannot be "
+        "sized: set serving.weights_volume_gib (GiB of weights + compiled graphs + headroom)",
+    )
+    return None, [problem]
+
+
+def _streams_problems(cfg: ServingConfig, streams: int) -> list[Problem]:
+    """KEDA's per-replica target cannot exceed the streams a replica runs at once."""
+    if streams <= cfg.max_num_seqs:
+        return []
+    return [
+        Problem(
+            "serving.streams_per_replica",
+            streams,
+            f"a replica runs at most max_num_seqs={cfg.max_num_seqs} streams, so a higher "
+            "target leaves requests queued instead of adding a replica; use at most "
+            f"{cfg.max_num_seqs}, or leave it unset",
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -297,7 +315,7 @@ def check_serving(
             )
         except ValidationError:  # not expected: every failing field was left out
             raise ServingSettingsError(problems, heading=_HEADING) from None
-        problems.extend(p for p in cross_check(settings) if p not in problems)
+        problems.extend(p for p in serving_cross_checks(settings) if p not in problems)
         bad |= {p.field.removeprefix("serving.").split(".")[0] for p in problems}
         if bad & _ENGINE_INPUTS:
             raise ServingSettingsError(problems, heading=_HEADING) from None
@@ -305,7 +323,7 @@ def check_serving(
     try:
         cfg = resolve_serving_config(settings, bucket_name)
         spec = derive_workload(cfg, settings, image_uri=image_uri, bucket_name=bucket_name)
-    except (ConfigError, WorkloadError) as err:
+    except (ConfigError, ClusterWorkloadError) as err:
         # The engine names its profile by its CLI flag; here it is the serving section's field.
         problems.extend(
             dataclasses.replace(p, field="serving.profile") if p.field == "--profile" else p

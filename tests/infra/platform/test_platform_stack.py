@@ -10,7 +10,15 @@ from aws_cdk.assertions import Match
 from platform_synth import ADMIN_ARN, Synth, cfn_text
 
 from infra.contracts import NEURON_SCHEDULER_NAME
-from infra.platform.addons import cluster_autoscaler, karpenter, neuron
+from infra.platform.addons import cluster_autoscaler
+from infra.platform.addons.pins import (
+    CLUSTER_AUTOSCALER_CHART,
+    CLUSTER_AUTOSCALER_IMAGE,
+    KARPENTER_CHART,
+    NEURON_CHART,
+    NEURON_MONITOR_IMAGE,
+)
+from infra.platform.addons.registry import ADDONS
 from infra.platform.cluster.neuron_node import NEURON_AMI_TYPE
 
 TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template"
@@ -232,9 +240,9 @@ def test_vpc_has_s3_gateway_and_ecr_interface_endpoints(default: Synth) -> None:
 
 
 def test_neuron_chart_is_pinned_and_lists_configured_trn2_types(default: Synth) -> None:
-    chart = _helm(default, neuron.CHART)
+    chart = _helm(default, NEURON_CHART.chart)
     assert chart["Repository"] == "oci://public.ecr.aws/neuron/neuron-helm-chart"
-    assert chart["Version"] == neuron.CHART_VERSION
+    assert chart["Version"] == NEURON_CHART.version
     values = chart["Values"]
     assert "trn2.48xlarge" in values["neuronInstances"]
     assert values["devicePlugin"]["enabled"] is True
@@ -257,7 +265,7 @@ def test_neuron_monitor_runs_on_trn2_nodes_despite_the_taint(default: Synth) -> 
         "tolerations"
     ]
     (container,) = spec["containers"]
-    assert container["image"] == neuron.MONITOR_IMAGE
+    assert container["image"] == NEURON_MONITOR_IMAGE
     # As aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml runs image 1.3.0.
     assert container["command"] == ["/opt/bin/entrypoint.sh"]
     assert container["args"] == [
@@ -271,13 +279,13 @@ def test_neuron_monitor_runs_on_trn2_nodes_despite_the_taint(default: Synth) -> 
 
 
 def test_cluster_autoscaler_chart_is_pinned_with_auto_discovery(default: Synth) -> None:
-    chart = _helm(default, cluster_autoscaler.CHART)
-    assert chart["Repository"] == cluster_autoscaler.CHART_REPOSITORY
-    assert chart["Version"] == cluster_autoscaler.CHART_VERSION
+    chart = _helm(default, CLUSTER_AUTOSCALER_CHART.chart)
+    assert chart["Repository"] == CLUSTER_AUTOSCALER_CHART.repository
+    assert chart["Version"] == CLUSTER_AUTOSCALER_CHART.version
     assert chart["Namespace"] == "kube-system"
     values = chart["Values"]
     assert values["autoDiscovery"]["clusterName"] == "trnspec"
-    assert values["image"]["tag"] == cluster_autoscaler.IMAGE_TAGS["1.36"]
+    assert values["image"]["tag"] == CLUSTER_AUTOSCALER_IMAGE.tags["1.36"]
     assert values["rbac"]["serviceAccount"]["name"] == cluster_autoscaler.SERVICE_ACCOUNT
 
 
@@ -348,9 +356,9 @@ def test_karpenter_profile_has_no_trn2_managed_nodegroups_but_nodepools(
         for r in karpenter_synth.resources("AWS::EKS::Nodegroup").values()
     ]
     assert names == ["trnspec-kp-system"]
-    chart = _helm(karpenter_synth, karpenter.CHART)
-    assert chart["Repository"] == karpenter.CHART_REPOSITORY
-    assert chart["Version"] == karpenter.CHART_VERSION
+    chart = _helm(karpenter_synth, KARPENTER_CHART.chart)
+    assert chart["Repository"] == KARPENTER_CHART.repository
+    assert chart["Version"] == KARPENTER_CHART.version
     assert chart["Values"]["settings"]["featureGates"]["reservedCapacity"] is True
     karpenter_synth.template.has_resource_properties("AWS::EKS::AccessEntry", {"Type": "EC2_LINUX"})
     karpenter_synth.template.has_resource_properties(
@@ -382,3 +390,19 @@ def test_the_named_admin_gets_a_cluster_admin_access_entry(default: Synth) -> No
     assert cfn_text(policy["PolicyArn"]).endswith(
         ":cluster-access-policy/AmazonEKSClusterAdminPolicy"
     )
+
+
+def test_the_platform_builds_each_installed_add_on_of_the_registry_after_what_it_requires(
+    default: Synth, karpenter_synth: Synth
+) -> None:
+    """The stack only composes: it builds the registry's installed set, one construct per add-on
+    directly under the stack, each deployed after the add-ons it declares it requires."""
+    for synth in (default, karpenter_synth):
+        platform = synth.stack
+        assert set(platform.addons) == platform.addon_names
+        for name, construct in platform.addons.items():
+            assert construct.node.scope is platform, name
+            for required in ADDONS[name].requires:
+                assert platform.addons[required] in construct.node.dependencies, (name, required)
+    assert {"cluster_autoscaler", "prometheus", "ebs_csi"} <= default.stack.addon_names
+    assert "karpenter" in karpenter_synth.stack.addon_names

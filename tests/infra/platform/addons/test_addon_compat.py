@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from infra.app.composition import check_addons
+from infra.platform.addons.addon import workload_needs
 from infra.platform.addons.neuron import chart_values
 from infra.platform.addons.pins import (
     CLUSTER_AUTOSCALER_CHART,
@@ -23,7 +24,7 @@ from infra.platform.addons.pins import (
     compatibility_problems,
     markdown_table,
 )
-from infra.platform.addons.selection import installed_addons, workload_needs
+from infra.platform.addons.registry import installed_addons
 from infra.settings import (
     SUPPORTED_KUBERNETES_VERSIONS,
     NeuronSettings,

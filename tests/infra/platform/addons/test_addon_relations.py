@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from infra.platform.addons import cluster_autoscaler, karpenter, prometheus
+from infra.platform.addons.addon import workload_needs
 from infra.platform.addons.pins import PINS
-from infra.platform.addons.selection import ADDONS, addon_problems, installed_addons, workload_needs
+from infra.platform.addons.registry import ADDONS, addon_problems, installed_addons
 from infra.settings import list_profiles, load_settings
 from infra.settings.serving import load_serving_settings
 

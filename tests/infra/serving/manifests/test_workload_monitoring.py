@@ -13,14 +13,8 @@ from infra.contracts import (
     NEURON_MONITOR_POD_LABELS,
     NEURON_MONITOR_PORT,
 )
-from infra.serving.manifests.dashboard import (
-    DASHBOARD_PATH,
-    QUERIES,
-    build_dashboard,
-    committed_dashboards,
-    dashboard_path,
-    render_dashboard,
-)
+from infra.serving.dashboard_files import DASHBOARD_PATH, committed_dashboards, dashboard_path
+from infra.serving.manifests.dashboard import QUERIES, build_dashboard, render_dashboard
 from infra.serving.manifests.monitoring import DASHBOARD_KEY
 
 

@@ -9,10 +9,9 @@ from workload_cases import BUCKET, IMAGE, TRN2_PROFILES, build, by_kind
 
 from infra.contracts import MODELS_PREFIX, NEURON_DEVICE_RESOURCE
 from infra.serving.manifests.spec import (
-    WorkloadError,
+    ClusterWorkloadError,
     derive_workload,
     model_source_overrides,
-    neuron_devices_for,
 )
 from infra.settings.serving import ServingSettings
 
@@ -37,7 +36,7 @@ from infra.settings.serving import ServingSettings
 def test_neuron_devices_follow_tp_and_lnc(
     instance_type: str, tp: int, lnc: int, devices: int
 ) -> None:
-    assert neuron_devices_for(instance_type, tp, lnc) == devices
+    assert instance(instance_type).chips_for(tp, lnc) == devices
     # Cross-check from first principles: logical cores per chip = physical / LNC.
     assert devices == max(1, tp // (PHYSICAL_CORES_PER_CHIP // lnc))
 
@@ -78,20 +77,20 @@ def test_qwen3_profile_takes_a_whole_trn2_48xlarge() -> None:
 
 def test_cpu_profile_is_refused_naming_the_field() -> None:
     settings = ServingSettings(profile="local-tiny")
-    with pytest.raises(WorkloadError, match=r"hardware.instance_type=cpu:.*Trn2 only"):
+    with pytest.raises(ClusterWorkloadError, match=r"hardware.instance_type=cpu:.*Trn2 only"):
         derive_workload(load_profile("local-tiny"), settings, image_uri=IMAGE, bucket_name=BUCKET)
 
 
 def test_tp_that_spans_nodes_is_refused_naming_the_limit() -> None:
     cfg = apply_overrides(load_profile("qwen3-32b-draft"), ["tensor_parallel_size=128"])
-    with pytest.raises(WorkloadError, match=r"tensor_parallel_size=128.*at most 64"):
+    with pytest.raises(ClusterWorkloadError, match=r"tensor_parallel_size=128.*at most 64"):
         derive_workload(cfg, ServingSettings(), image_uri=IMAGE, bucket_name=BUCKET)
 
 
 def test_shm_larger_than_the_pods_memory_is_refused() -> None:
     cfg = load_profile("llama31-8b-eagle3")
     settings = ServingSettings(profile="llama31-8b-eagle3", shm_gib=500, weights_volume_gib=1000)
-    with pytest.raises(WorkloadError, match=r"serving\.shm_gib=500"):
+    with pytest.raises(ClusterWorkloadError, match=r"serving\.shm_gib=500"):
         derive_workload(cfg, settings, image_uri=IMAGE, bucket_name=BUCKET)
 
 
@@ -169,7 +168,9 @@ def test_the_keda_target_defaults_to_the_batch_the_engine_runs() -> None:
 
 def test_a_keda_target_above_max_num_seqs_is_refused() -> None:
     settings = ServingSettings(streams_per_replica=5)
-    with pytest.raises(WorkloadError, match=r"serving.streams_per_replica=5: a replica runs at"):
+    with pytest.raises(
+        ClusterWorkloadError, match=r"serving.streams_per_replica=5: a replica runs at"
+    ):
         derive_workload(
             load_profile("qwen3-4b-dflash"), settings, image_uri=IMAGE, bucket_name=BUCKET
         )
