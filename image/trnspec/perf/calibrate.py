@@ -7,17 +7,17 @@ by leaving one source out at a time (trnspec.perf.validation) for the current mo
 pass's, and both tables are stored with the constants in `trnspec/data/trn2_fit.json` (with the
 sha256 of the data file: the stored fit is used only for the data it was made from).
 
-    python -m trnspec.perf.calibrate                  # the report (constants, residuals, held out)
-    python -m trnspec.perf.calibrate --write          # refit after editing the data file
-    python -m trnspec.perf.calibrate --add runs.yaml  # refit with your own rows (`tune --rows-out`)
+The command is trnspec.cli.calibrate:
+
+    python -m trnspec.cli.calibrate                  # the report (constants, residuals, held out)
+    python -m trnspec.cli.calibrate --write          # refit after editing the data file
+    python -m trnspec.cli.calibrate --add runs.yaml  # refit with your own rows (`tune --rows-out`)
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
@@ -94,7 +94,7 @@ def fit_published(text: str, extra: Sequence[str] = ()) -> StoredFit:
 
 
 def fit_to_json(stored: StoredFit, digest: str) -> str:
-    """The stored form (written by `python -m trnspec.perf.calibrate --write`)."""
+    """The stored form (written by `python -m trnspec.cli.calibrate --write`)."""
     return (
         json.dumps(
             {
@@ -268,40 +268,22 @@ def report_markdown(cal: Calibration) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m trnspec.perf.calibrate [--write] [--add FILE ...] [--out PATH]`."""
-    p = argparse.ArgumentParser(prog="python -m trnspec.perf.calibrate")
-    p.add_argument("--write", action="store_true", help=f"refit and write trnspec/{FIT_FILE}")
-    p.add_argument(
-        "--add",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a YAML file of your own rows in the data file's format (e.g. from tune"
-        " --rows-out); refit with them and print the report",
-    )
-    p.add_argument("--out", help="with --add: write the refitted constants to this JSON file")
-    args = p.parse_args(argv)
+def refit_with(extra: Sequence[str]) -> tuple[StoredFit, Calibration, str]:
+    """The shipped data plus `extra` rows (texts in the data file's format): the fit, its
+    calibration and the digest of the data it was made from. ValueError/TypeError on a bad row."""
     text = data_text()
-    if args.add:
-        try:
-            extra = [Path(f).read_text(encoding="utf-8") for f in args.add]
-            measurements, shapes = load_published(text, extra)
-        except (OSError, ValueError, TypeError) as err:
-            print(f"--add: {err}", file=sys.stderr)
-            return 2
-        stored = fit_published(text, extra)
-        if args.out:
-            write_file(Path(args.out), fit_to_json(stored, data_digest(text + "".join(extra))))
-        print(report_markdown(calibration_for(measurements, shapes, stored)), end="")
-        return 0
-    if args.write:
-        path = Path(str(resources.files("trnspec").joinpath(FIT_FILE)))
-        write_file(path, fit_to_json(fit_published(text), data_digest(text)))
-        trn2_calibration.cache_clear()
-        print(f"wrote {path}", file=sys.stderr)
-    print(report_markdown(trn2_calibration()), end="")
-    return 0
+    measurements, shapes = load_published(text, extra)
+    stored = fit_published(text, extra)
+    return stored, calibration_for(measurements, shapes, stored), data_digest(text + "".join(extra))
+
+
+def write_shipped_fit() -> Path:
+    """Refit the shipped data and store it as FIT_FILE in the package (after editing the data)."""
+    text = data_text()
+    path = Path(str(resources.files("trnspec").joinpath(FIT_FILE)))
+    write_file(path, fit_to_json(fit_published(text), data_digest(text)))
+    trn2_calibration.cache_clear()
+    return path
 
 
 # ------------------------------------------------------- a derivative-free minimiser (tune uses it)
@@ -354,7 +336,3 @@ def nelder_mead(
                 values = [values[0]] + [f(p) for p in simplex[1:]]
     i = min(range(n + 1), key=values.__getitem__)
     return simplex[i], values[i]
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,27 +1,24 @@
-"""`python -m trnspec predict`: decode speed and cost per 1M output tokens of a profile on Trn2.
+"""What `trnspec predict` prints: decode speed and cost per 1M output tokens of a profile on Trn2.
 
-    python -m trnspec predict --profile qwen3-32b-draft --acceptance-length 3.5 --batch 1,4,16
-
-For every (batch, k) it prints TPOT, output tokens/s of one replica, the speedup over k=0 at the
-same batch and the cost per million output tokens of the whole instance (all replicas busy), then
-the best k per batch and the batch from which speculation no longer pays. The numbers come from
+For every (batch, k): TPOT, output tokens/s of one replica, the speedup over k=0 at the same
+batch and the cost per million output tokens of the whole instance (all replicas busy), then the
+best k per batch and the batch from which speculation no longer pays. The numbers come from
 `trnspec.perf.model` with constants fitted to published Trn2 figures (`trnspec.perf.calibrate`);
-`--format json` lists every constant used with its source. Bad input exits 2 naming the flag.
+the document lists every constant used with its source. The flags are read by
+trnspec.cli.predict into a PredictQuery; bad input is a ConfigError naming the flag.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from trnspec.config.images import image_spec
 from trnspec.config.serving import ConfigError, Problem, ServingConfig, apply_overrides
+from trnspec.hardware.drafters import drafter_for
 from trnspec.hardware.model_shapes import ModelShape, ShapeError, known_model_names, resolve_shape
-from trnspec.hardware.packing import placement_for
+from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.hardware.sizing import BYTES_PER_DTYPE
 from trnspec.hardware.topology import INSTANCE_TYPES
@@ -37,13 +34,31 @@ from trnspec.perf.model import (
     alpha_from_tokens_per_step,
     best_k_per_batch,
     decode_context_tokens,
-    drafter_for,
     predict_grid,
     speculation_stops_paying,
 )
 from trnspec.perf.stack_group import stack_group
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32)
+
+
+@dataclass(frozen=True)
+class PredictQuery:
+    """What `predict` is asked, as the user gave it (trnspec.cli.predict reads it from the flags;
+    the comma lists stay text so a problem names the flag and the text given)."""
+
+    acceptance_rate: float | None = None
+    acceptance_length: float | None = None
+    #: The k the acceptance length was measured at (None: the profile's k).
+    acceptance_k: int | None = None
+    #: Batch sizes, e.g. "1,4,16" (None: DEFAULT_BATCHES).
+    batch: str | None = None
+    #: Windows, e.g. "0,3,7" (None: 0 up to the image's maximum).
+    k: str | None = None
+    #: USD per instance hour (None: the price table).
+    price_per_hour: float | None = None
+    input_len: int = 512
+    output_len: int = 256
 
 
 def _int_list(flag: str, text: str, minimum: int) -> list[int]:
@@ -76,26 +91,26 @@ def _shape(ref_field: str, ref: Any) -> ModelShape | None:
 
 
 def _acceptance(
-    args: argparse.Namespace, cfg: ServingConfig, inputs: Inputs
+    query: PredictQuery, cfg: ServingConfig, inputs: Inputs
 ) -> tuple[float, list[Problem]]:
     k_profile = cfg.speculation.num_speculative_tokens
-    if args.acceptance_rate is not None:
-        if not 0.0 <= args.acceptance_rate <= 1.0:
+    if query.acceptance_rate is not None:
+        if not 0.0 <= query.acceptance_rate <= 1.0:
             return 0.0, [
-                Problem("--acceptance-rate", args.acceptance_rate, "give a fraction in [0, 1]")
+                Problem("--acceptance-rate", query.acceptance_rate, "give a fraction in [0, 1]")
             ]
-        inputs.add("acceptance_rate", args.acceptance_rate, "--acceptance-rate (user supplied)")
-        return args.acceptance_rate, []
-    if args.acceptance_length is not None:
-        k_ref = args.acceptance_k or k_profile
+        inputs.add("acceptance_rate", query.acceptance_rate, "--acceptance-rate (user supplied)")
+        return query.acceptance_rate, []
+    if query.acceptance_length is not None:
+        k_ref = query.acceptance_k or k_profile
         try:
-            alpha = alpha_from_tokens_per_step(args.acceptance_length, k_ref)
+            alpha = alpha_from_tokens_per_step(query.acceptance_length, k_ref)
         except ModelInputError as err:
-            return 0.0, [Problem("--acceptance-length", args.acceptance_length, str(err))]
+            return 0.0, [Problem("--acceptance-length", query.acceptance_length, str(err))]
         inputs.add(
             "acceptance_rate",
             round(alpha, 6),
-            f"from --acceptance-length {args.acceptance_length} at k={k_ref}"
+            f"from --acceptance-length {query.acceptance_length} at k={k_ref}"
             " by (1 - a^(k+1)) / (1 - a) = tau (Leviathan et al., 2023)",
         )
         return alpha, []
@@ -217,62 +232,88 @@ def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
     )
 
 
-def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
-    """The JSON document `predict` prints (pure apart from reading the packaged data)."""
-    spec = image_spec(cfg.image)
-    context = decode_context_tokens(args.input_len, args.output_len)
-    model = profile_model(cfg, context)
-    method, target, draft_used, eff = model.method, model.target, model.draft, model.efficiency
-    group, hw = model.group, model.deployment.hardware
-    cal = trn2_calibration()
-    problems: list[Problem] = []
-    inputs = Inputs({})
-    ks = _int_list("--k", args.k, 0) if args.k else None
-    batches = _int_list("--batch", args.batch, 1) if args.batch else list(DEFAULT_BATCHES)
+@dataclass(frozen=True)
+class Axes:
+    """The windows and batches of the grid, and what is wrong with them."""
+
+    ks: list[int]
+    batches: list[int]
+    problems: list[Problem]
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """Replicas per instance and the instance price, or why the cost cannot be given."""
+
+    placement: ReplicaPlacement | None
+    price: float | None
+    #: Where the price came from, or why there is none.
+    source: str
+    #: Why no cost is shown (None when it is).
+    problem: str | None
+
+    @property
+    def replicas(self) -> int | None:
+        return self.placement.packing.replicas if self.placement is not None else None
+
+
+def _axes(query: PredictQuery, cfg: ServingConfig, method: str) -> Axes:
+    """The grid's windows (default 0 up to the image's maximum) and batches; ConfigError on a
+    malformed list, a k > 0 asked of a profile without speculation listed as a problem."""
+    ks = _int_list("--k", query.k, 0) if query.k else None
+    batches = _int_list("--batch", query.batch, 1) if query.batch else list(DEFAULT_BATCHES)
     if ks is None:
-        top = max(spec.max_speculative_tokens, cfg.speculation.num_speculative_tokens)
+        image_max = image_spec(cfg.image).max_speculative_tokens
+        top = max(image_max, cfg.speculation.num_speculative_tokens)
         ks = list(range(0, top + 1)) if method != "none" else [0]
+    problems = []
     if method == "none" and any(k > 0 for k in ks):
         problems.append(
             Problem(
                 "--k",
-                args.k,
+                query.k,
                 f"profile {cfg.name} has no speculation; give --k 0, or a speculative profile",
             )
         )
-    alpha, acc_problems = _acceptance(args, cfg, inputs)
-    problems += acc_problems
-    if problems:
-        raise ConfigError(problems)
-    try:
-        points = model.grid(alpha, ks, batches)
-    except ModelInputError as err:
-        raise ConfigError([Problem("--k/--batch", f"{args.k}/{args.batch}", str(err))]) from None
+    return Axes(ks, batches, problems)
 
+
+def _pricing(cfg: ServingConfig, price_per_hour: float | None) -> Pricing:
+    """The deploy's replicas per instance (trnspec.hardware.packing) and the instance price."""
     placement = placement_for(cfg)
-    replicas = placement.packing.replicas if placement is not None else None
     try:
-        price, price_source = resolve_price(cfg.hardware.instance_type, args.price_per_hour)
-        price_problem = None
+        price, price_source = resolve_price(cfg.hardware.instance_type, price_per_hour)
+        problem = None
     except PriceError as err:
-        price, price_source, price_problem = None, None, str(err)
+        price, price_source, problem = None, None, str(err)
     if placement is None:
-        price_problem = (
+        problem = (
             f"replicas per instance unknown: the staged storage of {cfg.target.name} cannot be "
             "sized offline (the deploy needs serving.weights_volume_gib)"
         )
         price = None
     elif placement.packing.replicas < 1:
-        price_problem = f"a replica does not fit one {cfg.hardware.instance_type}: " + (
+        problem = f"a replica does not fit one {cfg.hardware.instance_type}: " + (
             placement.packing.reason
         )
         price = None
+    return Pricing(placement, price, price_source or problem or "", problem)
 
+
+def _add_model_inputs(inputs: Inputs, model: ProfileModel, cal: Calibration) -> None:
+    """The shapes, the hardware peaks and every fitted constant the rows used, with sources."""
+    cfg, target, draft, hw, eff = (
+        model.cfg,
+        model.target,
+        model.draft,
+        model.deployment.hardware,
+        model.efficiency,
+    )
     inputs.add("target", target.name, target.origin)
-    if method != "none":
-        inputs.add("method", method, f"speculation.method of {cfg.name}")
-        if draft_used is not None:
-            inputs.add("draft", draft_used.name, draft_used.origin)
+    if model.method != "none":
+        inputs.add("method", model.method, f"speculation.method of {cfg.name}")
+        if draft is not None:
+            inputs.add("draft", draft.name, draft.origin)
     inputs.add("hardware", hw.name, hw.source)
     inputs.add("hbm_bytes_per_s_per_chip", hw.memory_bytes_per_s, hw.source)
     inputs.add("peak_flops_per_chip", hw.peak_flops, hw.source)
@@ -291,48 +332,72 @@ def build(args: argparse.Namespace, cfg: ServingConfig) -> dict[str, Any]:
         inputs.add(
             f"efficiency.{name}",
             getattr(eff, name),
-            f"{cal.source}; stack group {group!r} for image {cfg.image.value}",
+            f"{cal.source}; stack group {model.group!r} for image {cfg.image.value}",
         )
-    if model.plain_group != group:
+    if model.plain_group != model.group:
         inputs.add(
             "efficiency.plain_step_overhead_s",
             model.plain_efficiency.step_overhead_s,
             f"{cal.source}; stack group {model.plain_group!r}: k=0 rows are the same model without"
             " speculation, as a plain server would run",
         )
+
+
+def _add_deployment_inputs(
+    inputs: Inputs, cfg: ServingConfig, query: PredictQuery, context: int, pricing: Pricing
+) -> None:
+    """The profile's serving settings, the workload's context, replicas and price, with sources."""
+    placement = pricing.placement
     inputs.add("tensor_parallel_size", cfg.tensor_parallel_size, f"profile {cfg.name}")
     inputs.add("lnc", cfg.hardware.lnc, f"profile {cfg.name}")
     inputs.add("dtype", cfg.dtype, f"profile {cfg.name}")
     inputs.add(
         "context_tokens",
         context,
-        f"--input-len {args.input_len} + half of --output-len {args.output_len}",
+        f"--input-len {query.input_len} + half of --output-len {query.output_len}",
     )
     inputs.add(
         "replicas_per_instance",
-        replicas,
+        pricing.replicas,
         "trnspec.hardware.packing (what the deploy's pods request on the kubelet's "
         + (f"{placement.disk}); limited by {placement.packing.reason}" if placement else "disk)"),
     )
-    inputs.add("price_per_hour_usd", price, price_source or price_problem or "")
+    inputs.add("price_per_hour_usd", pricing.price, pricing.source)
     inputs.add(
         "max_num_seqs", cfg.max_num_seqs, f"profile {cfg.name} (batches above it need a recompile)"
     )
 
+
+def build(query: PredictQuery, cfg: ServingConfig) -> dict[str, Any]:
+    """The JSON document `predict` prints (pure apart from reading the packaged data)."""
+    context = decode_context_tokens(query.input_len, query.output_len)
+    model = profile_model(cfg, context)
+    cal = trn2_calibration()
+    inputs = Inputs({})
+    axes = _axes(query, cfg, model.method)
+    alpha, acc_problems = _acceptance(query, cfg, inputs)
+    if axes.problems or acc_problems:
+        raise ConfigError([*axes.problems, *acc_problems])
+    try:
+        points = model.grid(alpha, axes.ks, axes.batches)
+    except ModelInputError as err:
+        raise ConfigError([Problem("--k/--batch", f"{query.k}/{query.batch}", str(err))]) from None
+    pricing = _pricing(cfg, query.price_per_hour)
+    _add_model_inputs(inputs, model, cal)
+    _add_deployment_inputs(inputs, cfg, query, context, pricing)
     rows = [
-        _row(p, price, replicas, cfg.max_num_seqs)
-        | _band_fields(cal, model.plain_group if p.k == 0 else group, method, p)
+        _row(p, pricing.price, pricing.replicas, cfg.max_num_seqs)
+        | _band_fields(cal, model.plain_group if p.k == 0 else model.group, model.method, p)
         for p in points
     ]
-    outside = outside_data(cal, group, target, cfg.tensor_parallel_size, batches)
+    outside = outside_data(cal, model.group, model.target, cfg.tensor_parallel_size, axes.batches)
     best = best_k_per_batch(points)
-    stop = speculation_stops_paying(points)
     return {
         "profile": cfg.name,
         "rows": rows,
         "best_k_per_batch": {str(b): p.k for b, p in sorted(best.items())},
-        "speculation_stops_paying_at_batch": stop,
-        "cost_note": None if price is not None else price_problem,
+        "speculation_stops_paying_at_batch": speculation_stops_paying(points),
+        "cost_note": None if pricing.price is not None else pricing.problem,
         "inputs": inputs.values,
         "outside_data": [o.describe() for o in outside],
         "caveats": [
@@ -421,57 +486,3 @@ def _band_notes(doc: dict[str, Any]) -> list[str]:
     lines = ["error (held out, leave one source out):", *(f"  {n}" for n in notes)]
     lines += [f"outside the published data: {o}" for o in doc["outside_data"]]
     return lines
-
-
-def _cmd_predict(args: argparse.Namespace) -> int:
-    from trnspec.cli.main import config_from_args
-
-    doc = build(args, config_from_args(args))
-    print(json.dumps(doc, indent=2) if args.format == "json" else format_table(doc))
-    return 0
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `predict` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    from trnspec.boundary.numbers import float_arg, int_arg
-    from trnspec.cli.main import add_config_arguments
-
-    p = subparsers.add_parser(
-        "predict",
-        help="predict TPOT, tokens/s and cost per 1M output tokens on Trn2, per batch and k",
-        description=(__doc__ or "").split("\n\n")[0],
-    )
-    add_config_arguments(p)
-    acc = p.add_mutually_exclusive_group()
-    acc.add_argument("--acceptance-rate", type=float_arg(), help="per-token acceptance a in [0, 1]")
-    acc.add_argument(
-        "--acceptance-length",
-        type=float_arg(),
-        help="mean tokens emitted per verification step (as published), at --acceptance-k",
-    )
-    p.add_argument(
-        "--acceptance-k",
-        type=int,
-        help="the k the acceptance length was measured at (default: the profile's k)",
-    )
-    p.add_argument("--batch", help="batch sizes, e.g. 1,4,16 (default 1,2,4,8,16,32)")
-    p.add_argument("--k", help="windows, e.g. 0,3,7 (0 = no speculation; default 0..image max)")
-    p.add_argument(
-        "--price-per-hour",
-        type=float_arg(0, lo_open=True),
-        help="USD per instance hour (default: table)",
-    )
-    p.add_argument(
-        "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (default 512)"
-    )
-    p.add_argument(
-        "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (default 256)"
-    )
-    p.add_argument("--format", choices=("table", "json"), default="table")
-    p.set_defaults(func=_cmd_predict)
-
-
-if __name__ == "__main__":
-    from trnspec.cli.main import main
-
-    sys.exit(main(["predict", *sys.argv[1:]]))

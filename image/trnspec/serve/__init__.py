@@ -32,17 +32,16 @@ otherwise stage, start vLLM, publish the compile when it first answers, stop vLL
 only if the compile was published.
 
 One module per seam, so tests cover the plan without AWS, the runner under moto and the
-supervisor with a tiny fake child instead of vLLM:
+supervisor with a tiny fake child instead of vLLM (the `serve` subcommand, its options from flags
+and the pod's environment, is trnspec.cli.serve):
 - plan: what serve will do for a config (pure: no I/O, no environment reads);
 - probes: what the supervisor asks vLLM, and the readiness file the kubelet reads;
 - supervisor: the child process, signal forwarding, drain and readiness;
-- runner: staging, the re-check, the compile cache and the supervised run (`execute`);
-- cli: the `serve` subcommand, its options from flags and the pod's environment.
+- runner: staging, the re-check, the compile cache and the supervised run (`execute`).
 The paths, environment names and ports the pod and the engine share are in
 trnspec.config.pod_contract.
 """
 
-from trnspec.serve.cli import register, resolve_options
 from trnspec.serve.plan import CacheStep, ServePlan, StageStep, plan_serve
 from trnspec.serve.probes import (
     ReadyFile,
@@ -69,7 +68,5 @@ __all__ = [
     "http_probe",
     "plan_serve",
     "probe_url",
-    "register",
     "requests_in_flight",
-    "resolve_options",
 ]

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping
 
 from trnspec.checks.doctor_probe import examine
+from trnspec.cli.main import add_config_subcommand, config_from_args
 from trnspec.config.pod_contract import (
     COMPILED_ROOT,
     COMPILED_SUBDIR,
@@ -68,7 +69,6 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from trnspec.checks.all_checks import validate
-    from trnspec.cli.main import config_from_args
 
     cfg = validate(config_from_args(args))
     options = resolve_options(args, os.environ)
@@ -104,14 +104,12 @@ def _doctor(cfg: ServingConfig) -> int | None:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `serve` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    from trnspec.cli.main import add_config_arguments
-
-    p = subparsers.add_parser(
+    p = add_config_subcommand(
+        subparsers,
         "serve",
         help="validate, stage from S3, run vLLM with signal forwarding and a readiness file",
         description=(__doc__ or "").split("\n\n")[0],
     )
-    add_config_arguments(p)
     p.add_argument(
         "--models-root",
         help=f"where S3 models are staged (default ${ENV_DATA_DIR}/{MODELS_SUBDIR}, "

@@ -1,0 +1,76 @@
+"""`python -m trnspec predict`: decode speed and cost per 1M output tokens of a profile on Trn2.
+
+    python -m trnspec predict --profile qwen3-32b-draft --acceptance-length 3.5 --batch 1,4,16
+
+For every (batch, k) it prints TPOT, output tokens/s of one replica, the speedup over k=0 at the
+same batch and the cost per million output tokens of the whole instance (all replicas busy), then
+the best k per batch and the batch from which speculation no longer pays. The numbers come from
+`trnspec.perf.model` with constants fitted to published Trn2 figures (`trnspec.perf.calibrate`);
+`--format json` lists every constant used with its source. Bad input exits 2 naming the flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from trnspec.boundary.numbers import float_arg, int_arg
+from trnspec.cli.main import add_config_subcommand, config_from_args
+from trnspec.perf.predict import PredictQuery, build, format_table
+
+
+def query_from_args(args: argparse.Namespace) -> PredictQuery:
+    """The parsed flags as the model's query."""
+    return PredictQuery(
+        acceptance_rate=args.acceptance_rate,
+        acceptance_length=args.acceptance_length,
+        acceptance_k=args.acceptance_k,
+        batch=args.batch,
+        k=args.k,
+        price_per_hour=args.price_per_hour,
+        input_len=args.input_len,
+        output_len=args.output_len,
+    )
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    doc = build(query_from_args(args), config_from_args(args))
+    print(json.dumps(doc, indent=2) if args.format == "json" else format_table(doc))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `predict` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
+    p = add_config_subcommand(
+        subparsers,
+        "predict",
+        help="predict TPOT, tokens/s and cost per 1M output tokens on Trn2, per batch and k",
+        description=(__doc__ or "").split("\n\n")[0],
+    )
+    acc = p.add_mutually_exclusive_group()
+    acc.add_argument("--acceptance-rate", type=float_arg(), help="per-token acceptance a in [0, 1]")
+    acc.add_argument(
+        "--acceptance-length",
+        type=float_arg(),
+        help="mean tokens emitted per verification step (as published), at --acceptance-k",
+    )
+    p.add_argument(
+        "--acceptance-k",
+        type=int,
+        help="the k the acceptance length was measured at (default: the profile's k)",
+    )
+    p.add_argument("--batch", help="batch sizes, e.g. 1,4,16 (default 1,2,4,8,16,32)")
+    p.add_argument("--k", help="windows, e.g. 0,3,7 (0 = no speculation; default 0..image max)")
+    p.add_argument(
+        "--price-per-hour",
+        type=float_arg(0, lo_open=True),
+        help="USD per instance hour (default: table)",
+    )
+    p.add_argument(
+        "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (default 512)"
+    )
+    p.add_argument(
+        "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (default 256)"
+    )
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=_cmd_predict)
