@@ -129,12 +129,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     from trnspec.checks.all_checks import assess
-    from trnspec.cli.plan_table import print_plan
+    from trnspec.cli.sizing_table import print_sizing_plan
 
     cfg = config_from_args(args)
     _warn(cfg)
     assessment = assess(cfg)
-    print_plan(cfg, assessment)
+    print_sizing_plan(cfg, assessment)
     return _report(assessment.problems) if assessment.problems else EXIT_OK
 
 

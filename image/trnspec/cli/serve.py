@@ -28,8 +28,8 @@ from trnspec.config.pod_contract import (
 )
 from trnspec.config.serving import ConfigError, Problem, ServingConfig
 from trnspec.serve.api_key import load_api_key
-from trnspec.serve.plan import plan_serve
 from trnspec.serve.runner import ServeOptions, SuperviseVllm, execute
+from trnspec.serve.steps import serve_steps
 
 #: The container cannot run the config (`trnspec doctor` failed): nothing was staged.
 EXIT_DOCTOR_FAILED = 1
@@ -73,7 +73,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     cfg = validate(config_from_args(args))
     options = resolve_options(args, os.environ)
     try:
-        plan = plan_serve(
+        steps = serve_steps(
             cfg,
             models_root=options.models_root,
             compiled_root=options.compiled_root,
@@ -82,14 +82,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as err:  # a malformed compile-cache URI
         raise ConfigError([Problem("--compile-cache", options.compile_cache, str(err))]) from None
     if args.dry_run:
-        print(plan.to_json())
+        print(steps.to_json())
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per readiness probe is noise
     api_key = load_api_key(os.environ)  # before staging: a missing key fails in seconds
     if (exit_code := _doctor(cfg)) is not None:  # before staging and the compile
         return exit_code
-    return execute(cfg, plan, options, SuperviseVllm(cfg, options, api_key), api_key=api_key)
+    return execute(cfg, steps, options, SuperviseVllm(cfg, options, api_key), api_key=api_key)
 
 
 def _doctor(cfg: ServingConfig) -> int | None:

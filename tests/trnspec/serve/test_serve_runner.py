@@ -20,8 +20,8 @@ from moto import mock_aws
 from serve_fakes import s3_qwen
 from trnspec.config.serving import ConfigError, ServingConfig, apply_overrides, load_profile
 from trnspec.engine.render import RenderedCommand
-from trnspec.serve.plan import plan_serve
 from trnspec.serve.runner import ServeOptions, SuperviseVllm, execute
+from trnspec.serve.steps import serve_steps
 from trnspec.staging.transfer import S3Location, TransferSettings, fetch_manifest, upload
 
 QWEN3_32B = {
@@ -95,7 +95,7 @@ def options(tmp_path: Path, run: str) -> ServeOptions:
 
 def plan_for(cfg: ServingConfig, opts: ServeOptions) -> Any:
     """The serve plan for a config under a pod's options (where it stages and caches)."""
-    return plan_serve(
+    return serve_steps(
         cfg,
         models_root=opts.models_root,
         compiled_root=opts.compiled_root,
@@ -288,7 +288,7 @@ def test_compile_only_needs_a_compile_cache() -> None:
     cfg = load_profile("qwen3-32b-draft")
     opts = ServeOptions(compile_only=True, progress=False)
     with pytest.raises(ConfigError, match="--compile-only"):
-        execute(cfg, plan_serve(cfg), opts, FakeVllm())
+        execute(cfg, serve_steps(cfg), opts, FakeVllm())
 
 
 def credentials_arrive_after(s3: Any, failures: int) -> list[int]:
