@@ -99,6 +99,7 @@ class SuperviseVllm:
         return supervisor.run()
 
 
+@dataclass(frozen=True, repr=False)
 class CachePublisher:
     """Publishes a fresh compile under its key; called once the model answers.
 
@@ -108,30 +109,21 @@ class CachePublisher:
     local compile directory first, so the key never reaches the bucket.
     """
 
-    def __init__(
-        self,
-        s3: Any,
-        cache: CacheStep,
-        root: S3Location,
-        options: ServeOptions,
-        replace: bool,
-        api_key: str | None = None,
-    ) -> None:
-        self.s3 = s3
-        self.cache = cache
-        self.root = root
-        self.options = options
-        self.replace = replace
-        self._api_key = api_key
+    s3: Any
+    cache: CacheStep
+    root: S3Location
+    options: ServeOptions
+    replace: bool
+    api_key: str | None = None
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # never the key, nor the client
         return f"CachePublisher(key={self.cache.key!r}, root={self.root}, replace={self.replace})"
 
     def _drop_key_copies(self) -> None:
-        if self._api_key is None:
+        if self.api_key is None:
             return
         local = Path(self.cache.local_dir)
-        for rel in files_holding_key(local, self._api_key):
+        for rel in files_holding_key(local, self.api_key):
             (local / rel).unlink()
             log.warning(
                 "left out of the compile cache: %s holds the API key (written by vLLM); "
