@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trnspec.checks.all_checks import validate
-from trnspec.config.serving import ConfigError, ServingConfig, apply_overrides
+from trnspec.config.images import image_spec
+from trnspec.config.serving import ConfigError, Problem, ServingConfig, apply_overrides
 from trnspec.hardware.packing import placement_for
-from trnspec.hardware.pricing import cost_per_1m_output_tokens
+from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.perf.model import TokensPerStep
 from trnspec.perf.predict import profile_model
 
@@ -188,3 +189,24 @@ def plan_profile(
             if cur is None or rank(variant) < rank(cur):
                 best[k > 0] = variant
     return ProfilePlan(cfg.name, best.get(True), best.get(False), tuple(skipped))
+
+
+def plan_profiles(
+    cfgs: Sequence[ServingConfig],
+    alpha: float,
+    price_per_hour: float | None,
+    inputs: PlanInputs,
+) -> list[ProfilePlan]:
+    """Every candidate's plan at windows 1 up to its image's maximum, priced per instance hour
+    (`price_per_hour`, else the price table; a ConfigError naming --price-per-hour without one)."""
+    plans = []
+    for cfg in cfgs:
+        try:
+            price, _ = resolve_price(cfg.hardware.instance_type, price_per_hour)
+        except PriceError as err:
+            raise ConfigError([Problem("--price-per-hour", None, str(err))]) from None
+        top = max(
+            image_spec(cfg.image).max_speculative_tokens, cfg.speculation.num_speculative_tokens
+        )
+        plans.append(plan_profile(cfg, alpha, range(1, top + 1), price, inputs))
+    return plans

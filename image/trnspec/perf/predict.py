@@ -22,6 +22,7 @@ from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.hardware.sizing import BYTES_PER_DTYPE
 from trnspec.hardware.topology import INSTANCE_TYPES
+from trnspec.perf.acceptance import acceptance_rate
 from trnspec.perf.bands import band_for, outside_data
 from trnspec.perf.calibrate import DATA_FILE, Calibration, trn2_calibration
 from trnspec.perf.model import (
@@ -31,7 +32,6 @@ from trnspec.perf.model import (
     ModelInputError,
     Prediction,
     TokensPerStep,
-    alpha_from_tokens_per_step,
     best_k_per_batch,
     decode_context_tokens,
     predict_grid,
@@ -61,7 +61,8 @@ class PredictQuery:
     output_len: int = 256
 
 
-def _int_list(flag: str, text: str, minimum: int) -> list[int]:
+def int_list(flag: str, text: str, minimum: int) -> list[int]:
+    """`1,4,16` as sorted distinct integers >= minimum; ConfigError naming the flag."""
     try:
         values = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
@@ -93,29 +94,23 @@ def _shape(ref_field: str, ref: Any) -> ModelShape | None:
 def _acceptance(
     query: PredictQuery, cfg: ServingConfig, inputs: Inputs
 ) -> tuple[float, list[Problem]]:
-    k_profile = cfg.speculation.num_speculative_tokens
+    """The acceptance rate asked for (recorded in `inputs` with its source), or the problems."""
+    k_ref = query.acceptance_k or cfg.speculation.num_speculative_tokens
+    try:
+        alpha = acceptance_rate(query.acceptance_rate, query.acceptance_length, k_ref)
+    except ConfigError as err:
+        return 0.0, list(err.problems)
     if query.acceptance_rate is not None:
-        if not 0.0 <= query.acceptance_rate <= 1.0:
-            return 0.0, [
-                Problem("--acceptance-rate", query.acceptance_rate, "give a fraction in [0, 1]")
-            ]
         inputs.add("acceptance_rate", query.acceptance_rate, "--acceptance-rate (user supplied)")
-        return query.acceptance_rate, []
-    if query.acceptance_length is not None:
-        k_ref = query.acceptance_k or k_profile
-        try:
-            alpha = alpha_from_tokens_per_step(query.acceptance_length, k_ref)
-        except ModelInputError as err:
-            return 0.0, [Problem("--acceptance-length", query.acceptance_length, str(err))]
+    elif alpha is not None:
         inputs.add(
             "acceptance_rate",
             round(alpha, 6),
             f"from --acceptance-length {query.acceptance_length} at k={k_ref}"
             " by (1 - a^(k+1)) / (1 - a) = tau (Leviathan et al., 2023)",
         )
-        return alpha, []
-    if cfg.speculation.method == "none":
-        return 0.0, []
+    if alpha is not None or cfg.speculation.method == "none":
+        return alpha or 0.0, []
     return 0.0, [
         Problem(
             "--acceptance-rate",
@@ -260,8 +255,8 @@ class Pricing:
 def _axes(query: PredictQuery, cfg: ServingConfig, method: str) -> Axes:
     """The grid's windows (default 0 up to the image's maximum) and batches; ConfigError on a
     malformed list, a k > 0 asked of a profile without speculation listed as a problem."""
-    ks = _int_list("--k", query.k, 0) if query.k else None
-    batches = _int_list("--batch", query.batch, 1) if query.batch else list(DEFAULT_BATCHES)
+    ks = int_list("--k", query.k, 0) if query.k else None
+    batches = int_list("--batch", query.batch, 1) if query.batch else list(DEFAULT_BATCHES)
     if ks is None:
         image_max = image_spec(cfg.image).max_speculative_tokens
         top = max(image_max, cfg.speculation.num_speculative_tokens)
