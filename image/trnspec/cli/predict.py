@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import fields
 
 from trnspec.boundary.numbers import float_arg, int_arg
 from trnspec.cli.main import add_config_subcommand, config_from_args
@@ -20,17 +21,8 @@ from trnspec.perf.predict import PredictQuery, build, format_table
 
 
 def query_from_args(args: argparse.Namespace) -> PredictQuery:
-    """The parsed flags as the model's query."""
-    return PredictQuery(
-        acceptance_rate=args.acceptance_rate,
-        acceptance_length=args.acceptance_length,
-        acceptance_k=args.acceptance_k,
-        batch=args.batch,
-        k=args.k,
-        price_per_hour=args.price_per_hour,
-        input_len=args.input_len,
-        output_len=args.output_len,
-    )
+    """The parsed flags as the model's query (each field is the flag of the same name)."""
+    return PredictQuery(**{f.name: getattr(args, f.name) for f in fields(PredictQuery)})
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
