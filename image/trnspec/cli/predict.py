@@ -12,7 +12,6 @@ the best k per batch and the batch from which speculation no longer pays. The nu
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import fields
 
 from trnspec.boundary.numbers import float_arg, int_arg
@@ -26,8 +25,8 @@ def query_from_args(args: argparse.Namespace) -> PredictQuery:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    doc = build(query_from_args(args), config_from_args(args))
-    print(json.dumps(doc, indent=2) if args.format == "json" else format_table(doc))
+    report = build(query_from_args(args), config_from_args(args))
+    print(report.to_json() if args.format == "json" else format_table(report))
     return 0
 
 

@@ -10,8 +10,9 @@ trnspec.cli.predict into a PredictQuery; bad input is a ConfigError naming the f
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from trnspec.config.images import image_spec
@@ -38,6 +39,7 @@ from trnspec.perf.model import (
     speculation_stops_paying,
 )
 from trnspec.perf.stack_group import stack_group
+from trnspec.perf.validation import ErrorBand
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32)
 
@@ -75,13 +77,60 @@ def int_list(flag: str, text: str, minimum: int) -> list[int]:
 
 
 @dataclass(frozen=True)
-class Inputs:
-    """Everything the prediction used, as (value, source) per name."""
+class Sourced:
+    """One input of the prediction and where it came from."""
 
-    values: dict[str, dict[str, Any]]
+    value: Any
+    source: str
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything the prediction used, by name, in the order it was read."""
+
+    values: dict[str, Sourced]
 
     def add(self, name: str, value: object, source: str) -> None:
-        self.values[name] = {"value": value, "source": source}
+        self.values[name] = Sourced(value, source)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One (batch, k) of the grid as `predict` reports it (rounded as printed)."""
+
+    batch: int
+    k: int
+    tpot_ms: float
+    output_tokens_per_s: float
+    speedup: float
+    #: Of the whole instance with every replica busy; None when the price or packing is unknown.
+    cost_per_1m_output_tokens_usd: float | None
+    tokens_per_step: float
+    step_ms: float
+    draft_ms: float
+    target_bound: str
+    within_max_num_seqs: bool
+    #: The held-out error of the regime (None where no published row there was predictable).
+    error_band: float | None
+    error_band_note: str
+
+
+@dataclass(frozen=True)
+class PredictReport:
+    """What `predict` prints: the rows, the verdicts and every input with its source."""
+
+    profile: str
+    rows: list[Row]
+    best_k_per_batch: dict[int, int]
+    speculation_stops_paying_at_batch: int | None
+    #: Why no cost is shown (None when it is).
+    cost_note: str | None
+    inputs: dict[str, Sourced]
+    outside_data: list[str]
+    caveats: list[str]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
 
 
 def _shape(ref_field: str, ref: Any) -> ModelShape | None:
@@ -137,6 +186,10 @@ class ProfileModel:
     #: plain server a user would deploy, which may schedule differently (stack_group).
     plain_group: str
     plain_efficiency: Efficiency
+
+    def group_for(self, k: int) -> str:
+        """The stack group a row at window k ran as (k=0: the plain server's)."""
+        return self.plain_group if k == 0 else self.group
 
     def grid(
         self, alpha: float | TokensPerStep, ks: Sequence[int], batches: Sequence[int]
@@ -363,8 +416,8 @@ def _add_deployment_inputs(
     )
 
 
-def build(query: PredictQuery, cfg: ServingConfig) -> dict[str, Any]:
-    """The JSON document `predict` prints (pure apart from reading the packaged data)."""
+def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
+    """What `predict` prints (pure apart from reading the packaged data)."""
     context = decode_context_tokens(query.input_len, query.output_len)
     model = profile_model(cfg, context)
     cal = trn2_calibration()
@@ -381,103 +434,100 @@ def build(query: PredictQuery, cfg: ServingConfig) -> dict[str, Any]:
     _add_model_inputs(inputs, model, cal)
     _add_deployment_inputs(inputs, cfg, query, context, pricing)
     rows = [
-        _row(p, pricing.price, pricing.replicas, cfg.max_num_seqs)
-        | _band_fields(cal, model.plain_group if p.k == 0 else model.group, model.method, p)
+        _row(
+            p,
+            pricing,
+            cfg.max_num_seqs,
+            band_for(cal, model.group_for(p.k), model.method, p.k, p.batch),
+        )
         for p in points
     ]
     outside = outside_data(cal, model.group, model.target, cfg.tensor_parallel_size, axes.batches)
     best = best_k_per_batch(points)
-    return {
-        "profile": cfg.name,
-        "rows": rows,
-        "best_k_per_batch": {str(b): p.k for b, p in sorted(best.items())},
-        "speculation_stops_paying_at_batch": speculation_stops_paying(points),
-        "cost_note": None if pricing.price is not None else pricing.problem,
-        "inputs": inputs.values,
-        "outside_data": [o.describe() for o in outside],
-        "caveats": [
+    return PredictReport(
+        profile=cfg.name,
+        rows=rows,
+        best_k_per_batch={b: p.k for b, p in sorted(best.items())},
+        speculation_stops_paying_at_batch=speculation_stops_paying(points),
+        cost_note=None if pricing.price is not None else pricing.problem,
+        inputs=inputs.values,
+        outside_data=[o.describe() for o in outside],
+        caveats=[
             "HBM fit at these batches is not checked here; run `trnspec plan`.",
             "error_band: the largest held-out error (leave one source out) of published rows in"
             f" the same stack, method and batch range; see docs/performance.md and"
             f" trnspec/{DATA_FILE}.",
         ],
-    }
-
-
-def _band_fields(cal: Calibration, group: str, method: str, p: Prediction) -> dict[str, Any]:
-    """The held-out error band of one row (None with the reason where no row was predictable)."""
-    band = band_for(cal, group, method, p.k, p.batch)
-    return {
-        "error_band": round(band.max_abs_error, 3) if band.max_abs_error is not None else None,
-        "error_band_note": band.describe(),
-    }
-
-
-def _row(
-    p: Prediction, price: float | None, replicas: int | None, max_num_seqs: int
-) -> dict[str, Any]:
-    tps = p.output_tokens_per_s
-    cost = (
-        cost_per_1m_output_tokens(price, tps * replicas) if price is not None and replicas else None
     )
-    return {
-        "batch": p.batch,
-        "k": p.k,
-        "tpot_ms": round(p.tpot_s * 1e3, 3),
-        "output_tokens_per_s": round(tps, 2),
-        "speedup": round(p.speedup, 3),
-        "cost_per_1m_output_tokens_usd": round(cost, 4) if cost is not None else None,
-        "tokens_per_step": round(p.tokens_per_step, 3),
-        "step_ms": round(p.step.total_s * 1e3, 3),
-        "draft_ms": round(p.step.draft_s * 1e3, 3),
-        "target_bound": p.step.target.bound,
-        "within_max_num_seqs": p.batch <= max_num_seqs,
-    }
 
 
-def format_table(doc: dict[str, Any]) -> str:
+def _row(p: Prediction, pricing: Pricing, max_num_seqs: int, band: ErrorBand) -> Row:
+    tps = p.output_tokens_per_s
+    replicas = pricing.replicas
+    cost = (
+        cost_per_1m_output_tokens(pricing.price, tps * replicas)
+        if pricing.price is not None and replicas
+        else None
+    )
+    return Row(
+        batch=p.batch,
+        k=p.k,
+        tpot_ms=round(p.tpot_s * 1e3, 3),
+        output_tokens_per_s=round(tps, 2),
+        speedup=round(p.speedup, 3),
+        cost_per_1m_output_tokens_usd=round(cost, 4) if cost is not None else None,
+        tokens_per_step=round(p.tokens_per_step, 3),
+        step_ms=round(p.step.total_s * 1e3, 3),
+        draft_ms=round(p.step.draft_s * 1e3, 3),
+        target_bound=p.step.target.bound,
+        within_max_num_seqs=p.batch <= max_num_seqs,
+        error_band=round(band.max_abs_error, 3) if band.max_abs_error is not None else None,
+        error_band_note=band.describe(),
+    )
+
+
+def format_table(report: PredictReport) -> str:
     """Rows grouped by batch, the best k of each marked, then the verdict on large batches."""
-    best = {int(b): k for b, k in doc["best_k_per_batch"].items()}
-    per = doc["inputs"]["replicas_per_instance"]
+    best = report.best_k_per_batch
+    per = report.inputs["replicas_per_instance"]
     lines = [
-        f"profile {doc['profile']}: one replica, {per['value']} per instance"
-        f" ({per['source'].split('; limited by ')[-1]});"
+        f"profile {report.profile}: one replica, {per.value} per instance"
+        f" ({per.source.split('; limited by ')[-1]});"
         " cost = instance price / (replicas x tokens/s)",
         f"{'batch':>5} {'k':>3} {'tok/step':>8} {'TPOT ms':>8} {'tok/s':>9} {'speedup':>8}"
         f" {'$/1M out':>9} {'error':>6}  bound",
     ]
-    for r in doc["rows"]:
-        cost = r["cost_per_1m_output_tokens_usd"]
-        mark = " <- best" if best.get(r["batch"]) == r["k"] else ""
-        over = "" if r["within_max_num_seqs"] else " (above max_num_seqs)"
+    for r in report.rows:
+        cost = r.cost_per_1m_output_tokens_usd
+        mark = " <- best" if best.get(r.batch) == r.k else ""
+        over = "" if r.within_max_num_seqs else " (above max_num_seqs)"
         lines.append(
-            f"{r['batch']:>5} {r['k']:>3} {r['tokens_per_step']:>8.2f} {r['tpot_ms']:>8.2f}"
-            f" {r['output_tokens_per_s']:>9.1f} {r['speedup']:>7.2f}x"
+            f"{r.batch:>5} {r.k:>3} {r.tokens_per_step:>8.2f} {r.tpot_ms:>8.2f}"
+            f" {r.output_tokens_per_s:>9.1f} {r.speedup:>7.2f}x"
             f" {(f'{cost:.3f}' if cost is not None else '-'):>9} {_band_cell(r):>6}"
-            f"  {r['target_bound']}{mark}{over}"
+            f"  {r.target_bound}{mark}{over}"
         )
     lines.append("best k per batch: " + ", ".join(f"{b}: k={k}" for b, k in sorted(best.items())))
-    stop = doc["speculation_stops_paying_at_batch"]
-    if all(r["k"] == 0 for r in doc["rows"]):
+    stop = report.speculation_stops_paying_at_batch
+    if all(r.k == 0 for r in report.rows):
         lines.append("no k > 0 asked for: nothing to compare")
     elif stop is None:
         lines.append("speculation pays at every batch given")
     else:
         lines.append(f"speculation no longer pays from batch {stop}: serve larger batches with k=0")
-    if doc["cost_note"]:
-        lines.append(f"cost: not shown: {doc['cost_note']}")
-    lines += _band_notes(doc)
+    if report.cost_note:
+        lines.append(f"cost: not shown: {report.cost_note}")
+    lines += _band_notes(report)
     return "\n".join(lines)
 
 
-def _band_cell(row: dict[str, Any]) -> str:
-    band = row["error_band"]
-    return f"+/-{band:.0%}" if band is not None else "n/a"
+def _band_cell(row: Row) -> str:
+    return f"+/-{row.error_band:.0%}" if row.error_band is not None else "n/a"
 
 
-def _band_notes(doc: dict[str, Any]) -> list[str]:
+def _band_notes(report: PredictReport) -> list[str]:
     """The error column's meaning per regime, then every way the query is outside the data."""
-    notes = sorted({r["error_band_note"] for r in doc["rows"]})
+    notes = sorted({r.error_band_note for r in report.rows})
     lines = ["error (held out, leave one source out):", *(f"  {n}" for n in notes)]
-    lines += [f"outside the published data: {o}" for o in doc["outside_data"]]
+    lines += [f"outside the published data: {o}" for o in report.outside_data]
     return lines
