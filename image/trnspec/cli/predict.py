@@ -16,7 +16,7 @@ from dataclasses import fields
 
 from trnspec.boundary.numbers import float_arg, int_arg
 from trnspec.cli.main import add_config_subcommand, config_from_args
-from trnspec.perf.predict import PredictQuery, build, format_table
+from trnspec.perf.predict import PredictQuery, PredictReport, Row, build
 
 
 def query_from_args(args: argparse.Namespace) -> PredictQuery:
@@ -28,6 +28,53 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     report = build(query_from_args(args), config_from_args(args))
     print(report.to_json() if args.format == "json" else format_table(report))
     return 0
+
+
+def format_table(report: PredictReport) -> str:
+    """Rows grouped by batch, the best k of each marked, then the verdict on large batches."""
+    best = report.best_k_per_batch
+    per = report.inputs["replicas_per_instance"]
+    lines = [
+        f"profile {report.profile}: one replica, {per.value} per instance"
+        f" ({per.source.split('; limited by ')[-1]});"
+        " cost = instance price / (replicas x tokens/s)",
+        f"{'batch':>5} {'k':>3} {'tok/step':>8} {'TPOT ms':>8} {'tok/s':>9} {'speedup':>8}"
+        f" {'$/1M out':>9} {'error':>6}  bound",
+    ]
+    for r in report.rows:
+        cost = r.cost_per_1m_output_tokens_usd
+        mark = " <- best" if best.get(r.batch) == r.k else ""
+        over = "" if r.within_max_num_seqs else " (above max_num_seqs)"
+        lines.append(
+            f"{r.batch:>5} {r.k:>3} {r.tokens_per_step:>8.2f} {r.tpot_ms:>8.2f}"
+            f" {r.output_tokens_per_s:>9.1f} {r.speedup:>7.2f}x"
+            f" {(f'{cost:.3f}' if cost is not None else '-'):>9} {_band_cell(r):>6}"
+            f"  {r.target_bound}{mark}{over}"
+        )
+    lines.append("best k per batch: " + ", ".join(f"{b}: k={k}" for b, k in sorted(best.items())))
+    stop = report.speculation_stops_paying_at_batch
+    if all(r.k == 0 for r in report.rows):
+        lines.append("no k > 0 asked for: nothing to compare")
+    elif stop is None:
+        lines.append("speculation pays at every batch given")
+    else:
+        lines.append(f"speculation no longer pays from batch {stop}: serve larger batches with k=0")
+    if report.cost_note:
+        lines.append(f"cost: not shown: {report.cost_note}")
+    lines += _band_notes(report)
+    return "\n".join(lines)
+
+
+def _band_cell(row: Row) -> str:
+    return f"+/-{row.error_band:.0%}" if row.error_band is not None else "n/a"
+
+
+def _band_notes(report: PredictReport) -> list[str]:
+    """The error column's meaning per regime, then every way the query is outside the data."""
+    notes = sorted({r.error_band_note for r in report.rows})
+    lines = ["error (held out, leave one source out):", *(f"  {n}" for n in notes)]
+    lines += [f"outside the published data: {o}" for o in report.outside_data]
+    return lines
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

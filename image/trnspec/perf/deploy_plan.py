@@ -3,7 +3,7 @@ AWS would bill it, and the same model without speculation beside it.
 
 For each candidate profile and each max_num_seqs b (a compiled batch), every window k the profile
 validates with (`trnspec.checks.all_checks`: a DFlash drafter allows only its block size - 1) is
-predicted by the Trn2 model (`trnspec.perf.predict.profile_model`). A variant is kept when:
+predicted by the Trn2 model (`trnspec.perf.profile_model`). A variant is kept when:
 - its TPOT at a full batch b is within the target (a replica never decodes more than b streams);
 - for k > 0, it beats the plain server at every batch 1..b, so the deployment is never slower
   than the plain one at any load it sees (the batch is capped at b, and the autoscaler adds
@@ -30,7 +30,7 @@ from trnspec.config.serving import ConfigError, Problem, ServingConfig, apply_ov
 from trnspec.hardware.packing import placement_for
 from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.perf.model import TokensPerStep
-from trnspec.perf.predict import profile_model
+from trnspec.perf.profile_model import profile_model
 
 #: KEDA's bound on replicas (serving.max_replicas).
 MAX_REPLICAS = 64

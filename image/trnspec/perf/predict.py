@@ -11,35 +11,38 @@ trnspec.cli.predict into a PredictQuery; bad input is a ConfigError naming the f
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from trnspec.config.images import image_spec
-from trnspec.config.serving import ConfigError, Problem, ServingConfig, apply_overrides
-from trnspec.hardware.drafters import drafter_for
-from trnspec.hardware.model_shapes import ModelShape, ShapeError, known_model_names, resolve_shape
+from trnspec.config.serving import ConfigError, Problem, ServingConfig
 from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
-from trnspec.hardware.sizing import BYTES_PER_DTYPE
-from trnspec.hardware.topology import INSTANCE_TYPES
 from trnspec.perf.acceptance import acceptance_rate
 from trnspec.perf.bands import band_for, outside_data
 from trnspec.perf.calibrate import DATA_FILE, Calibration, trn2_calibration
 from trnspec.perf.model import (
-    DRAFT_METHODS,
-    Deployment,
-    Efficiency,
     ModelInputError,
     Prediction,
-    TokensPerStep,
     best_k_per_batch,
     decode_context_tokens,
-    predict_grid,
     speculation_stops_paying,
 )
-from trnspec.perf.stack_group import stack_group
+from trnspec.perf.profile_model import ProfileModel, profile_model
 from trnspec.perf.validation import ErrorBand
+
+__all__ = [
+    "DEFAULT_BATCHES",
+    "PredictQuery",
+    "PredictReport",
+    # the profile's model, read through this module by trnspec_tools (bench, tune)
+    "ProfileModel",
+    "Row",
+    "Sourced",
+    "build",
+    "int_list",
+    "profile_model",
+]
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32)
 
@@ -133,13 +136,6 @@ class PredictReport:
         return json.dumps(asdict(self), indent=2)
 
 
-def _shape(ref_field: str, ref: Any) -> ModelShape | None:
-    try:
-        return resolve_shape(ref)
-    except ShapeError as err:
-        raise ConfigError([Problem(ref_field, ref.source, str(err))]) from None
-
-
 def _acceptance(
     query: PredictQuery, cfg: ServingConfig, inputs: Inputs
 ) -> tuple[float, list[Problem]]:
@@ -168,116 +164,6 @@ def _acceptance(
             " verification step, as published); acceptance depends on the workload",
         )
     ]
-
-
-@dataclass(frozen=True)
-class ProfileModel:
-    """A Trn2 profile turned into the performance model's inputs."""
-
-    cfg: ServingConfig
-    group: str
-    target: ModelShape
-    #: The drafter costed: the profile's draft, or the default EAGLE3/DFlash shape.
-    draft: ModelShape | None
-    method: str
-    deployment: Deployment
-    efficiency: Efficiency
-    #: The stack group and constants of the same model without speculation (k=0 rows): the
-    #: plain server a user would deploy, which may schedule differently (stack_group).
-    plain_group: str
-    plain_efficiency: Efficiency
-
-    def group_for(self, k: int) -> str:
-        """The stack group a row at window k ran as (k=0: the plain server's)."""
-        return self.plain_group if k == 0 else self.group
-
-    def grid(
-        self, alpha: float | TokensPerStep, ks: Sequence[int], batches: Sequence[int]
-    ) -> list[Prediction]:
-        return predict_grid(
-            self.target,
-            self.method,
-            self.draft,
-            alpha,
-            ks,
-            batches,
-            self.deployment,
-            self.efficiency,
-            self.plain_efficiency,
-        )
-
-
-def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
-    """The model of `cfg` on Trn2 with the calibrated constants; ConfigError lists every reason
-    it cannot be built (not a Trn2 profile, unknown shapes, a method the model cannot cost)."""
-    problems: list[Problem] = []
-    spec = image_spec(cfg.image)
-    group = stack_group(cfg)
-    if not spec.runs_on_trn2 or group is None or cfg.hardware.instance_type not in INSTANCE_TYPES:
-        raise ConfigError(
-            [
-                Problem(
-                    "--profile",
-                    cfg.name,
-                    "predict models Trn2 images on Trn2 instances; for the local CPU engine"
-                    " run `make tune` (it fits the same model to the local sweep)",
-                )
-            ]
-        )
-    method = cfg.speculation.method
-    if method not in ("none", *DRAFT_METHODS):
-        problems.append(
-            Problem("speculation.method", method, "predict costs " + ", ".join(DRAFT_METHODS))
-        )
-    target = _shape("target.source", cfg.target)
-    if target is None:
-        problems.append(
-            Problem(
-                "target.source",
-                cfg.target.source,
-                f"no shape known; use a local dir with config.json or one of"
-                f" {', '.join(known_model_names())}",
-            )
-        )
-    draft = (
-        _shape("speculation.draft.source", cfg.speculation.draft) if cfg.speculation.draft else None
-    )
-    if method == "draft_model" and draft is None:
-        problems.append(
-            Problem(
-                "speculation.draft.source",
-                cfg.speculation.draft.source if cfg.speculation.draft else None,
-                "the draft's shape is needed to cost it; give a local dir with config.json",
-            )
-        )
-    if problems:
-        raise ConfigError(problems)
-    assert target is not None and group is not None
-    cal = trn2_calibration()
-    dep = Deployment(
-        hardware=cal.hardware,
-        tensor_parallel_size=cfg.tensor_parallel_size,
-        lnc=cfg.hardware.lnc,
-        weight_bytes=BYTES_PER_DTYPE[cfg.dtype],
-        draft_weight_bytes=BYTES_PER_DTYPE[cfg.dtype],
-        kv_bytes=BYTES_PER_DTYPE[cfg.dtype],
-        context_tokens=context_tokens,
-    )
-    draft = drafter_for(method, draft, target)
-    plain_group = group
-    if method != "none":
-        plain_group = stack_group(apply_overrides(cfg, ["speculation.method=none"])) or group
-    return ProfileModel(
-        cfg,
-        group,
-        target,
-        draft,
-        method,
-        dep,
-        cal.efficiency[group],
-        plain_group,
-        cal.efficiency[plain_group],
-    )
 
 
 @dataclass(frozen=True)
@@ -484,50 +370,3 @@ def _row(p: Prediction, pricing: Pricing, max_num_seqs: int, band: ErrorBand) ->
         error_band=round(band.max_abs_error, 3) if band.max_abs_error is not None else None,
         error_band_note=band.describe(),
     )
-
-
-def format_table(report: PredictReport) -> str:
-    """Rows grouped by batch, the best k of each marked, then the verdict on large batches."""
-    best = report.best_k_per_batch
-    per = report.inputs["replicas_per_instance"]
-    lines = [
-        f"profile {report.profile}: one replica, {per.value} per instance"
-        f" ({per.source.split('; limited by ')[-1]});"
-        " cost = instance price / (replicas x tokens/s)",
-        f"{'batch':>5} {'k':>3} {'tok/step':>8} {'TPOT ms':>8} {'tok/s':>9} {'speedup':>8}"
-        f" {'$/1M out':>9} {'error':>6}  bound",
-    ]
-    for r in report.rows:
-        cost = r.cost_per_1m_output_tokens_usd
-        mark = " <- best" if best.get(r.batch) == r.k else ""
-        over = "" if r.within_max_num_seqs else " (above max_num_seqs)"
-        lines.append(
-            f"{r.batch:>5} {r.k:>3} {r.tokens_per_step:>8.2f} {r.tpot_ms:>8.2f}"
-            f" {r.output_tokens_per_s:>9.1f} {r.speedup:>7.2f}x"
-            f" {(f'{cost:.3f}' if cost is not None else '-'):>9} {_band_cell(r):>6}"
-            f"  {r.target_bound}{mark}{over}"
-        )
-    lines.append("best k per batch: " + ", ".join(f"{b}: k={k}" for b, k in sorted(best.items())))
-    stop = report.speculation_stops_paying_at_batch
-    if all(r.k == 0 for r in report.rows):
-        lines.append("no k > 0 asked for: nothing to compare")
-    elif stop is None:
-        lines.append("speculation pays at every batch given")
-    else:
-        lines.append(f"speculation no longer pays from batch {stop}: serve larger batches with k=0")
-    if report.cost_note:
-        lines.append(f"cost: not shown: {report.cost_note}")
-    lines += _band_notes(report)
-    return "\n".join(lines)
-
-
-def _band_cell(row: Row) -> str:
-    return f"+/-{row.error_band:.0%}" if row.error_band is not None else "n/a"
-
-
-def _band_notes(report: PredictReport) -> list[str]:
-    """The error column's meaning per regime, then every way the query is outside the data."""
-    notes = sorted({r.error_band_note for r in report.rows})
-    lines = ["error (held out, leave one source out):", *(f"  {n}" for n in notes)]
-    lines += [f"outside the published data: {o}" for o in report.outside_data]
-    return lines
