@@ -50,9 +50,11 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_config_subcommand(
-    subparsers: argparse._SubParsersAction, name: str, help: str, description: str | None = None
+    subparsers: argparse._SubParsersAction, name: str, help: str, doc: str | None = None
 ) -> argparse.ArgumentParser:
-    """A subcommand that names a config (add_config_arguments), for its own flags to follow."""
+    """A subcommand that names a config (add_config_arguments), for its own flags to follow; its
+    description is the first paragraph of `doc` (the module docstring of the command)."""
+    description = doc.split("\n\n")[0] if doc else None
     parser = subparsers.add_parser(name, help=help, description=description)
     add_config_arguments(parser)
     return parser

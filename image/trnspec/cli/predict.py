@@ -18,6 +18,9 @@ from trnspec.boundary.numbers import float_arg, int_arg
 from trnspec.cli.main import add_config_subcommand, config_from_args
 from trnspec.perf.predict import PredictQuery, PredictReport, Row, build
 
+#: The line `trnspec --help` lists for the subcommand.
+HELP = "predict TPOT, tokens/s and cost per 1M output tokens on Trn2, per batch and k"
+
 
 def query_from_args(args: argparse.Namespace) -> PredictQuery:
     """The parsed flags as the model's query (each field is the flag of the same name)."""
@@ -79,12 +82,7 @@ def _band_notes(report: PredictReport) -> list[str]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `predict` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    p = add_config_subcommand(
-        subparsers,
-        "predict",
-        help="predict TPOT, tokens/s and cost per 1M output tokens on Trn2, per batch and k",
-        description=(__doc__ or "").split("\n\n")[0],
-    )
+    p = add_config_subcommand(subparsers, "predict", HELP, __doc__)
     acc = p.add_mutually_exclusive_group()
     acc.add_argument("--acceptance-rate", type=float_arg(), help="per-token acceptance a in [0, 1]")
     acc.add_argument(

@@ -33,6 +33,8 @@ from trnspec.serve.steps import serve_steps
 
 #: The container cannot run the config (`trnspec doctor` failed): nothing was staged.
 EXIT_DOCTOR_FAILED = 1
+#: The line `trnspec --help` lists for the subcommand.
+HELP = "validate, stage from S3, run vLLM with signal forwarding and a readiness file"
 
 
 def resolve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeOptions:
@@ -104,12 +106,7 @@ def _doctor(cfg: ServingConfig) -> int | None:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `serve` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    p = add_config_subcommand(
-        subparsers,
-        "serve",
-        help="validate, stage from S3, run vLLM with signal forwarding and a readiness file",
-        description=(__doc__ or "").split("\n\n")[0],
-    )
+    p = add_config_subcommand(subparsers, "serve", HELP, __doc__)
     p.add_argument(
         "--models-root",
         help=f"where S3 models are staged (default ${ENV_DATA_DIR}/{MODELS_SUBDIR}, "
