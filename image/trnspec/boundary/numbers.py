@@ -1,9 +1,8 @@
 """Finite numbers in the range a quantity allows, for files, flags and server figures.
 
-`finite_in` raises BoundaryError; `finite_or_none` is for figures a server reports, where a bad
-value is dropped (absent, with the caller's reason) instead of stopping the tool. The argparse
-helpers (`float_arg`, `int_arg`, `int_list_arg`) turn the same rule into one-line usage errors
-(argparse exits with status 2).
+`finite_in` and `int_in` raise BoundaryError; `parse_int_list` reads a comma-separated list. The
+argparse helpers (`float_arg`, `int_arg`) turn the same rule into one-line usage errors (argparse
+exits with status 2).
 """
 
 from __future__ import annotations
@@ -74,12 +73,6 @@ def int_in(value: object, field: str, lo: int | None = None, hi: int | None = MA
     return value
 
 
-def finite_or_none(value: object, lo: float | None = None, hi: float | None = None) -> float | None:
-    """A server-reported figure: the finite float within [lo, hi], else None (absent)."""
-    number = as_number(value)
-    return number if number is not None and in_range(number, lo, hi) else None
-
-
 def _argparse(check: Callable[[str], object]) -> Callable[[str], object]:
     def parse(text: str) -> object:
         try:
@@ -144,8 +137,3 @@ def parse_int_list(
     if any(not lo <= v <= hi for v in values):
         raise BoundaryError(flag, text, f"every value must be an integer >= {lo} and <= {hi}")
     return values
-
-
-def int_list_arg(lo: int = 1, hi: int = MAX_COUNT) -> Callable[[str], object]:
-    """An argparse `type=` for a comma-separated integer list."""
-    return _argparse(lambda text: parse_int_list("value", text, lo, hi))

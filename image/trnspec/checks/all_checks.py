@@ -106,7 +106,7 @@ def assess(cfg: ServingConfig) -> Assessment:
     if cfg.speculation.method == "dflash" and draft is None:
         # Published DFlash drafters have no entry in the shape table (their configs are not
         # mirrored here); they are small and borrow the target's embedding and LM head, so the
-        # plan sizes the target alone and says so (plan_table), instead of refusing.
+        # plan sizes the target alone and says so (trnspec.cli.sizing_table), instead of refusing.
         missing = [(f, r) for f, r in missing if f != "speculation.draft"]
     if target is not None and topology_ok and not missing:
         plan = make_plan(cfg, target, draft)

@@ -35,8 +35,8 @@ EXIT_INTERRUPTED = 130
 #: Modules that contribute subcommands; each exposes register(subparsers).
 EXTENSION_MODULES = (
     "trnspec.cli.stage",
-    "trnspec.serve",
-    "trnspec.perf.predict",
+    "trnspec.cli.serve",
+    "trnspec.cli.predict",
     "trnspec.cli.plan_deploy",
 )
 
@@ -47,6 +47,17 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--profile", help="a shipped profile (see `trnspec profiles`)")
     source.add_argument("--config", metavar="FILE", help="a YAML/JSON ServingConfig file")
     add_set_argument(parser)
+
+
+def add_config_subcommand(
+    subparsers: argparse._SubParsersAction, name: str, help: str, doc: str | None = None
+) -> argparse.ArgumentParser:
+    """A subcommand that names a config (add_config_arguments), for its own flags to follow; its
+    description is the first paragraph of `doc` (the module docstring of the command)."""
+    description = doc.split("\n\n")[0] if doc else None
+    parser = subparsers.add_parser(name, help=help, description=description)
+    add_config_arguments(parser)
+    return parser
 
 
 def add_set_argument(
@@ -120,12 +131,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     from trnspec.checks.all_checks import assess
-    from trnspec.cli.plan_table import print_plan
+    from trnspec.cli.sizing_table import print_sizing_plan
 
     cfg = config_from_args(args)
     _warn(cfg)
     assessment = assess(cfg)
-    print_plan(cfg, assessment)
+    print_sizing_plan(cfg, assessment)
     return _report(assessment.problems) if assessment.problems else EXIT_OK
 
 
@@ -166,23 +177,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profiles", help="list the shipped profiles, one a line")
     p.set_defaults(func=_cmd_profiles)
 
-    p = sub.add_parser("check", help="run every check; exit 2 listing each problem")
-    add_config_arguments(p)
+    p = add_config_subcommand(sub, "check", help="run every check; exit 2 listing each problem")
     p.set_defaults(func=_cmd_check)
 
-    p = sub.add_parser("plan", help="print the HBM sizing plan and the checks")
-    add_config_arguments(p)
+    p = add_config_subcommand(sub, "plan", help="print the HBM sizing plan and the checks")
     p.set_defaults(func=_cmd_plan)
 
-    p = sub.add_parser(
+    p = add_config_subcommand(
+        sub,
         "doctor",
         help="in the pod: check vLLM, vllm-neuron, the method's model class, Neuron devices, LNC",
     )
-    add_config_arguments(p)
     p.set_defaults(func=_cmd_doctor)
 
-    p = sub.add_parser("render", help="print the exact vLLM argv and env for the image")
-    add_config_arguments(p)
+    p = add_config_subcommand(sub, "render", help="print the exact vLLM argv and env for the image")
     p.add_argument("--format", choices=("json", "shell"), default="json")
     p.set_defaults(func=_cmd_render)
 

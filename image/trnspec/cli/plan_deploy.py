@@ -25,12 +25,11 @@ from typing import Any
 import yaml
 
 from trnspec.boundary.user_input import InputReadError, read_text_file
-from trnspec.config.images import image_spec
 from trnspec.config.serving import ConfigError, Problem, load_profile
-from trnspec.hardware.pricing import PriceError, resolve_price
-from trnspec.perf.deploy_plan import PlanInputs, ProfilePlan, Variant, plan_profile, rank
-from trnspec.perf.model import ModelInputError, alpha_from_tokens_per_step, decode_context_tokens
-from trnspec.perf.predict import DEFAULT_BATCHES
+from trnspec.perf.acceptance import acceptance_rate
+from trnspec.perf.deploy_plan import PlanInputs, ProfilePlan, Variant, plan_profiles, rank
+from trnspec.perf.model import decode_context_tokens
+from trnspec.perf.predict import DEFAULT_BATCHES, int_list
 
 #: The plan file's format marker, checked by the deploy (infra/settings/plan_file.py).
 PLAN_KIND = "trnspec-deployment-plan"
@@ -53,20 +52,11 @@ def tune_report_alpha(path: str) -> float:
 def _alpha(args: argparse.Namespace, default_k: int) -> tuple[float, str]:
     if args.tune_report:
         return tune_report_alpha(args.tune_report), f"fit.alpha of {args.tune_report}"
+    k = args.acceptance_k or default_k
+    alpha = acceptance_rate(args.acceptance_rate, args.acceptance_length, k)
     if args.acceptance_rate is not None:
-        if not 0.0 <= args.acceptance_rate <= 1.0:
-            raise ConfigError(
-                [Problem("--acceptance-rate", args.acceptance_rate, "give a fraction in [0, 1]")]
-            )
         return args.acceptance_rate, "--acceptance-rate"
-    if args.acceptance_length is not None:
-        k = args.acceptance_k or default_k
-        try:
-            alpha = alpha_from_tokens_per_step(args.acceptance_length, k)
-        except ModelInputError as err:
-            raise ConfigError(
-                [Problem("--acceptance-length", args.acceptance_length, str(err))]
-            ) from None
+    if alpha is not None:
         return alpha, f"--acceptance-length {args.acceptance_length} at k={k}"
     raise ConfigError(
         [
@@ -85,6 +75,23 @@ def _positive(flag: str, value: float | None) -> None:
         raise ConfigError([Problem(flag, value, "give a positive number")])
 
 
+def _plan_inputs(args: argparse.Namespace) -> PlanInputs:
+    """The target, the load and the candidate batches of the flags (build_plans checked the
+    first three are positive)."""
+    batches = (
+        tuple(int_list("--max-num-seqs", args.max_num_seqs, 1))
+        if args.max_num_seqs
+        else DEFAULT_BATCHES
+    )
+    return PlanInputs(
+        tpot_target_ms=args.tpot_ms,
+        peak_streams=args.peak_streams,
+        min_replicas=args.min_replicas,
+        batches=batches,
+        context_tokens=decode_context_tokens(args.input_len, args.output_len),
+    )
+
+
 def build_plans(args: argparse.Namespace) -> tuple[list[ProfilePlan], dict[str, Any]]:
     """Every profile's plan and the inputs they were chosen from."""
     _positive("--tpot-ms", args.tpot_ms)
@@ -92,30 +99,8 @@ def build_plans(args: argparse.Namespace) -> tuple[list[ProfilePlan], dict[str, 
     _positive("--min-replicas", args.min_replicas)
     cfgs = [load_profile(name) for name in args.profile]
     alpha, alpha_source = _alpha(args, cfgs[0].speculation.num_speculative_tokens)
-    batches = (
-        tuple(sorted({int(b) for b in args.max_num_seqs.split(",")}))
-        if args.max_num_seqs
-        else DEFAULT_BATCHES
-    )
-    if not batches or batches[0] < 1:
-        raise ConfigError([Problem("--max-num-seqs", args.max_num_seqs, "give integers >= 1")])
-    inputs = PlanInputs(
-        tpot_target_ms=args.tpot_ms,
-        peak_streams=args.peak_streams,
-        min_replicas=args.min_replicas,
-        batches=batches,
-        context_tokens=decode_context_tokens(args.input_len, args.output_len),
-    )
-    plans = []
-    for cfg in cfgs:
-        try:
-            price, _ = resolve_price(cfg.hardware.instance_type, args.price_per_hour)
-        except PriceError as err:
-            raise ConfigError([Problem("--price-per-hour", None, str(err))]) from None
-        top = max(
-            image_spec(cfg.image).max_speculative_tokens, cfg.speculation.num_speculative_tokens
-        )
-        plans.append(plan_profile(cfg, alpha, range(1, top + 1), price, inputs))
+    inputs = _plan_inputs(args)
+    plans = plan_profiles(cfgs, alpha, args.price_per_hour, inputs)
     meta = {
         "acceptance_rate": round(alpha, 6),
         "acceptance_source": alpha_source,

@@ -34,6 +34,7 @@ from trnspec.boundary.user_input import (
     refuse_bool,
 )
 from trnspec.config.images import ImageGeneration
+from trnspec.config.pod_contract import SERVER_PORT
 from trnspec.config.s3_uri import is_s3_uri, parse_s3_uri
 
 SpeculationMethod = Literal["draft_model", "eagle3", "dflash", "none"]
@@ -136,7 +137,7 @@ class ServerConfig(_Frozen):
     """The OpenAI-compatible HTTP endpoint."""
 
     host: Text = Field(default="0.0.0.0", description="Address the server binds.")
-    port: Int = Field(default=8000, ge=1, le=65535, description="TCP port the server binds.")
+    port: Int = Field(default=SERVER_PORT, ge=1, le=65535, description="TCP port the server binds.")
 
 
 class ServingConfig(_Frozen):

@@ -176,9 +176,9 @@ def staged_storage_gib(cfg: ServingConfig) -> StagedStorage | None:
     of target and drafter): the weights, a pre-sharded copy of them plus the compiled graphs
     (COMPILED_GRAPHS_GIB) as the compile cache holds them, STORAGE_HEADROOM more, rounded up to
     STORAGE_STEP_GIB. None when the target's shape is unknown (set the size explicitly)."""
+    from trnspec.hardware.drafters import drafter_for
     from trnspec.hardware.model_shapes import ShapeError, resolve_shape
     from trnspec.hardware.sizing import BYTES_PER_DTYPE
-    from trnspec.perf.model import drafter_for
 
     try:
         target = resolve_shape(cfg.target)

@@ -31,14 +31,6 @@ class Trn2Instance:
     #: not know it (then the kubelet's disk is the root EBS volume).
     instance_store_gb: int | None = None
 
-    @property
-    def physical_cores(self) -> int:
-        return self.chips * PHYSICAL_CORES_PER_CHIP
-
-    @property
-    def hbm_gib(self) -> int:
-        return self.chips * HBM_GIB_PER_CHIP
-
     def logical_cores_per_chip(self, lnc: Lnc) -> int:
         """LNC=2 fuses two physical cores into one logical core (the Trn2 default)."""
         return PHYSICAL_CORES_PER_CHIP // lnc

@@ -7,18 +7,18 @@ by leaving one source out at a time (trnspec.perf.validation) for the current mo
 pass's, and both tables are stored with the constants in `trnspec/data/trn2_fit.json` (with the
 sha256 of the data file: the stored fit is used only for the data it was made from).
 
-    python -m trnspec.perf.calibrate                  # the report (constants, residuals, held out)
-    python -m trnspec.perf.calibrate --write          # refit after editing the data file
-    python -m trnspec.perf.calibrate --add runs.yaml  # refit with your own rows (`tune --rows-out`)
+The command is trnspec.cli.calibrate:
+
+    python -m trnspec.cli.calibrate                  # the report (constants, residuals, held out)
+    python -m trnspec.cli.calibrate --write          # refit after editing the data file
+    python -m trnspec.cli.calibrate --add runs.yaml  # refit with your own rows (`tune --rows-out`)
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from importlib import resources
@@ -28,6 +28,7 @@ from trnspec.boundary.write import write_file
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.fit import FIRST_PASS, SECOND_PASS, Fit, fit_constants, fit_rows
 from trnspec.perf.model import TRN2, Efficiency, Hardware
+from trnspec.perf.nelder_mead import nelder_mead
 from trnspec.perf.published import (
     DATA_FILE,
     Measurement,
@@ -94,7 +95,7 @@ def fit_published(text: str, extra: Sequence[str] = ()) -> StoredFit:
 
 
 def fit_to_json(stored: StoredFit, digest: str) -> str:
-    """The stored form (written by `python -m trnspec.perf.calibrate --write`)."""
+    """The stored form (written by `python -m trnspec.cli.calibrate --write`)."""
     return (
         json.dumps(
             {
@@ -268,93 +269,19 @@ def report_markdown(cal: Calibration) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m trnspec.perf.calibrate [--write] [--add FILE ...] [--out PATH]`."""
-    p = argparse.ArgumentParser(prog="python -m trnspec.perf.calibrate")
-    p.add_argument("--write", action="store_true", help=f"refit and write trnspec/{FIT_FILE}")
-    p.add_argument(
-        "--add",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a YAML file of your own rows in the data file's format (e.g. from tune"
-        " --rows-out); refit with them and print the report",
-    )
-    p.add_argument("--out", help="with --add: write the refitted constants to this JSON file")
-    args = p.parse_args(argv)
+def refit_with(extra: Sequence[str]) -> tuple[StoredFit, Calibration, str]:
+    """The shipped data plus `extra` rows (texts in the data file's format): the fit, its
+    calibration and the digest of the data it was made from. ValueError/TypeError on a bad row."""
     text = data_text()
-    if args.add:
-        try:
-            extra = [Path(f).read_text(encoding="utf-8") for f in args.add]
-            measurements, shapes = load_published(text, extra)
-        except (OSError, ValueError, TypeError) as err:
-            print(f"--add: {err}", file=sys.stderr)
-            return 2
-        stored = fit_published(text, extra)
-        if args.out:
-            write_file(Path(args.out), fit_to_json(stored, data_digest(text + "".join(extra))))
-        print(report_markdown(calibration_for(measurements, shapes, stored)), end="")
-        return 0
-    if args.write:
-        path = Path(str(resources.files("trnspec").joinpath(FIT_FILE)))
-        write_file(path, fit_to_json(fit_published(text), data_digest(text)))
-        trn2_calibration.cache_clear()
-        print(f"wrote {path}", file=sys.stderr)
-    print(report_markdown(trn2_calibration()), end="")
-    return 0
+    measurements, shapes = load_published(text, extra)
+    stored = fit_published(text, extra)
+    return stored, calibration_for(measurements, shapes, stored), data_digest(text + "".join(extra))
 
 
-# ------------------------------------------------------- a derivative-free minimiser (tune uses it)
-
-
-def nelder_mead(
-    f: Callable[[Sequence[float]], float],
-    start: Sequence[float],
-    step: float = 0.7,
-    iterations: int = 600,
-) -> tuple[list[float], float]:
-    """Minimise `f` from `start` (a plain, deterministic Nelder-Mead; no derivatives)."""
-    n = len(start)
-    simplex = [list(start)]
-    for i in range(n):
-        p = list(start)
-        p[i] += step
-        simplex.append(p)
-    values = [f(p) for p in simplex]
-    for _ in range(iterations):
-        order = sorted(range(n + 1), key=values.__getitem__)
-        simplex = [simplex[i] for i in order]
-        values = [values[i] for i in order]
-        centroid = [sum(p[j] for p in simplex[:-1]) / n for j in range(n)]
-        worst = simplex[-1]
-
-        def towards(
-            scale: float, centroid: list[float] = centroid, worst: list[float] = worst
-        ) -> list[float]:
-            return [c + scale * (w - c) for c, w in zip(centroid, worst, strict=True)]
-
-        reflected = towards(-1.0)
-        fr = f(reflected)
-        if fr < values[0]:
-            expanded = towards(-2.0)
-            fe = f(expanded)
-            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
-        elif fr < values[-2]:
-            simplex[-1], values[-1] = reflected, fr
-        else:
-            contracted = towards(0.5)
-            fc = f(contracted)
-            if fc < values[-1]:
-                simplex[-1], values[-1] = contracted, fc
-            else:
-                best = simplex[0]
-                simplex = [best] + [
-                    [b + 0.5 * (x - b) for b, x in zip(best, p, strict=True)] for p in simplex[1:]
-                ]
-                values = [values[0]] + [f(p) for p in simplex[1:]]
-    i = min(range(n + 1), key=values.__getitem__)
-    return simplex[i], values[i]
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def write_shipped_fit() -> Path:
+    """Refit the shipped data and store it as FIT_FILE in the package (after editing the data)."""
+    text = data_text()
+    path = Path(str(resources.files("trnspec").joinpath(FIT_FILE)))
+    write_file(path, fit_to_json(fit_published(text), data_digest(text)))
+    trn2_calibration.cache_clear()
+    return path

@@ -3,7 +3,7 @@ AWS would bill it, and the same model without speculation beside it.
 
 For each candidate profile and each max_num_seqs b (a compiled batch), every window k the profile
 validates with (`trnspec.checks.all_checks`: a DFlash drafter allows only its block size - 1) is
-predicted by the Trn2 model (`trnspec.perf.predict.profile_model`). A variant is kept when:
+predicted by the Trn2 model (`trnspec.perf.profile_model`). A variant is kept when:
 - its TPOT at a full batch b is within the target (a replica never decodes more than b streams);
 - for k > 0, it beats the plain server at every batch 1..b, so the deployment is never slower
   than the plain one at any load it sees (the batch is capped at b, and the autoscaler adds
@@ -25,11 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trnspec.checks.all_checks import validate
-from trnspec.config.serving import ConfigError, ServingConfig, apply_overrides
+from trnspec.config.images import image_spec
+from trnspec.config.serving import ConfigError, Problem, ServingConfig, apply_overrides
 from trnspec.hardware.packing import placement_for
-from trnspec.hardware.pricing import cost_per_1m_output_tokens
+from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.perf.model import TokensPerStep
-from trnspec.perf.predict import profile_model
+from trnspec.perf.profile_model import profile_model
 
 #: KEDA's bound on replicas (serving.max_replicas).
 MAX_REPLICAS = 64
@@ -188,3 +189,24 @@ def plan_profile(
             if cur is None or rank(variant) < rank(cur):
                 best[k > 0] = variant
     return ProfilePlan(cfg.name, best.get(True), best.get(False), tuple(skipped))
+
+
+def plan_profiles(
+    cfgs: Sequence[ServingConfig],
+    alpha: float,
+    price_per_hour: float | None,
+    inputs: PlanInputs,
+) -> list[ProfilePlan]:
+    """Every candidate's plan at windows 1 up to its image's maximum, priced per instance hour
+    (`price_per_hour`, else the price table; a ConfigError naming --price-per-hour without one)."""
+    plans = []
+    for cfg in cfgs:
+        try:
+            price, _ = resolve_price(cfg.hardware.instance_type, price_per_hour)
+        except PriceError as err:
+            raise ConfigError([Problem("--price-per-hour", None, str(err))]) from None
+        top = max(
+            image_spec(cfg.image).max_speculative_tokens, cfg.speculation.num_speculative_tokens
+        )
+        plans.append(plan_profile(cfg, alpha, range(1, top + 1), price, inputs))
+    return plans

@@ -31,19 +31,17 @@ is written when the first probe succeeds, removed when a probe fails, as soon as
 otherwise stage, start vLLM, publish the compile when it first answers, stop vLLM, and exit 0
 only if the compile was published.
 
-One module per seam, so tests cover the plan without AWS, the runner under moto and the
-supervisor with a tiny fake child instead of vLLM:
-- plan: what serve will do for a config (pure: no I/O, no environment reads);
+One module per seam, so tests cover the steps without AWS, the runner under moto and the
+supervisor with a tiny fake child instead of vLLM (the `serve` subcommand, its options from flags
+and the pod's environment, is trnspec.cli.serve):
+- steps: what serve will do for a config (pure: no I/O, no environment reads);
 - probes: what the supervisor asks vLLM, and the readiness file the kubelet reads;
 - supervisor: the child process, signal forwarding, drain and readiness;
-- runner: staging, the re-check, the compile cache and the supervised run (`execute`);
-- cli: the `serve` subcommand, its options from flags and the pod's environment.
+- runner: staging, the re-check, the compile cache and the supervised run (`execute`).
 The paths, environment names and ports the pod and the engine share are in
 trnspec.config.pod_contract.
 """
 
-from trnspec.serve.cli import register, resolve_options
-from trnspec.serve.plan import CacheStep, ServePlan, StageStep, plan_serve
 from trnspec.serve.probes import (
     ReadyFile,
     http_busy,
@@ -52,6 +50,7 @@ from trnspec.serve.probes import (
     requests_in_flight,
 )
 from trnspec.serve.runner import EXIT_STAGING_FAILED, ServeOptions, SuperviseVllm, execute
+from trnspec.serve.steps import CacheStep, ServeSteps, StageStep, serve_steps
 from trnspec.serve.supervisor import Supervisor, exit_status
 
 __all__ = [
@@ -59,7 +58,7 @@ __all__ = [
     "CacheStep",
     "ReadyFile",
     "ServeOptions",
-    "ServePlan",
+    "ServeSteps",
     "StageStep",
     "SuperviseVllm",
     "Supervisor",
@@ -67,9 +66,7 @@ __all__ = [
     "exit_status",
     "http_busy",
     "http_probe",
-    "plan_serve",
     "probe_url",
-    "register",
     "requests_in_flight",
-    "resolve_options",
+    "serve_steps",
 ]

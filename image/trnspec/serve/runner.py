@@ -1,4 +1,4 @@
-"""The runner: stage the plan's models, check them again, sync the compile cache, then run vLLM
+"""The runner: stage the models, check them again, sync the compile cache, then run vLLM
 under a supervisor; in compile-only mode (the precompile Job), publish the compile and stop."""
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from trnspec.config.pod_contract import (
 from trnspec.config.serving import ConfigError, Problem, ServingConfig, apply_overrides
 from trnspec.engine.render import RenderedCommand
 from trnspec.serve.api_key import auth_headers, child_env, files_holding_key
-from trnspec.serve.plan import CacheStep, ServePlan
 from trnspec.serve.probes import ReadyFile, http_busy, http_probe, probe_url
+from trnspec.serve.steps import CacheStep, ServeSteps
 from trnspec.serve.supervisor import Supervisor
 from trnspec.staging.transfer import (
     NotPublishedError,
@@ -99,6 +99,7 @@ class SuperviseVllm:
         return supervisor.run()
 
 
+@dataclass(frozen=True, repr=False)
 class CachePublisher:
     """Publishes a fresh compile under its key; called once the model answers.
 
@@ -108,30 +109,21 @@ class CachePublisher:
     local compile directory first, so the key never reaches the bucket.
     """
 
-    def __init__(
-        self,
-        s3: Any,
-        cache: CacheStep,
-        root: S3Location,
-        options: ServeOptions,
-        replace: bool,
-        api_key: str | None = None,
-    ) -> None:
-        self.s3 = s3
-        self.cache = cache
-        self.root = root
-        self.options = options
-        self.replace = replace
-        self._api_key = api_key
+    s3: Any
+    cache: CacheStep
+    root: S3Location
+    options: ServeOptions
+    replace: bool
+    api_key: str | None = None
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # never the key, nor the client
         return f"CachePublisher(key={self.cache.key!r}, root={self.root}, replace={self.replace})"
 
     def _drop_key_copies(self) -> None:
-        if self._api_key is None:
+        if self.api_key is None:
             return
         local = Path(self.cache.local_dir)
-        for rel in files_holding_key(local, self._api_key):
+        for rel in files_holding_key(local, self.api_key):
             (local / rel).unlink()
             log.warning(
                 "left out of the compile cache: %s holds the API key (written by vLLM); "
@@ -188,7 +180,7 @@ class PublishThenStop:
 
 def execute(
     cfg: ServingConfig,
-    plan: ServePlan,
+    steps: ServeSteps,
     options: ServeOptions,
     supervise: SuperviseFn,
     s3: Any | None = None,
@@ -202,44 +194,44 @@ def execute(
     start vLLM, publish its compile when it first answers, then stop it (`stop`, by default a
     SIGTERM to this process, which the supervisor forwards) and exit 0 only if it was published.
     """
-    cache_root = _cache_root(plan)
+    cache_root = _cache_root(steps)
     if options.compile_only:
-        _require_compile_cache(cfg, plan, cache_root)
-    if (plan.stage or cache_root is not None) and s3 is None:
+        _require_compile_cache(cfg, steps, cache_root)
+    if (steps.stage or cache_root is not None) and s3 is None:
         try:
             s3 = _s3_client()
         except StagingError as err:
             print(f"staging failed: {err}", file=sys.stderr)
             return EXIT_STAGING_FAILED
-    if options.compile_only and plan.cache is not None and cache_root is not None:
-        done = _already_compiled(s3, plan.cache, cache_root, options, sleep)
+    if options.compile_only and steps.cache is not None and cache_root is not None:
+        done = _already_compiled(s3, steps.cache, cache_root, options, sleep)
         if done is not None:
             return done
     try:
-        _retrying(options, sleep, "staging", partial(_stage_models, s3, plan, options))
+        _retrying(options, sleep, "staging", partial(_stage_models, s3, steps, options))
     except StagingError as err:
         print(f"staging failed: {err}", file=sys.stderr)
         return EXIT_STAGING_FAILED
-    _check_staged(cfg, plan)
+    _check_staged(cfg, steps)
     publisher: CachePublisher | None = None
-    if plan.cache is not None:
-        if not _make_compiled_dir(plan.cache.local_dir):
+    if steps.cache is not None:
+        if not _make_compiled_dir(steps.cache.local_dir):
             return EXIT_STAGING_FAILED
         if cache_root is not None:
-            publisher = _cache_sync(s3, plan.cache, cache_root, options, api_key)
+            publisher = _cache_sync(s3, steps.cache, cache_root, options, api_key)
     if options.compile_only:
-        return _compile_and_publish(plan, publisher, supervise, stop or _stop_self)
-    return supervise(plan.command, None if publisher is None else publisher.in_background)
+        return _compile_and_publish(steps, publisher, supervise, stop or _stop_self)
+    return supervise(steps.command, None if publisher is None else publisher.in_background)
 
 
-def _cache_root(plan: ServePlan) -> S3Location | None:
-    if plan.cache is None or not plan.cache.cache_root:
+def _cache_root(steps: ServeSteps) -> S3Location | None:
+    if steps.cache is None or not steps.cache.cache_root:
         return None
-    return parse_s3_uri(plan.cache.cache_root, require_key=False)
+    return parse_s3_uri(steps.cache.cache_root, require_key=False)
 
 
-def _require_compile_cache(cfg: ServingConfig, plan: ServePlan, root: S3Location | None) -> None:
-    if plan.cache is not None and root is not None:
+def _require_compile_cache(cfg: ServingConfig, steps: ServeSteps, root: S3Location | None) -> None:
+    if steps.cache is not None and root is not None:
         return
     raise ConfigError(
         [
@@ -248,7 +240,7 @@ def _require_compile_cache(cfg: ServingConfig, plan: ServePlan, root: S3Location
                 True,
                 f"needs a Neuron image and a compile cache (--compile-cache or "
                 f"{ENV_COMPILE_CACHE}); image={cfg.image.value} has "
-                f"{'one' if plan.cache else 'no compile step'}",
+                f"{'one' if steps.cache else 'no compile step'}",
             )
         ]
     )
@@ -311,9 +303,9 @@ def _already_compiled(
     return 0
 
 
-def _stage_models(s3: Any, plan: ServePlan, options: ServeOptions) -> None:
-    """Download every model of the plan (verified files are kept across retries)."""
-    for step in plan.stage:
+def _stage_models(s3: Any, steps: ServeSteps, options: ServeOptions) -> None:
+    """Download every model of the steps (verified files are kept across retries)."""
+    for step in steps.stage:
         with rich_progress(options.progress) as bar:
             result = download(
                 s3,
@@ -326,13 +318,13 @@ def _stage_models(s3: Any, plan: ServePlan, options: ServeOptions) -> None:
         log.info("staged %s", result.summary())
 
 
-def _check_staged(cfg: ServingConfig, plan: ServePlan) -> None:
+def _check_staged(cfg: ServingConfig, steps: ServeSteps) -> None:
     """The staged config.json files are readable now: check sizes and vocabularies for real."""
     from trnspec.checks.all_checks import check
 
-    if not plan.staged_overrides:
+    if not steps.staged_overrides:
         return
-    problems = check(apply_overrides(cfg, list(plan.staged_overrides)))
+    problems = check(apply_overrides(cfg, list(steps.staged_overrides)))
     if problems:
         raise ConfigError(problems)
 
@@ -375,7 +367,7 @@ def _cache_sync(
 
 
 def _compile_and_publish(
-    plan: ServePlan,
+    steps: ServeSteps,
     publisher: CachePublisher | None,
     supervise: SuperviseFn,
     stop: Callable[[], None],
@@ -383,7 +375,7 @@ def _compile_and_publish(
     if publisher is None:  # another pod published while we staged: nothing left to compile
         return 0
     action = PublishThenStop(publisher, stop)
-    returncode = supervise(plan.command, action)
+    returncode = supervise(steps.command, action)
     if action.published is None:
         print("compile-only: vLLM exited before it answered; nothing published", file=sys.stderr)
         return returncode or EXIT_STAGING_FAILED

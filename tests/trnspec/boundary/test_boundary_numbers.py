@@ -12,9 +12,7 @@ from hypothesis import strategies as st
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import (
     MAX_COUNT,
-    as_number,
     finite_in,
-    finite_or_none,
     float_arg,
     int_arg,
     parse_int_list,
@@ -52,17 +50,6 @@ def test_finite_in_returns_a_finite_number_in_range_or_one_line_naming_the_field
     assert math.isfinite(number) and not isinstance(value, bool)
     assert lo is None or (number > lo if lo_open else number >= lo)
     assert hi is None or number <= hi
-
-
-@SETTINGS
-@given(anything, bounds, bounds)
-def test_a_server_figure_is_finite_and_in_range_or_absent(value, lo, hi):
-    number = finite_or_none(value, lo, hi)
-    if number is not None:
-        assert math.isfinite(number)
-        assert (lo is None or number >= lo) and (hi is None or number <= hi)
-    if as_number(value) is None:
-        assert number is None
 
 
 @SETTINGS

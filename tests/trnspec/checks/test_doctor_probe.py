@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from trnspec.checks.doctor_probe import examine, installed_version, probe_environment, read_registry
 from trnspec.cli.main import main as cli_main
+from trnspec.cli.serve import EXIT_DOCTOR_FAILED
 from trnspec.config.pod_contract import ENV_API_KEY_SECRET
 from trnspec.config.serving import load_profile
-from trnspec.serve.cli import EXIT_DOCTOR_FAILED
 
 
 def test_probe_reads_devices_lnc_file_environment_and_versions(tmp_path: Path) -> None:

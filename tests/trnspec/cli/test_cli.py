@@ -190,8 +190,8 @@ def test_an_extension_with_a_broken_import_is_not_hidden(monkeypatch, tmp_path):
 def test_stage_serve_predict_and_plan_deploy_are_the_extension_modules():
     assert EXTENSION_MODULES == (
         "trnspec.cli.stage",
-        "trnspec.serve",
-        "trnspec.perf.predict",
+        "trnspec.cli.serve",
+        "trnspec.cli.predict",
         "trnspec.cli.plan_deploy",
     )
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from trnspec.cli.main import build_parser
+from trnspec.cli.serve import resolve_options
 from trnspec.config import pod_contract
 from trnspec.config.pod_contract import (
     COMPILED_ROOT,
@@ -25,7 +26,6 @@ from trnspec.config.pod_contract import (
 from trnspec.config.serving import ServerConfig
 from trnspec.engine import render
 from trnspec.serve import api_key
-from trnspec.serve.cli import resolve_options
 from trnspec.serve.runner import ServeOptions
 
 

@@ -13,7 +13,6 @@ from trnspec.perf.calibrate import (
     fit_published,
     implied_acceptance,
     load_published,
-    main,
     predicted_step_ms,
     report_markdown,
     trn2_calibration,
@@ -44,7 +43,7 @@ def test_a_row_without_a_quote_is_refused_naming_the_field():
 
 def test_the_stored_fit_belongs_to_the_shipped_data():
     assert _stored_fit(data_digest(data_text())) is not None, (
-        f"trnspec/{FIT_FILE} is stale: run python -m trnspec.perf.calibrate --write"
+        f"trnspec/{FIT_FILE} is stale: run python -m trnspec.cli.calibrate --write"
     )
     assert _stored_fit("0" * 64) is None
 
@@ -127,57 +126,3 @@ def test_report_lists_every_row_and_both_held_out_tables():
     for m in MEASUREMENTS:
         assert m.id in md
     assert "first pass model (before)" in md and "this model (after)" in md
-
-
-def test_add_refits_with_a_users_own_rows(tmp_path, capsys):
-    row = tmp_path / "mine.yaml"
-    row.write_text(
-        """measurements:
-  - id: my-llama31-8b-tp4-c2
-    role: baseline
-    source: https://example.com/my-run
-    quote: "tune --stack: TPOT 25.9 ms at concurrency 2"
-    date: "2026-12-01"
-    stack: vLLM Neuron plugin, trnspec tune
-    stack_group: plugin-sync
-    target: Llama-3.1-8B
-    instance: trn2.3xlarge
-    tp: 4
-    lnc: 2
-    batch: 2
-    input_len: 64
-    output_len: 192
-    weight_bytes: 2
-    tpot_ms: 25.9
-""",
-        encoding="utf-8",
-    )
-    out = tmp_path / "fit.json"
-    assert main(["--add", str(row), "--out", str(out)]) == 0
-    assert "my-llama31-8b-tp4-c2" in capsys.readouterr().out and out.exists()
-
-
-def test_add_refuses_a_row_that_repeats_a_shipped_id(tmp_path, capsys):
-    row = tmp_path / "dup.yaml"
-    text = data_text()
-    row.write_text(text[text.index("measurements:") :], encoding="utf-8")
-    assert main(["--add", str(row)]) == 2
-    assert "appear more than once" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(
-    ("text", "needle"),
-    [
-        (
-            "measurements:\n  - id: x\n    role: baseline\n    quote: some words here\n",
-            "missing fields",
-        ),
-        ("measurements: [\n", "not YAML"),
-    ],
-)
-def test_add_refuses_a_file_it_cannot_read_in_one_line(tmp_path, capsys, text, needle):
-    path = tmp_path / "bad.yaml"
-    path.write_text(text, encoding="utf-8")
-    assert main(["--add", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert needle in err and err.count("\n") == 1

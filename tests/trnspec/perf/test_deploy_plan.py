@@ -125,8 +125,15 @@ def test_a_tune_report_gives_the_acceptance(
             "--acceptance-rate=2",
         ),
         (["--tpot-ms", "0.5", "--peak-streams", "4", "--acceptance-rate", "0.5"], "no variant"),
+        (
+            [
+                *("--tpot-ms", "30", "--peak-streams", "4", "--acceptance-rate", "0.5"),
+                *("--max-num-seqs", "1,x"),
+            ],
+            "--max-num-seqs=1,x: give comma-separated integers",
+        ),
     ],
-    ids=["tpot-zero", "no-acceptance", "rate-above-one", "target-unreachable"],
+    ids=["tpot-zero", "no-acceptance", "rate-above-one", "target-unreachable", "batches-not-ints"],
 )
 def test_bad_input_exits_2_naming_the_flag(
     capsys: pytest.CaptureFixture[str], argv: list[str], message: str

@@ -1,5 +1,5 @@
 """Shared by the serve tests: a stand-in for vLLM (a tiny HTTP server run as a child) and the S3
-config the runner and plan tests stage."""
+config the runner and steps tests stage."""
 
 from __future__ import annotations
 

@@ -162,17 +162,19 @@ def test_the_key_goes_to_vllms_environment_only() -> None:
     assert env["PATH"] == "/bin"
 
 
-def test_the_rendered_argv_and_plan_never_hold_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The plan (and so the logged `starting: <argv>` line) is built without the key."""
+def test_the_rendered_argv_and_serve_steps_never_hold_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The steps (and so the logged `starting: <argv>` line) are built without the key."""
     from trnspec.config.serving import load_profile
-    from trnspec.serve import plan_serve
+    from trnspec.serve import serve_steps
 
     monkeypatch.setenv(VLLM_API_KEY_ENV, KEY)
     monkeypatch.setenv(ENV_API_KEY_SECRET, "arn:x")
-    plan = plan_serve(load_profile("local-tiny"))
-    assert KEY not in plan.to_json()
-    assert KEY not in " ".join(plan.command.argv)
-    assert VLLM_API_KEY_ENV not in plan.command.env
+    steps = serve_steps(load_profile("local-tiny"))
+    assert KEY not in steps.to_json()
+    assert KEY not in " ".join(steps.command.argv)
+    assert VLLM_API_KEY_ENV not in steps.command.env
 
 
 def test_files_holding_the_key_are_found_even_across_read_chunks(tmp_path: Path) -> None:

@@ -20,8 +20,8 @@ from moto import mock_aws
 from serve_fakes import s3_qwen
 from trnspec.config.serving import ConfigError, ServingConfig, apply_overrides, load_profile
 from trnspec.engine.render import RenderedCommand
-from trnspec.serve.plan import plan_serve
 from trnspec.serve.runner import ServeOptions, SuperviseVllm, execute
+from trnspec.serve.steps import serve_steps
 from trnspec.staging.transfer import S3Location, TransferSettings, fetch_manifest, upload
 
 QWEN3_32B = {
@@ -93,9 +93,9 @@ def options(tmp_path: Path, run: str) -> ServeOptions:
     )
 
 
-def plan_for(cfg: ServingConfig, opts: ServeOptions) -> Any:
-    """The serve plan for a config under a pod's options (where it stages and caches)."""
-    return plan_serve(
+def steps_for(cfg: ServingConfig, opts: ServeOptions) -> Any:
+    """The steps serve takes for a config under a pod's options (where it stages and caches)."""
+    return serve_steps(
         cfg,
         models_root=opts.models_root,
         compiled_root=opts.compiled_root,
@@ -108,13 +108,13 @@ def test_cold_start_publishes_the_compile_and_the_next_pod_reuses_it(
 ) -> None:
     cfg, fake = s3_qwen(), FakeVllm()
     first = options(tmp_path, "pod1")
-    plan = plan_for(cfg, first)
-    assert execute(cfg, plan, first, fake, s3) == 0
-    assert plan.cache is not None
-    assert fetch_manifest(s3, S3Location("cache", f"neuron/{plan.cache.key}")) is not None
+    steps = steps_for(cfg, first)
+    assert execute(cfg, steps, first, fake, s3) == 0
+    assert steps.cache is not None
+    assert fetch_manifest(s3, S3Location("cache", f"neuron/{steps.cache.key}")) is not None
     second = options(tmp_path, "pod2")
-    plan2 = plan_for(cfg, second)
-    assert execute(cfg, plan2, second, fake, s3) == 0
+    steps2 = steps_for(cfg, second)
+    assert execute(cfg, steps2, second, fake, s3) == 0
     assert [warm for _, warm in fake.calls] == [False, True]
 
 
@@ -125,9 +125,9 @@ def test_staged_models_are_checked_again_from_their_config_files(s3: Any, tmp_pa
     upload(s3, bad, S3Location("models", "Qwen3-1.7B"))  # same name, other tokenizer
     cfg, fake = s3_qwen(), FakeVllm()
     opts = options(tmp_path, "pod")
-    plan = plan_for(cfg, opts)
+    steps = steps_for(cfg, opts)
     with pytest.raises(ConfigError, match=r"speculation\.draft\.source=.*vocabulary"):
-        execute(cfg, plan, opts, fake, s3)
+        execute(cfg, steps, opts, fake, s3)
     assert fake.calls == []  # vLLM never started
 
 
@@ -139,7 +139,7 @@ def test_a_model_never_published_fails_staging_after_a_bounded_wait_without_star
     opts = dataclasses.replace(options(tmp_path, "pod"), weights_wait_delays=(30.0, 60.0))
     slept: list[float] = []
     with caplog.at_level(logging.WARNING, logger="trnspec.serve"):
-        assert execute(cfg, plan_for(cfg, opts), opts, fake, s3, sleep=slept.append) == 1
+        assert execute(cfg, steps_for(cfg, opts), opts, fake, s3, sleep=slept.append) == 1
     assert slept == [30.0, 60.0]
     assert "nothing published at s3://models/Qwen3-1.7B-missing" in capsys.readouterr().err
     waits = [r.getMessage() for r in caplog.records if "not published yet" in r.getMessage()]
@@ -181,7 +181,7 @@ def test_a_pod_started_before_its_weights_waits_and_runs_once_they_are_published
     fake = FakeVllm()
     base = compile_only(tmp_path, "job") if compile else options(tmp_path, "pod")
     opts = dataclasses.replace(base, weights_wait_delays=(30.0, 60.0, 120.0))
-    code = execute(cfg, plan_for(cfg, opts), opts, fake, s3, stop=lambda: None, sleep=sleep)
+    code = execute(cfg, steps_for(cfg, opts), opts, fake, s3, stop=lambda: None, sleep=sleep)
     assert code == 0 and len(fake.calls) == 1
     assert sleep.slept == [30.0, 60.0][:published_at]
 
@@ -203,12 +203,12 @@ def test_cache_publish_denied_is_logged_and_the_pod_keeps_serving(
     s3.meta.events.register("before-parameter-build.s3.PutObject", deny)
     cfg, fake = s3_qwen(), FakeVllm()
     opts = options(tmp_path, "pod")
-    plan = plan_for(cfg, opts)
+    steps = steps_for(cfg, opts)
     with caplog.at_level(logging.WARNING, logger="trnspec.serve"):
-        assert execute(cfg, plan, opts, fake, s3) == 0
+        assert execute(cfg, steps, opts, fake, s3) == 0
     assert "could not publish the compile cache" in caplog.text and "AccessDenied" in caplog.text
-    assert plan.cache is not None
-    assert fetch_manifest(s3, S3Location("cache", f"neuron/{plan.cache.key}")) is None
+    assert steps.cache is not None
+    assert fetch_manifest(s3, S3Location("cache", f"neuron/{steps.cache.key}")) is None
 
 
 def test_a_compile_file_holding_the_api_key_never_reaches_the_bucket(
@@ -228,11 +228,11 @@ def test_a_compile_file_holding_the_api_key_never_reaches_the_bucket(
 
     cfg, fake = s3_qwen(), KeyedVllm()
     opts = options(tmp_path, "pod")
-    plan = plan_for(cfg, opts)
+    steps = steps_for(cfg, opts)
     with caplog.at_level(logging.WARNING, logger="trnspec.serve"):
-        assert execute(cfg, plan, opts, fake, s3, api_key=key) == 0
-    assert plan.cache is not None
-    published = fetch_manifest(s3, S3Location("cache", f"neuron/{plan.cache.key}"))
+        assert execute(cfg, steps, opts, fake, s3, api_key=key) == 0
+    assert steps.cache is not None
+    published = fetch_manifest(s3, S3Location("cache", f"neuron/{steps.cache.key}"))
     assert published is not None
     assert [e.path for e in published.files] == ["model.neff"]
     for obj in s3.list_objects_v2(Bucket="cache")["Contents"]:
@@ -245,16 +245,17 @@ def test_a_compile_file_holding_the_api_key_never_reaches_the_bucket(
 def test_a_corrupt_compile_cache_is_recompiled_and_replaced(s3: Any, tmp_path: Path) -> None:
     cfg, fake = s3_qwen(), FakeVllm()
     first = options(tmp_path, "pod1")
-    plan = plan_for(cfg, first)
-    assert execute(cfg, plan, first, fake, s3) == 0
-    assert plan.cache is not None
-    s3.put_object(Bucket="cache", Key=f"neuron/{plan.cache.key}/model.neff", Body=b"garbage!!!!!!!")
+    steps = steps_for(cfg, first)
+    assert execute(cfg, steps, first, fake, s3) == 0
+    assert steps.cache is not None
+    key = f"neuron/{steps.cache.key}/model.neff"
+    s3.put_object(Bucket="cache", Key=key, Body=b"garbage!!!!!!!")
     second = options(tmp_path, "pod2")
-    plan2 = plan_for(cfg, second)
-    assert execute(cfg, plan2, second, fake, s3) == 0
+    steps2 = steps_for(cfg, second)
+    assert execute(cfg, steps2, second, fake, s3) == 0
     third = options(tmp_path, "pod3")
-    plan3 = plan_for(cfg, third)
-    assert execute(cfg, plan3, third, fake, s3) == 0
+    steps3 = steps_for(cfg, third)
+    assert execute(cfg, steps3, third, fake, s3) == 0
     assert [warm for _, warm in fake.calls] == [False, False, True]
 
 
@@ -265,30 +266,30 @@ def compile_only(tmp_path: Path, run: str) -> ServeOptions:
 def test_compile_only_compiles_publishes_and_stops(s3: Any, tmp_path: Path) -> None:
     cfg, fake, stops = s3_qwen(), FakeVllm(), []
     opts = compile_only(tmp_path, "job")
-    plan = plan_for(cfg, opts)
-    assert execute(cfg, plan, opts, fake, s3, stop=lambda: stops.append(1)) == 0
+    steps = steps_for(cfg, opts)
+    assert execute(cfg, steps, opts, fake, s3, stop=lambda: stops.append(1)) == 0
     assert stops == [1]
-    assert plan.cache is not None
-    assert fetch_manifest(s3, S3Location("cache", f"neuron/{plan.cache.key}")) is not None
+    assert steps.cache is not None
+    assert fetch_manifest(s3, S3Location("cache", f"neuron/{steps.cache.key}")) is not None
     # A second run finds the key published and starts nothing, stages nothing.
     again = compile_only(tmp_path, "job2")
-    plan2 = plan_for(cfg, again)
-    assert execute(cfg, plan2, again, fake, s3) == 0
+    steps2 = steps_for(cfg, again)
+    assert execute(cfg, steps2, again, fake, s3) == 0
     assert len(fake.calls) == 1
     assert not Path(again.models_root).exists()
 
 
 def test_compile_only_fails_when_vllm_dies_before_answering(s3: Any, tmp_path: Path) -> None:
     cfg, opts = s3_qwen(), compile_only(tmp_path, "job")
-    plan = plan_for(cfg, opts)
-    assert execute(cfg, plan, opts, lambda command, ready: 7, s3) == 7
+    steps = steps_for(cfg, opts)
+    assert execute(cfg, steps, opts, lambda command, ready: 7, s3) == 7
 
 
 def test_compile_only_needs_a_compile_cache() -> None:
     cfg = load_profile("qwen3-32b-draft")
     opts = ServeOptions(compile_only=True, progress=False)
     with pytest.raises(ConfigError, match="--compile-only"):
-        execute(cfg, plan_serve(cfg), opts, FakeVllm())
+        execute(cfg, serve_steps(cfg), opts, FakeVllm())
 
 
 def credentials_arrive_after(s3: Any, failures: int) -> list[int]:
@@ -311,7 +312,7 @@ def test_serve_waits_for_credentials_that_arrive_late(s3: Any, tmp_path: Path) -
     cfg, fake = s3_qwen(), FakeVllm()
     opts = dataclasses.replace(options(tmp_path, "pod"), stage_retry_delays=(3.0, 6.0, 12.0))
     slept: list[float] = []
-    assert execute(cfg, plan_for(cfg, opts), opts, fake, s3, sleep=slept.append) == 0
+    assert execute(cfg, steps_for(cfg, opts), opts, fake, s3, sleep=slept.append) == 0
     assert slept == [3.0, 6.0] and len(fake.calls) == 1
 
 
@@ -322,7 +323,7 @@ def test_serve_without_credentials_exits_1_after_a_bounded_wait(
     cfg, fake = s3_qwen(), FakeVllm()
     opts = dataclasses.replace(options(tmp_path, "pod"), stage_retry_delays=(1.0, 2.0))
     slept: list[float] = []
-    assert execute(cfg, plan_for(cfg, opts), opts, fake, s3, sleep=slept.append) == 1
+    assert execute(cfg, steps_for(cfg, opts), opts, fake, s3, sleep=slept.append) == 1
     err = capsys.readouterr().err
     assert slept == [1.0, 2.0] and fake.calls == []
     assert err.startswith("staging failed:") and "NoCredentialsError" in err
@@ -333,18 +334,18 @@ def test_a_permanent_staging_failure_is_not_retried(s3: Any, tmp_path: Path) -> 
     cfg = apply_overrides(s3_qwen(), ["target.source=s3://no-such-bucket/m"])
     opts = options(tmp_path, "pod")
     slept: list[float] = []
-    assert execute(cfg, plan_for(cfg, opts), opts, FakeVllm(), s3, sleep=slept.append) == 1
+    assert execute(cfg, steps_for(cfg, opts), opts, FakeVllm(), s3, sleep=slept.append) == 1
     assert slept == []
 
 
 def test_restaging_removes_files_of_an_earlier_version(s3: Any, tmp_path: Path) -> None:
     cfg, fake = s3_qwen(), FakeVllm()
     opts = options(tmp_path, "pod")
-    plan = plan_for(cfg, opts)
-    assert execute(cfg, plan, opts, fake, s3) == 0
-    stale = Path(plan.stage[0].local_dir) / "model-00002-of-00002.safetensors"
+    steps = steps_for(cfg, opts)
+    assert execute(cfg, steps, opts, fake, s3) == 0
+    stale = Path(steps.stage[0].local_dir) / "model-00002-of-00002.safetensors"
     stale.write_bytes(b"from the previous version")
-    assert execute(cfg, plan, opts, fake, s3) == 0
+    assert execute(cfg, steps, opts, fake, s3) == 0
     assert not stale.exists()
 
 
@@ -353,7 +354,7 @@ def test_the_precompile_job_waits_for_credentials_too(s3: Any, tmp_path: Path) -
     cfg, fake = s3_qwen(), FakeVllm()
     opts = dataclasses.replace(compile_only(tmp_path, "job"), stage_retry_delays=(2.0,))
     slept: list[float] = []
-    code = execute(cfg, plan_for(cfg, opts), opts, fake, s3, stop=lambda: None, sleep=slept.append)
+    code = execute(cfg, steps_for(cfg, opts), opts, fake, s3, stop=lambda: None, sleep=slept.append)
     assert code == 0 and slept == [2.0] and len(fake.calls) == 1
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import yaml
-from trnspec.perf.calibrate import main as calibrate_main
+from trnspec.cli.calibrate import main as calibrate_main
 from trnspec.perf.published import data_text, load_published
 
 from trnspec_tools.tune.trn2_rows import conditions_for, measured_rows, rows_yaml

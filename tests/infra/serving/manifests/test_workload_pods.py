@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 from trnspec.cli.main import build_parser
+from trnspec.cli.serve import resolve_options
 from trnspec.config.pod_contract import READY_FILE
 from trnspec.config.serving import load_config
-from trnspec.serve import resolve_options
 from workload_cases import build, by_kind
 
 from infra.contracts import (

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from trnspec.cli.main import main as cli_main
+from trnspec.cli.serve import resolve_options
 from trnspec.config.serving import ConfigError
-from trnspec.serve.cli import resolve_options
 
 
 def test_serve_dry_run_prints_the_plan(capsys: Any) -> None:

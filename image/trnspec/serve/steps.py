@@ -1,5 +1,6 @@
-"""What serve will do for a validated config: the models to stage, the compile cache step and
-the vLLM command. Pure: no I/O, no environment reads (trnspec.serve.cli resolves those first)."""
+"""The steps `serve` takes for a validated config: the models to stage, the compile cache step
+and the vLLM command. Pure: no I/O, no environment reads (trnspec.cli.serve resolves those first).
+(Not the HBM sizing plan of `trnspec plan` nor the deployment of `plan-deploy`.)"""
 
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ class CacheStep:
 
 
 @dataclass(frozen=True)
-class ServePlan:
+class ServeSteps:
+    """What serve will do, in order: stage, sync the compile cache, run the command."""
+
     stage: tuple[StageStep, ...]
     cache: CacheStep | None
     command: RenderedCommand
@@ -71,14 +74,14 @@ def _model_refs(cfg: ServingConfig) -> list[tuple[str, ModelRef]]:
     return refs
 
 
-def plan_serve(
+def serve_steps(
     cfg: ServingConfig,
     *,
     models_root: str = MODELS_ROOT,
     compiled_root: str = COMPILED_ROOT,
     compile_cache: str | None = None,
     python: str = sys.executable,
-) -> ServePlan:
+) -> ServeSteps:
     """What serve will do for a validated config: no I/O, no environment reads."""
     stage = tuple(
         StageStep(name, ref.source, local_model_dir(ref, models_root))
@@ -98,4 +101,4 @@ def plan_serve(
         # The CPU build's console script is broken; run its module with this interpreter.
         command = command.model_copy(update={"argv": [python, *command.argv[1:]]})
     overrides = tuple(f"{s.field}.source={s.local_dir}" for s in stage)
-    return ServePlan(stage, cache, command, overrides)
+    return ServeSteps(stage, cache, command, overrides)

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping
 
 from trnspec.checks.doctor_probe import examine
+from trnspec.cli.main import add_config_subcommand, config_from_args
 from trnspec.config.pod_contract import (
     COMPILED_ROOT,
     COMPILED_SUBDIR,
@@ -27,11 +28,13 @@ from trnspec.config.pod_contract import (
 )
 from trnspec.config.serving import ConfigError, Problem, ServingConfig
 from trnspec.serve.api_key import load_api_key
-from trnspec.serve.plan import plan_serve
 from trnspec.serve.runner import ServeOptions, SuperviseVllm, execute
+from trnspec.serve.steps import serve_steps
 
 #: The container cannot run the config (`trnspec doctor` failed): nothing was staged.
 EXIT_DOCTOR_FAILED = 1
+#: The line `trnspec --help` lists for the subcommand.
+HELP = "validate, stage from S3, run vLLM with signal forwarding and a readiness file"
 
 
 def resolve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeOptions:
@@ -68,12 +71,11 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from trnspec.checks.all_checks import validate
-    from trnspec.cli.main import config_from_args
 
     cfg = validate(config_from_args(args))
     options = resolve_options(args, os.environ)
     try:
-        plan = plan_serve(
+        steps = serve_steps(
             cfg,
             models_root=options.models_root,
             compiled_root=options.compiled_root,
@@ -82,14 +84,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as err:  # a malformed compile-cache URI
         raise ConfigError([Problem("--compile-cache", options.compile_cache, str(err))]) from None
     if args.dry_run:
-        print(plan.to_json())
+        print(steps.to_json())
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per readiness probe is noise
     api_key = load_api_key(os.environ)  # before staging: a missing key fails in seconds
     if (exit_code := _doctor(cfg)) is not None:  # before staging and the compile
         return exit_code
-    return execute(cfg, plan, options, SuperviseVllm(cfg, options, api_key), api_key=api_key)
+    return execute(cfg, steps, options, SuperviseVllm(cfg, options, api_key), api_key=api_key)
 
 
 def _doctor(cfg: ServingConfig) -> int | None:
@@ -104,14 +106,7 @@ def _doctor(cfg: ServingConfig) -> int | None:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `serve` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    from trnspec.cli.main import add_config_arguments
-
-    p = subparsers.add_parser(
-        "serve",
-        help="validate, stage from S3, run vLLM with signal forwarding and a readiness file",
-        description=(__doc__ or "").split("\n\n")[0],
-    )
-    add_config_arguments(p)
+    p = add_config_subcommand(subparsers, "serve", HELP, __doc__)
     p.add_argument(
         "--models-root",
         help=f"where S3 models are staged (default ${ENV_DATA_DIR}/{MODELS_SUBDIR}, "

@@ -1,0 +1,112 @@
+"""`python -m trnspec predict`: decode speed and cost per 1M output tokens of a profile on Trn2.
+
+    python -m trnspec predict --profile qwen3-32b-draft --acceptance-length 3.5 --batch 1,4,16
+
+For every (batch, k) it prints TPOT, output tokens/s of one replica, the speedup over k=0 at the
+same batch and the cost per million output tokens of the whole instance (all replicas busy), then
+the best k per batch and the batch from which speculation no longer pays. The numbers come from
+`trnspec.perf.model` with constants fitted to published Trn2 figures (`trnspec.perf.calibrate`);
+`--format json` lists every constant used with its source. Bad input exits 2 naming the flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+
+from trnspec.boundary.numbers import float_arg, int_arg
+from trnspec.cli.main import add_config_subcommand, config_from_args
+from trnspec.perf.predict import PredictQuery, PredictReport, Row, build
+
+#: The line `trnspec --help` lists for the subcommand.
+HELP = "predict TPOT, tokens/s and cost per 1M output tokens on Trn2, per batch and k"
+
+
+def query_from_args(args: argparse.Namespace) -> PredictQuery:
+    """The parsed flags as the model's query (each field is the flag of the same name)."""
+    return PredictQuery(**{f.name: getattr(args, f.name) for f in fields(PredictQuery)})
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    report = build(query_from_args(args), config_from_args(args))
+    print(report.to_json() if args.format == "json" else format_table(report))
+    return 0
+
+
+def format_table(report: PredictReport) -> str:
+    """Rows grouped by batch, the best k of each marked, then the verdict on large batches."""
+    best = report.best_k_per_batch
+    per = report.inputs["replicas_per_instance"]
+    lines = [
+        f"profile {report.profile}: one replica, {per.value} per instance"
+        f" ({per.source.split('; limited by ')[-1]});"
+        " cost = instance price / (replicas x tokens/s)",
+        f"{'batch':>5} {'k':>3} {'tok/step':>8} {'TPOT ms':>8} {'tok/s':>9} {'speedup':>8}"
+        f" {'$/1M out':>9} {'error':>6}  bound",
+    ]
+    for r in report.rows:
+        cost = r.cost_per_1m_output_tokens_usd
+        mark = " <- best" if best.get(r.batch) == r.k else ""
+        over = "" if r.within_max_num_seqs else " (above max_num_seqs)"
+        lines.append(
+            f"{r.batch:>5} {r.k:>3} {r.tokens_per_step:>8.2f} {r.tpot_ms:>8.2f}"
+            f" {r.output_tokens_per_s:>9.1f} {r.speedup:>7.2f}x"
+            f" {(f'{cost:.3f}' if cost is not None else '-'):>9} {_band_cell(r):>6}"
+            f"  {r.target_bound}{mark}{over}"
+        )
+    lines.append("best k per batch: " + ", ".join(f"{b}: k={k}" for b, k in sorted(best.items())))
+    stop = report.speculation_stops_paying_at_batch
+    if all(r.k == 0 for r in report.rows):
+        lines.append("no k > 0 asked for: nothing to compare")
+    elif stop is None:
+        lines.append("speculation pays at every batch given")
+    else:
+        lines.append(f"speculation no longer pays from batch {stop}: serve larger batches with k=0")
+    if report.cost_note:
+        lines.append(f"cost: not shown: {report.cost_note}")
+    lines += _band_notes(report)
+    return "\n".join(lines)
+
+
+def _band_cell(row: Row) -> str:
+    return f"+/-{row.error_band:.0%}" if row.error_band is not None else "n/a"
+
+
+def _band_notes(report: PredictReport) -> list[str]:
+    """The error column's meaning per regime, then every way the query is outside the data."""
+    notes = sorted({r.error_band_note for r in report.rows})
+    lines = ["error (held out, leave one source out):", *(f"  {n}" for n in notes)]
+    lines += [f"outside the published data: {o}" for o in report.outside_data]
+    return lines
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `predict` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
+    p = add_config_subcommand(subparsers, "predict", HELP, __doc__)
+    acc = p.add_mutually_exclusive_group()
+    acc.add_argument("--acceptance-rate", type=float_arg(), help="per-token acceptance a in [0, 1]")
+    acc.add_argument(
+        "--acceptance-length",
+        type=float_arg(),
+        help="mean tokens emitted per verification step (as published), at --acceptance-k",
+    )
+    p.add_argument(
+        "--acceptance-k",
+        type=int,
+        help="the k the acceptance length was measured at (default: the profile's k)",
+    )
+    p.add_argument("--batch", help="batch sizes, e.g. 1,4,16 (default 1,2,4,8,16,32)")
+    p.add_argument("--k", help="windows, e.g. 0,3,7 (0 = no speculation; default 0..image max)")
+    p.add_argument(
+        "--price-per-hour",
+        type=float_arg(0, lo_open=True),
+        help="USD per instance hour (default: table)",
+    )
+    p.add_argument(
+        "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (default 512)"
+    )
+    p.add_argument(
+        "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (default 256)"
+    )
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=_cmd_predict)
