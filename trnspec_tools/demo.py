@@ -42,9 +42,9 @@ from trnspec.cli.main import add_set_argument
 
 from trnspec_tools.bench.bench_run import RunOptions
 from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
-from trnspec_tools.bench.bench_workload import RequestSpec
 from trnspec_tools.client.metrics import Acceptance
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
+from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.local_engine import tiny_corpus
 from trnspec_tools.local_engine.local_server import LocalServer, LocalServerError, exit_on_sigterm
 from trnspec_tools.local_engine.tiny_models import ensure_tiny_models

@@ -60,7 +60,6 @@ from trnspec_tools.bench.bench_report import (
 from trnspec_tools.bench.bench_run import RunOptions, run_level, run_options_from_args
 from trnspec_tools.bench.bench_stats import Slo, compare
 from trnspec_tools.bench.bench_workload import (
-    RequestSpec,
     WorkloadError,
     select_workload,
 )
@@ -71,6 +70,7 @@ from trnspec_tools.client.client_args import (
     client_arg_problems,
 )
 from trnspec_tools.client.metrics import MAX_POSITIONS
+from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.served_model import discover_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
 from trnspec_tools.inbound.endpoint import Endpoint

@@ -21,11 +21,11 @@ from trnspec_tools.bench.bench_predict import PredictionSetup, predict_run
 from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.bench_workload import (
     TINY_CORPUS,
-    RequestSpec,
     WorkloadError,
     read_dataset,
     sample_or_cycle,
 )
+from trnspec_tools.client.request_spec import RequestSpec
 
 #: the group of lines without a "category" in a dataset where other lines have one
 UNCATEGORIZED = "uncategorized"

@@ -35,7 +35,7 @@ from trnspec.config.serving import (
 from trnspec.perf.model import decode_context_tokens
 from trnspec.perf.predict import ProfileModel, profile_model
 
-from trnspec_tools.bench.bench_workload import RequestSpec
+from trnspec_tools.client.request_spec import RequestSpec
 
 LABEL = "model estimate (trnspec.perf.model, constants fitted to published Trn2 figures)"
 SCOPE = "decode only, one replica: the measured figures also hold prefill and queueing"

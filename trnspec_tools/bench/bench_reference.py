@@ -42,7 +42,6 @@ from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.bench_stats import median_interval
 from trnspec_tools.bench.bench_workload import (
     VOCABULARY,
-    RequestSpec,
     WorkloadError,
     select_workload,
 )
@@ -53,6 +52,7 @@ from trnspec_tools.client.client_args import (
     api_key,
     api_key_arg_problem,
 )
+from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.served_model import discover_model
 
 # `vllm bench serve` is vllm.entrypoints.cli.benchmark.serve: add_cli_args + main of

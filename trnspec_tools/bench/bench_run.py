@@ -19,7 +19,7 @@ from typing import Any
 from trnspec.hardware.pricing import cost_per_1m_output_tokens
 
 from trnspec_tools.bench.bench_stats import Slo, aggregate
-from trnspec_tools.bench.bench_workload import RequestSpec, arrival_offsets
+from trnspec_tools.bench.bench_workload import arrival_offsets
 from trnspec_tools.client.bench_client import (
     Api,
     RequestResult,
@@ -37,6 +37,7 @@ from trnspec_tools.client.metrics import (
     acceptance,
     checked_delta,
 )
+from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S
 from trnspec_tools.inbound.endpoint import BoundKey, bind_key
 

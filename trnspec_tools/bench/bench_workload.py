@@ -17,6 +17,8 @@ from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import MAX_COUNT
 
+from trnspec_tools.client.request_spec import RequestSpec
+
 #: Largest dataset file read, bytes, and most prompt lines (a benchmark needs a few thousand).
 MAX_DATASET_BYTES = 256 * 1024 * 1024
 MAX_DATASET_LINES = 1_000_000
@@ -47,14 +49,6 @@ TINY_CORPUS = "tiny-corpus"
 
 class WorkloadError(ValueError):
     """Bad workload input; the message names the field, the value and the fix."""
-
-
-@dataclass(frozen=True)
-class RequestSpec:
-    """One request: the prompt text and how many tokens to ask for."""
-
-    prompt: str
-    max_tokens: int
 
 
 def synthetic_prompts(

@@ -22,8 +22,8 @@ from typing import Literal
 
 from trnspec.serve.api_key import auth_headers
 
-from trnspec_tools.bench.bench_workload import RequestSpec
 from trnspec_tools.client.http_stream import ConnectionPool, Deadlines, ProtocolError, Response
+from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
 from trnspec_tools.inbound.endpoint import BoundKey
 from trnspec_tools.inbound.sse import MAX_EVENT_BYTES, EventError, event_object

@@ -41,7 +41,8 @@ from trnspec.config.serving import apply_overrides, load_profile
 from trnspec_tools.bench.bench import UsageError, parse_int_list
 from trnspec_tools.bench.bench_report import save_figure
 from trnspec_tools.bench.bench_run import RunOptions, run_level, run_options_from_args
-from trnspec_tools.bench.bench_workload import RequestSpec, select_workload
+from trnspec_tools.bench.bench_workload import select_workload
+from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.local_engine.local_server import LocalServer
 from trnspec_tools.tune.schedule_choice import (
     PLAIN,

@@ -54,7 +54,6 @@ from trnspec_tools.bench.bench_report import (
 from trnspec_tools.bench.bench_run import run_level, run_options_from_args
 from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
 from trnspec_tools.bench.bench_workload import (
-    RequestSpec,
     WorkloadError,
     select_workload,
 )
@@ -64,6 +63,7 @@ from trnspec_tools.client.client_args import (
     add_model_args,
     client_arg_problems,
 )
+from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.served_model import discover_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments
 from trnspec_tools.local_engine.local_server import LocalServerError, model_overrides

@@ -18,7 +18,8 @@ import pytest
 from fake_openai_server import actual, plan_chunks, running
 
 from trnspec_tools.bench.bench_run import RunOptions, run_level
-from trnspec_tools.bench.bench_workload import RequestSpec, load_dataset, synthetic_prompts
+from trnspec_tools.bench.bench_workload import load_dataset, synthetic_prompts
+from trnspec_tools.client.request_spec import RequestSpec
 
 TTFT_MS, ITL_MS = 80.0, 25.0
 INF = float("inf")
