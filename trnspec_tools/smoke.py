@@ -44,6 +44,7 @@ from trnspec_tools.client.metrics import (
     checked_delta,
 )
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
+from trnspec_tools.client.served_model import NoServedModel, choose_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
 from trnspec_tools.inbound.endpoint import Endpoint, bind_key
 
@@ -158,11 +159,12 @@ def run_smoke(
 
         def models_check() -> Check:
             ids = client.models()
-            if not ids:
-                return Check("models", False, "/v1/models lists no model")
-            if model is not None and model not in ids:
+            if model is not None and ids and model not in ids:
                 return Check("models", False, f"{model!r} not served; served: {ids}")
-            result.model = model or ids[0]
+            try:
+                result.model = choose_model(ids, client.base_url, model)
+            except NoServedModel as exc:
+                return Check("models", False, str(exc))
             return Check("models", True, ", ".join(ids))
 
         _guard(checks, "models", models_check)
@@ -282,10 +284,10 @@ def _baseline_outputs(
     model: str,
 ) -> dict[str, Generation]:
     with client_factory(baseline_endpoint) as baseline:
-        served = baseline.models()
-        if not served:
-            raise EndpointError(f"{baseline_endpoint}/v1/models lists no model")
-        base_model = model if model in served else served[0]
+        try:
+            base_model = choose_model(baseline.models(), baseline.base_url, model)
+        except NoServedModel as exc:
+            raise EndpointError(str(exc)) from None
         return {prompt: baseline.complete(base_model, prompt, **params) for prompt in prompts}
 
 

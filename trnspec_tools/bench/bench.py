@@ -71,7 +71,7 @@ from trnspec_tools.client.client_args import (
 )
 from trnspec_tools.client.metrics import MAX_POSITIONS
 from trnspec_tools.client.request_spec import RequestSpec
-from trnspec_tools.client.served_model import discover_model
+from trnspec_tools.client.served_model import NoServedModel, resolve_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
 from trnspec_tools.inbound.endpoint import Endpoint
 from trnspec_tools.local_engine.local_server import LocalServerError
@@ -266,15 +266,16 @@ async def run_arm_levels(
 ) -> list[dict[str, Any]]:
     """All concurrency levels for one live arm."""
     assert arm.endpoint is not None
-    model = (
-        model_flag
-        or arm.model
-        or await discover_model(arm.endpoint, min(10.0, opts.timeout_s), opts.api_key)
-    )
-    if model is None:
-        raise UsageError(
-            f"--model: {arm.endpoint}/v1/models did not answer with a model list; pass --model NAME"
+    try:
+        model = await resolve_model(
+            arm.endpoint,
+            model_flag,
+            arm.model,
+            timeout_s=min(10.0, opts.timeout_s),
+            api_key=opts.api_key,
         )
+    except NoServedModel as exc:
+        raise UsageError(str(exc)) from None
     runs = []
     for c in levels:
         task = progress.add_task(f"{arm.name} c={c}", total=len(specs))

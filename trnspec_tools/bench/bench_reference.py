@@ -53,7 +53,7 @@ from trnspec_tools.client.client_args import (
     api_key_arg_problem,
 )
 from trnspec_tools.client.request_spec import RequestSpec
-from trnspec_tools.client.served_model import discover_model
+from trnspec_tools.client.served_model import NoServedModel, resolve_model
 
 # `vllm bench serve` is vllm.entrypoints.cli.benchmark.serve: add_cli_args + main of
 # vllm.benchmarks.serve (vLLM 0.32). The same two calls, in a process that stays up between runs
@@ -444,9 +444,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     arm = Arm("target", args.endpoint, list(args.overrides) if args.local else None)
     with opened(arm) as live, tempfile.TemporaryDirectory() as tmp:
         assert live.endpoint is not None
-        model = args.model or live.model or asyncio.run(discover_model(live.endpoint, api_key=key))
-        if model is None:
-            print("bench_reference.py: error: --model: /v1/models did not answer", file=sys.stderr)
+        try:
+            model = asyncio.run(resolve_model(live.endpoint, args.model, live.model, api_key=key))
+        except NoServedModel as exc:
+            print(f"bench_reference.py: error: {exc}", file=sys.stderr)
             return 2
         tokenizer = args.tokenizer or (Path(live.model_path) if live.model_path else None)
         result = compare_tools(

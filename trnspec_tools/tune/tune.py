@@ -64,7 +64,7 @@ from trnspec_tools.client.client_args import (
     client_arg_problems,
 )
 from trnspec_tools.client.request_spec import RequestSpec
-from trnspec_tools.client.served_model import discover_model
+from trnspec_tools.client.served_model import NoServedModel, resolve_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments
 from trnspec_tools.local_engine.local_server import LocalServerError, model_overrides
 from trnspec_tools.tune.engine_model import (
@@ -328,13 +328,16 @@ async def measure_all(
         out: Levels = {}
         with opened(arm) as live:
             assert live.endpoint is not None
-            model = (
-                args.model
-                or live.model
-                or await discover_model(live.endpoint, min(10.0, args.timeout), opts.api_key)
-            )
-            if model is None:
-                raise UsageError(f"--model: {live.endpoint}/v1/models did not answer")
+            try:
+                model = await resolve_model(
+                    live.endpoint,
+                    args.model,
+                    live.model,
+                    timeout_s=min(10.0, args.timeout),
+                    api_key=opts.api_key,
+                )
+            except NoServedModel as exc:
+                raise UsageError(str(exc)) from None
             run_opts = dataclasses.replace(opts, num_speculative_tokens=k)
             for c in levels:
                 print(f"tune.py: measuring {arm.name} at c={c} ({live.endpoint})", file=sys.stderr)
