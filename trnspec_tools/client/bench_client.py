@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NoReturn
 
 from trnspec.serve.api_key import auth_headers
 
@@ -211,20 +211,8 @@ async def _stream_once(
 async def _read_events(
     resp: Response, api: Api, result: RequestResult, start: float, max_tokens: int
 ) -> str | None:
-    status = resp.status
-    if status != 200:
-        detail = (await resp.read(4096)).decode("utf-8", "replace")[:200]
-        result.error_detail = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
-        kind = (
-            "http_5xx"
-            if status >= 500
-            else "http_429"
-            if status == 429
-            else "http_4xx"
-            if status >= 400
-            else "bad_response"
-        )
-        raise _Retry(kind, status, resp.headers.get("retry-after"))
+    if resp.status != 200:
+        await _refuse(resp, result)
     last: float | None = None
     done = False
     end = start
@@ -278,16 +266,37 @@ async def _read_events(
         elif len(buf) > MAX_EVENT_BYTES:
             result.error_detail = f"an event line longer than {MAX_EVENT_BYTES} bytes"
             return "bad_response"
-    if not done:
-        end = perf()
-    result.end_s = end
+    result.end_s = end if done else perf()
     if not done:
         result.error_detail = "stream ended before [DONE]"
         return "dropped_stream"
+    return _finish(result, reported, max_tokens)
+
+
+async def _refuse(resp: Response, result: RequestResult) -> NoReturn:
+    """A status other than 200: its kind, and the start of its body as the detail."""
+    status = resp.status
+    detail = (await resp.read(4096)).decode("utf-8", "replace")[:200]
+    result.error_detail = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
+    kind = (
+        "http_5xx"
+        if status >= 500
+        else "http_429"
+        if status == 429
+        else "http_4xx"
+        if status >= 400
+        else "bad_response"
+    )
+    raise _Retry(kind, status, resp.headers.get("retry-after"))
+
+
+def _finish(result: RequestResult, reported: object, max_tokens: int) -> str | None:
+    """A stream read to [DONE]: its output tokens (the usage the server reported, checked
+    against the chunks, else one per chunk), or the kind of fault it shows."""
     if result.ttft_s is None:
         result.error_detail = "no content in the stream"
         return "bad_response"
-    result.e2e_s = end - start
+    result.e2e_s = result.end_s - result.start_s
     if reported is None:
         # No usage from the server: fall back to one token per chunk (a lower bound).
         result.output_tokens = result.content_chunks
