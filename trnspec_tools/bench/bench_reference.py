@@ -43,9 +43,8 @@ from trnspec_tools.bench.bench_stats import median_interval
 from trnspec_tools.bench.bench_workload import (
     VOCABULARY,
     WorkloadError,
-    select_workload,
 )
-from trnspec_tools.bench.workload_args import add_workload_args
+from trnspec_tools.bench.workload_args import add_workload_args, workload_of
 from trnspec_tools.client.client_args import (
     add_api_key_arg,
     add_model_args,
@@ -392,7 +391,9 @@ def compare_tools(
             steps = ("ours", "ref") if i % 2 == 0 else ("ref", "ours")
             for step in steps:
                 if step == "ours":
-                    ours.append(asyncio.run(run_level(base_url, model, specs, concurrency, opts)))
+                    ours.append(
+                        asyncio.run(run_level(base_url, model, specs, concurrency, opts)).to_json()
+                    )
                 else:
                     refs.append(reference.run(argv))
     ours_m, ref_m = _median_run(ours), _median_run(refs)
@@ -435,9 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     key = api_key(args)
     try:
-        specs = select_workload(
-            args.dataset, args.num_prompts, args.input_len, args.output_len, args.seed
-        )
+        specs = workload_of(args).specs()
     except WorkloadError as exc:
         print(f"bench_reference.py: error: {exc}", file=sys.stderr)
         return 2

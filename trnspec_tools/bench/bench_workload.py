@@ -174,3 +174,27 @@ def select_workload(
 
         return [RequestSpec(p, output_len) for p in completion_prompts(num_prompts, seed)]
     return load_dataset(Path(dataset), num_prompts, output_len, seed)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The workload flags of bench and tune (bench.workload_args), as one value."""
+
+    #: a JSONL path, TINY_CORPUS, or None for synthetic prompts
+    dataset: str | None
+    num_prompts: int
+    #: words per synthetic prompt
+    input_len: int
+    output_len: int
+    seed: int
+
+    def specs(self) -> list[RequestSpec]:
+        """The prompts, in their reproducible order (select_workload)."""
+        return select_workload(
+            self.dataset, self.num_prompts, self.input_len, self.output_len, self.seed
+        )
+
+    @property
+    def description(self) -> str:
+        """What the prompts are, for reports."""
+        return f"dataset {self.dataset}" if self.dataset else f"{self.input_len} words"

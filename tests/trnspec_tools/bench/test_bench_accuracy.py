@@ -26,8 +26,10 @@ INF = float("inf")
 
 
 def run(url: str, specs: list[RequestSpec], concurrency: int, **opts: object) -> dict:
+    """One run, as bench.py writes it (RunResult.to_json)."""
     options = RunOptions(**opts)  # type: ignore[arg-type]
-    return asyncio.run(run_level(url, "fake", specs, concurrency, options, price_per_hour=36.0))
+    level = run_level(url, "fake", specs, concurrency, options, price_per_hour=36.0)
+    return asyncio.run(level).to_json()
 
 
 def close(measured: float, expected: float, rel: float = 0.05, abs_ms: float = 0.0) -> bool:
