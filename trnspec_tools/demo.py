@@ -42,12 +42,12 @@ from trnspec.cli.main import add_set_argument
 
 from trnspec_tools.bench.bench_run import RunOptions
 from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
-from trnspec_tools.bench.bench_workload import RequestSpec
 from trnspec_tools.client.metrics import Acceptance
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
+from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.local_engine import tiny_corpus
 from trnspec_tools.local_engine.local_server import LocalServer, LocalServerError, exit_on_sigterm
-from trnspec_tools.local_engine.tiny_models import ensure_tiny_models
+from trnspec_tools.local_engine.tiny_models import TinyModels, ensure_tiny_models
 from trnspec_tools.smoke import SmokeResult, report_table, run_smoke
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -314,25 +314,21 @@ def _pass(client: OpenAIClient, model: str, prompts: Sequence[str], max_tokens: 
     return [client.complete(model, p, **params) for p in prompts]
 
 
-def run_demo(
+def _serve_and_measure(
+    models: TinyModels,
     tuned: TunedChoice,
-    requests: int,
+    prompts: Sequence[str],
+    specs: Sequence[RequestSpec],
     max_tokens: int,
     rounds: int,
+    overrides: Sequence[str],
     console: Console,
-    overrides: Sequence[str] = (),
-    cache_dir: Path | None = None,
-) -> dict[str, Any]:
-    from trnspec_tools.tune.schedule_tune import alternate, prompts_for_level, stopped
+) -> tuple[list, list, SmokeResult, SmokeResult, dict[int, list[dict[str, Any]]]]:
+    """Both servers, one up at a time: smoke checks and a greedy pass on each (the tuned one
+    compared with the baseline's outputs), then the alternated concurrency sweep. Returns the
+    greedy outputs of both, both smoke results and the sweep."""
+    from trnspec_tools.tune.schedule_tune import alternate, stopped
 
-    start = time.perf_counter()
-    with console.status("making the tiny models (cached after the first run)"):
-        models = ensure_tiny_models(cache_dir, log=lambda m: console.log(m))
-    model_build_s = time.perf_counter() - start
-    console.log(f"models ready ({models.key}) in {model_build_s:.0f} s")
-    console.log(f"tuned deployment: {tuned.name} (from {tuned.source})")
-    prompts = tiny_corpus.completion_prompts(max(requests, 2 * max(SWEEP_LEVELS)), seed=2024)
-    specs = [RequestSpec(p, max_tokens) for p in prompts]
     base = [
         f"target.source={models.target}",
         f"speculation.draft.source={models.draft}",
@@ -352,14 +348,14 @@ def run_demo(
                 baseline_smoke = run_smoke(
                     baseline_server.base_url, model=baseline_server.model, expect_speculation=False
                 )
-                base_out = _pass(client, baseline_server.model, prompts[:requests], max_tokens)
+                base_out = _pass(client, baseline_server.model, prompts, max_tokens)
             with stopped(baseline_server), OpenAIClient(tuned_server.base_url) as client:
                 smoke = run_smoke(
                     tuned_server.base_url,
                     model=tuned_server.model,
                     baseline_greedy=baseline_smoke.greedy,
                 )
-                tuned_out = _pass(client, tuned_server.model, prompts[:requests], max_tokens)
+                tuned_out = _pass(client, tuned_server.model, prompts, max_tokens)
             console.print(report_table(smoke))
             with console.status(
                 f"sweep: concurrency {', '.join(map(str, SWEEP_LEVELS))}, {rounds} rounds"
@@ -374,6 +370,32 @@ def run_demo(
                         dataclasses.replace(DEMO_RUN, num_speculative_tokens=tuned.k),
                     )
                 )
+    return base_out, tuned_out, baseline_smoke, smoke, sweep
+
+
+def run_demo(
+    tuned: TunedChoice,
+    requests: int,
+    max_tokens: int,
+    rounds: int,
+    console: Console,
+    overrides: Sequence[str] = (),
+    cache_dir: Path | None = None,
+) -> dict[str, Any]:
+    from trnspec_tools.tune.schedule_tune import prompts_for_level
+
+    start = time.perf_counter()
+    with console.status("making the tiny models (cached after the first run)"):
+        models = ensure_tiny_models(cache_dir, log=lambda m: console.log(m))
+    model_build_s = time.perf_counter() - start
+    console.log(f"models ready ({models.key}) in {model_build_s:.0f} s")
+    console.log(f"tuned deployment: {tuned.name} (from {tuned.source})")
+    prompts = tiny_corpus.completion_prompts(max(requests, 2 * max(SWEEP_LEVELS)), seed=2024)
+    specs = [RequestSpec(p, max_tokens) for p in prompts]
+    measured = _serve_and_measure(
+        models, tuned, prompts[:requests], specs, max_tokens, rounds, overrides, console
+    )
+    base_out, tuned_out, baseline_smoke, smoke, sweep = measured
     rows = sweep_rows(sweep)
     first = sweep[SWEEP_LEVELS[0]]
     baseline = Run(base_out, first[0]["plain"])

@@ -44,6 +44,7 @@ from trnspec_tools.client.metrics import (
     checked_delta,
 )
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
+from trnspec_tools.client.served_model import NoServedModel, choose_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
 from trnspec_tools.inbound.endpoint import Endpoint, bind_key
 
@@ -134,6 +135,113 @@ def _guard(checks: list[Check], name: str, fn: Callable[[], Check]) -> None:
         checks.append(Check(name, False, f"{type(exc).__name__}: {exc}"))
 
 
+def _models_check(client: OpenAIClient, result: SmokeResult, model: str | None) -> Check:
+    """/v1/models lists the model asked for (or any, then the first is used)."""
+    ids = client.models()
+    if model is not None and ids and model not in ids:
+        return Check("models", False, f"{model!r} not served; served: {ids}")
+    try:
+        result.model = choose_model(ids, client.base_url, model)
+    except NoServedModel as exc:
+        return Check("models", False, str(exc))
+    return Check("models", True, ", ".join(ids))
+
+
+def _counters_before(
+    client: OpenAIClient, served: str, checks: list[Check]
+) -> tuple[SpecDecodeCounters | None, str | None]:
+    """The spec-decode counters before the checks' requests, or why acceptance is skipped (a
+    failed scrape is a failed check)."""
+    try:
+        return SpecDecodeCounters.from_text(client.metrics_text(), served), None
+    except EndpointError as exc:
+        if "HTTP 404" in str(exc):
+            return None, "acceptance not checked: the endpoint has no /metrics"
+        checks.append(Check("spec-decode metrics", False, f"/metrics: {exc}"))
+    except MetricsFormatError as exc:
+        checks.append(Check("spec-decode metrics", False, f"/metrics: {exc}"))
+    return None, None
+
+
+def _endpoint_checks(
+    checks: list[Check], kind: str, call: Callable[..., Generation], max_tokens: int
+) -> None:
+    """One greedy request, non-streamed then streamed: each consistent, and the same output."""
+    greedy: dict[str, Any] = {"temperature": 0.0, "max_tokens": max_tokens}
+    plain: list[Generation] = []
+
+    def non_streamed() -> Check:
+        gen = call(**greedy)
+        plain.append(gen)
+        problems = _consistency(gen, max_tokens)
+        detail = "; ".join(problems) or (
+            f"{gen.completion_tokens} tokens, finish_reason={gen.finish_reason}"
+        )
+        return Check(f"{kind}", not problems, detail)
+
+    def streamed() -> Check:
+        gen = call(stream=True, **greedy)
+        problems = _consistency(gen, max_tokens)
+        if plain and (why := _same_output(gen, plain[0])):
+            problems.append(f"streamed != non-streamed under greedy: {why}")
+        compared = (
+            "same text as non-streamed"
+            if plain
+            else "not compared with non-streamed (that request failed)"
+        )
+        detail = "; ".join(problems) or f"{gen.chunks} chunks, {compared}"
+        return Check(f"{kind} (stream)", not problems, detail)
+
+    _guard(checks, kind, non_streamed)
+    _guard(checks, f"{kind} (stream)", streamed)
+
+
+def _metrics_check(client: OpenAIClient, served: str, before: SpecDecodeCounters) -> Check:
+    """The counters moved consistently over the checks' requests: their acceptance."""
+    after = SpecDecodeCounters.from_text(client.metrics_text(), served)
+    checked = checked_delta(before, after)
+    if checked.reason == NO_COUNTERS:
+        return Check(
+            "spec-decode metrics",
+            None,
+            f"acceptance not checked: {NO_COUNTERS} (e.g. the Neuron fork's fused"
+            " speculation); measure it with bench.py's chunk estimate",
+        )
+    if checked.delta is None:
+        return Check("spec-decode metrics", False, str(checked.reason))
+    delta = checked.delta
+    rate = delta.accepted_tokens / delta.draft_tokens
+    return Check(
+        "spec-decode metrics",
+        True,
+        f"+{delta.drafts:.0f} drafts, +{delta.draft_tokens:.0f} draft tokens, "
+        f"acceptance {rate:.2f}",
+    )
+
+
+def _lossless(
+    checks: list[Check],
+    result: SmokeResult,
+    baseline: str | Mapping[str, Generation] | None,
+    client_factory: Callable[[str], OpenAIClient],
+    max_tokens: int,
+) -> None:
+    """The greedy outputs against a baseline endpoint's (a URL) or an earlier run's."""
+    name = "lossless vs baseline"
+    if baseline is None:
+        checks.append(Check(name, None, "no --baseline-endpoint given"))
+        return
+    if isinstance(baseline, str):
+        greedy: dict[str, Any] = {"temperature": 0.0, "max_tokens": max_tokens}
+        served = result.model or ""
+        reference: Callable[[], Mapping[str, Generation]] = lambda: _baseline_outputs(  # noqa: E731
+            client_factory, baseline, list(result.greedy), greedy, served
+        )
+    else:
+        reference = lambda: baseline  # noqa: E731
+    _guard(checks, name, lambda: lossless_check(result.greedy, reference()))
+
+
 def run_smoke(
     endpoint: str,
     *,
@@ -155,63 +263,13 @@ def run_smoke(
     with client_factory(endpoint) as client:
         result = SmokeResult(endpoint=client.base_url, model=model)
         checks = result.checks
-
-        def models_check() -> Check:
-            ids = client.models()
-            if not ids:
-                return Check("models", False, "/v1/models lists no model")
-            if model is not None and model not in ids:
-                return Check("models", False, f"{model!r} not served; served: {ids}")
-            result.model = model or ids[0]
-            return Check("models", True, ", ".join(ids))
-
-        _guard(checks, "models", models_check)
+        _guard(checks, "models", lambda: _models_check(client, result, model))
         if result.model is None:
             return result
         served = result.model
-        greedy: dict[str, Any] = {"temperature": 0.0, "max_tokens": max_tokens}
-
-        before: SpecDecodeCounters | None = None
-        metrics_skip: str | None = None
-        if expect_speculation:
-            try:
-                before = SpecDecodeCounters.from_text(client.metrics_text(), served)
-            except EndpointError as exc:
-                if "HTTP 404" in str(exc):
-                    metrics_skip = "acceptance not checked: the endpoint has no /metrics"
-                else:
-                    checks.append(Check("spec-decode metrics", False, f"/metrics: {exc}"))
-            except MetricsFormatError as exc:
-                checks.append(Check("spec-decode metrics", False, f"/metrics: {exc}"))
-
-        def endpoint_checks(kind: str, call: Callable[..., Generation]) -> None:
-            plain: list[Generation] = []
-
-            def non_streamed() -> Check:
-                gen = call(**greedy)
-                plain.append(gen)
-                problems = _consistency(gen, max_tokens)
-                detail = "; ".join(problems) or (
-                    f"{gen.completion_tokens} tokens, finish_reason={gen.finish_reason}"
-                )
-                return Check(f"{kind}", not problems, detail)
-
-            def streamed() -> Check:
-                gen = call(stream=True, **greedy)
-                problems = _consistency(gen, max_tokens)
-                if plain and (why := _same_output(gen, plain[0])):
-                    problems.append(f"streamed != non-streamed under greedy: {why}")
-                compared = (
-                    "same text as non-streamed"
-                    if plain
-                    else "not compared with non-streamed (that request failed)"
-                )
-                detail = "; ".join(problems) or f"{gen.chunks} chunks, {compared}"
-                return Check(f"{kind} (stream)", not problems, detail)
-
-            _guard(checks, kind, non_streamed)
-            _guard(checks, f"{kind} (stream)", streamed)
-
+        before, metrics_skip = (
+            _counters_before(client, served, checks) if expect_speculation else (None, None)
+        )
         for i, prompt in enumerate(prompts):
 
             def call(prompt: str = prompt, **params: Any) -> Generation:
@@ -220,55 +278,17 @@ def run_smoke(
                     result.greedy[prompt] = gen
                 return gen
 
-            endpoint_checks(f"completion #{i + 1}", call)
-        endpoint_checks("chat", lambda **params: client.chat(served, chat_message, **params))
-
-        if baseline_endpoint is not None:
-            _guard(
-                checks,
-                "lossless vs baseline",
-                lambda: lossless_check(
-                    result.greedy,
-                    _baseline_outputs(
-                        client_factory, baseline_endpoint, list(result.greedy), greedy, served
-                    ),
-                ),
-            )
-        elif baseline_greedy is not None:
-            _guard(
-                checks,
-                "lossless vs baseline",
-                lambda: lossless_check(result.greedy, baseline_greedy),
-            )
-        else:
-            checks.append(Check("lossless vs baseline", None, "no --baseline-endpoint given"))
-
+            _endpoint_checks(checks, f"completion #{i + 1}", call, max_tokens)
+        _endpoint_checks(
+            checks, "chat", lambda **params: client.chat(served, chat_message, **params), max_tokens
+        )
+        baseline = baseline_endpoint if baseline_endpoint is not None else baseline_greedy
+        _lossless(checks, result, baseline, client_factory, max_tokens)
         if metrics_skip is not None:
             checks.append(Check("spec-decode metrics", None, metrics_skip))
         elif expect_speculation and before is not None:
-
-            def metrics_check() -> Check:
-                after = SpecDecodeCounters.from_text(client.metrics_text(), served)
-                checked = checked_delta(before, after)
-                if checked.reason == NO_COUNTERS:
-                    return Check(
-                        "spec-decode metrics",
-                        None,
-                        f"acceptance not checked: {NO_COUNTERS} (e.g. the Neuron fork's fused"
-                        " speculation); measure it with bench.py's chunk estimate",
-                    )
-                if checked.delta is None:
-                    return Check("spec-decode metrics", False, str(checked.reason))
-                delta = checked.delta
-                rate = delta.accepted_tokens / delta.draft_tokens
-                return Check(
-                    "spec-decode metrics",
-                    True,
-                    f"+{delta.drafts:.0f} drafts, +{delta.draft_tokens:.0f} draft tokens, "
-                    f"acceptance {rate:.2f}",
-                )
-
-            _guard(checks, "spec-decode metrics", metrics_check)
+            counted = before
+            _guard(checks, "spec-decode metrics", lambda: _metrics_check(client, served, counted))
         elif not expect_speculation:
             checks.append(Check("spec-decode metrics", None, "speculation not expected"))
     return result
@@ -282,10 +302,10 @@ def _baseline_outputs(
     model: str,
 ) -> dict[str, Generation]:
     with client_factory(baseline_endpoint) as baseline:
-        served = baseline.models()
-        if not served:
-            raise EndpointError(f"{baseline_endpoint}/v1/models lists no model")
-        base_model = model if model in served else served[0]
+        try:
+            base_model = choose_model(baseline.models(), baseline.base_url, model)
+        except NoServedModel as exc:
+            raise EndpointError(str(exc)) from None
         return {prompt: baseline.complete(base_model, prompt, **params) for prompt in prompts}
 
 

@@ -25,7 +25,6 @@ import dataclasses
 import os
 import socket
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,10 +35,9 @@ from urllib.parse import urlsplit
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from trnspec.boundary import json_io
-from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
+from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.numbers import float_arg, int_arg
-from trnspec.boundary.numbers import parse_int_list as boundary_int_list
-from trnspec.boundary.write import Written, moved_lines, output_clash
+from trnspec.boundary.write import Written, moved_lines
 from trnspec.boundary.write import write_outputs as write_report_files
 from trnspec.cli.main import add_set_argument
 from trnspec.config.serving import ConfigError
@@ -51,36 +49,39 @@ from trnspec_tools.bench.bench_categories import (
     dataset_categories,
     run_categories,
 )
-from trnspec_tools.bench.bench_predict import add_predict_arguments, attach, setup
+from trnspec_tools.bench.bench_options import (
+    LOCAL,
+    BenchOptions,
+    UsageError,
+    bench_options,
+)
+from trnspec_tools.bench.bench_predict import (
+    PredictionSetup,
+    add_predict_arguments,
+    attach,
+    setup,
+)
 from trnspec_tools.bench.bench_report import (
     bench_markdown,
     plot_acceptance_by_position,
     plot_latency_vs_throughput,
 )
-from trnspec_tools.bench.bench_run import RunOptions, run_level, run_options_from_args
-from trnspec_tools.bench.bench_stats import Slo, compare
+from trnspec_tools.bench.bench_run import RunOptions, run_level
+from trnspec_tools.bench.bench_stats import compare
 from trnspec_tools.bench.bench_workload import (
-    RequestSpec,
     WorkloadError,
-    select_workload,
 )
+from trnspec_tools.bench.run_result import ArmRun
 from trnspec_tools.bench.workload_args import add_workload_args
 from trnspec_tools.client.client_args import (
     add_client_args,
     add_model_args,
-    client_arg_problems,
 )
 from trnspec_tools.client.metrics import MAX_POSITIONS
-from trnspec_tools.client.served_model import discover_model
+from trnspec_tools.client.request_spec import RequestSpec
+from trnspec_tools.client.served_model import NoServedModel, resolve_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
-from trnspec_tools.inbound.endpoint import Endpoint
 from trnspec_tools.local_engine.local_server import LocalServerError
-
-LOCAL = "local"
-
-
-class UsageError(ValueError):
-    """Bad command-line input: printed as one line naming the flag, exit code 2."""
 
 
 @dataclass
@@ -94,14 +95,6 @@ class Arm:
     k: int | None = None
     #: the target model directory of a local server (holds its tokenizer)
     model_path: str | None = None
-
-
-def parse_int_list(flag: str, text: str) -> list[int]:
-    """Integers in 1..MAX_COUNT (trnspec.boundary.numbers.parse_int_list), as a UsageError."""
-    try:
-        return boundary_int_list(flag, text)
-    except BoundaryError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
@@ -171,36 +164,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def workload(args: argparse.Namespace) -> list[RequestSpec]:
-    return select_workload(
-        args.dataset, args.num_prompts, args.input_len, args.output_len, args.seed
-    )
-
-
-def validate(args: argparse.Namespace) -> None:
-    if bool(args.endpoint) == bool(args.local):
-        raise UsageError("--endpoint/--local: give exactly one (a URL or --stack, or --local)")
-    if args.overrides and not (args.local or args.profile):
-        raise UsageError("--set: only applies to --local or --profile (the profile it changes)")
-    for flag, value in (("--endpoint", args.endpoint), ("--compare", args.compare)):
-        if value and value != LOCAL:
-            try:
-                Endpoint.parse(value, flag)
-            except BoundaryError as exc:
-                raise UsageError(
-                    str(exc) + (" (or 'local')" if flag == "--compare" else "")
-                ) from None
-    if args.warmup is not None and args.warmup < 0:
-        raise UsageError(f"--warmup={args.warmup}: must be >= 0")
-    if problems := client_arg_problems(args):
-        raise UsageError("; ".join(problems))
-    check_out_path("--out", args.out)
-    if (clash := output_clash(output_paths(args.out, not args.no_plots))) is not None:
-        raise UsageError(str(clash))
-    if args.num_speculative_tokens is not None and args.num_speculative_tokens < 1:
-        raise UsageError(f"--num-speculative-tokens={args.num_speculative_tokens}: must be >= 1")
-
-
 @contextlib.contextmanager
 def opened(arm: Arm) -> Iterator[Arm]:
     """Resolve an arm to a live endpoint, starting (and always stopping) a local server."""
@@ -220,25 +183,6 @@ def opened(arm: Arm) -> Iterator[Arm]:
             k,
             server.config.target.source,
         )
-
-
-def check_out_path(flag: str, out: Path) -> None:
-    """Refuse an --out the run could not write at its end, before the run starts: a directory,
-    a parent that is a file, or a directory this user cannot write into."""
-    if out.is_dir():
-        raise UsageError(f"{flag}={out}: is a directory; give a file path such as {out}/bench.json")
-    parent = out.parent
-    existing = next((p for p in (parent, *parent.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        raise UsageError(f"{flag}={out}: {existing} is a file, not a directory")
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=parent):
-            pass
-    except OSError as exc:
-        raise UsageError(
-            f"{flag}={out}: cannot write in {parent} ({exc.strerror or exc}); choose another path"
-        ) from None
 
 
 def _progress(disabled: bool) -> Progress:
@@ -263,18 +207,19 @@ async def run_arm_levels(
     price: float,
     progress: Progress,
     model_flag: str | None,
-) -> list[dict[str, Any]]:
+) -> list[ArmRun]:
     """All concurrency levels for one live arm."""
     assert arm.endpoint is not None
-    model = (
-        model_flag
-        or arm.model
-        or await discover_model(arm.endpoint, min(10.0, opts.timeout_s), opts.api_key)
-    )
-    if model is None:
-        raise UsageError(
-            f"--model: {arm.endpoint}/v1/models did not answer with a model list; pass --model NAME"
+    try:
+        model = await resolve_model(
+            arm.endpoint,
+            model_flag,
+            arm.model,
+            timeout_s=min(10.0, opts.timeout_s),
+            api_key=opts.api_key,
         )
+    except NoServedModel as exc:
+        raise UsageError(str(exc)) from None
     runs = []
     for c in levels:
         task = progress.add_task(f"{arm.name} c={c}", total=len(specs))
@@ -289,124 +234,137 @@ async def run_arm_levels(
             price,
             on_done=lambda t=task: progress.advance(t),
         )
-        runs.append({"arm": arm.name, "endpoint": arm.endpoint, "model": model, **stats})
+        runs.append(ArmRun(arm.name, arm.endpoint, model, stats))
     return runs
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    validate(args)
-    levels = parse_int_list("--concurrency", args.concurrency)
-    specs = workload(args)
-    ps = setup(args.profile, args.overrides, specs, args.output_len, args.local)
-    categories = (
-        category_workloads(args.dataset, args.num_prompts, args.output_len, args.seed)
-        if args.per_category
-        else None
-    )
+def _arms(o: BenchOptions) -> list[Arm]:
+    """The target, and the baseline of --compare (a URL, or the local server without
+    speculation)."""
+    arms = [Arm("target", o.endpoint, list(o.overrides) if o.local else None)]
+    if o.compare == LOCAL:
+        arms.append(Arm("baseline", None, [*o.overrides, "speculation.method=none"]))
+    elif o.compare:
+        arms.append(Arm("baseline", o.compare))
+    return arms
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every arm is measured with: prompts, levels, options, price, prediction setup."""
+
+    specs: list[RequestSpec]
+    levels: list[int]
+    price: float
+    ps: PredictionSetup | None
+    categories: dict[str, list[RequestSpec]] | None
+
+
+async def _measure_arms(
+    o: BenchOptions, arms: list[Arm], plan: _Plan
+) -> tuple[list[ArmRun], dict[str, Any] | None]:
+    """Every level of every arm (interleaved per level for remote arms, so slow drift on the
+    host hits both alike; all levels of a local arm while its server is up), then the
+    per-category runs of the target."""
+    runs: list[ArmRun] = []
     per_category: dict[str, Any] | None = None
-    instance_type = args.instance_type or ("cpu-local" if args.local else "trn2.48xlarge")
-    price, price_source = resolve_price(instance_type, args.price_per_hour)
-    opts = run_options_from_args(
-        args,
-        request_rate=args.request_rate,
-        ignore_eos=not args.no_ignore_eos,
-        slo=Slo(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2e_ms),
-        num_speculative_tokens=args.num_speculative_tokens,
-    )
-    target = Arm("target", args.endpoint, list(args.overrides) if args.local else None)
-    arms = [target]
-    if args.compare == LOCAL:
-        arms.append(Arm("baseline", None, [*args.overrides, "speculation.method=none"]))
-    elif args.compare:
-        arms.append(Arm("baseline", args.compare))
-    load = os.getloadavg()
-    on_server_host = bool(args.local) or any(
-        is_local_url(a.endpoint) for a in arms if a.endpoint is not None
-    )
-    runs: list[dict[str, Any]] = []
-    with _progress(args.no_progress) as progress:
+
+    async def levels_of(arm: Arm, levels: Sequence[int]) -> None:
+        runs.extend(
+            await run_arm_levels(arm, plan.specs, levels, o.run, plan.price, progress, o.model)
+        )
+
+    async def categories_of(endpoint: str | None, k: int | None) -> dict[str, Any] | None:
+        if not plan.categories:
+            return None
+        return await run_categories(
+            endpoint or "",
+            runs[0].model,
+            k,
+            plan.categories,
+            plan.levels[0],
+            o.run,
+            plan.price,
+            plan.ps,
+        )
+
+    with _progress(not o.progress) as progress:
         if all(a.local_overrides is None for a in arms):
-            # Remote arms: interleave per level so slow drift on the host hits both alike.
-            for c in levels:
+            for c in plan.levels:
                 for arm in arms:
-                    runs += await run_arm_levels(arm, specs, [c], opts, price, progress, args.model)
-            if categories:
-                per_category = await run_categories(
-                    target.endpoint or "",
-                    runs[0]["model"],
-                    None,
-                    categories,
-                    levels[0],
-                    opts,
-                    price,
-                    ps,
-                )
+                    await levels_of(arm, [c])
+            per_category = await categories_of(arms[0].endpoint, None)
         else:
-            # A local server is (re)started per arm: run all its levels while it is up.
             for arm in arms:
                 with opened(arm) as live:
-                    runs += await run_arm_levels(
-                        live, specs, levels, opts, price, progress, args.model
-                    )
-                    if categories and live.name == "target":
-                        per_category = await run_categories(
-                            live.endpoint or "",
-                            runs[0]["model"],
-                            live.k,
-                            categories,
-                            levels[0],
-                            opts,
-                            price,
-                            ps,
-                        )
-    comparison = []
-    if len(arms) == 2:
-        for c in levels:
-            t = next(r for r in runs if r["arm"] == "target" and r["concurrency"] == c)
-            b = next(r for r in runs if r["arm"] == "baseline" and r["concurrency"] == c)
-            comparison.append({"concurrency": c, **compare(t, b)})
-    attach(ps, runs, comparison, len(specs))
-    headline = next(r for r in runs if r["arm"] == "target")
+                    await levels_of(live, plan.levels)
+                    if live.name == "target":
+                        per_category = await categories_of(live.endpoint, live.k)
+    return runs, per_category
+
+
+def _comparison(runs: list[ArmRun], levels: list[int]) -> list[dict[str, Any]]:
+    """Target against baseline at each level ([] without a baseline)."""
+    if not any(r.arm == "baseline" for r in runs):
+        return []
+    out = []
+    for c in levels:
+        t = next(r for r in runs if r.arm == "target" and r.concurrency == c)
+        b = next(r for r in runs if r.arm == "baseline" and r.concurrency == c)
+        out.append({"concurrency": c, **compare(t.result, b.result)})
+    return out
+
+
+async def run(o: BenchOptions) -> dict[str, Any]:
+    levels = list(o.levels)
+    specs = o.workload.specs()
+    w = o.workload
+    ps = setup(o.profile, o.overrides, specs, w.output_len, o.local)
+    categories = (
+        category_workloads(w.dataset, w.num_prompts, w.output_len, w.seed)
+        if o.per_category
+        else None
+    )
+    price, price_source = resolve_price(o.instance_type, o.price_per_hour)
+    arms = _arms(o)
+    load = os.getloadavg()
+    on_server_host = o.local or any(
+        is_local_url(a.endpoint) for a in arms if a.endpoint is not None
+    )
+    plan = _Plan(specs, levels, price, ps, categories)
+    runs, per_category = await _measure_arms(o, arms, plan)
+    comparison = _comparison(runs, levels)
+    runs = attach(ps, runs, comparison, len(specs))
+    headline = next(r for r in runs if r.arm == "target")
     return {
-        **{k: v for k, v in headline.items() if k not in ("arm",)},
+        **{k: v for k, v in headline.to_json().items() if k != "arm"},
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "config": {
-            "endpoint": args.endpoint or "local",
-            "model": headline["model"],
-            "api": args.api,
-            "compare": args.compare,
+            "endpoint": o.endpoint or "local",
+            "model": headline.model,
+            "api": o.run.api,
+            "compare": o.compare,
             "concurrency": levels,
             "num_prompts": len(specs),
-            "input_desc": f"dataset {args.dataset}" if args.dataset else f"{args.input_len} words",
-            "output_len": args.output_len,
-            "warmup": args.warmup,
-            "request_rate": None if args.request_rate == float("inf") else args.request_rate,
-            "seed": args.seed,
-            "instance_type": instance_type,
+            "input_desc": w.description,
+            "output_len": w.output_len,
+            "warmup": o.run.warmup,
+            "request_rate": None if o.run.request_rate == float("inf") else o.run.request_rate,
+            "seed": w.seed,
+            "instance_type": o.instance_type,
             "price_per_hour_usd": price,
             "price_source": price_source,
-            "overrides": args.overrides,
-            "profile": args.profile,
-            "dataset_categories": dataset_categories(args.dataset),
+            "overrides": list(o.overrides),
+            "profile": o.profile,
+            "dataset_categories": dataset_categories(w.dataset),
             "load_average": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cpus)",
             "cpu_count": os.cpu_count(),
             "client_on_server_host": on_server_host,
         },
-        "runs": runs,
+        "runs": [r.to_json() for r in runs],
         "comparison": comparison,
         "per_category": per_category,
     }
-
-
-def output_paths(out: Path, plots: bool) -> list[tuple[str, Path]]:
-    """Every file a run writes, named for messages: JSON, Markdown, and the plots."""
-    paths = [("--out", out), ("the Markdown summary", out.with_suffix(".md"))]
-    if plots:
-        paths += [
-            ("the latency plot", out.with_name(f"{out.stem}_latency.png")),
-            ("the acceptance plot", out.with_name(f"{out.stem}_acceptance.png")),
-        ]
-    return paths
 
 
 def write_outputs(result: dict[str, Any], out: Path, plots: bool) -> list[Written]:
@@ -437,7 +395,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         with resolve_endpoint(args) as args.endpoint:
-            result = asyncio.run(run(args))
+            options = bench_options(args)
+            result = asyncio.run(run(options))
     except (UsageError, WorkloadError, PriceError, ConfigError, StackError) as exc:
         print(f"bench.py: error: {exc}", file=sys.stderr)
         return 2
@@ -454,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bench.py: interrupted; no report written", file=sys.stderr)
         return 130
-    written = write_outputs(result, args.out, plots=not args.no_plots)
+    written = write_outputs(result, options.out, plots=options.plots)
     print(bench_markdown(result))
     if moved := moved_lines(written):
         for line in moved:

@@ -21,11 +21,11 @@ from trnspec_tools.bench.bench_predict import PredictionSetup, predict_run
 from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.bench_workload import (
     TINY_CORPUS,
-    RequestSpec,
     WorkloadError,
     read_dataset,
     sample_or_cycle,
 )
+from trnspec_tools.client.request_spec import RequestSpec
 
 #: the group of lines without a "category" in a dataset where other lines have one
 UNCATEGORIZED = "uncategorized"
@@ -125,9 +125,10 @@ async def run_categories(
     run_opts = dataclasses.replace(opts, num_speculative_tokens=opts.num_speculative_tokens or k)
 
     async def measure(specs: list[RequestSpec], c: int) -> dict[str, Any]:
-        stats = await run_level(endpoint, model, specs, c, run_opts, price)
+        run = await run_level(endpoint, model, specs, c, run_opts, price)
+        stats = run.to_json()
         if ps is not None:
-            stats["prediction"] = predict_run(ps, stats, len(specs), speculative=True)
+            stats["prediction"] = predict_run(ps, run, len(specs), speculative=True)
         return stats
 
     return await measure_categories(categories, concurrency, measure)

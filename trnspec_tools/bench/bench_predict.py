@@ -21,6 +21,7 @@ labelled so. Pure apart from reading the packaged profile and calibration data.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,8 @@ from trnspec.config.serving import (
 from trnspec.perf.model import decode_context_tokens
 from trnspec.perf.predict import ProfileModel, profile_model
 
-from trnspec_tools.bench.bench_workload import RequestSpec
+from trnspec_tools.bench.run_result import ArmRun, RunResult
+from trnspec_tools.client.request_spec import RequestSpec
 
 LABEL = "model estimate (trnspec.perf.model, constants fitted to published Trn2 figures)"
 SCOPE = "decode only, one replica: the measured figures also hold prefill and queueing"
@@ -102,11 +104,11 @@ def _absent(reason: str) -> dict[str, Any]:
 
 
 def predict_run(
-    ps: PredictionSetup, run: Mapping[str, Any], num_prompts: int, speculative: bool
+    ps: PredictionSetup, run: RunResult, num_prompts: int, speculative: bool
 ) -> dict[str, Any]:
     """The `prediction` block of one measured run (JSON-ready)."""
     cfg = ps.model.cfg
-    c = int(run["concurrency"])
+    c = run.concurrency
     batch = min(c, num_prompts, cfg.max_num_seqs)
     notes = []
     if batch < c:
@@ -114,7 +116,7 @@ def predict_run(
             f"batch {batch} < concurrency {c}: capped by the prompts ({num_prompts}) or the"
             f" profile's max_num_seqs ({cfg.max_num_seqs})"
         )
-    if run.get("request_rate") is not None:
+    if run.request_rate is not None:
         notes.append("open-loop arrivals: the concurrency is an upper bound on the batch")
     k = ps.k if speculative else 0
     inputs: dict[str, Any] = {
@@ -129,11 +131,12 @@ def predict_run(
         return _absent(f"profile {ps.profile} has no speculation; compare a speculative profile")
     tau = 1.0
     if k:
-        deltas = run.get("spec_decode_deltas")
-        if run.get("acceptance_source") != "server-metrics" or not deltas:
-            why = run.get("acceptance_note") or "no consistent spec-decode counter deltas"
+        acc = run.acceptance
+        deltas = acc.spec_decode_deltas
+        if acc.acceptance_source != "server-metrics" or deltas is None:
+            why = acc.acceptance_note or "no consistent spec-decode counter deltas"
             return _absent(f"no measured acceptance from the server's counters ({why})")
-        drafts, draft_tokens = deltas["num_drafts"], deltas["num_draft_tokens"]
+        drafts, draft_tokens = deltas.num_drafts, deltas.num_draft_tokens
         if drafts < 1:
             return _absent("the counters recorded no draft in the window")
         if draft_tokens != drafts * k:
@@ -141,9 +144,9 @@ def predict_run(
                 f"the counters show {draft_tokens / drafts:g} draft tokens per draft but profile"
                 f" {ps.profile} has k={k}; pass --set speculation.num_speculative_tokens=K"
             )
-        tau = 1.0 + deltas["num_accepted_tokens"] / drafts
+        tau = 1.0 + deltas.num_accepted_tokens / drafts
         inputs["mean_accepted_length"] = tau
-        inputs["acceptance_rate"] = run.get("acceptance_rate")
+        inputs["acceptance_rate"] = acc.acceptance_rate
         inputs["acceptance_source"] = "server-metrics (spec-decode counter deltas of this window)"
     points = ps.model.grid(lambda _k: tau, sorted({0, k}), [batch])
     point = next(p for p in points if p.k == k)
@@ -155,8 +158,8 @@ def predict_run(
         "step_ms": point.step.total_s * 1e3,
         "target_bound": point.step.target.bound,
     }
-    tpot = run.get("tpot_ms", {}).get("p50")
-    tps = run.get("output_tokens_per_s")
+    tpot = run.requests.tpot_ms.p50
+    tps = run.output_tokens_per_s
     measured = {"tpot_ms": tpot, "output_tokens_per_s": tps}
     return {
         "label": LABEL,
@@ -182,25 +185,27 @@ def _ratio(measured: object, predicted: float | None) -> float | None:
 
 def attach(
     ps: PredictionSetup | None,
-    runs: list[dict[str, Any]],
+    runs: Sequence[ArmRun],
     comparison: list[dict[str, Any]],
     num_prompts: int,
-) -> None:
-    """Add a `prediction` block to every run, and the predicted speedup to every comparison."""
+) -> list[ArmRun]:
+    """Every run with its `prediction` block, and the predicted speedup added to every
+    comparison (the runs unchanged without a --profile)."""
     if ps is None:
-        return
-    for r in runs:
-        r["prediction"] = predict_run(ps, r, num_prompts, speculative=r.get("arm") != "baseline")
+        return list(runs)
+    predicted = [
+        dataclasses.replace(
+            r,
+            prediction=predict_run(ps, r.result, num_prompts, speculative=r.arm != "baseline"),
+        )
+        for r in runs
+    ]
     for entry in comparison:
         t = next(
-            (
-                r
-                for r in runs
-                if r.get("arm") == "target" and r["concurrency"] == entry["concurrency"]
-            ),
+            (r for r in predicted if r.arm == "target" and r.concurrency == entry["concurrency"]),
             None,
         )
-        pred = (t or {}).get("prediction") or {}
+        pred: Mapping[str, Any] = (t.prediction if t else None) or {}
         speedup = (pred.get("predicted") or {}).get("speedup")
         measured = entry.get("speedup_output_tokens_per_s")
         entry["prediction"] = {
@@ -210,6 +215,7 @@ def attach(
             "measured_over_predicted": _ratio(measured, speedup),
             "reason": None if speedup is not None else pred.get("reason"),
         }
+    return predicted
 
 
 def _f(value: object, fmt: str) -> str:

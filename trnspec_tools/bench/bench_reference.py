@@ -42,18 +42,17 @@ from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.bench_stats import median_interval
 from trnspec_tools.bench.bench_workload import (
     VOCABULARY,
-    RequestSpec,
     WorkloadError,
-    select_workload,
 )
-from trnspec_tools.bench.workload_args import add_workload_args
+from trnspec_tools.bench.workload_args import add_workload_args, workload_of
 from trnspec_tools.client.client_args import (
     add_api_key_arg,
     add_model_args,
     api_key,
     api_key_arg_problem,
 )
-from trnspec_tools.client.served_model import discover_model
+from trnspec_tools.client.request_spec import RequestSpec
+from trnspec_tools.client.served_model import NoServedModel, resolve_model
 
 # `vllm bench serve` is vllm.entrypoints.cli.benchmark.serve: add_cli_args + main of
 # vllm.benchmarks.serve (vLLM 0.32). The same two calls, in a process that stays up between runs
@@ -392,7 +391,9 @@ def compare_tools(
             steps = ("ours", "ref") if i % 2 == 0 else ("ref", "ours")
             for step in steps:
                 if step == "ours":
-                    ours.append(asyncio.run(run_level(base_url, model, specs, concurrency, opts)))
+                    ours.append(
+                        asyncio.run(run_level(base_url, model, specs, concurrency, opts)).to_json()
+                    )
                 else:
                     refs.append(reference.run(argv))
     ours_m, ref_m = _median_run(ours), _median_run(refs)
@@ -435,18 +436,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     key = api_key(args)
     try:
-        specs = select_workload(
-            args.dataset, args.num_prompts, args.input_len, args.output_len, args.seed
-        )
+        specs = workload_of(args).specs()
     except WorkloadError as exc:
         print(f"bench_reference.py: error: {exc}", file=sys.stderr)
         return 2
     arm = Arm("target", args.endpoint, list(args.overrides) if args.local else None)
     with opened(arm) as live, tempfile.TemporaryDirectory() as tmp:
         assert live.endpoint is not None
-        model = args.model or live.model or asyncio.run(discover_model(live.endpoint, api_key=key))
-        if model is None:
-            print("bench_reference.py: error: --model: /v1/models did not answer", file=sys.stderr)
+        try:
+            model = asyncio.run(resolve_model(live.endpoint, args.model, live.model, api_key=key))
+        except NoServedModel as exc:
+            print(f"bench_reference.py: error: {exc}", file=sys.stderr)
             return 2
         tokenizer = args.tokenizer or (Path(live.model_path) if live.model_path else None)
         result = compare_tools(

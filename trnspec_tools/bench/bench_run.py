@@ -19,7 +19,8 @@ from typing import Any
 from trnspec.hardware.pricing import cost_per_1m_output_tokens
 
 from trnspec_tools.bench.bench_stats import Slo, aggregate
-from trnspec_tools.bench.bench_workload import RequestSpec, arrival_offsets
+from trnspec_tools.bench.bench_workload import arrival_offsets
+from trnspec_tools.bench.run_result import AcceptanceFigures, RunResult, SpecDecodeDeltas
 from trnspec_tools.client.bench_client import (
     Api,
     RequestResult,
@@ -37,6 +38,7 @@ from trnspec_tools.client.metrics import (
     acceptance,
     checked_delta,
 )
+from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S
 from trnspec_tools.inbound.endpoint import BoundKey, bind_key
 
@@ -91,7 +93,7 @@ def spec_decode_fields(
     k: int | None,
     model: str | None = None,
     completed: int | None = None,
-) -> dict[str, object]:
+) -> AcceptanceFigures:
     """Acceptance figures for the window between two /metrics snapshots.
 
     Only from completed work: with `completed` == 0 (no request of the window finished) every
@@ -105,66 +107,77 @@ def spec_decode_fields(
     or restart in the window, accepted > drafted), acceptance is absent: an estimate would hide
     a fault. `acceptance_note` says why the counters were not used.
     """
-    out: dict[str, object] = {
-        "acceptance_rate": None,
-        "mean_accepted_length": None,
-        "acceptance_per_position": None,
-        "acceptance_source": None,
-        "acceptance_note": None,
-        "spec_decode_deltas": None,
-        "k_used": None,
-    }
     if completed == 0:
-        out["acceptance_note"] = "no request completed: acceptance is measured on completed work"
-        return out
-    reason = "the server has no /metrics endpoint"
-    if before is not None and after is not None:
-        try:
-            first = SpecDecodeCounters.from_text(before, model)
-            second = SpecDecodeCounters.from_text(after, model)
-        except MetricsFormatError as exc:
-            first = second = SpecDecodeCounters()
-            reason = f"/metrics is not a Prometheus exposition ({str(exc)[:80]})"
-        else:
-            reason = NO_COUNTERS
-        checked = checked_delta(first, second, k)
-        if checked.delta is not None:
-            delta = checked.delta
-            acc = acceptance(delta)
-            per_pos = [p for p in acc.per_position if p is not None]
-            out.update(
-                acceptance_rate=acc.acceptance_rate,
-                mean_accepted_length=acc.mean_accepted_length,
-                acceptance_per_position=per_pos or None,
-                acceptance_source="server-metrics",
-                k_used=acc.k_used,
-                spec_decode_deltas={
-                    "num_drafts": int(delta.drafts),
-                    "num_draft_tokens": int(delta.draft_tokens),
-                    "num_accepted_tokens": int(delta.accepted_tokens),
-                    "accepted_per_position": [
-                        int(v) for _, v in sorted(delta.accepted_per_position.items())
-                    ],
-                },
-            )
-            return out
-        if first.present or second.present:
-            reason = checked.reason or reason
-            if reason != UNMOVED_COUNTERS:
-                out["acceptance_note"] = reason
-                return out
-    out["acceptance_note"] = reason
-    if tokens_per_step_estimate is not None and k is not None and tokens_per_step_estimate > k + 1:
-        out["acceptance_note"] = (
-            f"{reason}; the chunk estimate ({tokens_per_step_estimate:.2f} tokens per step) is"
+        return AcceptanceFigures(
+            acceptance_note="no request completed: acceptance is measured on completed work"
+        )
+    figures, reason, may_estimate = _from_counters(before, after, k, model)
+    if figures is not None:
+        return figures
+    if not may_estimate:
+        return AcceptanceFigures(acceptance_note=reason)
+    return _from_chunks(reason, tokens_per_step_estimate, k)
+
+
+def _from_counters(
+    before: str | None, after: str | None, k: int | None, model: str | None
+) -> tuple[AcceptanceFigures | None, str, bool]:
+    """(the figures of a consistent counter delta, else None; why not; whether the chunk
+    estimate may stand in: only when the counters are absent or did not move)."""
+    if before is None or after is None:
+        return None, "the server has no /metrics endpoint", True
+    try:
+        first = SpecDecodeCounters.from_text(before, model)
+        second = SpecDecodeCounters.from_text(after, model)
+    except MetricsFormatError as exc:
+        first = second = SpecDecodeCounters()
+        reason = f"/metrics is not a Prometheus exposition ({str(exc)[:80]})"
+    else:
+        reason = NO_COUNTERS
+    checked = checked_delta(first, second, k)
+    if checked.delta is not None:
+        return _counter_figures(checked.delta), reason, False
+    if first.present or second.present:
+        reason = checked.reason or reason
+        return None, reason, reason == UNMOVED_COUNTERS
+    return None, reason, True
+
+
+def _counter_figures(delta: SpecDecodeCounters) -> AcceptanceFigures:
+    acc = acceptance(delta)
+    per_pos = tuple(p for p in acc.per_position if p is not None)
+    return AcceptanceFigures(
+        acceptance_rate=acc.acceptance_rate,
+        mean_accepted_length=acc.mean_accepted_length,
+        acceptance_per_position=per_pos or None,
+        acceptance_source="server-metrics",
+        k_used=acc.k_used,
+        spec_decode_deltas=SpecDecodeDeltas(
+            num_drafts=int(delta.drafts),
+            num_draft_tokens=int(delta.draft_tokens),
+            num_accepted_tokens=int(delta.accepted_tokens),
+            accepted_per_position=tuple(
+                int(v) for _, v in sorted(delta.accepted_per_position.items())
+            ),
+        ),
+    )
+
+
+def _from_chunks(reason: str, estimate: float | None, k: int | None) -> AcceptanceFigures:
+    """The chunk-size estimate of tokens per step, unless it is impossible for k."""
+    if estimate is None:
+        return AcceptanceFigures(acceptance_note=reason)
+    if k is not None and estimate > k + 1:
+        return AcceptanceFigures(
+            acceptance_note=f"{reason}; the chunk estimate ({estimate:.2f} tokens per step) is"
             f" above k+1={k + 1}, impossible: chunks were coalesced"
         )
-    elif tokens_per_step_estimate is not None:
-        out["mean_accepted_length"] = tokens_per_step_estimate
-        out["acceptance_source"] = "estimate-from-chunks"
-        if k:
-            out["acceptance_rate"] = max(0.0, min(1.0, (tokens_per_step_estimate - 1.0) / k))
-    return out
+    return AcceptanceFigures(
+        acceptance_rate=max(0.0, min(1.0, (estimate - 1.0) / k)) if k else None,
+        mean_accepted_length=estimate,
+        acceptance_source="estimate-from-chunks",
+        acceptance_note=reason,
+    )
 
 
 async def _run_requests(
@@ -203,8 +216,8 @@ async def run_level(
     opts: RunOptions,
     price_per_hour: float | None = None,
     on_done: Callable[[], None] | None = None,
-) -> dict[str, object]:
-    """Warm up, measure, and return the run's figures (JSON-ready)."""
+) -> RunResult:
+    """Warm up, measure, and return the run's figures."""
     async with StreamClient(
         base_url, deadlines(opts), opts.api_key, opts.retry_after_cap_s
     ) as client:
@@ -220,28 +233,27 @@ async def run_level(
         duration = time.perf_counter() - start
         cpu_s = time.process_time() - cpu0
         after = await scrape_metrics(client)
-    stats = aggregate(results, duration, opts.slo)
-    stats.update(
-        spec_decode_fields(
+    figures = aggregate(results, duration, opts.slo)
+    tps = figures.output_tokens_per_s
+    out_tokens = figures.output_tokens
+    return RunResult(
+        requests=figures,
+        acceptance=spec_decode_fields(
             before,
             after,
-            stats["tokens_per_step_estimate"],  # type: ignore[arg-type]
+            figures.tokens_per_step_estimate,
             opts.num_speculative_tokens,
             model,
-            completed=int(stats["completed"]),  # type: ignore[call-overload]
-        )
+            completed=figures.completed,
+        ),
+        cost_per_1m_output_tokens_usd=(
+            cost_per_1m_output_tokens(price_per_hour, tps) if price_per_hour else None
+        ),
+        tool_cpu_fraction_of_one_core=cpu_s / duration if duration > 0 else None,
+        tool_cpu_us_per_output_token=cpu_s / out_tokens * 1e6 if out_tokens else None,
+        concurrency=concurrency,
+        request_rate=None if opts.request_rate == float("inf") else opts.request_rate,
     )
-    tps = float(stats["output_tokens_per_s"])  # type: ignore[arg-type]
-    stats["cost_per_1m_output_tokens_usd"] = (
-        cost_per_1m_output_tokens(price_per_hour, tps) if price_per_hour else None
-    )
-    # The tool's own CPU over the measured window: on a shared host it competes with the server.
-    stats["tool_cpu_fraction_of_one_core"] = cpu_s / duration if duration > 0 else None
-    out_tokens = int(stats["output_tokens"])  # type: ignore[call-overload]
-    stats["tool_cpu_us_per_output_token"] = cpu_s / out_tokens * 1e6 if out_tokens else None
-    stats["concurrency"] = concurrency
-    stats["request_rate"] = None if opts.request_rate == float("inf") else opts.request_rate
-    return stats
 
 
 def deadlines(opts: RunOptions) -> Deadlines:

@@ -8,17 +8,15 @@ hand-computed values. Percentiles use linear interpolation (numpy's default, als
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import comb
 from typing import TYPE_CHECKING
 
-import numpy as np
+from trnspec_tools.bench.run_result import Goodput, Latency, RequestFigures, RunResult
 
 if TYPE_CHECKING:
     from trnspec_tools.client.bench_client import RequestResult
-
-PERCENTILES = (50, 90, 99)
 
 
 @dataclass(frozen=True)
@@ -50,17 +48,6 @@ class Slo:
                     continue
                 return False
         return True
-
-
-def summarize_ms(values_s: Iterable[float]) -> dict[str, float | None]:
-    """p50/p90/p99/mean in milliseconds (None for an empty sample, never a made-up zero)."""
-    arr = np.asarray(list(values_s), dtype=float) * 1000.0
-    if arr.size == 0:
-        return {"p50": None, "p90": None, "p99": None, "mean": None, "count": 0}
-    out: dict[str, float | None] = {f"p{p}": float(np.percentile(arr, p)) for p in PERCENTILES}
-    out["mean"] = float(arr.mean())
-    out["count"] = int(arr.size)
-    return out
 
 
 def median_interval(values: Sequence[float], confidence: float = 0.9) -> tuple[float, float] | None:
@@ -98,40 +85,37 @@ def tokens_per_step_estimate(results: Sequence[RequestResult]) -> float | None:
 
 def aggregate(
     results: Sequence[RequestResult], duration_s: float, slo: Slo | None = None
-) -> dict[str, object]:
+) -> RequestFigures:
     """The run's headline figures from its measured (non warm-up) requests."""
     ok = [r for r in results if r.ok]
-    errors = Counter(r.error for r in results if not r.ok)
+    errors = Counter(r.error for r in results if r.error is not None)
     out_tokens = sum(r.output_tokens or 0 for r in ok)
     chunks = sum(r.content_chunks for r in results)
     overhead = sum(r.parse_overhead_s for r in results)
     duration = max(duration_s, 1e-9)
-    stats: dict[str, object] = {
-        "num_requests": len(results),
-        "completed": len(ok),
-        "duration_s": duration_s,
-        "ttft_ms": summarize_ms(r.ttft_s for r in ok if r.ttft_s is not None),
-        "itl_ms": summarize_ms(g for r in ok for g in r.itl_s),
-        "tpot_ms": summarize_ms(r.tpot_s for r in ok if r.tpot_s is not None),
-        "e2e_ms": summarize_ms(r.e2e_s for r in ok if r.e2e_s is not None),
-        "output_tokens": out_tokens,
-        "output_tokens_per_s": out_tokens / duration,
-        "requests_per_s": len(ok) / duration,
-        "errors": {"total": sum(errors.values()), **dict(sorted(errors.items()))},
-        "retries": sum(r.retries for r in results),
-        "usage_reported": all(r.usage_reported for r in ok) if ok else False,
-        "tool_overhead_us_per_chunk": (overhead / chunks * 1e6) if chunks else None,
-        "tokens_per_step_estimate": tokens_per_step_estimate(ok),
-    }
+    goodput = None
     if slo is not None and slo.is_set:
         good = sum(1 for r in ok if slo.met_by(r))
-        stats["goodput"] = {
-            "slo": {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms},
-            "good_requests": good,
-            "requests_per_s": good / duration,
-            "fraction": good / len(results) if results else None,
-        }
-    return stats
+        fraction = good / len(results) if results else None
+        goodput = Goodput(slo.ttft_ms, slo.tpot_ms, slo.e2e_ms, good, good / duration, fraction)
+    return RequestFigures(
+        num_requests=len(results),
+        completed=len(ok),
+        duration_s=duration_s,
+        ttft_ms=Latency.of_seconds(r.ttft_s for r in ok if r.ttft_s is not None),
+        itl_ms=Latency.of_seconds(g for r in ok for g in r.itl_s),
+        tpot_ms=Latency.of_seconds(r.tpot_s for r in ok if r.tpot_s is not None),
+        e2e_ms=Latency.of_seconds(r.e2e_s for r in ok if r.e2e_s is not None),
+        output_tokens=out_tokens,
+        output_tokens_per_s=out_tokens / duration,
+        requests_per_s=len(ok) / duration,
+        errors={"total": sum(errors.values()), **dict(sorted(errors.items()))},
+        retries=sum(r.retries for r in results),
+        usage_reported=all(r.usage_reported for r in ok) if ok else False,
+        tool_overhead_us_per_chunk=(overhead / chunks * 1e6) if chunks else None,
+        tokens_per_step_estimate=tokens_per_step_estimate(ok),
+        goodput=goodput,
+    )
 
 
 #: below this median gap (ms) a stream is coalesced (many tokens per read), not paced per step
@@ -156,7 +140,7 @@ def exceeds_tokens_per_step(speedup: float | None, tokens_per_step: float | None
     return speedup > tokens_per_step * (1.0 + SPEEDUP_BOUND_SLACK)
 
 
-def compare(target: dict[str, object], baseline: dict[str, object]) -> dict[str, object]:
+def compare(target: RunResult, baseline: RunResult) -> dict[str, object]:
     """A/B figures: throughput speedup and relative change of median ITL, TPOT, TTFT and E2E.
 
     A server whose API process falls behind its engine merges queued outputs into one chunk
@@ -164,32 +148,26 @@ def compare(target: dict[str, object], baseline: dict[str, object]) -> dict[str,
     relative change against that is meaningless and is left out, with a note saying why.
     """
 
-    def ratio(a: object, b: object) -> float | None:
-        if not isinstance(a, int | float) or not isinstance(b, int | float) or b == 0:
-            return None
-        return float(a) / float(b)
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None or b == 0 else a / b
 
-    def med(run: dict[str, object], key: str) -> object:
-        block = run.get(key)
-        return block.get("p50") if isinstance(block, dict) else None
-
-    def change(key: str) -> float | None:
-        r = ratio(med(target, key), med(baseline, key))
+    def change(block: Callable[[RequestFigures], Latency]) -> float | None:
+        r = ratio(block(target.requests).p50, block(baseline.requests).p50)
         return None if r is None else r - 1.0
 
     bursty = [
         name
         for name, run in (("target", target), ("baseline", baseline))
-        if isinstance(med(run, "itl_ms"), int | float) and med(run, "itl_ms") < BURST_ITL_MS  # type: ignore[operator]
+        if run.requests.itl_ms.p50 is not None and run.requests.itl_ms.p50 < BURST_ITL_MS
     ]
     out: dict[str, object] = {
         "speedup_output_tokens_per_s": ratio(
-            target.get("output_tokens_per_s"), baseline.get("output_tokens_per_s")
+            target.output_tokens_per_s, baseline.output_tokens_per_s
         ),
-        "itl_p50_change": None if bursty else change("itl_ms"),
-        "tpot_p50_change": None if bursty else change("tpot_ms"),
-        "ttft_p50_change": change("ttft_ms"),
-        "e2e_p50_change": change("e2e_ms"),
+        "itl_p50_change": None if bursty else change(lambda r: r.itl_ms),
+        "tpot_p50_change": None if bursty else change(lambda r: r.tpot_ms),
+        "ttft_p50_change": change(lambda r: r.ttft_ms),
+        "e2e_p50_change": change(lambda r: r.e2e_ms),
     }
     notes = []
     if bursty:
@@ -198,13 +176,9 @@ def compare(target: dict[str, object], baseline: dict[str, object]) -> dict[str,
             " server merged queued tokens into single chunks, so ITL/TPOT changes are omitted;"
             " compare throughput and E2E"
         )
-    tau = target.get("mean_accepted_length")
+    tau = target.acceptance.mean_accepted_length
     speedup = out["speedup_output_tokens_per_s"]
-    if (
-        isinstance(tau, int | float)
-        and isinstance(speedup, float)
-        and exceeds_tokens_per_step(speedup, float(tau))
-    ):
+    if tau is not None and isinstance(speedup, float) and exceeds_tokens_per_step(speedup, tau):
         out["speedup_output_tokens_per_s"] = None
         out["implausible_speedup"] = speedup
         notes.append(

@@ -17,6 +17,8 @@ from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import MAX_COUNT
 
+from trnspec_tools.client.request_spec import RequestSpec
+
 #: Largest dataset file read, bytes, and most prompt lines (a benchmark needs a few thousand).
 MAX_DATASET_BYTES = 256 * 1024 * 1024
 MAX_DATASET_LINES = 1_000_000
@@ -47,14 +49,6 @@ TINY_CORPUS = "tiny-corpus"
 
 class WorkloadError(ValueError):
     """Bad workload input; the message names the field, the value and the fix."""
-
-
-@dataclass(frozen=True)
-class RequestSpec:
-    """One request: the prompt text and how many tokens to ask for."""
-
-    prompt: str
-    max_tokens: int
 
 
 def synthetic_prompts(
@@ -180,3 +174,27 @@ def select_workload(
 
         return [RequestSpec(p, output_len) for p in completion_prompts(num_prompts, seed)]
     return load_dataset(Path(dataset), num_prompts, output_len, seed)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The workload flags of bench and tune (bench.workload_args), as one value."""
+
+    #: a JSONL path, TINY_CORPUS, or None for synthetic prompts
+    dataset: str | None
+    num_prompts: int
+    #: words per synthetic prompt
+    input_len: int
+    output_len: int
+    seed: int
+
+    def specs(self) -> list[RequestSpec]:
+        """The prompts, in their reproducible order (select_workload)."""
+        return select_workload(
+            self.dataset, self.num_prompts, self.input_len, self.output_len, self.seed
+        )
+
+    @property
+    def description(self) -> str:
+        """What the prompts are, for reports."""
+        return f"dataset {self.dataset}" if self.dataset else f"{self.input_len} words"

@@ -8,7 +8,7 @@ import argparse
 
 from trnspec.boundary.numbers import int_arg
 
-from trnspec_tools.bench.bench_workload import TINY_CORPUS
+from trnspec_tools.bench.bench_workload import TINY_CORPUS, Workload
 
 #: requests measured per arm and concurrency level
 DEFAULT_NUM_PROMPTS = 32
@@ -34,24 +34,14 @@ def add_workload_args(group: Group, *, sweep: bool = True, warmup: bool = True) 
             help=f"one level or a sweep, e.g. 1,4,16 (default {DEFAULT_CONCURRENCY}; every arm"
             " is measured at every level)",
         )
-    group.add_argument(
-        "--num-prompts",
-        type=int_arg(),
-        default=DEFAULT_NUM_PROMPTS,
-        help=f"requests per arm and level (default {DEFAULT_NUM_PROMPTS})",
-    )
-    group.add_argument(
-        "--input-len",
-        type=int_arg(),
-        default=DEFAULT_INPUT_LEN,
-        help=f"synthetic prompt length in words (default {DEFAULT_INPUT_LEN})",
-    )
-    group.add_argument(
-        "--output-len",
-        type=int_arg(),
-        default=DEFAULT_OUTPUT_LEN,
-        help=f"max_tokens per request (default {DEFAULT_OUTPUT_LEN})",
-    )
+    for flag, default, what in (
+        ("--num-prompts", DEFAULT_NUM_PROMPTS, "requests per arm and level"),
+        ("--input-len", DEFAULT_INPUT_LEN, "synthetic prompt length in words"),
+        ("--output-len", DEFAULT_OUTPUT_LEN, "max_tokens per request"),
+    ):
+        group.add_argument(
+            flag, type=int_arg(), default=default, help=f"{what} (default {default})"
+        )
     group.add_argument(
         "--dataset",
         help=f'JSONL prompts ({{"prompt": ...}} per line), or "{TINY_CORPUS}": prompts in the '
@@ -69,3 +59,8 @@ def add_workload_args(group: Group, *, sweep: bool = True, warmup: bool = True) 
         default=DEFAULT_SEED,
         help=f"default {DEFAULT_SEED}",
     )
+
+
+def workload_of(args: argparse.Namespace) -> Workload:
+    """The parsed workload flags (add_workload_args) as one value."""
+    return Workload(args.dataset, args.num_prompts, args.input_len, args.output_len, args.seed)

@@ -15,15 +15,17 @@ can report its own overhead.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NoReturn
 
 from trnspec.serve.api_key import auth_headers
 
-from trnspec_tools.bench.bench_workload import RequestSpec
 from trnspec_tools.client.http_stream import ConnectionPool, Deadlines, ProtocolError, Response
+from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
 from trnspec_tools.inbound.endpoint import BoundKey
 from trnspec_tools.inbound.sse import MAX_EVENT_BYTES, EventError, event_object
@@ -75,6 +77,11 @@ class RequestResult:
         return (self.e2e_s - self.ttft_s) / (self.output_tokens - 1)
 
 
+class ConnectFailed(OSError):
+    """The connection could not be opened (the original OSError is the cause): safe to retry,
+    nothing was sent."""
+
+
 class StreamClient:
     """One endpoint's connection pool, deadlines and credentials, shared by a run's requests."""
 
@@ -98,21 +105,41 @@ class StreamClient:
     async def __aexit__(self, *_exc: object) -> None:
         await self.pool.aclose()
 
-    async def get(self, path: str, limit: int = 16 * 1024 * 1024) -> tuple[int, bytes]:
-        """A bounded GET: (status, body)."""
+    @contextlib.asynccontextmanager
+    async def opened(
+        self, method: str, path: str, body: bytes | None = None, *, spent_s: float = 0.0
+    ) -> AsyncIterator[Response]:
+        """The one deadline-scoped request of the tools: the response, with its body unread,
+        under one `asyncio.timeout_at` scope that moves from the connect deadline (capped by the
+        whole request's) to the whole request's once connected, and whose first byte must come
+        by its own deadline. `spent_s` is time a retried request already used of its total.
+
+        Raises ConnectFailed (the OSError as its cause) when the connection cannot be opened,
+        TimeoutError past a deadline; closes the response on the way out."""
         d = self.deadlines
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        total_at = now + d.total_s
+        now = asyncio.get_running_loop().time()
+        total_at = now + d.total_s - spent_s
         async with asyncio.timeout_at(min(now + d.connect_s, total_at)) as scope:
-            resp = await self.pool.request(
-                "GET", path, on_connected=scope, first_byte_at=min(now + d.first_byte_s, total_at)
-            )
+            try:
+                resp = await self.pool.request(
+                    method,
+                    path,
+                    body,
+                    on_connected=scope,
+                    first_byte_at=min(now + d.first_byte_s, total_at),
+                )
+            except OSError as exc:
+                raise ConnectFailed(f"{type(exc).__name__}: {exc}") from exc
             scope.reschedule(total_at)
             try:
-                return resp.status, await resp.read(limit)
+                yield resp
             finally:
                 resp.close()
+
+    async def get(self, path: str, limit: int = 16 * 1024 * 1024) -> tuple[int, bytes]:
+        """A bounded GET: (status, body)."""
+        async with self.opened("GET", path) as resp:
+            return resp.status, await resp.read(limit)
 
 
 def request_body(api: Api, model: str, spec: RequestSpec, ignore_eos: bool) -> dict[str, object]:
@@ -174,45 +201,18 @@ async def _stream_once(
     Latencies count from `start`, the first attempt, so a retried request shows its real cost.
     """
     result.start_s = start
-    d = client.deadlines
-    loop = asyncio.get_running_loop()
-    now = loop.time()
-    total_at = loop.time() + d.total_s - (time.perf_counter() - start)
-    async with asyncio.timeout_at(min(now + d.connect_s, total_at)) as scope:
-        try:
-            resp = await client.pool.request(
-                "POST",
-                path,
-                body,
-                on_connected=scope,
-                first_byte_at=min(now + d.first_byte_s, total_at),
-            )
-        except OSError as exc:
-            raise _Retry("connect", None, None) from exc
-        scope.reschedule(total_at)
-        try:
+    try:
+        async with client.opened("POST", path, body, spent_s=time.perf_counter() - start) as resp:
             return await _read_events(resp, api, result, start, max_tokens)
-        finally:
-            resp.close()
+    except ConnectFailed as exc:
+        raise _Retry("connect", None, None) from exc.__cause__
 
 
 async def _read_events(
     resp: Response, api: Api, result: RequestResult, start: float, max_tokens: int
 ) -> str | None:
-    status = resp.status
-    if status != 200:
-        detail = (await resp.read(4096)).decode("utf-8", "replace")[:200]
-        result.error_detail = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
-        kind = (
-            "http_5xx"
-            if status >= 500
-            else "http_429"
-            if status == 429
-            else "http_4xx"
-            if status >= 400
-            else "bad_response"
-        )
-        raise _Retry(kind, status, resp.headers.get("retry-after"))
+    if resp.status != 200:
+        await _refuse(resp, result)
     last: float | None = None
     done = False
     end = start
@@ -266,16 +266,37 @@ async def _read_events(
         elif len(buf) > MAX_EVENT_BYTES:
             result.error_detail = f"an event line longer than {MAX_EVENT_BYTES} bytes"
             return "bad_response"
-    if not done:
-        end = perf()
-    result.end_s = end
+    result.end_s = end if done else perf()
     if not done:
         result.error_detail = "stream ended before [DONE]"
         return "dropped_stream"
+    return _finish(result, reported, max_tokens)
+
+
+async def _refuse(resp: Response, result: RequestResult) -> NoReturn:
+    """A status other than 200: its kind, and the start of its body as the detail."""
+    status = resp.status
+    detail = (await resp.read(4096)).decode("utf-8", "replace")[:200]
+    result.error_detail = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
+    kind = (
+        "http_5xx"
+        if status >= 500
+        else "http_429"
+        if status == 429
+        else "http_4xx"
+        if status >= 400
+        else "bad_response"
+    )
+    raise _Retry(kind, status, resp.headers.get("retry-after"))
+
+
+def _finish(result: RequestResult, reported: object, max_tokens: int) -> str | None:
+    """A stream read to [DONE]: its output tokens (the usage the server reported, checked
+    against the chunks, else one per chunk), or the kind of fault it shows."""
     if result.ttft_s is None:
         result.error_detail = "no content in the stream"
         return "bad_response"
-    result.e2e_s = end - start
+    result.e2e_s = result.end_s - result.start_s
     if reported is None:
         # No usage from the server: fall back to one token per chunk (a lower bound).
         result.output_tokens = result.content_chunks

@@ -25,7 +25,7 @@ from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
 from trnspec.config.pod_contract import MODELS_PATH
 
-from trnspec_tools.client.bench_client import StreamClient
+from trnspec_tools.client.bench_client import ConnectFailed, StreamClient
 from trnspec_tools.client.http_stream import Deadlines, ProtocolError
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
 from trnspec_tools.client.served_model import ModelListError, served_model_ids
@@ -105,28 +105,10 @@ class OpenAIClient:
     # --- the request path -----------------------------------------------------------------
 
     async def _once(self, method: str, path: str, body: bytes | None, *, stream: bool) -> _Answer:
-        d = self._client.deadlines
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        total_at = now + d.total_s
-        async with asyncio.timeout_at(min(now + d.connect_s, total_at)) as scope:
-            try:
-                resp = await self._client.pool.request(
-                    method,
-                    path,
-                    body,
-                    on_connected=scope,
-                    first_byte_at=min(now + d.first_byte_s, total_at),
-                )
-            except OSError as exc:
-                raise _Retryable(
-                    f"cannot connect: {type(exc).__name__}: {exc}", None, None
-                ) from exc
-            scope.reschedule(total_at)
-            try:
+        try:
+            async with self._client.opened(method, path, body) as resp:
                 if resp.status != 200 or not stream:
                     data = await resp.read(16 * 1024 * 1024)
-                    answer = _Answer(resp.status, resp.headers, data)
                     if resp.status >= 300:
                         detail = data.decode("utf-8", "replace")[:300]
                         raise _Retryable(
@@ -134,10 +116,10 @@ class OpenAIClient:
                             resp.status,
                             resp.headers.get("retry-after"),
                         )
-                    return answer
+                    return _Answer(resp.status, resp.headers, data)
                 return _Answer(200, resp.headers, b"", await _read_sse(resp))
-            finally:
-                resp.close()
+        except ConnectFailed as exc:
+            raise _Retryable(f"cannot connect: {exc}", None, None) from exc.__cause__
 
     async def _call(
         self, method: str, path: str, body: dict[str, Any] | None, *, stream: bool = False

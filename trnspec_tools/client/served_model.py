@@ -22,6 +22,16 @@ class ModelListError(ValueError):
     """The /v1/models answer is not the OpenAI list shape."""
 
 
+class NoServedModel(ValueError):
+    """No model name to send: none was given and the endpoint's /v1/models names none."""
+
+    def __init__(self, endpoint: str) -> None:
+        super().__init__(
+            f"--model: {endpoint.rstrip('/')}{MODELS_PATH} named no served model (no answer,"
+            " another shape or an empty list); pass --model NAME"
+        )
+
+
 def served_model_ids(doc: Any) -> list[str]:
     """The model ids of a parsed /v1/models answer, in the server's order (entries without a
     usable id, see is_model_id, are skipped); ModelListError when the answer has no 'data'
@@ -58,3 +68,29 @@ async def discover_model(
     except (OSError, ProtocolError, TimeoutError, ValueError):
         return None
     return ids[0] if ids else None
+
+
+def choose_model(ids: list[str], endpoint: str, wanted: str | None = None) -> str:
+    """The model to send to an endpoint serving `ids`: `wanted` when it is served, else the
+    first served one; NoServedModel when it serves none."""
+    if not ids:
+        raise NoServedModel(endpoint)
+    return wanted if wanted in ids else ids[0]
+
+
+async def resolve_model(
+    endpoint: str,
+    *given: str | None,
+    timeout_s: float = 10.0,
+    api_key: str | BoundKey | None = None,
+) -> str:
+    """The one model-name resolver of bench, tune and bench_reference: the first of `given`
+    that is set (the --model flag, then the name a local arm serves), else the endpoint's first
+    served model (discover_model); NoServedModel when there is none."""
+    for name in given:
+        if name:
+            return name
+    found = await discover_model(endpoint, timeout_s, api_key)
+    if found is None:
+        raise NoServedModel(endpoint)
+    return found

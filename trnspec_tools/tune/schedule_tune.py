@@ -38,10 +38,12 @@ from trnspec.boundary import json_io
 from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.config.serving import apply_overrides, load_profile
 
-from trnspec_tools.bench.bench import UsageError, parse_int_list
+from trnspec_tools.bench.bench_options import UsageError, parse_int_list
 from trnspec_tools.bench.bench_report import save_figure
 from trnspec_tools.bench.bench_run import RunOptions, run_level, run_options_from_args
-from trnspec_tools.bench.bench_workload import RequestSpec, select_workload
+from trnspec_tools.bench.run_result import RunResult
+from trnspec_tools.bench.workload_args import workload_of
+from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.local_engine.local_server import LocalServer
 from trnspec_tools.tune.schedule_choice import (
     PLAIN,
@@ -96,9 +98,10 @@ def stopped(server: LocalServer) -> Iterator[None]:
         os.killpg(pid, signal.SIGCONT)
 
 
-def _kept(stats: dict[str, Any]) -> dict[str, Any]:
-    errors = (stats.get("errors") or {}).get("total", 0)
-    return {**{k: stats.get(k) for k in RUN_FIELDS}, "errors": errors}
+def _kept(run: RunResult) -> dict[str, Any]:
+    """The figures of a run the schedule JSON keeps (RUN_FIELDS, and the error total)."""
+    written = run.to_json()
+    return {**{k: written[k] for k in RUN_FIELDS}, "errors": run.requests.error_total}
 
 
 async def _measure(server: LocalServer, other: LocalServer, specs, c, opts) -> dict[str, Any]:
@@ -340,9 +343,7 @@ def run(args: argparse.Namespace, check_override: Any) -> int:
         bands = level_bands(levels, max_num_seqs)
     except ValueError as exc:
         raise UsageError(f"--concurrency={args.concurrency}: {exc}") from None
-    specs = select_workload(
-        args.dataset, args.num_prompts, args.input_len, args.output_len, args.seed
-    )
+    specs = workload_of(args).specs()
     sweep = Sweep(args, specs, levels, bands, max_num_seqs, run_options_from_args(args))
     load = os.getloadavg()
     statics = [static(k) for k in ks]

@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 
 from trnspec.config.serving import load_profile
 
-from trnspec_tools.bench.bench import UsageError
+from trnspec_tools.bench.bench_options import UsageError
 from trnspec_tools.client.stack_endpoint import stack_endpoint
 
 #: (stack, region, via) -> a context that yields the stack's base URL.

@@ -33,6 +33,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -44,8 +45,9 @@ from trnspec.cli.main import add_set_argument
 from trnspec.config.serving import ConfigError
 from trnspec.perf.model import decode_context_tokens
 
-from trnspec_tools.bench.bench import Arm, UsageError, opened, parse_int_list
+from trnspec_tools.bench.bench import Arm, opened
 from trnspec_tools.bench.bench_categories import category_groups, sample_groups
+from trnspec_tools.bench.bench_options import UsageError, parse_int_list
 from trnspec_tools.bench.bench_report import (
     plot_k_sweep,
     save_figure,
@@ -54,17 +56,16 @@ from trnspec_tools.bench.bench_report import (
 from trnspec_tools.bench.bench_run import run_level, run_options_from_args
 from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
 from trnspec_tools.bench.bench_workload import (
-    RequestSpec,
     WorkloadError,
-    select_workload,
 )
-from trnspec_tools.bench.workload_args import add_workload_args
+from trnspec_tools.bench.workload_args import add_workload_args, workload_of
 from trnspec_tools.client.client_args import (
     add_client_args,
     add_model_args,
     client_arg_problems,
 )
-from trnspec_tools.client.served_model import discover_model
+from trnspec_tools.client.request_spec import RequestSpec
+from trnspec_tools.client.served_model import NoServedModel, resolve_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments
 from trnspec_tools.local_engine.local_server import LocalServerError, model_overrides
 from trnspec_tools.tune.engine_model import (
@@ -328,25 +329,33 @@ async def measure_all(
         out: Levels = {}
         with opened(arm) as live:
             assert live.endpoint is not None
-            model = (
-                args.model
-                or live.model
-                or await discover_model(live.endpoint, min(10.0, args.timeout), opts.api_key)
-            )
-            if model is None:
-                raise UsageError(f"--model: {live.endpoint}/v1/models did not answer")
+            try:
+                model = await resolve_model(
+                    live.endpoint,
+                    args.model,
+                    live.model,
+                    timeout_s=min(10.0, args.timeout),
+                    api_key=opts.api_key,
+                )
+            except NoServedModel as exc:
+                raise UsageError(str(exc)) from None
             run_opts = dataclasses.replace(opts, num_speculative_tokens=k)
             for c in levels:
                 print(f"tune.py: measuring {arm.name} at c={c} ({live.endpoint})", file=sys.stderr)
                 stats = await run_level(live.endpoint, model, specs, c, run_opts)
-                out[c] = {"arm": arm.name, "endpoint": live.endpoint, "model": model, **stats}
+                out[c] = {
+                    "arm": arm.name,
+                    "endpoint": live.endpoint,
+                    "model": model,
+                    **stats.to_json(),
+                }
             if k is not None and categories and category_level is not None:
                 for cat, cat_specs in categories.items():
                     print(f"tune.py: measuring {arm.name} on category {cat}", file=sys.stderr)
                     stats = await run_level(
                         live.endpoint, model, cat_specs, category_level, run_opts
                     )
-                    cats.setdefault(cat, {})[k] = stats
+                    cats.setdefault(cat, {})[k] = stats.to_json()
         return out
 
     baseline = await one(base_arm, None)
@@ -693,107 +702,118 @@ def _schedule_main(args: argparse.Namespace) -> int:
         return 1
 
 
-@exits_on_bad_input("tune.py")
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.schedule:
-        if (clash := output_clash(output_paths(args)[:3])) is not None:
-            print(f"tune.py: error: {clash}", file=sys.stderr)
-            return 2
-        return _schedule_main(args)
+@dataclass(frozen=True)
+class _Measured:
+    """What the sweep measured (or read back with --from-json), by concurrency and by k."""
+
+    levels: list[int]
+    fit_c: int
+    batches: list[int]
+    baseline_by_c: dict[int, Any]
+    runs_by_c: dict[int, dict[int, Any]]
+    cats: Any
+    load: tuple[float, float, float]
+
+
+def _measure(args: argparse.Namespace) -> _Measured:
+    """Check the flags, then measure every arm (or read an earlier run's JSON)."""
+    if args.k_max < 1:
+        raise UsageError(f"--k-max={args.k_max}: must be >= 1")
+    if (clash := output_clash(output_paths(args))) is not None:
+        raise UsageError(str(clash))
+    levels = parse_int_list("--concurrency", args.concurrency)
+    fit_c = args.fit_concurrency or (levels[1] if len(levels) > 1 else levels[0])
+    if fit_c not in levels:
+        raise UsageError(f"--fit-concurrency={fit_c}: must be one of --concurrency {levels}")
+    batches = parse_int_list("--batch-sizes", args.batch_sizes)
+    specs = workload_of(args).specs()
+    categories = (
+        category_specs(args.dataset, args.num_prompts, args.output_len, args.seed)
+        if args.per_category
+        else None
+    )
+    load = os.getloadavg()
+    if args.from_json:
+        baseline_by_c, runs_by_c, cats = load_measurements(args.from_json, levels)
+    else:
+        with stack_arm(args):
+            baseline_by_c, runs_by_c, cats = asyncio.run(
+                measure_all(args, specs, levels, categories, fit_c)
+            )
+    return _Measured(levels, fit_c, batches, baseline_by_c, runs_by_c, cats, load)
+
+
+def _concurrency_fit(
+    args: argparse.Namespace, m: _Measured, conditional: list[float], alpha: float
+) -> tuple[dict[str, Any] | str, Any]:
+    """The engine model fitted over the concurrency levels and its validation (or why there is
+    none), and the fitted engine (None without one)."""
+    setup = engine_setup(args, local=not args.endpoint_for_k)
+    if isinstance(setup, str):
+        return setup, None
+    if len(m.levels) < 2:
+        return "needs at least two --concurrency levels", None
+    points = sweep_points(m.baseline_by_c, m.runs_by_c)
     try:
-        if args.k_max < 1:
-            raise UsageError(f"--k-max={args.k_max}: must be >= 1")
-        if (clash := output_clash(output_paths(args))) is not None:
-            raise UsageError(str(clash))
-        levels = parse_int_list("--concurrency", args.concurrency)
-        fit_c = args.fit_concurrency or (levels[1] if len(levels) > 1 else levels[0])
-        if fit_c not in levels:
-            raise UsageError(f"--fit-concurrency={fit_c}: must be one of --concurrency {levels}")
-        batches = parse_int_list("--batch-sizes", args.batch_sizes)
-        specs = select_workload(
-            args.dataset, args.num_prompts, args.input_len, args.output_len, args.seed
+        fitted = fit_engine(points, setup, m.fit_c)
+        analysis = concurrency_analysis(
+            points, setup, fitted, conditional, alpha, m.batches, args.k_max
         )
-        categories = (
-            category_specs(args.dataset, args.num_prompts, args.output_len, args.seed)
-            if args.per_category
-            else None
+    except ValueError as exc:
+        return f"could not fit: {exc}", None
+    return analysis, (setup, fitted)
+
+
+def _trn2(
+    args: argparse.Namespace, conditional: list[float], alpha: float, batches: list[int]
+) -> dict[str, Any] | str | None:
+    if not args.trn2_profile:
+        return None
+    try:
+        return trn2_recommendation(
+            args.trn2_profile,
+            conditional,
+            alpha,
+            batches,
+            decode_context_tokens(args.input_len, args.output_len),
         )
-        load = os.getloadavg()
-        if args.from_json:
-            baseline_by_c, runs_by_c, cats = load_measurements(args.from_json, levels)
-        else:
-            with stack_arm(args):
-                baseline_by_c, runs_by_c, cats = asyncio.run(
-                    measure_all(args, specs, levels, categories, fit_c)
-                )
-        baseline = baseline_by_c[fit_c]
-        runs = {k: by_c[fit_c] for k, by_c in runs_by_c.items()}
-        analysis = analyse(baseline, runs, args.k_max)
-    except (UsageError, WorkloadError, ConfigError, StackError) as exc:
-        print(f"tune.py: error: {exc}", file=sys.stderr)
-        return 2
-    except LocalServerError as exc:
-        print(f"tune.py: the local server failed: {exc}", file=sys.stderr)
-        return 1
+    except (ConfigError, ValueError) as exc:
+        return f"--trn2-profile={args.trn2_profile}: {exc}"
+
+
+def _result(args: argparse.Namespace, m: _Measured, analysis: dict[str, Any]) -> dict[str, Any]:
+    """The tune JSON: the k analysis, the measured runs, the fits and the Trn2 rows."""
+    baseline = m.baseline_by_c[m.fit_c]
+    runs = {k: by_c[m.fit_c] for k, by_c in m.runs_by_c.items()}
     load_after = os.getloadavg()
-    rec = analysis["recommendation"]
-    line = f"{OVERRIDE_KEY}={rec['k']}"
-    problem = check_override(line, args.profile)
-    override_out = args.override_out or args.out.with_suffix(".override")
-    rec.update(override=line, override_file=str(override_out), override_check=problem or "ok")
     sources = sorted({str(r.get("acceptance_source")) for r in runs.values()})
     conditional, alpha = analysis["fit"]["conditional"], analysis["fit"]["alpha"]
-    setup = engine_setup(args, local=not args.endpoint_for_k)
-    concurrency: dict[str, Any] | str
-    if isinstance(setup, str):
-        concurrency = setup
-    elif len(levels) < 2:
-        concurrency = "needs at least two --concurrency levels"
-    else:
-        points = sweep_points(baseline_by_c, runs_by_c)
-        try:
-            fitted = fit_engine(points, setup, fit_c)
-            concurrency = concurrency_analysis(
-                points, setup, fitted, conditional, alpha, batches, args.k_max
-            )
-        except ValueError as exc:
-            concurrency = f"could not fit: {exc}"
-    trn2: dict[str, Any] | str | None = None
-    if args.trn2_profile:
-        try:
-            trn2 = trn2_recommendation(
-                args.trn2_profile,
-                conditional,
-                alpha,
-                batches,
-                decode_context_tokens(args.input_len, args.output_len),
-            )
-        except (ConfigError, ValueError) as exc:
-            trn2 = f"--trn2-profile={args.trn2_profile}: {exc}"
+    concurrency, engine = _concurrency_fit(args, m, conditional, alpha)
     recommend_for = None
-    if isinstance(concurrency, dict) and not isinstance(setup, str):
+    if engine is not None:
+        setup, fitted = engine
 
         def recommend_for(cond: list[float], a: float) -> dict[str, Any]:
             return engine_recommendation(
-                setup, fitted, conditional_tokens_per_step(cond, a), batches, args.k_max
+                setup, fitted, conditional_tokens_per_step(cond, a), m.batches, args.k_max
             )
 
+    load = m.load
     result = {
         **analysis,
         "baseline": baseline,
         "runs": {str(k): r for k, r in runs.items()},
-        "fit_concurrency": fit_c,
+        "fit_concurrency": m.fit_c,
         "by_concurrency": {
             str(c): {
-                "baseline": baseline_by_c[c],
-                "runs": {str(k): by_c[c] for k, by_c in runs_by_c.items()},
+                "baseline": m.baseline_by_c[c],
+                "runs": {str(k): by_c[c] for k, by_c in m.runs_by_c.items()},
             }
-            for c in levels
+            for c in m.levels
         },
         "concurrency_validation": concurrency,
-        "trn2": trn2,
-        "categories": category_analysis(cats, args.k_max, recommend_for) if cats else None,
+        "trn2": _trn2(args, conditional, alpha, m.batches),
+        "categories": category_analysis(m.cats, args.k_max, recommend_for) if m.cats else None,
         "acceptance_source": ", ".join(sources),
         "load_average": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cpus)",
         "load_average_after": f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",
@@ -801,12 +821,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(concurrency, dict):
         result["rows_by_concurrency"] = concurrency["rows"]
     if args.rows_out:
-        result["trn2_rows"] = write_trn2_rows(args, baseline_by_c, runs_by_c)
+        result["trn2_rows"] = write_trn2_rows(args, m.baseline_by_c, m.runs_by_c)
+    return result
+
+
+def _write(args: argparse.Namespace, result: dict[str, Any], line: str) -> int:
+    """The override line, the JSON and the Markdown (then the plots); 1 when a file could not
+    be written where asked."""
+    rec = result["recommendation"]
     md = tune_markdown(result) + concurrency_markdown(result)
     written = write_outputs(
         "tune",
         [
-            (override_out, line + "\n"),
+            (Path(rec["override_file"]), line + "\n"),
             (args.out, json_io.dumps(result)),
             (args.out.with_suffix(".md"), md),
         ],
@@ -818,12 +845,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if not args.no_plots:
         with contextlib.suppress(ValueError):
-            plot_k_sweep(analysis["rows"], args.out.with_name(f"{args.out.stem}_ksweep.png"))
+            plot_k_sweep(result["rows"], args.out.with_name(f"{args.out.stem}_ksweep.png"))
+        concurrency = result["concurrency_validation"]
         if isinstance(concurrency, dict) and concurrency["rows"]:
             plot_concurrency(
                 concurrency["rows"], args.out.with_name(f"{args.out.stem}_concurrency.png")
             )
     print(md)
+    return 0
+
+
+@exits_on_bad_input("tune.py")
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.schedule:
+        if (clash := output_clash(output_paths(args)[:3])) is not None:
+            print(f"tune.py: error: {clash}", file=sys.stderr)
+            return 2
+        return _schedule_main(args)
+    try:
+        measured = _measure(args)
+        baseline = measured.baseline_by_c[measured.fit_c]
+        runs = {k: by_c[measured.fit_c] for k, by_c in measured.runs_by_c.items()}
+        analysis = analyse(baseline, runs, args.k_max)
+    except (UsageError, WorkloadError, ConfigError, StackError) as exc:
+        print(f"tune.py: error: {exc}", file=sys.stderr)
+        return 2
+    except LocalServerError as exc:
+        print(f"tune.py: the local server failed: {exc}", file=sys.stderr)
+        return 1
+    rec = analysis["recommendation"]
+    line = f"{OVERRIDE_KEY}={rec['k']}"
+    problem = check_override(line, args.profile)
+    override_out = args.override_out or args.out.with_suffix(".override")
+    rec.update(override=line, override_file=str(override_out), override_check=problem or "ok")
+    if code := _write(args, _result(args, measured, analysis), line):
+        return code
     if problem:
         print(
             f"tune.py: warning: profile {args.profile} rejects {line}: {problem}", file=sys.stderr

@@ -18,15 +18,18 @@ import pytest
 from fake_openai_server import actual, plan_chunks, running
 
 from trnspec_tools.bench.bench_run import RunOptions, run_level
-from trnspec_tools.bench.bench_workload import RequestSpec, load_dataset, synthetic_prompts
+from trnspec_tools.bench.bench_workload import load_dataset, synthetic_prompts
+from trnspec_tools.client.request_spec import RequestSpec
 
 TTFT_MS, ITL_MS = 80.0, 25.0
 INF = float("inf")
 
 
 def run(url: str, specs: list[RequestSpec], concurrency: int, **opts: object) -> dict:
+    """One run, as bench.py writes it (RunResult.to_json)."""
     options = RunOptions(**opts)  # type: ignore[arg-type]
-    return asyncio.run(run_level(url, "fake", specs, concurrency, options, price_per_hour=36.0))
+    level = run_level(url, "fake", specs, concurrency, options, price_per_hour=36.0)
+    return asyncio.run(level).to_json()
 
 
 def close(measured: float, expected: float, rel: float = 0.05, abs_ms: float = 0.0) -> bool:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 from fake_openai_server import running
+from made_runs import deltas, made_run
 from trnspec.config.serving import ConfigError, load_profile
 from trnspec.perf.model import predict_grid
 from trnspec.perf.predict import profile_model
@@ -13,6 +15,7 @@ from trnspec.perf.predict import profile_model
 from trnspec_tools.bench.bench import main
 from trnspec_tools.bench.bench_predict import predict_run, setup
 from trnspec_tools.bench.bench_workload import synthetic_prompts
+from trnspec_tools.bench.run_result import AcceptanceFigures, RunResult
 
 PROFILE = "llama31-8b-eagle3"  # k=3, max_num_seqs 4, trn2.3xlarge
 INPUT_LEN, OUTPUT_LEN = 8, 25
@@ -30,25 +33,20 @@ def expected(tau: float, k: int, batch: int) -> tuple[float, float, float]:
     return p.tpot_s * 1e3, p.output_tokens_per_s, p.speedup
 
 
-def measured_run(**over: object) -> dict[str, object]:
-    run: dict[str, object] = {
-        "arm": "target",
-        "concurrency": 2,
-        "request_rate": None,
-        "tpot_ms": {"p50": 9.0},
-        "output_tokens_per_s": 150.0,
-        "acceptance_source": "server-metrics",
-        "acceptance_rate": 0.5,
-        "acceptance_note": None,
-        "spec_decode_deltas": {
-            "num_drafts": 10,
-            "num_draft_tokens": 30,
-            "num_accepted_tokens": 15,
-            "accepted_per_position": [8, 5, 2],
-        },
-    }
-    run.update(over)
-    return run
+def measured_run(concurrency: int = 2, **acceptance: object) -> RunResult:
+    """A target run at `concurrency` (TPOT 9 ms, 150 tokens/s) whose counters show 10 drafts of
+    3 tokens with 15 accepted; `acceptance` replaces acceptance figures."""
+    figures = AcceptanceFigures(
+        acceptance_rate=0.5,
+        acceptance_source="server-metrics",
+        spec_decode_deltas=deltas(10, 30, 15, [8, 5, 2]),
+    )
+    return made_run(
+        output_tokens_per_s=150.0,
+        tpot_p50=9.0,
+        concurrency=concurrency,
+        acceptance=dataclasses.replace(figures, **acceptance),  # type: ignore[arg-type]
+    )
 
 
 def test_prediction_uses_the_counters_mean_accepted_length_and_the_concurrency_as_batch():
@@ -83,13 +81,7 @@ def test_a_concurrency_above_max_num_seqs_is_predicted_at_the_servers_batch_with
             "reset",
         ),
         (
-            {
-                "spec_decode_deltas": {
-                    "num_drafts": 10,
-                    "num_draft_tokens": 40,
-                    "num_accepted_tokens": 15,
-                }
-            },
+            {"spec_decode_deltas": deltas(10, 40, 15)},
             "k=3",
         ),
     ],
@@ -105,7 +97,7 @@ def test_no_measured_acceptance_gives_no_prediction_and_says_why(over, reason):
 def test_a_baseline_arm_is_predicted_without_speculation():
     ps = setup(PROFILE, [], PROMPTS, OUTPUT_LEN, local=False)
     assert ps is not None
-    run = measured_run(arm="baseline", spec_decode_deltas=None, acceptance_source=None)
+    run = measured_run(spec_decode_deltas=None, acceptance_source=None)
     block = predict_run(ps, run, num_prompts=8, speculative=False)
     tpot, tps, _ = expected(1.0, 0, 2)
     assert block["inputs"]["k"] == 0

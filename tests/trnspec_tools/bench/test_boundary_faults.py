@@ -66,8 +66,8 @@ def test_counters_that_allow_more_than_k_draft_tokens_per_draft_are_refused(tmp_
 
 def test_a_chunk_estimate_above_k_plus_1_is_not_reported():
     out = spec_decode_fields(None, None, tokens_per_step_estimate=4.5, k=2, completed=3)
-    assert out["mean_accepted_length"] is None and out["acceptance_rate"] is None
-    assert "above k+1=3" in str(out["acceptance_note"])
+    assert out.mean_accepted_length is None and out.acceptance_rate is None
+    assert "above k+1=3" in str(out.acceptance_note)
 
 
 def test_the_api_key_goes_only_to_the_endpoint_it_was_given_for(tmp_path, capsys, monkeypatch):

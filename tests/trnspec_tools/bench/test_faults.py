@@ -44,7 +44,7 @@ FAST_FLAGS = [
 def bench_level(url: str, n: int = 2, **opts: object) -> dict:
     specs = synthetic_prompts(n, 4, 6, seed=0)
     options = RunOptions(**{**FAST, **opts})  # type: ignore[arg-type]
-    return asyncio.run(run_level(url, MODEL, specs, 2, options))
+    return asyncio.run(run_level(url, MODEL, specs, 2, options)).to_json()
 
 
 def bench_argv(url: str, out: object, *extra: str, num_prompts: int = 2) -> list[str]:

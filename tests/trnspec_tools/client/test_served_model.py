@@ -9,7 +9,10 @@ from fake_openai_server import running
 
 from trnspec_tools.client.served_model import (
     ModelListError,
+    NoServedModel,
+    choose_model,
     discover_model,
+    resolve_model,
     served_model_ids,
 )
 
@@ -33,3 +36,29 @@ def test_discovery_returns_the_first_served_model_of_a_live_server() -> None:
 
 def test_discovery_of_an_endpoint_that_does_not_answer_is_none() -> None:
     assert asyncio.run(discover_model("http://127.0.0.1:9", timeout_s=1.0)) is None
+
+
+def test_the_wanted_model_is_chosen_when_served_else_the_first_served() -> None:
+    assert choose_model(["a", "b"], "http://h", "b") == "b"
+    assert choose_model(["a", "b"], "http://h", "c") == "a"
+    assert choose_model(["a", "b"], "http://h") == "a"
+
+
+def test_an_endpoint_serving_no_model_names_the_endpoint_and_the_flag() -> None:
+    with pytest.raises(NoServedModel, match=r"--model: http://h/v1/models named no served model"):
+        choose_model([], "http://h/")
+
+
+def test_a_given_name_wins_over_discovery_without_asking_the_endpoint() -> None:
+    # port 9 (discard) never answers: a given name must not need the endpoint
+    assert asyncio.run(resolve_model("http://127.0.0.1:9", None, "local", timeout_s=1.0)) == "local"
+
+
+def test_resolution_discovers_the_served_model_when_no_name_is_given() -> None:
+    with running() as url:
+        assert asyncio.run(resolve_model(url, None, None)) == "fake"
+
+
+def test_resolution_against_a_silent_endpoint_says_which_flag_to_pass() -> None:
+    with pytest.raises(NoServedModel, match=r"127\.0\.0\.1:9/v1/models .* pass --model NAME"):
+        asyncio.run(resolve_model("http://127.0.0.1:9", None, timeout_s=1.0))
