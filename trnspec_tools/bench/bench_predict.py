@@ -2,7 +2,7 @@
 
 `bench.py --profile P [--set path=value ...]` names the Trn2 profile the endpoint serves. After
 the run, each measured level gets a `prediction` block: `trnspec.perf.model` (through
-`trnspec.perf.predict.profile_model`, the constants fitted to published Trn2 figures) evaluated at
+`trnspec.perf.profile_model`, the constants fitted to published Trn2 figures) evaluated at
 
 * context = the workload's mean prompt length in words + half of --output-len,
 * batch = the level's concurrency (capped by the number of prompts and the profile's
@@ -34,16 +34,14 @@ from trnspec.config.serving import (
     load_profile,
 )
 from trnspec.perf.model import decode_context_tokens
-from trnspec.perf.predict import ProfileModel, profile_model
+from trnspec.perf.profile_model import ProfileModel, profile_model
 
 from trnspec_tools.bench.run_result import ArmRun, RunResult
 from trnspec_tools.client.request_spec import RequestSpec
 
 LABEL = "model estimate (trnspec.perf.model, constants fitted to published Trn2 figures)"
 SCOPE = "decode only, one replica: the measured figures also hold prefill and queueing"
-SOURCE = (
-    "trnspec.perf.model via trnspec.perf.predict.profile_model; calibration trnspec.perf.calibrate"
-)
+SOURCE = "trnspec.perf.model via trnspec.perf.profile_model; calibration trnspec.perf.calibrate"
 
 
 @dataclass(frozen=True)

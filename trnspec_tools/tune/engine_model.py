@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from trnspec.hardware.model_shapes import ModelShape
-from trnspec.perf.calibrate import nelder_mead
 from trnspec.perf.model import (
     Deployment,
     Efficiency,
@@ -30,6 +29,7 @@ from trnspec.perf.model import (
     speculation_stops_paying,
     step_cost,
 )
+from trnspec.perf.nelder_mead import nelder_mead
 
 from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
 from trnspec_tools.tune.window_model import (

@@ -1,5 +1,5 @@
 """Tune's measurements as rows of trnspec/data/trn2_published.yaml, so a user's own Trn2 runs can
-refit the perf model's constants: `python -m trnspec.perf.calibrate --add FILE`.
+refit the perf model's constants: `python -m trnspec.cli.calibrate --add FILE`.
 
 One baseline row per measured concurrency and one speculative row per (k, concurrency), with the
 deployed profile's conditions (target, method, TP, LNC, instance, the stack group its image
@@ -22,7 +22,7 @@ import yaml
 from trnspec.config.serving import load_profile
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.model import decode_context_tokens
-from trnspec.perf.predict import profile_model
+from trnspec.perf.profile_model import profile_model
 from trnspec.perf.published import Measurement
 
 #: tune's per-concurrency results: {concurrency: run stats}.

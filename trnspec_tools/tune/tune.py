@@ -146,7 +146,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         "--rows-out",
         type=Path,
         help="also write the measurements as rows of trnspec's Trn2 data file (needs"
-        " --trn2-profile, the deployed profile), for `python -m trnspec.perf.calibrate --add FILE`",
+        " --trn2-profile, the deployed profile), for `python -m trnspec.cli.calibrate --add FILE`",
     )
     p.add_argument(
         "--override-out", type=Path, help="file for the override line (default: <out>.override)"
@@ -492,7 +492,7 @@ def trn2_recommendation(
     acceptance and the calibrated Trn2 constants."""
     from trnspec.config.images import image_spec
     from trnspec.config.serving import load_profile
-    from trnspec.perf.predict import profile_model
+    from trnspec.perf.profile_model import profile_model
 
     cfg = load_profile(profile)
     model = profile_model(cfg, context_tokens)

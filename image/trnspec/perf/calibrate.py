@@ -28,7 +28,6 @@ from trnspec.boundary.write import write_file
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.fit import FIRST_PASS, SECOND_PASS, Fit, fit_constants, fit_rows
 from trnspec.perf.model import TRN2, Efficiency, Hardware
-from trnspec.perf.nelder_mead import nelder_mead
 from trnspec.perf.published import (
     DATA_FILE,
     Measurement,
@@ -44,7 +43,6 @@ __all__ = [
     "Calibration",
     "Measurement",
     "load_published",
-    "nelder_mead",
     "predicted_step_ms",
 ]
 

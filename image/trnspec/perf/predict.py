@@ -35,13 +35,10 @@ __all__ = [
     "DEFAULT_BATCHES",
     "PredictQuery",
     "PredictReport",
-    # the profile's model, read through this module by trnspec_tools (bench, tune)
-    "ProfileModel",
     "Row",
     "Sourced",
     "build",
     "int_list",
-    "profile_model",
 ]
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32)

@@ -10,7 +10,7 @@ from fake_openai_server import running
 from made_runs import deltas, made_run
 from trnspec.config.serving import ConfigError, load_profile
 from trnspec.perf.model import predict_grid
-from trnspec.perf.predict import profile_model
+from trnspec.perf.profile_model import profile_model
 
 from trnspec_tools.bench.bench import main
 from trnspec_tools.bench.bench_predict import predict_run, setup
