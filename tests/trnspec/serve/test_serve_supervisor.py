@@ -20,12 +20,16 @@ from trnspec.serve.supervisor import Supervisor, exit_status
 
 DRIVER = textwrap.dedent(
     """
-    import os, sys
+    import faulthandler, logging, os, signal, sys
     from pathlib import Path
     from trnspec.serve.probes import ReadyFile, http_busy, http_probe
     from trnspec.serve.supervisor import Supervisor
 
     work, port, drain = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+    # Diagnostics for a test that times out: the supervisor's log, and every thread's stack on
+    # SIGUSR1 (stopped_within sends it before failing).
+    logging.basicConfig(level=logging.INFO, format="driver %(threadName)s: %(message)s")
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     def first_ready():
         with (work / "first-ready").open("a") as fh:
@@ -45,6 +49,17 @@ DRIVER = textwrap.dedent(
     sys.exit(sup.run())
     """
 )
+
+
+def stopped_within(proc: subprocess.Popen[bytes], timeout: float = 20) -> int:
+    """The driver's exit code; a driver still running after `timeout` s has its threads' stacks
+    dumped (to this test's captured stderr) and the test fails naming the timeout."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1.0)
+        pytest.fail(f"the supervisor did not exit within {timeout} s (thread stacks above)")
 
 
 @pytest.fixture
@@ -91,7 +106,7 @@ def test_stop_signal_is_forwarded_and_the_child_drains(driver: Any, sig: signal.
     assert not seen_ready_before_listening
     assert wait_for(lambda: (work / "first-ready").exists())
     proc.send_signal(sig)
-    assert proc.wait(timeout=20) == 0  # the child's own exit code
+    assert stopped_within(proc) == 0  # the child's own exit code
     assert (work / "child-signal").read_text() == sig.name
     assert (work / "drained").exists()
     assert not ready.exists()
@@ -106,7 +121,7 @@ def test_readiness_follows_the_model_and_first_ready_runs_once(driver: Any) -> N
     (work / "sick").unlink()
     assert wait_for(ready.exists)
     proc.terminate()
-    proc.wait(timeout=20)
+    stopped_within(proc)
     assert (work / "first-ready").read_text() == "x"
 
 
@@ -119,7 +134,7 @@ def test_stop_waits_for_in_flight_requests_before_forwarding(start_driver: Any) 
     time.sleep(1.0)
     assert not (work / "child-signal").exists(), "stopped vLLM while a request was running"
     (work / "busy").unlink()  # the request finishes
-    assert proc.wait(timeout=20) == 0
+    assert stopped_within(proc) == 0
     assert (work / "child-signal").read_text() == "SIGTERM"
 
 
@@ -129,7 +144,7 @@ def test_drain_gives_up_after_the_timeout(start_driver: Any) -> None:
     (work / "busy").write_text("")
     started = time.monotonic()
     proc.terminate()
-    assert proc.wait(timeout=20) == 0
+    assert stopped_within(proc) == 0
     assert time.monotonic() - started >= 1.0
     assert (work / "child-signal").read_text() == "SIGTERM"
 
@@ -141,7 +156,7 @@ def test_a_second_signal_stops_at_once_without_waiting_for_the_drain(start_drive
     proc.terminate()
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=20) == 0
+    assert stopped_within(proc) == 0
     assert (work / "child-signal").read_text() == "SIGINT"
 
 
