@@ -14,7 +14,8 @@ LAYERS = ("boundary", "config", "hardware", "checks", "engine", "staging", "perf
 
 
 def imported_packages(path: Path) -> set[str]:
-    """The trnspec subpackages a module imports (at any depth: lazy imports count too)."""
+    """The trnspec subpackages a module imports (at any depth: lazy imports count too), and
+    `infra` or `trnspec_tools` when it imports either."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         names = []
@@ -26,6 +27,8 @@ def imported_packages(path: Path) -> set[str]:
             parts = name.split(".")
             if parts[0] == "trnspec" and len(parts) > 1:
                 found.add(parts[1])
+            elif parts[0] in ("infra", "trnspec_tools"):
+                found.add(parts[0])
     return found
 
 
@@ -44,3 +47,14 @@ def test_a_package_imports_only_the_layers_below_it(layer):
         if imported in LAYERS and imported not in allowed
     }
     assert not upward
+
+
+def test_the_engine_imports_neither_the_cdk_app_nor_the_tools() -> None:
+    """The image installs trnspec alone: importing infra or trnspec_tools would fail in the pod."""
+    outside = {
+        f"{path.relative_to(PACKAGE)} -> {imported}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for imported in imported_packages(path)
+        if imported in ("infra", "trnspec_tools")
+    }
+    assert not outside
