@@ -3,7 +3,9 @@
 Every figure of a run is a typed field here; `to_json()` gives exactly the keys bench.py and
 tune.py have always written (the files' schema, pinned by tests), in the same order. Blocks that a
 run may lack are None (a latency block of an empty sample has None percentiles and count 0, never
-a made-up zero).
+a made-up zero). `from_json(obj, where)` is its exact inverse for a written file read back (tune
+--from-json, the reports): every field checked where it enters (json_fields.Fields), a missing
+key, a wrong type or a figure out of its range refused in one line naming the field's path.
 """
 
 from __future__ import annotations
@@ -13,7 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trnspec_tools.bench.json_fields import Fields
+
 PERCENTILES = (50, 90, 99)
+#: The latency blocks of a run, as written.
+LATENCY_KEYS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,12 @@ class Latency:
         p50, p90, p99 = (float(np.percentile(arr, p)) for p in PERCENTILES)
         return cls(p50, p90, p99, float(arr.mean()), int(arr.size))
 
+    @classmethod
+    def from_json(cls, obj: object, where: str) -> Latency:
+        f = Fields(obj, where)
+        p50, p90, p99, mean = (f.opt_number(key, 0) for key in ("p50", "p90", "p99", "mean"))
+        return cls(p50, p90, p99, mean, f.count("count"))
+
     def to_json(self) -> dict[str, float | None]:
         return {"p50": self.p50, "p90": self.p90, "p99": self.p99, "mean": self.mean,
                 "count": self.count}  # fmt: skip
@@ -50,6 +62,19 @@ class Goodput:
     good_requests: int
     requests_per_s: float
     fraction: float | None
+
+    @classmethod
+    def from_json(cls, obj: object, where: str) -> Goodput:
+        f = Fields(obj, where)
+        slo = f.sub("slo")
+        return cls(
+            ttft_ms=slo.opt_number("ttft_ms", 0),
+            tpot_ms=slo.opt_number("tpot_ms", 0),
+            e2e_ms=slo.opt_number("e2e_ms", 0),
+            good_requests=f.count("good_requests"),
+            requests_per_s=f.number("requests_per_s", 0),
+            fraction=f.opt_number("fraction", 0, 1),
+        )
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -87,6 +112,28 @@ class RequestFigures:
     def error_total(self) -> int:
         return self.errors.get("total", 0)
 
+    @classmethod
+    def from_json(cls, obj: object, where: str) -> RequestFigures:
+        f = Fields(obj, where)
+        latency = {key: Latency.from_json(f.raw(key), f.path(key)) for key in LATENCY_KEYS}
+        return cls(
+            num_requests=f.count("num_requests"),
+            completed=f.count("completed"),
+            duration_s=f.number("duration_s", 0),
+            **latency,
+            output_tokens=f.count("output_tokens"),
+            output_tokens_per_s=f.number("output_tokens_per_s", 0),
+            requests_per_s=f.number("requests_per_s", 0),
+            errors=f.count_map("errors"),
+            retries=f.count("retries"),
+            usage_reported=f.flag("usage_reported"),
+            tool_overhead_us_per_chunk=f.opt_number("tool_overhead_us_per_chunk", 0),
+            tokens_per_step_estimate=f.opt_number("tokens_per_step_estimate", 0),
+            goodput=Goodput.from_json(f.obj["goodput"], f.path("goodput"))
+            if f.has("goodput")
+            else None,
+        )
+
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
             "num_requests": self.num_requests,
@@ -119,6 +166,16 @@ class SpecDecodeDeltas:
     num_accepted_tokens: int
     accepted_per_position: tuple[int, ...]
 
+    @classmethod
+    def from_json(cls, obj: object, where: str) -> SpecDecodeDeltas:
+        f = Fields(obj, where)
+        return cls(
+            num_drafts=f.count("num_drafts"),
+            num_draft_tokens=f.count("num_draft_tokens"),
+            num_accepted_tokens=f.count("num_accepted_tokens"),
+            accepted_per_position=f.counts("accepted_per_position"),
+        )
+
     def to_json(self) -> dict[str, object]:
         return {
             "num_drafts": self.num_drafts,
@@ -141,6 +198,22 @@ class AcceptanceFigures:
     acceptance_note: str | None = None
     spec_decode_deltas: SpecDecodeDeltas | None = None
     k_used: float | None = None
+
+    @classmethod
+    def from_json(cls, obj: object, where: str) -> AcceptanceFigures:
+        f = Fields(obj, where)
+        deltas = f.raw("spec_decode_deltas")
+        return cls(
+            acceptance_rate=f.opt_number("acceptance_rate", 0, 1),
+            mean_accepted_length=f.opt_number("mean_accepted_length", 0),
+            acceptance_per_position=f.numbers("acceptance_per_position", 0, 1),
+            acceptance_source=f.opt_text("acceptance_source"),
+            acceptance_note=f.opt_text("acceptance_note"),
+            spec_decode_deltas=None
+            if deltas is None
+            else SpecDecodeDeltas.from_json(deltas, f.path("spec_decode_deltas")),
+            k_used=f.opt_number("k_used", 0),
+        )
 
     def to_json(self) -> dict[str, object]:
         per_pos = self.acceptance_per_position
@@ -178,6 +251,21 @@ class RunResult:
     def k_used(self) -> float | None:
         return self.acceptance.k_used
 
+    @classmethod
+    def from_json(cls, obj: object, where: str) -> RunResult:
+        """A run as bench.py and tune.py wrote it (the inverse of to_json; other keys ignored),
+        or BoundaryError naming the field's path under `where`."""
+        f = Fields(obj, where)
+        return cls(
+            requests=RequestFigures.from_json(obj, where),
+            acceptance=AcceptanceFigures.from_json(obj, where),
+            cost_per_1m_output_tokens_usd=f.opt_number("cost_per_1m_output_tokens_usd", 0),
+            tool_cpu_fraction_of_one_core=f.opt_number("tool_cpu_fraction_of_one_core", 0),
+            tool_cpu_us_per_output_token=f.opt_number("tool_cpu_us_per_output_token", 0),
+            concurrency=f.count("concurrency", 1),
+            request_rate=f.opt_number("request_rate", 0, lo_open=True),
+        )
+
     def to_json(self) -> dict[str, object]:
         """The run as bench.py and tune.py write it (the keys and their order of the files)."""
         return {
@@ -205,6 +293,19 @@ class ArmRun:
     @property
     def concurrency(self) -> int:
         return self.result.concurrency
+
+    @classmethod
+    def from_json(cls, obj: object, where: str) -> ArmRun:
+        """An entry of "runs" as written (the inverse of to_json), or BoundaryError."""
+        f = Fields(obj, where)
+        prediction = f.obj.get("prediction")
+        return cls(
+            arm=f.text("arm"),
+            endpoint=f.text("endpoint"),
+            model=f.text("model"),
+            result=RunResult.from_json(obj, where),
+            prediction=None if prediction is None else dict(f.sub("prediction").obj),
+        )
 
     def to_json(self) -> dict[str, object]:
         """The run as an entry of bench.py's "runs" (arm, endpoint, model, every figure, then
