@@ -39,6 +39,10 @@ class Fields:
             raise BoundaryError(self.path(key), "(missing)", f"a required field; {REWRITE_FIX}")
         return self.obj[key]
 
+    def item(self, key: str) -> tuple[Any, str]:
+        """A required key's value and its path (for a nested reader's `from_json`)."""
+        return self.raw(key), self.path(key)
+
     def sub(self, key: str) -> Fields:
         return Fields(self.raw(key), self.path(key))
 

@@ -25,8 +25,10 @@ from trnspec.perf.model import decode_context_tokens
 from trnspec.perf.profile_model import profile_model
 from trnspec.perf.published import Measurement
 
-#: tune's per-concurrency results: {concurrency: run stats}.
-Levels = Mapping[int, Mapping[str, Any]]
+from trnspec_tools.bench.run_result import ArmRun
+
+#: tune's per-concurrency results of one arm: {concurrency: run}.
+Levels = Mapping[int, ArmRun]
 
 
 @dataclass(frozen=True)
@@ -71,27 +73,25 @@ def conditions_for(
     )
 
 
-def _quote(arm: str, c: int, run: Mapping[str, Any]) -> str:
-    tpot = (run.get("tpot_ms") or {}).get("p50")
+def _quote(c: int, run: ArmRun) -> str:
+    acc = run.result.acceptance
     parts = [
-        f"tune measured {arm} at concurrency {c}:",
-        f"output_tokens_per_s {run.get('output_tokens_per_s')}",
-        f"tpot_ms p50 {tpot}",
+        f"tune measured {run.arm} at concurrency {c}:",
+        f"output_tokens_per_s {run.result.output_tokens_per_s}",
+        f"tpot_ms p50 {run.result.requests.tpot_ms.p50}",
     ]
-    if run.get("mean_accepted_length") is not None:
-        parts.append(
-            f"mean_accepted_length {run['mean_accepted_length']} ({run.get('acceptance_source')})"
-        )
+    if acc.mean_accepted_length is not None:
+        parts.append(f"mean_accepted_length {acc.mean_accepted_length} ({acc.acceptance_source})")
     return ", ".join(parts)
 
 
-def _row(cond: Conditions, c: int, run: Mapping[str, Any], **spec: Any) -> Measurement:
+def _row(cond: Conditions, c: int, run: ArmRun, **spec: Any) -> Measurement:
     k = spec.get("k", 0)
     return Measurement(
         id=f"{cond.profile}-c{c}" + (f"-k{k}" if k else ""),
         role="speculative" if k else "baseline",
-        source=f"{cond.source} ({run.get('endpoint')})",
-        quote=_quote(str(run.get("arm")), c, run),
+        source=f"{cond.source} ({run.endpoint})",
+        quote=_quote(c, run),
         date=cond.date,
         stack=f"trnspec tune against profile {cond.profile}",
         stack_group=cond.stack_group,
@@ -103,8 +103,8 @@ def _row(cond: Conditions, c: int, run: Mapping[str, Any], **spec: Any) -> Measu
         input_len=cond.input_len,
         output_len=cond.output_len,
         weight_bytes=cond.weight_bytes,
-        tpot_ms=(run.get("tpot_ms") or {}).get("p50"),
-        output_tokens_per_s=run.get("output_tokens_per_s"),
+        tpot_ms=run.result.requests.tpot_ms.p50,
+        output_tokens_per_s=run.result.output_tokens_per_s,
         **spec,
     )
 
@@ -117,7 +117,7 @@ def measured_rows(
     skipped: list[str] = []
     base_ids: dict[int, str] = {}
     for c, run in sorted(baseline.items()):
-        if not run.get("output_tokens_per_s"):
+        if not run.result.output_tokens_per_s:
             skipped.append(f"baseline at concurrency {c}: no output throughput measured")
             continue
         row = _row(cond, c, run)
@@ -128,13 +128,15 @@ def measured_rows(
             where = f"k={k} at concurrency {c}"
             if c not in base_ids:
                 skipped.append(f"{where}: no baseline at the same concurrency")
-            elif run.get("acceptance_source") != "server-metrics":
+            elif (acc := run.result.acceptance).acceptance_source != "server-metrics":
                 skipped.append(
                     f"{where}: acceptance not from the server's counters"
-                    f" ({run.get('acceptance_source') or run.get('acceptance_note')})"
+                    f" ({acc.acceptance_source or acc.acceptance_note})"
                 )
-            elif not run.get("output_tokens_per_s"):
+            elif not run.result.output_tokens_per_s:
                 skipped.append(f"{where}: no output throughput measured")
+            elif acc.mean_accepted_length is None:
+                skipped.append(f"{where}: the counters gave no acceptance length")
             else:
                 rows.append(
                     _row(
@@ -145,7 +147,7 @@ def measured_rows(
                         method=cond.method,
                         draft=cond.draft.name if cond.draft else None,
                         baseline=base_ids[c],
-                        acceptance_length=float(run["mean_accepted_length"]),
+                        acceptance_length=acc.mean_accepted_length,
                     )
                 )
     return rows, skipped

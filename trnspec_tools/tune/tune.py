@@ -32,7 +32,7 @@ import contextlib
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -58,6 +58,8 @@ from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
 from trnspec_tools.bench.bench_workload import (
     WorkloadError,
 )
+from trnspec_tools.bench.json_fields import Fields
+from trnspec_tools.bench.run_result import ArmRun, RunResult
 from trnspec_tools.bench.workload_args import add_workload_args, workload_of
 from trnspec_tools.client.client_args import (
     add_client_args,
@@ -203,36 +205,37 @@ def check_override(line: str | Sequence[str], profile: str) -> str | None:
     return "; ".join(f"{p.field}={p.value}: {p.fix}" for p in problems) or None
 
 
-def k_measurement(k: int, run: dict[str, Any], measured_speedup: float) -> KMeasurement:
+def k_measurement(k: int, run: RunResult, measured_speedup: float) -> KMeasurement:
     """What the window model fits from one run at window k (its acceptance figures)."""
-    per_position = run.get("acceptance_per_position")
+    acc = run.acceptance
+    assert acc.mean_accepted_length is not None, "only runs with acceptance figures are fitted"
+    deltas = acc.spec_decode_deltas
     return KMeasurement(
         k=k,
-        mean_accepted_length=float(run["mean_accepted_length"]),
+        mean_accepted_length=acc.mean_accepted_length,
         measured_speedup=measured_speedup,
-        per_position=tuple(per_position) if per_position else None,
-        num_drafts=int((run.get("spec_decode_deltas") or {}).get("num_drafts", 0)),
+        per_position=acc.acceptance_per_position or None,
+        num_drafts=deltas.num_drafts if deltas else 0,
     )
 
 
-def analyse(
-    baseline: dict[str, Any], runs: dict[int, dict[str, Any]], k_max: int
-) -> dict[str, Any]:
+def analyse(baseline: RunResult, runs: Mapping[int, RunResult], k_max: int) -> dict[str, Any]:
     """Fit the model to the runs and build the per-k table and recommendation (pure)."""
-    base_tps = float(baseline["output_tokens_per_s"])
+    base_tps = baseline.output_tokens_per_s
 
-    def speedup(r: dict[str, Any] | None) -> float | None:
+    def speedup(r: RunResult | None) -> float | None:
         """The run's measured speedup; absent when it exceeds its tokens per step (the baseline
         ran slow: bench_stats.exceeds_tokens_per_step) or there is no baseline."""
         if r is None or base_tps <= 0:
             return None
-        value = float(r["output_tokens_per_s"]) / base_tps
-        return None if exceeds_tokens_per_step(value, r.get("mean_accepted_length")) else value
+        value = r.output_tokens_per_s / base_tps
+        mal = r.acceptance.mean_accepted_length
+        return None if exceeds_tokens_per_step(value, mal) else value
 
     measurements = [
         k_measurement(k, r, s)
         for k, r in sorted(runs.items())
-        if r.get("mean_accepted_length") is not None and (s := speedup(r)) is not None
+        if r.acceptance.mean_accepted_length is not None and (s := speedup(r)) is not None
     ]
     if not measurements:
         raise UsageError(
@@ -252,10 +255,10 @@ def analyse(
                 "predicted_tokens_per_step": model.tokens_per_step(k),
                 "measured_speedup": speedups.get(k),
                 "implausible": r is not None and base_tps > 0 and speedups[k] is None,
-                "output_tokens_per_s": r["output_tokens_per_s"] if r else None,
-                "mean_accepted_length": r.get("mean_accepted_length") if r else None,
-                "acceptance_rate": r.get("acceptance_rate") if r else None,
-                "tpot_p50_ms": (r.get("tpot_ms") or {}).get("p50") if r else None,
+                "output_tokens_per_s": r.output_tokens_per_s if r else None,
+                "mean_accepted_length": r.acceptance.mean_accepted_length if r else None,
+                "acceptance_rate": r.acceptance.acceptance_rate if r else None,
+                "tpot_p50_ms": r.requests.tpot_ms.p50 if r else None,
             }
         )
     # Evidence first, model for the gaps: a measured k scores its measured speedup, an unmeasured
@@ -292,7 +295,10 @@ def analyse(
     }
 
 
-Levels = dict[int, dict[str, Any]]
+#: One arm's runs by concurrency level.
+Levels = dict[int, ArmRun]
+#: Per category, the speculative runs by k (at the fit concurrency).
+Categories = dict[str, dict[int, RunResult]]
 
 
 async def measure_all(
@@ -301,7 +307,7 @@ async def measure_all(
     levels: list[int],
     categories: dict[str, list[RequestSpec]] | None = None,
     category_level: int | None = None,
-) -> tuple[Levels, dict[int, Levels], dict[str, dict[int, dict[str, Any]]]]:
+) -> tuple[Levels, dict[int, Levels], Categories]:
     """Every arm at every concurrency level (one server per arm, opened once), and per category
     at `category_level` for the speculative arms. Returns baseline[c], runs[k][c], cats[cat][k]."""
     if problems := client_arg_problems(args):
@@ -323,7 +329,7 @@ async def measure_all(
             if args.baseline
             else Arm("baseline", None, [*args.overrides, "speculation.method=none"])
         )
-    cats: dict[str, dict[int, dict[str, Any]]] = {}
+    cats: Categories = {}
 
     async def one(arm: Arm, k: int | None) -> Levels:
         out: Levels = {}
@@ -343,19 +349,14 @@ async def measure_all(
             for c in levels:
                 print(f"tune.py: measuring {arm.name} at c={c} ({live.endpoint})", file=sys.stderr)
                 stats = await run_level(live.endpoint, model, specs, c, run_opts)
-                out[c] = {
-                    "arm": arm.name,
-                    "endpoint": live.endpoint,
-                    "model": model,
-                    **stats.to_json(),
-                }
+                out[c] = ArmRun(arm.name, live.endpoint, model, stats)
             if k is not None and categories and category_level is not None:
                 for cat, cat_specs in categories.items():
                     print(f"tune.py: measuring {arm.name} on category {cat}", file=sys.stderr)
                     stats = await run_level(
                         live.endpoint, model, cat_specs, category_level, run_opts
                     )
-                    cats.setdefault(cat, {})[k] = stats.to_json()
+                    cats.setdefault(cat, {})[k] = stats
         return out
 
     baseline = await one(base_arm, None)
@@ -365,31 +366,50 @@ async def measure_all(
 
 def load_measurements(
     path: Path, levels: Sequence[int]
-) -> tuple[Levels, dict[int, Levels], dict[str, dict[int, dict[str, Any]]]]:
-    """baseline[c], runs[k][c] and per-category runs from an earlier tune.py --out JSON."""
+) -> tuple[Levels, dict[int, Levels], Categories]:
+    """baseline[c], runs[k][c] and per-category runs from an earlier tune.py --out JSON, every
+    run checked as it is read (RunResult.from_json: a bad figure names its field's path)."""
     try:
         data = json_io.loads(path.read_bytes(), "--from-json", shown=str(path))
-        by_c = data["by_concurrency"]
     except BoundaryError as exc:
         raise UsageError(str(exc)) from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(
-            f"--from-json={path}: not a tune.py result with by_concurrency ({exc})"
-        ) from None
-    missing = [c for c in levels if str(c) not in by_c]
-    if missing:
-        raise UsageError(f"--from-json={path}: no measurements at concurrency {missing}")
-    baseline = {c: by_c[str(c)]["baseline"] for c in levels}
-    runs: dict[int, Levels] = {}
-    for c in levels:
-        for k, r in by_c[str(c)]["runs"].items():
-            runs.setdefault(int(k), {})[c] = r
-    cats = {
-        cat: {int(k): r for k, r in entry["runs"].items()}
-        for cat, entry in (data.get("categories") or {}).items()
-        if isinstance(entry, dict) and entry.get("runs")
-    }
+    except OSError as exc:
+        raise UsageError(f"--from-json={path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        by_c = Fields(data, "").sub("by_concurrency")
+        missing = [c for c in levels if str(c) not in by_c.obj]
+        if missing:
+            raise UsageError(f"--from-json={path}: no measurements at concurrency {missing}")
+        baseline = {c: ArmRun.from_json(*by_c.sub(str(c)).item("baseline")) for c in levels}
+        runs: dict[int, Levels] = {}
+        for c in levels:
+            level_runs = by_c.sub(str(c)).sub("runs")
+            for k in level_runs.obj:
+                runs.setdefault(_k(k, level_runs), {})[c] = ArmRun.from_json(*level_runs.item(k))
+        cats = {
+            cat: {_k(k, entry): RunResult.from_json(*entry.item(k)) for k in entry.obj}
+            for cat, entry in _category_runs(data)
+        }
+    except BoundaryError as exc:
+        raise UsageError(f"--from-json={path}: not a tune.py result: {exc}") from None
     return baseline, runs, cats
+
+
+def _category_runs(data: Any) -> list[tuple[str, Fields]]:
+    """The per-category "runs" objects of a tune result (categories without runs left out)."""
+    cats = data.get("categories") if isinstance(data, dict) else None
+    return [
+        (cat, Fields(entry, f"categories.{cat}").sub("runs"))
+        for cat, entry in (cats or {}).items()
+        if isinstance(entry, dict) and entry.get("runs")
+    ]
+
+
+def _k(key: str, where: Fields) -> int:
+    """A window k written as a JSON key ("2")."""
+    if not key.isdigit() or int(key) < 1:
+        raise BoundaryError(where.path(key), key, "a run's key must be its window k >= 1")
+    return int(key)
 
 
 def engine_setup(args: argparse.Namespace, local: bool) -> EngineSetup | str:
@@ -420,20 +440,21 @@ def engine_setup(args: argparse.Namespace, local: bool) -> EngineSetup | str:
     )
 
 
-def sweep_points(baseline: Levels, runs: dict[int, Levels]) -> list[SweepPoint]:
+def sweep_points(
+    baseline: Mapping[int, RunResult], runs: Mapping[int, Mapping[int, RunResult]]
+) -> list[SweepPoint]:
+    """The measured points the step-time model is fitted to (runs without throughput, and
+    speculative runs without acceptance, left out)."""
     out = [
-        SweepPoint(c, 0, float(r["output_tokens_per_s"]))
+        SweepPoint(c, 0, r.output_tokens_per_s)
         for c, r in baseline.items()
-        if r.get("output_tokens_per_s")
+        if r.output_tokens_per_s
     ]
     for k, by_c in runs.items():
         for c, r in by_c.items():
-            if r.get("output_tokens_per_s") and r.get("mean_accepted_length"):
-                out.append(
-                    SweepPoint(
-                        c, k, float(r["output_tokens_per_s"]), float(r["mean_accepted_length"])
-                    )
-                )
+            mal = r.acceptance.mean_accepted_length
+            if r.output_tokens_per_s and mal:
+                out.append(SweepPoint(c, k, r.output_tokens_per_s, mal))
     return out
 
 
@@ -526,11 +547,7 @@ def category_specs(
     return sample_groups(groups, max(1, num_prompts // len(groups)), seed)
 
 
-def category_analysis(
-    cats: dict[str, dict[int, dict[str, Any]]],
-    k_max: int,
-    recommend_for: Any,
-) -> dict[str, Any]:
+def category_analysis(cats: Categories, k_max: int, recommend_for: Any) -> dict[str, Any]:
     """Acceptance per category and k (and its recommendation), from the per-category runs."""
     out: dict[str, Any] = {}
     for cat, by_k in sorted(cats.items()):
@@ -538,7 +555,7 @@ def category_analysis(
         ms = [
             k_measurement(k, r, 1.0)
             for k, r in sorted(by_k.items())
-            if r.get("mean_accepted_length")
+            if r.acceptance.mean_accepted_length
         ]
         if not ms:
             out[cat] = {"error": "no acceptance measured"}
@@ -547,20 +564,29 @@ def category_analysis(
         entry: dict[str, Any] = {
             "acceptance": {
                 str(k): {
-                    "mean_accepted_length": r.get("mean_accepted_length"),
-                    "acceptance_rate": r.get("acceptance_rate"),
-                    "acceptance_per_position": r.get("acceptance_per_position"),
+                    "mean_accepted_length": r.acceptance.mean_accepted_length,
+                    "acceptance_rate": r.acceptance.acceptance_rate,
+                    "acceptance_per_position": _listed(r.acceptance.acceptance_per_position),
                 }
                 for k, r in sorted(by_k.items())
             },
             "alpha": model.alpha,
             "conditional": list(model.conditional),
-            "runs": {str(k): r for k, r in sorted(by_k.items())},
+            "runs": {str(k): r.to_json() for k, r in sorted(by_k.items())},
         }
         if recommend_for is not None:
             entry["recommendation_by_batch"] = recommend_for(list(model.conditional), model.alpha)
         out[cat] = entry
     return out
+
+
+def _listed(values: Sequence[float] | None) -> list[float] | None:
+    return None if values is None else list(values)
+
+
+def results(levels: Mapping[int, ArmRun]) -> dict[int, RunResult]:
+    """The runs of an arm by level, without the arm's name and endpoint."""
+    return {c: arm.result for c, arm in levels.items()}
 
 
 def plot_concurrency(rows: Sequence[dict[str, Any]], path: Path) -> Path:
@@ -709,9 +735,9 @@ class _Measured:
     levels: list[int]
     fit_c: int
     batches: list[int]
-    baseline_by_c: dict[int, Any]
-    runs_by_c: dict[int, dict[int, Any]]
-    cats: Any
+    baseline_by_c: Levels
+    runs_by_c: dict[int, Levels]
+    cats: Categories
     load: tuple[float, float, float]
 
 
@@ -753,7 +779,9 @@ def _concurrency_fit(
         return setup, None
     if len(m.levels) < 2:
         return "needs at least two --concurrency levels", None
-    points = sweep_points(m.baseline_by_c, m.runs_by_c)
+    points = sweep_points(
+        results(m.baseline_by_c), {k: results(by_c) for k, by_c in m.runs_by_c.items()}
+    )
     try:
         fitted = fit_engine(points, setup, m.fit_c)
         analysis = concurrency_analysis(
@@ -786,7 +814,7 @@ def _result(args: argparse.Namespace, m: _Measured, analysis: dict[str, Any]) ->
     baseline = m.baseline_by_c[m.fit_c]
     runs = {k: by_c[m.fit_c] for k, by_c in m.runs_by_c.items()}
     load_after = os.getloadavg()
-    sources = sorted({str(r.get("acceptance_source")) for r in runs.values()})
+    sources = sorted({str(r.result.acceptance.acceptance_source) for r in runs.values()})
     conditional, alpha = analysis["fit"]["conditional"], analysis["fit"]["alpha"]
     concurrency, engine = _concurrency_fit(args, m, conditional, alpha)
     recommend_for = None
@@ -801,13 +829,13 @@ def _result(args: argparse.Namespace, m: _Measured, analysis: dict[str, Any]) ->
     load = m.load
     result = {
         **analysis,
-        "baseline": baseline,
-        "runs": {str(k): r for k, r in runs.items()},
+        "baseline": baseline.to_json(),
+        "runs": {str(k): r.to_json() for k, r in runs.items()},
         "fit_concurrency": m.fit_c,
         "by_concurrency": {
             str(c): {
-                "baseline": m.baseline_by_c[c],
-                "runs": {str(k): by_c[c] for k, by_c in m.runs_by_c.items()},
+                "baseline": m.baseline_by_c[c].to_json(),
+                "runs": {str(k): by_c[c].to_json() for k, by_c in m.runs_by_c.items()},
             }
             for c in m.levels
         },
@@ -865,8 +893,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _schedule_main(args)
     try:
         measured = _measure(args)
-        baseline = measured.baseline_by_c[measured.fit_c]
-        runs = {k: by_c[measured.fit_c] for k, by_c in measured.runs_by_c.items()}
+        baseline = measured.baseline_by_c[measured.fit_c].result
+        runs = {k: by_c[measured.fit_c].result for k, by_c in measured.runs_by_c.items()}
         analysis = analyse(baseline, runs, args.k_max)
     except (UsageError, WorkloadError, ConfigError, StackError) as exc:
         print(f"tune.py: error: {exc}", file=sys.stderr)

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import yaml
+from made_runs import made_run
 from trnspec.cli.calibrate import main as calibrate_main
 from trnspec.perf.published import data_text, load_published
 
+from trnspec_tools.bench.run_result import AcceptanceFigures, ArmRun
 from trnspec_tools.tune.trn2_rows import conditions_for, measured_rows, rows_yaml
 
 
 def run(arm: str, tps: float, tpot: float, tau: float | None = None, source: str | None = None):
-    return {
-        "arm": arm,
-        "endpoint": "http://127.0.0.1:8000",
-        "output_tokens_per_s": tps,
-        "tpot_ms": {"p50": tpot},
-        "mean_accepted_length": tau,
-        "acceptance_source": source,
-    }
+    acceptance = AcceptanceFigures(mean_accepted_length=tau, acceptance_source=source)
+    result = made_run(output_tokens_per_s=tps, tpot_p50=tpot, acceptance=acceptance)
+    return ArmRun(arm, "http://127.0.0.1:8000", "m", result)
 
 
 COND = conditions_for("llama31-8b-eagle3", 512, 128, "trnspec tune --out r.json", "2026-12-01")

@@ -2,29 +2,40 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 from fake_openai_server import running
+from made_runs import deltas, made_run
 
+from trnspec_tools.bench.run_result import AcceptanceFigures, ArmRun, RunResult
 from trnspec_tools.tune.tune import analyse, check_override, main, parse_endpoints
 from trnspec_tools.tune.window_model import expected_tokens_per_step
 
 
 def model_runs(alpha: float, c: float, ks: list[int], base_tps: float = 100.0):
-    baseline = {"output_tokens_per_s": base_tps, "tpot_ms": {"p50": 10.0}}
+    baseline = made_run(output_tokens_per_s=base_tps, tpot_p50=10.0)
     runs = {}
     for k in ks:
         tps = expected_tokens_per_step(alpha, k)
-        runs[k] = {
-            "output_tokens_per_s": base_tps * tps / (1 + k * c),
-            "mean_accepted_length": tps,
-            "acceptance_rate": None,
-            "acceptance_per_position": [alpha ** (i + 1) for i in range(k)],
-            "spec_decode_deltas": {"num_drafts": 1000},
-            "tpot_ms": {"p50": 5.0},
-        }
+        runs[k] = made_run(
+            output_tokens_per_s=base_tps * tps / (1 + k * c),
+            tpot_p50=5.0,
+            acceptance=AcceptanceFigures(
+                mean_accepted_length=tps,
+                acceptance_per_position=tuple(alpha ** (i + 1) for i in range(k)),
+                spec_decode_deltas=deltas(1000, 0, 0),
+            ),
+        )
     return baseline, runs
+
+
+def at_tps(run: RunResult, tps: float) -> RunResult:
+    """The run with another measured output throughput."""
+    return dataclasses.replace(
+        run, requests=dataclasses.replace(run.requests, output_tokens_per_s=tps)
+    )
 
 
 def test_analysis_recommends_the_hand_computed_k_and_its_precompile_neighbours():
@@ -52,7 +63,7 @@ def test_analysis_refuses_runs_without_acceptance():
     from trnspec_tools.bench.bench_options import UsageError
 
     with pytest.raises(UsageError, match="acceptance"):
-        analyse({"output_tokens_per_s": 1.0}, {2: {"mean_accepted_length": None}}, 7)
+        analyse(made_run(output_tokens_per_s=1.0), {2: made_run()}, 7)
 
 
 @pytest.mark.parametrize(
@@ -140,7 +151,7 @@ def test_remote_mode_needs_a_baseline(tmp_path, capsys):
 
 def test_a_measured_k_that_beats_the_model_is_preferred_over_the_prediction():
     baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
-    runs[3]["output_tokens_per_s"] = 150.0  # 1.5x measured, the model says 1.36x
+    runs[3] = at_tps(runs[3], 150.0)  # 1.5x measured, the model says 1.36x
     rec = analyse(baseline, runs, k_max=7)["recommendation"]
     assert rec["k"] == 3 and rec["measured"] and rec["expected_speedup"] == pytest.approx(1.5)
     assert rec["best_measured_k"] == 3
@@ -149,15 +160,21 @@ def test_a_measured_k_that_beats_the_model_is_preferred_over_the_prediction():
 # --- concurrency sweep, step-time model, per-category acceptance -------------------------------
 
 
-def _level_stats(tps: float, mal: float | None = None, per_pos=None, drafts: int = 0) -> dict:
-    return {
-        "output_tokens_per_s": tps,
-        "mean_accepted_length": mal,
-        "acceptance_rate": None,
-        "acceptance_per_position": per_pos,
-        "spec_decode_deltas": {"num_drafts": drafts},
-        "tpot_ms": {"p50": 1.0},
-    }
+def _level_stats(tps: float, mal: float | None = None, per_pos=None, drafts: int = 0):
+    return made_run(
+        output_tokens_per_s=tps,
+        tpot_p50=1.0,
+        acceptance=AcceptanceFigures(
+            mean_accepted_length=mal,
+            acceptance_per_position=per_pos,
+            spec_decode_deltas=deltas(drafts, 0, 0),
+        ),
+    )
+
+
+def _written_level(arm: str, tps: float, mal: float | None = None) -> dict:
+    """A measured level as tune.py writes it under by_concurrency."""
+    return ArmRun(arm, "http://127.0.0.1:8000", "m", _level_stats(tps, mal)).to_json()
 
 
 def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
@@ -290,17 +307,23 @@ def test_an_earlier_result_can_be_reanalysed_without_measuring(tmp_path):
 
     result = {
         "by_concurrency": {
-            "1": {"baseline": _level_stats(100.0), "runs": {"2": _level_stats(150.0, 2.5)}},
-            "2": {"baseline": _level_stats(180.0), "runs": {"2": _level_stats(250.0, 2.5)}},
+            "1": {
+                "baseline": _written_level("baseline", 100.0),
+                "runs": {"2": _written_level("k=2", 150.0, 2.5)},
+            },
+            "2": {
+                "baseline": _written_level("baseline", 180.0),
+                "runs": {"2": _written_level("k=2", 250.0, 2.5)},
+            },
         },
-        "categories": {"code": {"alpha": 0.9, "runs": {"2": _level_stats(1.0, 2.7)}}},
+        "categories": {"code": {"alpha": 0.9, "runs": {"2": _level_stats(1.0, 2.7).to_json()}}},
     }
     path = tmp_path / "old.json"
     path.write_text(json.dumps(result))
     baseline, runs, cats = load_measurements(path, [1, 2])
-    assert baseline[2]["output_tokens_per_s"] == 180.0
-    assert runs[2][1]["output_tokens_per_s"] == 150.0
-    assert cats["code"][2]["mean_accepted_length"] == 2.7
+    assert baseline[2].result.output_tokens_per_s == 180.0
+    assert runs[2][1].result.output_tokens_per_s == 150.0
+    assert cats["code"][2].acceptance.mean_accepted_length == 2.7
     from trnspec_tools.bench.bench_options import UsageError
 
     with pytest.raises(UsageError, match="concurrency \\[4\\]"):
@@ -346,7 +369,7 @@ def test_per_category_sweep_against_fake_servers_reports_acceptance_per_category
 
 def test_a_speedup_above_its_tokens_per_step_is_left_out_of_the_fit_and_the_table():
     baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
-    runs[1]["output_tokens_per_s"] = 400.0  # 4x from a window of 1 (at most 2 tokens per step)
+    runs[1] = at_tps(runs[1], 400.0)  # 4x from a window of 1 (at most 2 tokens per step)
     a = analyse(baseline, runs, k_max=7)
     row1 = next(r for r in a["rows"] if r["k"] == 1)
     assert row1["measured_speedup"] is None and row1["implausible"] is True
@@ -365,4 +388,19 @@ def test_a_tune_json_holding_nan_is_refused_in_one_line_not_turned_into_a_speedu
     code = tune_main(["--from-json", str(earlier), "--out", str(tmp_path / "t.json")])
     err = capsys.readouterr().err
     assert code == 2 and "NaN is not a finite number" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_a_tune_json_with_a_run_out_of_range_is_refused_naming_the_field(tmp_path, capsys):
+    from trnspec_tools.tune.tune import main as tune_main
+
+    baseline = {**_written_level("baseline", 100.0), "output_tokens_per_s": -5.0}
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps({"by_concurrency": {"1": {"baseline": baseline, "runs": {}}}}))
+    code = tune_main(
+        ["--from-json", str(earlier), "--concurrency", "1", "--out", str(tmp_path / "t.json")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "by_concurrency.1.baseline.output_tokens_per_s=-5.0: must be a finite number >= 0" in err
     assert not (tmp_path / "t.json").exists()
