@@ -25,7 +25,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
@@ -49,6 +49,7 @@ from trnspec_tools.local_engine import tiny_corpus
 from trnspec_tools.local_engine.local_server import LocalServer, LocalServerError, exit_on_sigterm
 from trnspec_tools.local_engine.tiny_models import TinyModels, ensure_tiny_models
 from trnspec_tools.smoke import SmokeResult, report_table, run_smoke
+from trnspec_tools.tune.round_run import RoundPair, RoundRun
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_REPORT = REPO_ROOT / "reports" / "demo.json"
@@ -64,32 +65,32 @@ DEMO_RUN = RunOptions(warmup=None, ignore_eos=True)
 @dataclass(frozen=True)
 class Run:
     """The same workload's results on one server: the greedy outputs (untimed pass) and the
-    bench runner's figures for the timed pass (bench.py's JSON fields)."""
+    bench runner's figures for the timed pass (the round's kept run)."""
 
     outputs: list[Generation]
-    bench: dict[str, Any]
+    bench: RoundRun
 
     @property
     def output_tokens(self) -> int:
-        return int(self.bench.get("output_tokens") or 0)
+        return self.bench.output_tokens
 
     @property
     def tokens_per_s(self) -> float:
-        return float(self.bench.get("output_tokens_per_s") or 0.0)
+        return self.bench.output_tokens_per_s
 
 
 def run_acceptance(run: Run) -> Acceptance:
     """The bench runner's acceptance (server counters, checked for consistency) as figures."""
-    deltas = run.bench.get("spec_decode_deltas") or {}
-    per_pos = run.bench.get("acceptance_per_position") or []
-    from_counters = run.bench.get("acceptance_source") == "server-metrics"
+    acc = run.bench.acceptance
+    deltas = acc.spec_decode_deltas
+    from_counters = acc.acceptance_source == "server-metrics"
     return Acceptance(
-        drafts=float(deltas.get("num_drafts", 0)),
-        draft_tokens=float(deltas.get("num_draft_tokens", 0)),
-        accepted_tokens=float(deltas.get("num_accepted_tokens", 0)),
-        acceptance_rate=run.bench.get("acceptance_rate") if from_counters else None,
-        mean_accepted_length=run.bench.get("mean_accepted_length") if from_counters else None,
-        per_position=list(per_pos) if from_counters else [],
+        drafts=float(deltas.num_drafts if deltas else 0),
+        draft_tokens=float(deltas.num_draft_tokens if deltas else 0),
+        accepted_tokens=float(deltas.num_accepted_tokens if deltas else 0),
+        acceptance_rate=acc.acceptance_rate if from_counters else None,
+        mean_accepted_length=acc.mean_accepted_length if from_counters else None,
+        per_position=list(acc.acceptance_per_position or []) if from_counters else [],
     )
 
 
@@ -234,22 +235,22 @@ def tuned_choice(path: Path) -> TunedChoice:
         ) from None
 
 
-def sweep_rows(sweep: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def sweep_rows(sweep: Mapping[int, list[RoundPair]]) -> list[dict[str, Any]]:
     """Per level: the median tok/s of each arm over the rounds, the ratio's spread and the
     tuned server's window (draft tokens per draft)."""
     from trnspec_tools.tune.schedule_choice import spread
     from trnspec_tools.tune.schedule_tune import k_used_of, ratios_of
 
     rows = []
-    k_used = k_used_of(sweep)
+    k_used = k_used_of(dict(sweep))
     for c, pairs in sorted(sweep.items()):
         ratios = ratios_of({c: pairs})[c]
         med = spread(ratios) if ratios else None
         rows.append(
             {
                 "concurrency": c,
-                "tokens_per_s_baseline": median(p["plain"]["output_tokens_per_s"] for p in pairs),
-                "tokens_per_s_tuned": median(p["candidate"]["output_tokens_per_s"] for p in pairs),
+                "tokens_per_s_baseline": median(p.plain.output_tokens_per_s for p in pairs),
+                "tokens_per_s_tuned": median(p.candidate.output_tokens_per_s for p in pairs),
                 "speedup": med.median if med else None,
                 "speedup_low": med.low if med else None,
                 "speedup_high": med.high if med else None,
@@ -323,7 +324,7 @@ def _serve_and_measure(
     rounds: int,
     overrides: Sequence[str],
     console: Console,
-) -> tuple[list, list, SmokeResult, SmokeResult, dict[int, list[dict[str, Any]]]]:
+) -> tuple[list, list, SmokeResult, SmokeResult, dict[int, list[RoundPair]]]:
     """Both servers, one up at a time: smoke checks and a greedy pass on each (the tuned one
     compared with the baseline's outputs), then the alternated concurrency sweep. Returns the
     greedy outputs of both, both smoke results and the sweep."""
@@ -398,8 +399,8 @@ def run_demo(
     base_out, tuned_out, baseline_smoke, smoke, sweep = measured
     rows = sweep_rows(sweep)
     first = sweep[SWEEP_LEVELS[0]]
-    baseline = Run(base_out, first[0]["plain"])
-    spec = Run(tuned_out, first[0]["candidate"])
+    baseline = Run(base_out, first[0].plain)
+    spec = Run(tuned_out, first[0].candidate)
     match, mismatched = greedy_match(baseline, spec)
     report = summary(baseline, spec, run_acceptance(spec), tuned.k, match, smoke)
     headline = rows[0]
@@ -430,8 +431,8 @@ def run_demo(
         "model_key": models.key,
         "model_build_s": model_build_s,
         "models_simulated_acceptance": models.info["evaluation"]["acceptance_rate"],
-        "sweep_runs": {str(c): pairs for c, pairs in sweep.items()},
-        "acceptance_note": spec.bench.get("acceptance_note"),
+        "sweep_runs": {str(c): [p.to_json() for p in pairs] for c, pairs in sweep.items()},
+        "acceptance_note": spec.bench.acceptance.acceptance_note,
         "wall_s": time.perf_counter() - start,
         "load_average_1m": os.getloadavg()[0],
         "cpu_count": os.cpu_count(),

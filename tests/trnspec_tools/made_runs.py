@@ -10,6 +10,7 @@ from trnspec_tools.bench.run_result import (
     RunResult,
     SpecDecodeDeltas,
 )
+from trnspec_tools.tune.round_run import RoundRun
 
 
 def p50(ms: float | None) -> Latency:
@@ -59,4 +60,21 @@ def made_run(
         tool_cpu_us_per_output_token=None,
         concurrency=concurrency,
         request_rate=request_rate,
+    )
+
+
+def kept_run(
+    output_tokens_per_s: float,
+    output_tokens: int = 0,
+    acceptance: AcceptanceFigures | None = None,
+) -> RoundRun:
+    """A round's kept run with the given throughput, no errors, one request."""
+    return RoundRun(
+        output_tokens_per_s=output_tokens_per_s,
+        output_tokens=output_tokens,
+        duration_s=1.0,
+        completed=1,
+        num_requests=1,
+        errors=0,
+        acceptance=acceptance or AcceptanceFigures(),
     )

@@ -7,11 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from made_runs import deltas, kept_run
 
+from trnspec_tools.bench.run_result import AcceptanceFigures
 from trnspec_tools.client.metrics import Acceptance
 from trnspec_tools.client.openai_client import Generation
 from trnspec_tools.demo import Run, greedy_match, main, shortfalls, summary, write_report
 from trnspec_tools.smoke import Check, SmokeResult
+from trnspec_tools.tune.round_run import RoundPair
 
 REQUIRED = (
     "acceptance_rate",
@@ -30,27 +33,27 @@ def gen(ids: list[int] | None, tokens: int = 4) -> Generation:
 
 def run(outputs: list[Generation], wall_s: float) -> Run:
     tokens = sum(g.completion_tokens or 0 for g in outputs)
-    return Run(outputs, {"output_tokens": tokens, "output_tokens_per_s": tokens / wall_s})
+    return Run(outputs, kept_run(tokens / wall_s, tokens))
 
 
 def test_throughput_is_the_bench_runners_figure() -> None:
-    bench = {"output_tokens": 150, "output_tokens_per_s": 50.0}
+    bench = kept_run(50.0, 150)
     assert Run([gen([1], tokens=100), gen([2], tokens=50)], bench).tokens_per_s == 50.0
 
 
 def test_acceptance_is_taken_only_from_the_runners_server_counters() -> None:
     from trnspec_tools.demo import run_acceptance
 
-    counted = {
-        "acceptance_source": "server-metrics",
-        "acceptance_rate": 0.8,
-        "mean_accepted_length": 4.2,
-        "acceptance_per_position": [0.9, 0.8, 0.8, 0.7],
-        "spec_decode_deltas": {"num_drafts": 10, "num_draft_tokens": 40, "num_accepted_tokens": 32},
-    }
-    assert run_acceptance(Run([], counted)).acceptance_rate == 0.8
-    estimated = {"acceptance_source": "estimate-from-chunks", "acceptance_rate": 0.7}
-    assert run_acceptance(Run([], estimated)).acceptance_rate is None
+    counted = AcceptanceFigures(
+        acceptance_source="server-metrics",
+        acceptance_rate=0.8,
+        mean_accepted_length=4.2,
+        acceptance_per_position=(0.9, 0.8, 0.8, 0.7),
+        spec_decode_deltas=deltas(10, 40, 32),
+    )
+    assert run_acceptance(Run([], kept_run(1.0, acceptance=counted))).acceptance_rate == 0.8
+    estimated = AcceptanceFigures(acceptance_source="estimate-from-chunks", acceptance_rate=0.7)
+    assert run_acceptance(Run([], kept_run(1.0, acceptance=estimated))).acceptance_rate is None
 
 
 @pytest.mark.parametrize(
@@ -143,12 +146,13 @@ def test_a_report_is_never_written_over_a_device() -> None:
     assert "it is a device" in line and Path("/dev/null").is_char_device()
 
 
-def _pair(plain: float, tuned: float, k_used: float | None) -> dict:
-    return {
-        "ratio": tuned / plain,
-        "plain": {"output_tokens_per_s": plain, "k_used": None},
-        "candidate": {"output_tokens_per_s": tuned, "k_used": k_used},
-    }
+def _pair(plain: float, tuned: float, k_used: float | None) -> RoundPair:
+    return RoundPair(
+        order="plain-first",
+        ratio=tuned / plain,
+        plain=kept_run(plain),
+        candidate=kept_run(tuned, acceptance=AcceptanceFigures(k_used=k_used)),
+    )
 
 
 def test_the_sweep_reports_medians_per_level_with_the_ratios_spread_and_the_window() -> None:

@@ -41,10 +41,11 @@ from trnspec.config.serving import apply_overrides, load_profile
 from trnspec_tools.bench.bench_options import UsageError, parse_int_list
 from trnspec_tools.bench.bench_report import save_figure
 from trnspec_tools.bench.bench_run import RunOptions, run_level, run_options_from_args
-from trnspec_tools.bench.run_result import RunResult
+from trnspec_tools.bench.json_fields import Fields
 from trnspec_tools.bench.workload_args import workload_of
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.local_engine.local_server import LocalServer
+from trnspec_tools.tune.round_run import RoundPair, RoundRun
 from trnspec_tools.tune.schedule_choice import (
     PLAIN,
     Candidate,
@@ -62,21 +63,8 @@ from trnspec_tools.tune.schedule_choice import (
     zero_bands,
 )
 
-#: The figures kept from each measured run (the rest of bench's fields stay out of the JSON).
-RUN_FIELDS = (
-    "output_tokens_per_s",
-    "output_tokens",
-    "duration_s",
-    "k_used",
-    "mean_accepted_length",
-    "completed",
-    "num_requests",
-    "acceptance_source",
-    "acceptance_rate",
-    "acceptance_per_position",
-    "acceptance_note",
-    "spec_decode_deltas",
-)
+#: The alternated rounds of one candidate, by concurrency level.
+Rounds = dict[int, list[RoundPair]]
 
 
 def prompts_for_level(specs: Sequence[RequestSpec], c: int) -> list[RequestSpec]:
@@ -98,15 +86,9 @@ def stopped(server: LocalServer) -> Iterator[None]:
         os.killpg(pid, signal.SIGCONT)
 
 
-def _kept(run: RunResult) -> dict[str, Any]:
-    """The figures of a run the schedule JSON keeps (RUN_FIELDS, and the error total)."""
-    written = run.to_json()
-    return {**{k: written[k] for k in RUN_FIELDS}, "errors": run.requests.error_total}
-
-
-async def _measure(server: LocalServer, other: LocalServer, specs, c, opts) -> dict[str, Any]:
+async def _measure(server: LocalServer, other: LocalServer, specs, c, opts) -> RoundRun:
     with stopped(other):
-        return _kept(await run_level(server.base_url, server.model, specs, c, opts))
+        return RoundRun.of(await run_level(server.base_url, server.model, specs, c, opts))
 
 
 async def alternate(
@@ -117,9 +99,9 @@ async def alternate(
     rounds: int,
     opts: RunOptions,
     log: Any = None,
-) -> dict[int, list[dict[str, Any]]]:
+) -> Rounds:
     """Per level, `rounds` back-to-back pairs in ABBA order; each pair's ratio and both runs."""
-    out: dict[int, list[dict[str, Any]]] = {}
+    out: Rounds = {}
     for c in levels:
         level_specs = prompts_for_level(specs, c)
         pairs = []
@@ -133,28 +115,20 @@ async def alternate(
             else:
                 x = await _measure(cand, plain, level_specs, c, opts)
                 p = await _measure(plain, cand, level_specs, c, opts)
-            ok = not p["errors"] and not x["errors"] and p["output_tokens_per_s"]
-            pairs.append(
-                {
-                    "order": "plain-first" if plain_first else "candidate-first",
-                    "ratio": x["output_tokens_per_s"] / p["output_tokens_per_s"] if ok else None,
-                    "plain": p,
-                    "candidate": x,
-                }
-            )
+            pairs.append(RoundPair.measured(plain_first, p, x))
         out[c] = pairs
     return out
 
 
-def ratios_of(rounds: dict[int, list[dict[str, Any]]]) -> dict[int, list[float]]:
-    return {c: [p["ratio"] for p in pairs if p["ratio"] is not None] for c, pairs in rounds.items()}
+def ratios_of(rounds: Rounds) -> dict[int, list[float]]:
+    return {c: [p.ratio for p in pairs if p.ratio is not None] for c, pairs in rounds.items()}
 
 
-def k_used_of(rounds: dict[int, list[dict[str, Any]]]) -> dict[int, float | None]:
+def k_used_of(rounds: Rounds) -> dict[int, float | None]:
     """Mean draft tokens per draft the candidate ran at each level (None without counters)."""
     out: dict[int, float | None] = {}
     for c, pairs in rounds.items():
-        values = [p["candidate"]["k_used"] for p in pairs if p["candidate"]["k_used"] is not None]
+        values = [p.candidate.k_used for p in pairs if p.candidate.k_used is not None]
         out[c] = sum(values) / len(values) if values else None
     return out
 
@@ -285,7 +259,7 @@ def concurrency_axes(ax: Any, levels: Sequence[int], ylabel: str, title: str) ->
 
 
 def analyse(
-    rounds_by_cand: dict[str, dict[int, list[dict[str, Any]]]],
+    rounds_by_cand: dict[str, Rounds],
     candidates: Sequence[Candidate],
     levels: Sequence[int],
     max_num_seqs: int,
@@ -296,9 +270,6 @@ def analyse(
     losers = {z.candidate for z in zeros if z.loses}
     eligible = [c for c in candidates if c.name not in losers]
     return measured, choose(measured, eligible, levels), zeros
-
-
-Rounds = dict[int, list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -323,7 +294,7 @@ class Measurements:
     def plain_tokens_per_s(self, c: int) -> float | None:
         """The plain server's median tok/s at level c over every round of every candidate."""
         values = sorted(
-            p["plain"]["output_tokens_per_s"] for r in self.rounds.values() for p in r.get(c, [])
+            p.plain.output_tokens_per_s for r in self.rounds.values() for p in r.get(c, [])
         )
         return values[len(values) // 2] if values else None
 
@@ -359,14 +330,23 @@ def load_rounds(path: Path, levels: Sequence[int]) -> Measurements:
     """The rounds and candidates of an earlier `tune --schedule --out` JSON (re-analysis)."""
     try:
         data = json_io.loads(path.read_text(encoding="utf-8"), "--from-json", shown=str(path))
-        runs = {
-            name: {int(c): pairs for c, pairs in by_c.items() if int(c) in levels}
-            for name, by_c in data["runs"].items()
-        }
-        candidates = [Candidate(PLAIN)] + [candidate_named(n) for n in data["runs"]]
+        written = Fields(data, "").sub("runs")
+        runs = {name: _levels_read(written.sub(name), levels) for name in written.obj}
+        candidates = [Candidate(PLAIN)] + [candidate_named(n) for n in written.obj]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"--from-json={path}: not a tune --schedule result ({exc})") from None
     return Measurements(candidates, runs)
+
+
+def _levels_read(by_c: Fields, levels: Sequence[int]) -> Rounds:
+    """One candidate's written rounds at the given levels, every pair checked (RoundPair)."""
+    out: Rounds = {}
+    for c in by_c.obj:
+        if int(c) in levels:
+            pairs = by_c.opt_list(c) or []
+            where = by_c.path(c)
+            out[int(c)] = [RoundPair.from_json(p, f"{where}[{i}]") for i, p in enumerate(pairs)]
+    return out
 
 
 def candidate_named(name: str) -> Candidate:
@@ -438,7 +418,8 @@ def report(
         "zero_band_notes": [z.note() for z in zeros],
         "recommendation": rec,
         "runs": {
-            name: {str(c): pairs for c, pairs in r.items()} for name, r in rounds_by_cand.items()
+            name: {str(c): [p.to_json() for p in pairs] for c, pairs in r.items()}
+            for name, r in rounds_by_cand.items()
         },
         "load_average": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cpus)",
         "load_average_after": f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",

@@ -76,10 +76,10 @@ def test_rounds_alternate_abba_and_each_ratio_is_its_own_pairs():
         )
     assert sorted(out) == [1, 2]
     for pairs in out.values():
-        assert [p["order"] for p in pairs] == ["plain-first", "candidate-first", "plain-first"]
+        assert [p.order for p in pairs] == ["plain-first", "candidate-first", "plain-first"]
         for p in pairs:
-            assert p["ratio"] == pytest.approx(
-                p["candidate"]["output_tokens_per_s"] / p["plain"]["output_tokens_per_s"]
+            assert p.ratio == pytest.approx(
+                p.candidate.output_tokens_per_s / p.plain.output_tokens_per_s
             )
     assert {c: len(r) for c, r in ratios_of(out).items()} == {1: 3, 2: 3}
     used = k_used_of(out)
