@@ -22,7 +22,6 @@ loop at concurrency c needs at least c in flight), after one warm-up request per
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import dataclasses
@@ -38,11 +37,10 @@ from trnspec.boundary import json_io
 from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.config.serving import apply_overrides, load_profile
 
-from trnspec_tools.bench.bench_options import UsageError, parse_int_list
+from trnspec_tools.bench.bench_options import UsageError
 from trnspec_tools.bench.bench_report import save_figure
-from trnspec_tools.bench.bench_run import RunOptions, run_level, run_options_from_args
+from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.json_fields import Fields
-from trnspec_tools.bench.workload_args import workload_of
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.local_engine.local_server import LocalServer
 from trnspec_tools.tune.round_run import RoundPair, RoundRun
@@ -62,6 +60,7 @@ from trnspec_tools.tune.schedule_choice import (
     static,
     zero_bands,
 )
+from trnspec_tools.tune.tune_options import TuneOptions
 
 #: The alternated rounds of one candidate, by concurrency level.
 Rounds = dict[int, list[RoundPair]]
@@ -274,14 +273,13 @@ def analyse(
 
 @dataclass(frozen=True)
 class Sweep:
-    """What one `tune --schedule` run measures: the flags, the workload and the levels."""
+    """What one `tune --schedule` run measures: the options, the workload and the levels."""
 
-    args: argparse.Namespace
+    options: TuneOptions
     specs: list[RequestSpec]
     levels: list[int]
     bands: list[tuple[int, int]]
     max_num_seqs: int
-    opts: RunOptions
 
 
 @dataclass
@@ -299,27 +297,27 @@ class Measurements:
         return values[len(values) // 2] if values else None
 
 
-def run(args: argparse.Namespace, check_override: Any) -> int:
+def run(opts: TuneOptions, check_override: Any) -> int:
     """The whole `tune --schedule` run (called by tune.main)."""
-    if args.endpoint_for_k or args.baseline:
+    if opts.endpoints or opts.baseline:
         raise UsageError("--schedule: local launcher only (each candidate needs its own server)")
-    if not args.k:
+    if not opts.k:
         raise UsageError("--schedule: give the static k values to measure with --k, e.g. 1,2,4")
-    if args.rounds < 2:
-        raise UsageError(f"--rounds={args.rounds}: at least 2 (the spread needs two rounds)")
-    ks = parse_int_list("--k", args.k)
-    levels = sorted(set(parse_int_list("--concurrency", args.concurrency)))
-    max_num_seqs = apply_overrides(load_profile(args.profile), args.overrides).max_num_seqs
+    if opts.rounds < 2:
+        raise UsageError(f"--rounds={opts.rounds}: at least 2 (the spread needs two rounds)")
+    levels = sorted(set(opts.levels))
+    max_num_seqs = apply_overrides(load_profile(opts.profile), list(opts.overrides)).max_num_seqs
     try:
         bands = level_bands(levels, max_num_seqs)
     except ValueError as exc:
-        raise UsageError(f"--concurrency={args.concurrency}: {exc}") from None
-    specs = workload_of(args).specs()
-    sweep = Sweep(args, specs, levels, bands, max_num_seqs, run_options_from_args(args))
+        shown = ",".join(map(str, opts.levels))
+        raise UsageError(f"--concurrency={shown}: {exc}") from None
+    specs = opts.workload.specs()
+    sweep = Sweep(opts, specs, levels, bands, max_num_seqs)
     load = os.getloadavg()
-    statics = [static(k) for k in ks]
-    if args.from_json:
-        found = load_rounds(args.from_json, levels)
+    statics = [static(k) for k in opts.k]
+    if opts.from_json:
+        found = load_rounds(opts.from_json, levels)
     else:
         found = Measurements([Candidate(PLAIN), *statics])
         measure_all(sweep, statics, found)
@@ -361,20 +359,21 @@ def candidate_named(name: str) -> Candidate:
 
 def measure_all(sweep: Sweep, statics: Sequence[Candidate], found: Measurements) -> None:
     """The statics against one plain server, then the schedules built from them."""
-    args = sweep.args
+    opts = sweep.options
+    base = list(opts.overrides)
 
     def log(msg: str) -> None:
         print(f"tune.py --schedule: {msg}", file=sys.stderr)
 
-    with LocalServer([*args.overrides, "speculation.method=none"], profile=args.profile) as plain:
+    with LocalServer([*base, "speculation.method=none"], profile=opts.profile) as plain:
 
         def measure(cand: Candidate) -> None:
             log(f"starting {cand.name}")
-            overrides = [*args.overrides, *cand.overrides()]
-            with LocalServer(overrides, profile=args.profile) as server:
-                run_opts = dataclasses.replace(sweep.opts, num_speculative_tokens=cand.window)
+            overrides = [*base, *cand.overrides()]
+            with LocalServer(overrides, profile=opts.profile) as server:
+                run_opts = dataclasses.replace(opts.run, num_speculative_tokens=cand.window)
                 found.rounds[cand.name] = asyncio.run(
-                    alternate(plain, server, sweep.specs, sweep.levels, args.rounds, run_opts, log)
+                    alternate(plain, server, sweep.specs, sweep.levels, opts.rounds, run_opts, log)
                 )
 
         for cand in statics:
@@ -389,23 +388,24 @@ def report(
     sweep: Sweep, found: Measurements, load: tuple[float, float, float], check_override: Any
 ) -> int:
     """Analyse, write the JSON, Markdown, plot and override line, print the summary."""
-    args, levels, max_num_seqs, specs = sweep.args, sweep.levels, sweep.max_num_seqs, sweep.specs
+    opts, levels, max_num_seqs, specs = sweep.options, sweep.levels, sweep.max_num_seqs, sweep.specs
+    w = opts.workload
     candidates, rounds_by_cand = found.candidates, found.rounds
     measured, choice, zeros = analyse(rounds_by_cand, candidates, levels, max_num_seqs)
-    rec = choice_json(choice, args.overrides)
-    problem = check_override(rec["overrides"], args.profile)
+    rec = choice_json(choice, list(opts.overrides))
+    problem = check_override(rec["overrides"], opts.profile)
     rec["override_check"] = problem or "ok"
     load_after = os.getloadavg()
     result = {
-        "profile": args.profile,
-        "dataset": args.dataset or f"synthetic ({args.input_len} tokens)",
-        "output_len": args.output_len,
+        "profile": opts.profile,
+        "dataset": w.dataset or f"synthetic ({w.input_len} tokens)",
+        "output_len": w.output_len,
         "levels": levels,
         "max_num_seqs": max_num_seqs,
         "bands": [list(b) for b in sweep.bands],
-        "rounds": args.rounds,
+        "rounds": opts.rounds,
         "prompts_per_level": {str(c): len(prompts_for_level(specs, c)) for c in levels},
-        "base_overrides": list(args.overrides),
+        "base_overrides": list(opts.overrides),
         "candidates": {c.name: {"overrides": c.overrides()} for c in candidates},
         "plain_tokens_per_s": {str(c): found.plain_tokens_per_s(c) for c in levels},
         "spreads": {
@@ -425,13 +425,12 @@ def report(
         "load_average_after": f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",
     }
     md = markdown(result)
-    override_out = args.override_out or args.out.with_suffix(".override")
     written = write_outputs(
         "tune",
         [
-            (args.out, json_io.dumps(result)),
-            (args.out.with_suffix(".md"), md),
-            (override_out, rec["set_line"] + "\n"),
+            (opts.out, json_io.dumps(result)),
+            (opts.out.with_suffix(".md"), md),
+            (opts.override_out, rec["set_line"] + "\n"),
         ],
     )
     print(md)
@@ -439,6 +438,6 @@ def report(
         for line in moved:
             print(f"tune.py: error: {line}", file=sys.stderr)
         return 1
-    if not args.no_plots:
-        plot(result, args.out.with_name(f"{args.out.stem}_bands.png"))
+    if opts.plots:
+        plot(result, opts.out.with_name(f"{opts.out.stem}_bands.png"))
     return 0

@@ -47,24 +47,23 @@ from trnspec.perf.model import decode_context_tokens
 
 from trnspec_tools.bench.bench import Arm, opened
 from trnspec_tools.bench.bench_categories import category_groups, sample_groups
-from trnspec_tools.bench.bench_options import UsageError, parse_int_list
+from trnspec_tools.bench.bench_options import UsageError
 from trnspec_tools.bench.bench_report import (
     plot_k_sweep,
     save_figure,
     tune_markdown,
 )
-from trnspec_tools.bench.bench_run import run_level, run_options_from_args
+from trnspec_tools.bench.bench_run import run_level
 from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
 from trnspec_tools.bench.bench_workload import (
     WorkloadError,
 )
 from trnspec_tools.bench.json_fields import Fields
 from trnspec_tools.bench.run_result import ArmRun, RunResult
-from trnspec_tools.bench.workload_args import add_workload_args, workload_of
+from trnspec_tools.bench.workload_args import add_workload_args
 from trnspec_tools.client.client_args import (
     add_client_args,
     add_model_args,
-    client_arg_problems,
 )
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.served_model import NoServedModel, resolve_model
@@ -83,6 +82,7 @@ from trnspec_tools.tune.engine_model import (
 )
 from trnspec_tools.tune.stack_arm import stack_arm
 from trnspec_tools.tune.trn2_rows import conditions_for, measured_rows, rows_yaml
+from trnspec_tools.tune.tune_options import TuneOptions, tune_options
 from trnspec_tools.tune.window_model import KMeasurement, best_k, fit, precompile_set
 
 OVERRIDE_KEY = "speculation.num_speculative_tokens"
@@ -172,18 +172,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tune.py", description="Sweep k and recommend one.")
     add_cli_args(p)
     return p
-
-
-def parse_endpoints(items: Sequence[str]) -> dict[int, str]:
-    out: dict[int, str] = {}
-    for item in items:
-        k_text, sep, url = item.partition("=")
-        if not sep or not k_text.strip().isdigit() or int(k_text) < 1:
-            raise UsageError(f"--endpoint-for-k={item}: use K=URL with K >= 1, e.g. 4=http://h:80")
-        if not url.startswith(("http://", "https://")):
-            raise UsageError(f"--endpoint-for-k={item}: {url!r} is not an http(s):// URL")
-        out[int(k_text)] = url
-    return out
 
 
 def check_override(line: str | Sequence[str], profile: str) -> str | None:
@@ -301,34 +289,36 @@ Levels = dict[int, ArmRun]
 Categories = dict[str, dict[int, RunResult]]
 
 
+def arms_of(opts: TuneOptions) -> tuple[Arm, dict[int, Arm]]:
+    """The baseline arm and one arm per k: remote servers, or the local launcher's."""
+    if opts.remote:
+        if opts.k or not opts.baseline:
+            raise UsageError("--endpoint-for-k: give --baseline URL and no --k (remote mode)")
+        arms = {k: Arm(f"k={k}", url, k=k) for k, url in opts.endpoints.items()}
+        return Arm("baseline", opts.baseline), arms
+    if not opts.k:
+        raise UsageError("--k: give k values for the local launcher, or --endpoint-for-k")
+    overrides = list(opts.overrides)
+    arms = {k: Arm(f"k={k}", None, [*overrides, f"{OVERRIDE_KEY}={k}"], k=k) for k in opts.k}
+    base_arm = (
+        Arm("baseline", opts.baseline)
+        if opts.baseline
+        else Arm("baseline", None, [*overrides, "speculation.method=none"])
+    )
+    return base_arm, arms
+
+
 async def measure_all(
-    args: argparse.Namespace,
+    options: TuneOptions,
     specs: list[RequestSpec],
-    levels: list[int],
     categories: dict[str, list[RequestSpec]] | None = None,
     category_level: int | None = None,
 ) -> tuple[Levels, dict[int, Levels], Categories]:
     """Every arm at every concurrency level (one server per arm, opened once), and per category
     at `category_level` for the speculative arms. Returns baseline[c], runs[k][c], cats[cat][k]."""
-    if problems := client_arg_problems(args):
-        raise UsageError("; ".join(problems))
-    opts = run_options_from_args(args)
-    endpoints = parse_endpoints(args.endpoint_for_k)
-    if endpoints:
-        if args.k or not args.baseline:
-            raise UsageError("--endpoint-for-k: give --baseline URL and no --k (remote mode)")
-        arms = {k: Arm(f"k={k}", url, k=k) for k, url in endpoints.items()}
-        base_arm = Arm("baseline", args.baseline)
-    else:
-        if not args.k:
-            raise UsageError("--k: give k values for the local launcher, or --endpoint-for-k")
-        ks = parse_int_list("--k", args.k)
-        arms = {k: Arm(f"k={k}", None, [*args.overrides, f"{OVERRIDE_KEY}={k}"], k=k) for k in ks}
-        base_arm = (
-            Arm("baseline", args.baseline)
-            if args.baseline
-            else Arm("baseline", None, [*args.overrides, "speculation.method=none"])
-        )
+    base_arm, arms = arms_of(options)
+    opts = options.run
+    levels = options.levels
     cats: Categories = {}
 
     async def one(arm: Arm, k: int | None) -> Levels:
@@ -338,9 +328,9 @@ async def measure_all(
             try:
                 model = await resolve_model(
                     live.endpoint,
-                    args.model,
+                    options.model,
                     live.model,
-                    timeout_s=min(10.0, args.timeout),
+                    timeout_s=min(10.0, opts.timeout_s),
                     api_key=opts.api_key,
                 )
             except NoServedModel as exc:
@@ -412,30 +402,31 @@ def _k(key: str, where: Fields) -> int:
     return int(key)
 
 
-def engine_setup(args: argparse.Namespace, local: bool) -> EngineSetup | str:
+def engine_setup(opts: TuneOptions, local: bool) -> EngineSetup | str:
     """The served models' shapes and the workload's context, or why they are unknown."""
     from trnspec.config.serving import apply_overrides, load_profile
     from trnspec.hardware.model_shapes import ShapeError, resolve_shape
     from trnspec.hardware.sizing import BYTES_PER_DTYPE
 
+    profile, overrides = opts.profile, list(opts.overrides)
     try:
-        extra = model_overrides(args.profile, args.overrides) if local else []
-        cfg = apply_overrides(load_profile(args.profile), [*extra, *args.overrides])
+        extra = model_overrides(profile, overrides) if local else []
+        cfg = apply_overrides(load_profile(profile), [*extra, *overrides])
         target = resolve_shape(cfg.target)
         draft = resolve_shape(cfg.speculation.draft) if cfg.speculation.draft else None
     except (ShapeError, ValueError, KeyError) as exc:
-        return f"--profile={args.profile}: {exc}"
+        return f"--profile={profile}: {exc}"
     if target is None:
-        return f"--profile={args.profile}: the target's shape is unknown ({cfg.target.source})"
+        return f"--profile={profile}: the target's shape is unknown ({cfg.target.source})"
     method = cfg.speculation.method
     if method == "draft_model" and draft is None:
-        return f"--profile={args.profile}: the draft's shape is unknown"
+        return f"--profile={profile}: the draft's shape is unknown"
     return EngineSetup(
         target=target,
         draft=draft,
         method=method,
         weight_bytes=BYTES_PER_DTYPE[cfg.dtype],
-        context_tokens=decode_context_tokens(args.input_len, args.output_len),
+        context_tokens=decode_context_tokens(opts.workload.input_len, opts.workload.output_len),
         max_batch=cfg.max_num_seqs,
     )
 
@@ -683,43 +674,33 @@ def _by_batch(rec: dict[str, Any]) -> str:
 
 
 def write_trn2_rows(
-    args: argparse.Namespace, baseline: Levels, runs: dict[int, Levels]
+    opts: TuneOptions, rows_out: Path, baseline: Levels, runs: dict[int, Levels]
 ) -> dict[str, Any]:
     """--rows-out: the run as data-file rows (trn2_rows), or why not."""
-    if not args.trn2_profile:
+    if not opts.trn2_profile:
         return {"path": None, "note": "--rows-out needs --trn2-profile (the deployed profile)"}
     try:
         cond = conditions_for(
-            args.trn2_profile,
-            args.input_len,
-            args.output_len,
-            f"trnspec tune --out {args.out}",
+            opts.trn2_profile,
+            opts.workload.input_len,
+            opts.workload.output_len,
+            f"trnspec tune --out {opts.out}",
             date.today().isoformat(),
         )
     except ConfigError as exc:
-        return {"path": None, "note": f"--trn2-profile={args.trn2_profile}: {exc}"}
+        return {"path": None, "note": f"--trn2-profile={opts.trn2_profile}: {exc}"}
     rows, skipped = measured_rows(cond, baseline, runs)
-    write_file(args.rows_out, rows_yaml(cond, rows))
-    return {"path": str(args.rows_out), "rows": len(rows), "skipped": skipped}
+    write_file(rows_out, rows_yaml(cond, rows))
+    return {"path": str(rows_out), "rows": len(rows), "skipped": skipped}
 
 
-def output_paths(args: argparse.Namespace) -> list[tuple[str, Path]]:
-    """The files a run writes, named for messages (checked for clashes before the run)."""
-    return [
-        ("--out", args.out),
-        ("the Markdown summary", args.out.with_suffix(".md")),
-        ("--override-out", args.override_out or args.out.with_suffix(".override")),
-        *([("--rows-out", args.rows_out)] if getattr(args, "rows_out", None) else []),
-    ]
-
-
-def _schedule_main(args: argparse.Namespace) -> int:
+def _schedule_main(opts: TuneOptions) -> int:
     from trnspec_tools.local_engine.local_server import exit_on_sigterm
     from trnspec_tools.tune.schedule_tune import run
 
     exit_on_sigterm()  # SIGTERM unwinds the `with LocalServer` blocks: no server outlives tune
     try:
-        return run(args, check_override)
+        return run(opts, check_override)
     except (UsageError, WorkloadError, ConfigError) as exc:
         print(f"tune.py: error: {exc}", file=sys.stderr)
         return 2
@@ -735,46 +716,50 @@ class _Measured:
     levels: list[int]
     fit_c: int
     batches: list[int]
+    #: the options the arms were measured with (--stack fills in its endpoint)
+    opts: TuneOptions
     baseline_by_c: Levels
     runs_by_c: dict[int, Levels]
     cats: Categories
     load: tuple[float, float, float]
 
 
-def _measure(args: argparse.Namespace) -> _Measured:
+def _measure(opts: TuneOptions) -> _Measured:
     """Check the flags, then measure every arm (or read an earlier run's JSON)."""
-    if args.k_max < 1:
-        raise UsageError(f"--k-max={args.k_max}: must be >= 1")
-    if (clash := output_clash(output_paths(args))) is not None:
+    if opts.k_max < 1:
+        raise UsageError(f"--k-max={opts.k_max}: must be >= 1")
+    if (clash := output_clash(opts.output_paths())) is not None:
         raise UsageError(str(clash))
-    levels = parse_int_list("--concurrency", args.concurrency)
-    fit_c = args.fit_concurrency or (levels[1] if len(levels) > 1 else levels[0])
+    levels = list(opts.levels)
+    fit_c = opts.fit_concurrency or (levels[1] if len(levels) > 1 else levels[0])
     if fit_c not in levels:
         raise UsageError(f"--fit-concurrency={fit_c}: must be one of --concurrency {levels}")
-    batches = parse_int_list("--batch-sizes", args.batch_sizes)
-    specs = workload_of(args).specs()
+    batches = list(opts.batches)
+    specs = opts.workload.specs()
+    w = opts.workload
     categories = (
-        category_specs(args.dataset, args.num_prompts, args.output_len, args.seed)
-        if args.per_category
+        category_specs(w.dataset, w.num_prompts, w.output_len, w.seed)
+        if opts.per_category
         else None
     )
     load = os.getloadavg()
-    if args.from_json:
-        baseline_by_c, runs_by_c, cats = load_measurements(args.from_json, levels)
+    if opts.from_json:
+        baseline_by_c, runs_by_c, cats = load_measurements(opts.from_json, levels)
     else:
-        with stack_arm(args):
+        with stack_arm(opts) as opts:
             baseline_by_c, runs_by_c, cats = asyncio.run(
-                measure_all(args, specs, levels, categories, fit_c)
+                measure_all(opts, specs, categories, fit_c)
             )
-    return _Measured(levels, fit_c, batches, baseline_by_c, runs_by_c, cats, load)
+    return _Measured(levels, fit_c, batches, opts, baseline_by_c, runs_by_c, cats, load)
 
 
 def _concurrency_fit(
-    args: argparse.Namespace, m: _Measured, conditional: list[float], alpha: float
+    m: _Measured, conditional: list[float], alpha: float
 ) -> tuple[dict[str, Any] | str, Any]:
     """The engine model fitted over the concurrency levels and its validation (or why there is
     none), and the fitted engine (None without one)."""
-    setup = engine_setup(args, local=not args.endpoint_for_k)
+    opts = m.opts
+    setup = engine_setup(opts, local=not opts.remote)
     if isinstance(setup, str):
         return setup, None
     if len(m.levels) < 2:
@@ -785,7 +770,7 @@ def _concurrency_fit(
     try:
         fitted = fit_engine(points, setup, m.fit_c)
         analysis = concurrency_analysis(
-            points, setup, fitted, conditional, alpha, m.batches, args.k_max
+            points, setup, fitted, conditional, alpha, m.batches, opts.k_max
         )
     except ValueError as exc:
         return f"could not fit: {exc}", None
@@ -793,37 +778,38 @@ def _concurrency_fit(
 
 
 def _trn2(
-    args: argparse.Namespace, conditional: list[float], alpha: float, batches: list[int]
+    opts: TuneOptions, conditional: list[float], alpha: float, batches: list[int]
 ) -> dict[str, Any] | str | None:
-    if not args.trn2_profile:
+    if not opts.trn2_profile:
         return None
     try:
         return trn2_recommendation(
-            args.trn2_profile,
+            opts.trn2_profile,
             conditional,
             alpha,
             batches,
-            decode_context_tokens(args.input_len, args.output_len),
+            decode_context_tokens(opts.workload.input_len, opts.workload.output_len),
         )
     except (ConfigError, ValueError) as exc:
-        return f"--trn2-profile={args.trn2_profile}: {exc}"
+        return f"--trn2-profile={opts.trn2_profile}: {exc}"
 
 
-def _result(args: argparse.Namespace, m: _Measured, analysis: dict[str, Any]) -> dict[str, Any]:
+def _result(m: _Measured, analysis: dict[str, Any]) -> dict[str, Any]:
     """The tune JSON: the k analysis, the measured runs, the fits and the Trn2 rows."""
     baseline = m.baseline_by_c[m.fit_c]
     runs = {k: by_c[m.fit_c] for k, by_c in m.runs_by_c.items()}
     load_after = os.getloadavg()
     sources = sorted({str(r.result.acceptance.acceptance_source) for r in runs.values()})
     conditional, alpha = analysis["fit"]["conditional"], analysis["fit"]["alpha"]
-    concurrency, engine = _concurrency_fit(args, m, conditional, alpha)
+    opts = m.opts
+    concurrency, engine = _concurrency_fit(m, conditional, alpha)
     recommend_for = None
     if engine is not None:
         setup, fitted = engine
 
         def recommend_for(cond: list[float], a: float) -> dict[str, Any]:
             return engine_recommendation(
-                setup, fitted, conditional_tokens_per_step(cond, a), m.batches, args.k_max
+                setup, fitted, conditional_tokens_per_step(cond, a), m.batches, opts.k_max
             )
 
     load = m.load
@@ -840,20 +826,20 @@ def _result(args: argparse.Namespace, m: _Measured, analysis: dict[str, Any]) ->
             for c in m.levels
         },
         "concurrency_validation": concurrency,
-        "trn2": _trn2(args, conditional, alpha, m.batches),
-        "categories": category_analysis(m.cats, args.k_max, recommend_for) if m.cats else None,
+        "trn2": _trn2(opts, conditional, alpha, m.batches),
+        "categories": category_analysis(m.cats, opts.k_max, recommend_for) if m.cats else None,
         "acceptance_source": ", ".join(sources),
         "load_average": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cpus)",
         "load_average_after": f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",
     }
     if isinstance(concurrency, dict):
         result["rows_by_concurrency"] = concurrency["rows"]
-    if args.rows_out:
-        result["trn2_rows"] = write_trn2_rows(args, m.baseline_by_c, m.runs_by_c)
+    if opts.rows_out:
+        result["trn2_rows"] = write_trn2_rows(opts, opts.rows_out, m.baseline_by_c, m.runs_by_c)
     return result
 
 
-def _write(args: argparse.Namespace, result: dict[str, Any], line: str) -> int:
+def _write(opts: TuneOptions, result: dict[str, Any], line: str) -> int:
     """The override line, the JSON and the Markdown (then the plots); 1 when a file could not
     be written where asked."""
     rec = result["recommendation"]
@@ -862,8 +848,8 @@ def _write(args: argparse.Namespace, result: dict[str, Any], line: str) -> int:
         "tune",
         [
             (Path(rec["override_file"]), line + "\n"),
-            (args.out, json_io.dumps(result)),
-            (args.out.with_suffix(".md"), md),
+            (opts.out, json_io.dumps(result)),
+            (opts.out.with_suffix(".md"), md),
         ],
     )
     if moved := moved_lines(written):
@@ -871,14 +857,13 @@ def _write(args: argparse.Namespace, result: dict[str, Any], line: str) -> int:
         for moved_line in moved:
             print(f"tune.py: error: {moved_line}", file=sys.stderr)
         return 1
-    if not args.no_plots:
+    if opts.plots:
+        out = opts.out
         with contextlib.suppress(ValueError):
-            plot_k_sweep(result["rows"], args.out.with_name(f"{args.out.stem}_ksweep.png"))
+            plot_k_sweep(result["rows"], out.with_name(f"{out.stem}_ksweep.png"))
         concurrency = result["concurrency_validation"]
         if isinstance(concurrency, dict) and concurrency["rows"]:
-            plot_concurrency(
-                concurrency["rows"], args.out.with_name(f"{args.out.stem}_concurrency.png")
-            )
+            plot_concurrency(concurrency["rows"], out.with_name(f"{out.stem}_concurrency.png"))
     print(md)
     return 0
 
@@ -886,16 +871,16 @@ def _write(args: argparse.Namespace, result: dict[str, Any], line: str) -> int:
 @exits_on_bad_input("tune.py")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.schedule:
-        if (clash := output_clash(output_paths(args)[:3])) is not None:
-            print(f"tune.py: error: {clash}", file=sys.stderr)
-            return 2
-        return _schedule_main(args)
     try:
-        measured = _measure(args)
+        opts = tune_options(args)
+        if opts.schedule:
+            if (clash := output_clash(opts.output_paths()[:3])) is not None:
+                raise UsageError(str(clash))
+            return _schedule_main(opts)
+        measured = _measure(opts)
         baseline = measured.baseline_by_c[measured.fit_c].result
         runs = {k: by_c[measured.fit_c].result for k, by_c in measured.runs_by_c.items()}
-        analysis = analyse(baseline, runs, args.k_max)
+        analysis = analyse(baseline, runs, opts.k_max)
     except (UsageError, WorkloadError, ConfigError, StackError) as exc:
         print(f"tune.py: error: {exc}", file=sys.stderr)
         return 2
@@ -904,16 +889,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     rec = analysis["recommendation"]
     line = f"{OVERRIDE_KEY}={rec['k']}"
-    problem = check_override(line, args.profile)
-    override_out = args.override_out or args.out.with_suffix(".override")
-    rec.update(override=line, override_file=str(override_out), override_check=problem or "ok")
-    if code := _write(args, _result(args, measured, analysis), line):
+    problem = check_override(line, opts.profile)
+    rec.update(override=line, override_file=str(opts.override_out), override_check=problem or "ok")
+    if code := _write(opts, _result(measured, analysis), line):
         return code
     if problem:
         print(
-            f"tune.py: warning: profile {args.profile} rejects {line}: {problem}", file=sys.stderr
+            f"tune.py: warning: profile {opts.profile} rejects {line}: {problem}", file=sys.stderr
         )
-    print(f"render with: python -m trnspec render --profile {args.profile} --set {line}")
+    print(f"render with: python -m trnspec render --profile {opts.profile} --set {line}")
     return 0
 
 

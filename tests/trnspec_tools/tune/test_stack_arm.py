@@ -10,6 +10,7 @@ import pytest
 from trnspec_tools.bench.bench_options import UsageError
 from trnspec_tools.tune.stack_arm import stack_arm
 from trnspec_tools.tune.tune import build_parser, main
+from trnspec_tools.tune.tune_options import tune_options
 
 BASE = ["--out", "r.json", "--stack", "TrnspecPlatform-serving"]
 
@@ -20,21 +21,21 @@ def fake_stack(stack: str, region: str | None, via: str) -> Iterator[str]:
 
 
 def args(*extra: str):
-    return build_parser().parse_args([*BASE, *extra])
+    return tune_options(build_parser().parse_args([*BASE, *extra]))
 
 
 def test_the_stack_is_measured_as_the_speculative_arm_at_its_profiles_window():
     a = args("--trn2-profile", "llama31-8b-eagle3", "--baseline", "http://b:8000")
-    with stack_arm(a, fake_stack):
-        assert a.endpoint_for_k == ["3=http://trnspecplatform-serving.auto:8000"]
+    with stack_arm(a, fake_stack) as used:
+        assert used.endpoints == {3: "http://trnspecplatform-serving.auto:8000"}
     # the analysis after the measurement still sees a remote run
-    assert a.endpoint_for_k == ["3=http://trnspecplatform-serving.auto:8000"]
+    assert used.endpoints == {3: "http://trnspecplatform-serving.auto:8000"} and used.remote
 
 
 def test_without_stack_the_arms_are_left_as_given():
-    a = build_parser().parse_args(["--out", "r.json", "--k", "1,2"])
-    with stack_arm(a, fake_stack):
-        assert a.endpoint_for_k == []
+    a = tune_options(build_parser().parse_args(["--out", "r.json", "--k", "1,2"]))
+    with stack_arm(a, fake_stack) as used:
+        assert used.endpoints == {} and used == a
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ from fake_openai_server import running
 from made_runs import deltas, made_run
 
 from trnspec_tools.bench.run_result import AcceptanceFigures, ArmRun, RunResult
-from trnspec_tools.tune.tune import analyse, check_override, main, parse_endpoints
+from trnspec_tools.tune.tune import analyse, check_override, main
+from trnspec_tools.tune.tune_options import parse_endpoints
 from trnspec_tools.tune.window_model import expected_tokens_per_step
 
 
