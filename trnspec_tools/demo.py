@@ -374,27 +374,57 @@ def _serve_and_measure(
     return base_out, tuned_out, baseline_smoke, smoke, sweep
 
 
-def run_demo(
-    tuned: TunedChoice,
-    requests: int,
-    max_tokens: int,
-    rounds: int,
-    console: Console,
-    overrides: Sequence[str] = (),
-    cache_dir: Path | None = None,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DemoOptions:
+    """Everything a demo run reads, checked (demo_options)."""
+
+    tuned: TunedChoice
+    #: greedy requests compared token for token
+    requests: int
+    #: output tokens per request
+    max_tokens: int
+    #: alternated rounds per sweep level
+    rounds: int
+    #: --set profile overrides for both servers
+    overrides: tuple[str, ...] = ()
+    report: Path = DEFAULT_REPORT
+    strict: bool = False
+    #: the tiny-model cache (None: .cache/tiny-models)
+    cache_dir: Path | None = None
+
+
+def demo_options(args: argparse.Namespace) -> DemoOptions:
+    """The checked options of a parsed demo command line; ValueError naming the flag."""
+    for name in ("requests", "max_tokens", "rounds"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')}: must be at least 1")
+    return DemoOptions(
+        tuned=tuned_choice(args.tuned),
+        requests=args.requests,
+        max_tokens=args.max_tokens,
+        rounds=args.rounds,
+        overrides=tuple(args.overrides),
+        report=args.report,
+        strict=bool(args.strict),
+        cache_dir=args.cache_dir,
+    )
+
+
+def run_demo(opts: DemoOptions, console: Console) -> dict[str, Any]:
     from trnspec_tools.tune.schedule_tune import prompts_for_level
+
+    tuned, requests, max_tokens, rounds = opts.tuned, opts.requests, opts.max_tokens, opts.rounds
 
     start = time.perf_counter()
     with console.status("making the tiny models (cached after the first run)"):
-        models = ensure_tiny_models(cache_dir, log=lambda m: console.log(m))
+        models = ensure_tiny_models(opts.cache_dir, log=lambda m: console.log(m))
     model_build_s = time.perf_counter() - start
     console.log(f"models ready ({models.key}) in {model_build_s:.0f} s")
     console.log(f"tuned deployment: {tuned.name} (from {tuned.source})")
     prompts = tiny_corpus.completion_prompts(max(requests, 2 * max(SWEEP_LEVELS)), seed=2024)
     specs = [RequestSpec(p, max_tokens) for p in prompts]
     measured = _serve_and_measure(
-        models, tuned, prompts[:requests], specs, max_tokens, rounds, overrides, console
+        models, tuned, prompts[:requests], specs, max_tokens, rounds, opts.overrides, console
     )
     base_out, tuned_out, baseline_smoke, smoke, sweep = measured
     rows = sweep_rows(sweep)
@@ -468,28 +498,16 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="demo.py", description=__doc__.split("\n\n")[0])
     add_cli_args(parser)
-    args = parser.parse_args(argv)
     console = Console()
-    for name in ("requests", "max_tokens", "rounds"):
-        if getattr(args, name) < 1:
-            console.print(f"[red]error:[/red] --{name.replace('_', '-')}: must be at least 1")
-            return 2
     try:
-        tuned = tuned_choice(args.tuned)
+        opts = demo_options(parser.parse_args(argv))
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
+    tuned = opts.tuned
     exit_on_sigterm()
     try:
-        report = run_demo(
-            tuned,
-            args.requests,
-            args.max_tokens,
-            args.rounds,
-            console,
-            args.overrides,
-            args.cache_dir,
-        )
+        report = run_demo(opts, console)
     except (LocalServerError, EndpointError, ValueError) as exc:
         console.print(
             Text.assemble(("demo failed: ", "red"), rich_text(exc, 4000, keep_newlines=True))
@@ -498,9 +516,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("[yellow]interrupted; servers stopped")
         return 130
-    moved = write_report(args.report, report)
+    moved = write_report(opts.report, report)
     plot = plot_sweep(
-        report["sweep"], tuned.name, args.report.with_name(f"{args.report.stem}_sweep.png")
+        report["sweep"], tuned.name, opts.report.with_name(f"{opts.report.stem}_sweep.png")
     )
     console.print(sweep_table(report["sweep"], tuned.name))
     console.print(Text.assemble("plot: ", rich_text(plot, 1000)))
@@ -509,8 +527,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(Text.assemble(("error: ", "red"), rich_text(line, 2000)))
     if moved:
         return 1
-    console.print(Text.assemble("report: ", rich_text(args.report, 1000)))
-    problems = shortfalls(report, args.strict)
+    console.print(Text.assemble("report: ", rich_text(opts.report, 1000)))
+    problems = shortfalls(report, opts.strict)
     for problem in problems:
         console.print(f"[red]{problem}")
     return 1 if problems else 0

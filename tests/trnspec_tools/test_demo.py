@@ -203,3 +203,22 @@ def test_the_tuned_choice_is_the_tune_result_when_present_else_the_recorded_one(
     result.write_text("{}")
     with pytest.raises(ValueError, match="not a tune --schedule result"):
         tuned_choice(result)
+
+
+def test_the_demo_flags_are_parsed_once_into_its_options(tmp_path: Path) -> None:
+    import argparse
+
+    from trnspec_tools.demo import TUNED_DEFAULT, add_cli_args, demo_options
+
+    parser = argparse.ArgumentParser()
+    add_cli_args(parser)
+    argv = ["--tuned", str(tmp_path / "absent.json"), "--set", "max_num_seqs=8", "--requests", "3"]
+    opts = demo_options(parser.parse_args(argv))
+    assert (opts.tuned, opts.overrides, opts.requests, opts.strict) == (
+        TUNED_DEFAULT,
+        ("max_num_seqs=8",),
+        3,
+        False,
+    )
+    with pytest.raises(ValueError, match="--max-tokens: must be at least 1"):
+        demo_options(parser.parse_args(["--max-tokens", "0"]))
