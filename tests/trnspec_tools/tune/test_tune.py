@@ -405,3 +405,20 @@ def test_a_tune_json_with_a_run_out_of_range_is_refused_naming_the_field(tmp_pat
     assert code == 2 and len(err.splitlines()) == 1
     assert "by_concurrency.1.baseline.output_tokens_per_s=-5.0: must be a finite number >= 0" in err
     assert not (tmp_path / "t.json").exists()
+
+
+def test_the_local_launcher_arms_are_one_per_k_with_the_overrides_and_a_plain_baseline():
+    from trnspec_tools.tune.tune import arms_of, build_parser
+    from trnspec_tools.tune.tune_options import tune_options
+
+    argv = ["--k", "1,3", "--set", "max_num_seqs=8", "--out", "t.json"]
+    base, arms = arms_of(tune_options(build_parser().parse_args(argv)))
+    assert (base.name, base.endpoint, base.local_overrides) == (
+        "baseline",
+        None,
+        ["max_num_seqs=8", "speculation.method=none"],
+    )
+    assert {k: (a.name, a.local_overrides, a.k) for k, a in arms.items()} == {
+        1: ("k=1", ["max_num_seqs=8", "speculation.num_speculative_tokens=1"], 1),
+        3: ("k=3", ["max_num_seqs=8", "speculation.num_speculative_tokens=3"], 3),
+    }
