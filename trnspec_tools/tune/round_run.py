@@ -31,6 +31,14 @@ RUN_FIELDS = (
     "acceptance_note",
     "spec_decode_deltas",
 )
+#: The request figures of a run a round keeps (RequestFigures' names; the rest is acceptance).
+KEPT_REQUEST_FIGURES = (
+    "output_tokens_per_s",
+    "output_tokens",
+    "duration_s",
+    "completed",
+    "num_requests",
+)
 #: Which arm of a round ran first.
 ORDERS = ("plain-first", "candidate-first")
 
@@ -50,16 +58,8 @@ class RoundRun:
 
     @classmethod
     def of(cls, run: RunResult) -> RoundRun:
-        r = run.requests
-        return cls(
-            output_tokens_per_s=r.output_tokens_per_s,
-            output_tokens=r.output_tokens,
-            duration_s=r.duration_s,
-            completed=r.completed,
-            num_requests=r.num_requests,
-            errors=r.error_total,
-            acceptance=run.acceptance,
-        )
+        kept = {name: getattr(run.requests, name) for name in KEPT_REQUEST_FIGURES}
+        return cls(**kept, errors=run.requests.error_total, acceptance=run.acceptance)
 
     @property
     def k_used(self) -> float | None:
