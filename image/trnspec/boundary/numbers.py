@@ -131,9 +131,7 @@ def parse_int_list(
         try:
             values.append(int(part))
         except ValueError:
-            raise BoundaryError(
-                flag, text, "give integers separated by commas, e.g. 1,4,16"
-            ) from None
+            raise BoundaryError(flag, text, "give comma-separated integers, e.g. 1,4,16") from None
     if any(not lo <= v <= hi for v in values):
         raise BoundaryError(flag, text, f"every value must be an integer >= {lo} and <= {hi}")
     return values

@@ -14,6 +14,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.numbers import parse_int_list
 from trnspec.config.images import image_spec
 from trnspec.config.serving import ConfigError, Problem, ServingConfig
 from trnspec.hardware.packing import ReplicaPlacement, placement_for
@@ -64,16 +66,13 @@ class PredictQuery:
 
 
 def int_list(flag: str, text: str, minimum: int) -> list[int]:
-    """`1,4,16` as sorted distinct integers >= minimum; ConfigError naming the flag."""
+    """`1,4,16` as sorted distinct integers >= minimum (and bounded, as every count is:
+    trnspec.boundary.numbers.parse_int_list); ConfigError naming the flag."""
     try:
-        values = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise ConfigError(
-            [Problem(flag, text, "give comma-separated integers, e.g. 1,4,16")]
-        ) from None
-    if not values or values[0] < minimum:
-        raise ConfigError([Problem(flag, text, f"give integers >= {minimum}, e.g. 1,4,16")])
-    return values
+        values = parse_int_list(flag, text, lo=minimum)
+    except BoundaryError as exc:
+        raise ConfigError([Problem(flag, text, exc.fix)]) from None
+    return sorted(set(values))
 
 
 @dataclass(frozen=True)
