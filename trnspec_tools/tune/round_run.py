@@ -9,12 +9,12 @@ demo files have always held; `from_json(obj, where)` is its checked inverse (tun
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from trnspec.boundary.errors import BoundaryError
 
 from trnspec_tools.bench.json_fields import Fields
-from trnspec_tools.bench.run_result import AcceptanceFigures, RunResult
+from trnspec_tools.bench.run_result import AcceptanceFigures, RequestFigures, RunResult
 
 #: The figures kept from each measured run, in the order written (then "errors", the total).
 RUN_FIELDS = (
@@ -31,13 +31,9 @@ RUN_FIELDS = (
     "acceptance_note",
     "spec_decode_deltas",
 )
-#: The request figures of a run a round keeps (RequestFigures' names; the rest is acceptance).
-KEPT_REQUEST_FIGURES = (
-    "output_tokens_per_s",
-    "output_tokens",
-    "duration_s",
-    "completed",
-    "num_requests",
+#: The request figures among them (RequestFigures' names; the rest is acceptance).
+KEPT_REQUEST_FIGURES = tuple(
+    name for name in RUN_FIELDS if name in {f.name for f in fields(RequestFigures)}
 )
 #: Which arm of a round ran first.
 ORDERS = ("plain-first", "candidate-first")
