@@ -25,8 +25,11 @@ from pydantic import BaseModel, ValidationError
 
 #: Problems listed in one message; the rest are counted ("... and 12 more problems").
 MAX_LISTED = 20
-#: Characters of a value shown in a message (longer values end with "...").
+#: Characters of a value shown in a message (a longer value keeps its start and its end around
+#: "...": a path keeps its file name, a URL its host).
 MAX_VALUE_CHARS = 80
+#: Of those, the characters kept from the end of a longer value.
+TAIL_CHARS = 28
 
 _repr = reprlib.Repr()
 _repr.maxstring = MAX_VALUE_CHARS
@@ -48,7 +51,9 @@ def show(value: object) -> str:
         text = value
     else:
         text = _repr.repr(value)
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."
+    if len(text) <= MAX_VALUE_CHARS:
+        return text
+    return text[: MAX_VALUE_CHARS - 3 - TAIL_CHARS] + "..." + text[-TAIL_CHARS:]
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,13 @@ def test_problem_values_are_truncated_and_control_characters_visible() -> None:
     assert len(show(nested)) <= MAX_VALUE_CHARS
 
 
+def test_a_long_value_keeps_its_start_and_its_end() -> None:
+    path = "/tmp/" + "d" * 200 + "/tune-report.json"
+    shown = show(path)
+    assert len(shown) == MAX_VALUE_CHARS
+    assert shown.startswith("/tmp/ddd") and shown.endswith("d/tune-report.json") and "..." in shown
+
+
 def test_error_lists_at_most_max_listed_problems_and_counts_the_rest() -> None:
     err = InputError([Problem(f"k{i}", i, "unknown field") for i in range(1000)], "bad input:")
     lines = str(err).splitlines()
