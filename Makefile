@@ -59,8 +59,12 @@ synth: setup-cdk
 		-c admin_principal_arns='[$(ADMIN_ARN)]'
 	@ls cdk.out/*.template.json
 
+# Two passes: the fast lane on FAST_WORKERS pytest-xdist workers, then the end-to-end servers and
+# the slow builds in one process (their fixtures build shared caches: the tiny models, the vLLM
+# parser environments, the checkov scans). Together they are every test, once.
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(FAST_WORKERS) -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not ($(FAST_MARKERS))" $(PYTEST_ARGS)
 
 # The suite without end-to-end servers and slow builds, for the edit-test loop: on FAST_WORKERS
 # pytest-xdist workers, more than the cores, since half of it waits on local servers and
