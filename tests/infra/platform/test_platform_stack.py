@@ -10,7 +10,7 @@ from aws_cdk.assertions import Match
 from platform_synth import ADMIN_ARN, Synth, cfn_text
 
 from infra.contracts import NEURON_SCHEDULER_NAME
-from infra.platform.addons import cluster_autoscaler
+from infra.platform.addons.cluster_autoscaler import install as cluster_autoscaler
 from infra.platform.addons.pins import (
     CLUSTER_AUTOSCALER_CHART,
     CLUSTER_AUTOSCALER_IMAGE,

@@ -11,7 +11,7 @@ import pytest
 
 from infra.app.composition import check_addons
 from infra.platform.addons.addon import workload_needs
-from infra.platform.addons.neuron import chart_values
+from infra.platform.addons.neuron.install import chart_values
 from infra.platform.addons.pins import (
     CLUSTER_AUTOSCALER_CHART,
     CLUSTER_AUTOSCALER_DRA_RBAC_SINCE,

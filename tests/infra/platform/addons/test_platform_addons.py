@@ -9,8 +9,8 @@ import pytest
 from platform_synth import PROFILES, Synth, cfn_text
 
 from infra.platform.addons import pins
-from infra.platform.addons.ebs_csi import PROVISIONER
-from infra.platform.addons.ebs_csi import SERVICE_ACCOUNT as EBS_SERVICE_ACCOUNT
+from infra.platform.addons.ebs_csi.install import PROVISIONER
+from infra.platform.addons.ebs_csi.install import SERVICE_ACCOUNT as EBS_SERVICE_ACCOUNT
 from infra.platform.cluster.control_plane import SYSTEM_LABEL
 from infra.settings import AddonSettings
 
@@ -158,3 +158,28 @@ def test_cluster_autoscaler_and_karpenter_are_never_both_installed(platform_synt
     for profile in PROFILES:
         names = set(_charts(platform_synth(profile)))
         assert len(names & {"cluster-autoscaler", "karpenter"}) == 1, profile
+
+
+@pytest.mark.parametrize("profile", ["default", "karpenter"])
+def test_every_controller_with_an_aws_role_starts_after_its_pod_identity_association(
+    platform_synth: Any, profile: str
+) -> None:
+    """A controller chart created before its association runs without credentials: each chart
+    whose service account has a role waits for that role's association."""
+    synth = platform_synth(profile)
+    associations = synth.resources("AWS::EKS::PodIdentityAssociation")
+    by_account = {
+        a["Properties"]["ServiceAccount"]: logical_id
+        for logical_id, a in associations.items()
+        if a["Properties"]["Namespace"] == "kube-system"
+    }
+    charts = _charts(synth)
+    waited = 0
+    for chart in charts.values():
+        account = _values(chart).get("serviceAccount", {}).get("name") or _values(chart).get(
+            "rbac", {}
+        ).get("serviceAccount", {}).get("name")
+        if account in by_account:
+            assert by_account[account] in chart.get("DependsOn", []), account
+            waited += 1
+    assert waited == 1  # the node autoscaler of the profile

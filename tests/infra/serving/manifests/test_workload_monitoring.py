@@ -35,7 +35,7 @@ def test_pod_monitor_scrapes_neuron_monitor_in_any_namespace() -> None:
 
 
 def test_platform_neuron_monitor_matches_the_pod_monitor() -> None:
-    from infra.platform.addons.neuron import monitor_manifest
+    from infra.platform.addons.neuron.monitor import monitor_manifest
 
     ds = monitor_manifest(("trn2.48xlarge",))
     tpl = ds["spec"]["template"]

@@ -17,7 +17,7 @@ from constructs import Construct
 
 from infra.compliance.keys import rotating_key
 from infra.platform.addons.addon import Addon, AddonScope, always
-from infra.platform.addons.iam.ebs_csi import driver_statements
+from infra.platform.addons.ebs_csi.iam import driver_statements
 from infra.platform.addons.pins import EBS_CSI_DRIVER
 
 #: Service account of the driver's controller (the add-on creates it).

@@ -10,9 +10,9 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from infra.platform.addons.addon import ONE_NODE_AUTOSCALER, Addon, AddonScope, WorkloadNeeds
-from infra.platform.addons.controller import KUBE_SYSTEM, controller_identity
-from infra.platform.addons.helm import HelmReleaseProps, helm_release
-from infra.platform.addons.iam.cluster_autoscaler import autoscaler_statements
+from infra.platform.addons.cluster_autoscaler.iam import autoscaler_statements
+from infra.platform.addons.controller import KUBE_SYSTEM, ControllerChartProps, controller_chart
+from infra.platform.addons.helm import HelmReleaseProps
 from infra.platform.addons.pins import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGE
 from infra.platform.cluster.asg_tags import AsgNodeTemplateTags, AsgNodeTemplateTagsProps
 from infra.platform.cluster.control_plane import SYSTEM_LABEL
@@ -66,25 +66,27 @@ class ClusterAutoscaler(Construct):
     def __init__(self, scope: Construct, construct_id: str, props: ClusterAutoscalerProps) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.identity = controller_identity(
-            self, "PodIdentity", props.cluster, SERVICE_ACCOUNT, "Cluster Autoscaler (Pod Identity)"
-        )
-        self.role = self.identity.role
-        for statement in autoscaler_statements(stack, props.cluster_name):
-            self.role.add_to_policy(statement)
-        self.chart = helm_release(
+        controller = controller_chart(
             self,
-            "Chart",
-            HelmReleaseProps(
-                cluster=props.cluster,
-                pin=CLUSTER_AUTOSCALER_CHART,
-                release="cluster-autoscaler",
-                namespace=KUBE_SYSTEM,
-                values=chart_values(props, stack.region),
-                timeout_minutes=props.timeout_minutes,
+            ControllerChartProps(
+                release=HelmReleaseProps(
+                    cluster=props.cluster,
+                    pin=CLUSTER_AUTOSCALER_CHART,
+                    release="cluster-autoscaler",
+                    namespace=KUBE_SYSTEM,
+                    values=chart_values(props, stack.region),
+                    timeout_minutes=props.timeout_minutes,
+                ),
+                service_account=SERVICE_ACCOUNT,
+                description="Cluster Autoscaler (Pod Identity)",
+                statements=autoscaler_statements(stack, props.cluster_name),
             ),
         )
-        self.chart.node.add_dependency(self.identity.association)
+        self.identity, self.role, self.chart = (
+            controller.identity,
+            controller.identity.role,
+            controller.chart,
+        )
         self.asg_tags = [
             self._node_template_tags(props.cluster_name, ng) for ng in props.nodegroups
         ]

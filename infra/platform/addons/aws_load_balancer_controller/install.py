@@ -12,13 +12,12 @@ from typing import Any
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.platform.addons.addon import Addon, AddonScope, WorkloadNeeds
-from infra.platform.addons.controller import KUBE_SYSTEM, controller_identity
-from infra.platform.addons.helm import HelmReleaseProps, helm_release
-from infra.platform.addons.iam.aws_load_balancer_controller import controller_statements
+from infra.platform.addons.aws_load_balancer_controller.iam import controller_statements
+from infra.platform.addons.controller import KUBE_SYSTEM, ControllerChartProps, controller_chart
+from infra.platform.addons.helm import HelmReleaseProps
 from infra.platform.addons.pins import AWS_LOAD_BALANCER_CONTROLLER_CHART
 from infra.platform.cluster.control_plane import SYSTEM_LABEL
 from infra.settings import DeploymentSettings
@@ -62,30 +61,29 @@ class LoadBalancerController(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.identity = controller_identity(
+        controller = controller_chart(
             self,
-            "PodIdentity",
-            props.cluster,
-            SERVICE_ACCOUNT,
-            "AWS Load Balancer Controller (Pod Identity)",
-        )
-        self.policy = iam.Policy(
-            self, "Policy", statements=controller_statements(stack), roles=[self.identity.role]
-        )
-        self.chart = helm_release(
-            self,
-            "Chart",
-            HelmReleaseProps(
-                cluster=props.cluster,
-                pin=AWS_LOAD_BALANCER_CONTROLLER_CHART,
-                release="aws-load-balancer-controller",
-                namespace=KUBE_SYSTEM,
-                values=controller_values(props, stack.region),
-                timeout_minutes=props.timeout_minutes,
+            ControllerChartProps(
+                release=HelmReleaseProps(
+                    cluster=props.cluster,
+                    pin=AWS_LOAD_BALANCER_CONTROLLER_CHART,
+                    release="aws-load-balancer-controller",
+                    namespace=KUBE_SYSTEM,
+                    values=controller_values(props, stack.region),
+                    timeout_minutes=props.timeout_minutes,
+                ),
+                service_account=SERVICE_ACCOUNT,
+                description="AWS Load Balancer Controller (Pod Identity)",
+                statements=controller_statements(stack),
+                # A policy of its own: the published policy is long, and the chart waits for it.
+                policy_id="Policy",
             ),
         )
-        self.chart.node.add_dependency(self.identity.association)
-        self.chart.node.add_dependency(self.policy)
+        self.identity, self.chart, self.policy = (
+            controller.identity,
+            controller.chart,
+            controller.policy,
+        )
 
 
 def installed(settings: DeploymentSettings, needs: WorkloadNeeds) -> bool:
