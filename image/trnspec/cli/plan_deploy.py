@@ -5,7 +5,7 @@ target) for a latency target and a peak load, and write it as a file `cdk deploy
         --acceptance-k 15 --tpot-ms 30 --peak-streams 16 --out config/plans/default.yaml
 
 `plan` (no suffix) stays the HBM sizing of one config; `plan-deploy` is the deployment choice
-(`trnspec.perf.deploy_plan`). It prints, per profile, the cheapest speculative and the cheapest
+(`trnspec.plan.deploy_plan`). It prints, per profile, the cheapest speculative and the cheapest
 plain variant that meet the TPOT target, with the cost per 1M output tokens at peak (what the nodes
 bill), the idle cost per hour at min_replicas and the ratio of the two costs; `--out` writes the
 cheapest variant over every profile as a plan file (`serving:` fields merged into the deployment's
@@ -26,10 +26,10 @@ import yaml
 
 from trnspec.boundary.user_input import InputReadError, read_text_file
 from trnspec.config.serving import ConfigError, Problem, load_profile
-from trnspec.perf.acceptance import acceptance_rate
-from trnspec.perf.deploy_plan import PlanInputs, ProfilePlan, Variant, plan_profiles, rank
 from trnspec.perf.model import decode_context_tokens
-from trnspec.perf.predict import DEFAULT_BATCHES, int_list
+from trnspec.plan.acceptance import acceptance_rate
+from trnspec.plan.deploy_plan import PlanInputs, ProfilePlan, Variant, plan_profiles, rank
+from trnspec.plan.predict import DEFAULT_BATCHES, int_list
 
 #: The plan file's format marker, checked by the deploy (infra/settings/plan_file.py).
 PLAN_KIND = "trnspec-deployment-plan"

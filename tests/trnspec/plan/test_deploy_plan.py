@@ -1,6 +1,6 @@
 """plan-deploy picks the cheapest deployment that meets the TPOT target and never deploys a
 speculative variant slower than the plain server at any load it can see; its figures are the
-nodes AWS bills (trnspec.perf.deploy_plan, trnspec.cli.plan_deploy)."""
+nodes AWS bills (trnspec.plan.deploy_plan, trnspec.cli.plan_deploy)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from trnspec.cli.main import main
 from trnspec.config.serving import load_profile
 from trnspec.hardware.packing import placement_for
 from trnspec.hardware.pricing import PRICES
-from trnspec.perf.deploy_plan import PlanInputs, plan_profile
 from trnspec.perf.model import decode_context_tokens
+from trnspec.plan.deploy_plan import PlanInputs, plan_profile
 
 REPO = Path(__file__).resolve().parents[3]
 PRICE = PRICES["trn2.48xlarge"].usd_per_hour
