@@ -75,9 +75,9 @@ def _pool(i: int, entry: Any) -> Pool:
         raise BoundaryError(f"{at}.lnc", lnc, "give 1 or 2")
     return Pool(
         name=str(entry.get("name", f"pool{i}")),
-        instance_type=itype,
-        max_size=int_in(
-            entry.get("max_size", DEFAULT_MAX_SIZE), f"{at}.max_size", 1, MAX_POOL_SIZE
+        instance_type=str(itype),
+        max_size=int(
+            int_in(entry.get("max_size", DEFAULT_MAX_SIZE), f"{at}.max_size", 1, MAX_POOL_SIZE)
         ),
         lnc=int(lnc),
     )

@@ -91,10 +91,12 @@ def _plan_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str,
 
 
 def test_the_committed_default_plan_is_what_the_command_writes_today(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """config/plans/default.yaml records its own command; running it again must write the same
-    file (regenerate it when the model, prices or profiles change)."""
+    """config/plans/default.yaml records its own command; running it again (from the repository
+    root, where its --config path is) must write the same file (regenerate it when the model,
+    prices or profiles change)."""
+    monkeypatch.chdir(REPO)
     committed = yaml.safe_load((REPO / "config/plans/default.yaml").read_text())
     argv = committed["plan"]["command"].removeprefix("python -m trnspec plan-deploy ").split()
     out = tmp_path / "plan.yaml"
@@ -267,3 +269,22 @@ def test_a_veto_from_measured_rows_keeps_speculation_out_at_and_above_that_batch
     assert vetoed.speculative is not None and vetoed.speculative.max_num_seqs == 1
     assert {s.batch for s in vetoed.skipped if "measured slower" in s.reason} == {2, 4}
     assert not any(s.k == 0 and "measured" in s.reason for s in vetoed.skipped)
+
+
+def test_the_default_plan_measures_when_undecided_and_states_its_margin_when_not() -> None:
+    """Undecided: plain Qwen3-4B serves and Qwen3-4B DFlash is calibrated beside it, at levels up
+    to the arms' batch; confident: no calibration, and the margin is recorded."""
+    doc = yaml.safe_load((REPO / "config/plans/default.yaml").read_text())
+    serving, decision = doc["serving"], doc["plan"]["decision"]
+    if decision["verdict"] == "undecided":
+        assert "undecided at this confidence: measure" in decision["reason"]
+        assert serving["profile"] == "qwen3-4b-baseline"
+        calibration = serving["calibration"]
+        assert calibration["speculative"]["profile"] == "qwen3-4b-dflash"
+        top = int(
+            next(o for o in serving["overrides"] if o.startswith("max_num_seqs=")).split("=")[1]
+        )
+        assert calibration["concurrency"][0] == 1 and calibration["concurrency"][-1] <= top
+    else:
+        assert "calibration" not in serving
+        assert decision["margin_at_band_edges"] > 1
