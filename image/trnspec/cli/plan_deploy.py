@@ -1,17 +1,22 @@
 """`python -m trnspec plan-deploy`: pick the deployment (k, max_num_seqs, replicas, nodes, KEDA
-target) for a latency target and a peak load, and write it as a file `cdk deploy` runs unchanged.
+target) for a latency target and a peak load, say how sure the choice is, and write it as a file
+`cdk deploy` runs unchanged.
 
     python -m trnspec plan-deploy --profile qwen3-4b-dflash --acceptance-length 2.1 \\
         --acceptance-k 15 --tpot-ms 30 --peak-streams 16 --out config/plans/default.yaml
 
 `plan` (no suffix) stays the HBM sizing of one config; `plan-deploy` is the deployment choice
-(`trnspec.perf.deploy_plan`). It prints, per profile, the cheapest speculative and the cheapest
-plain variant that meet the TPOT target, with the cost per 1M output tokens at peak (what the nodes
-bill), the idle cost per hour at min_replicas and the ratio of the two costs; `--out` writes the
-cheapest variant over every profile as a plan file (`serving:` fields merged into the deployment's
-serving section by `cdk deploy -c serving.plan=FILE`, and `plan:` recording what it was chosen
-from). Acceptance: --acceptance-rate, --acceptance-length [--acceptance-k], or --tune-report (the
-`fit.alpha` of a `make tune` report). Bad input exits 2 naming the flag.
+(`trnspec.plan.deploy_plan`). It prints, per profile, the cheapest speculative and the cheapest
+plain variant that meet the TPOT target, each with the held-out error band of its regime, the
+cost per 1M output tokens at peak (what the nodes bill), the idle cost per hour at min_replicas,
+every variant left out with its reason, and the verdict (trnspec.plan.decision): confident, with
+the margin at the bands' edges, or "undecided at this confidence: measure", whose plan file is a
+calibration plan (the plain twin serves, `serving.calibration` names the speculative arm).
+`--out` writes it (trnspec.plan.document). Acceptance: --acceptance-rate, --acceptance-length
+[--acceptance-k], --tune-report (the `fit.alpha` of a `make tune` report) or --acceptance-from
+(served, from Prometheus). `--measured` refits on measured rows and never plans speculation
+where one was measured slower than plain; `--config` plans for a deployment config's pools.
+Bad input exits 2 naming the flag.
 """
 
 from __future__ import annotations
@@ -19,20 +24,49 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.numbers import float_arg, int_arg
 from trnspec.boundary.user_input import InputReadError, read_text_file
-from trnspec.config.serving import ConfigError, Problem, load_profile
-from trnspec.perf.acceptance import acceptance_rate
-from trnspec.perf.deploy_plan import PlanInputs, ProfilePlan, Variant, plan_profiles, rank
+from trnspec.boundary.write import write_file
+from trnspec.config.serving import ConfigError, Problem, ServingConfig, load_profile
 from trnspec.perf.model import decode_context_tokens
-from trnspec.perf.predict import DEFAULT_BATCHES, int_list
+from trnspec.plan.acceptance import acceptance_rate
+from trnspec.plan.decision import Decision, Verdict, decide
+from trnspec.plan.deploy_plan import (
+    MAX_REPLICAS,
+    Fleet,
+    PlanInputs,
+    ProfilePlan,
+    Skip,
+    Variant,
+    Veto,
+    candidate_ks,
+    no_veto,
+    plan_profile,
+    price_for,
+)
+from trnspec.plan.document import PLAN_KIND, plan_document
+from trnspec.plan.fetch import get_json, http_url, read_rows_text
+from trnspec.plan.measured import MeasuredEvidence, measured_evidence
+from trnspec.plan.pools import Pool, max_nodes, read_pools
+from trnspec.plan.predict import DEFAULT_BATCHES, int_list
+from trnspec.plan.ramp import (
+    DEFAULT_SCALE_UP_PERIOD_S,
+    DEFAULT_SCALE_UP_PODS,
+    Ramp,
+    ScaleUpPolicy,
+    ramp,
+)
+from trnspec.plan.served_acceptance import ServedAcceptance, served_acceptance, window
 
-#: The plan file's format marker, checked by the deploy (infra/settings/plan_file.py).
-PLAN_KIND = "trnspec-deployment-plan"
+__all__ = ["PLAN_KIND", "build_plans", "register"]
 
 
 def tune_report_alpha(path: str) -> float:
@@ -49,35 +83,58 @@ def tune_report_alpha(path: str) -> float:
     return float(alpha)
 
 
-def _alpha(args: argparse.Namespace, default_k: int) -> tuple[float, str]:
+def read_served(url: str, span: str) -> ServedAcceptance:
+    """The acceptance served over `span`, from the Prometheus HTTP API at `url`."""
+    base = http_url("--acceptance-from", url)
+    return served_acceptance(
+        base, span, lambda q: get_json("--acceptance-from", f"{base}/api/v1/query", {"query": q})
+    )
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    rate: float
+    source: str
+    #: The flags that reproduce it (a served figure is recorded as its length and window).
+    flags: tuple[str, ...]
+
+
+def _alpha(args: argparse.Namespace, default_k: int) -> Acceptance:
     if args.tune_report:
-        return tune_report_alpha(args.tune_report), f"fit.alpha of {args.tune_report}"
+        alpha = tune_report_alpha(args.tune_report)
+        return Acceptance(
+            alpha, f"fit.alpha of {args.tune_report}", ("--tune-report", args.tune_report)
+        )
+    if args.acceptance_from:
+        served = read_served(args.acceptance_from, args.window)
+        flags = ("--acceptance-length", f"{served.acceptance_length:.4f}")
+        return Acceptance(served.rate, served.describe(), (*flags, "--acceptance-k", str(served.k)))
     k = args.acceptance_k or default_k
     alpha = acceptance_rate(args.acceptance_rate, args.acceptance_length, k)
     if args.acceptance_rate is not None:
-        return args.acceptance_rate, "--acceptance-rate"
+        rate = args.acceptance_rate
+        return Acceptance(rate, "--acceptance-rate", ("--acceptance-rate", f"{rate:g}"))
     if alpha is not None:
-        return alpha, f"--acceptance-length {args.acceptance_length} at k={k}"
+        flags = ["--acceptance-length", f"{args.acceptance_length:g}"]
+        if args.acceptance_k is not None:
+            flags += ["--acceptance-k", str(args.acceptance_k)]
+        return Acceptance(
+            alpha, f"--acceptance-length {args.acceptance_length} at k={k}", tuple(flags)
+        )
     raise ConfigError(
         [
             Problem(
                 "--acceptance-rate",
                 None,
-                "give --acceptance-rate A, --acceptance-length TAU [--acceptance-k K], or"
-                " --tune-report FILE; acceptance depends on the workload",
+                "give --acceptance-rate A, --acceptance-length TAU [--acceptance-k K],"
+                " --tune-report FILE or --acceptance-from URL; acceptance depends on the workload",
             )
         ]
     )
 
 
-def _positive(flag: str, value: float | None) -> None:
-    if value is None or value <= 0:
-        raise ConfigError([Problem(flag, value, "give a positive number")])
-
-
 def _plan_inputs(args: argparse.Namespace) -> PlanInputs:
-    """The target, the load and the candidate batches of the flags (build_plans checked the
-    first three are positive)."""
+    """The target, the load and the candidate batches of the flags."""
     batches = (
         tuple(int_list("--max-num-seqs", args.max_num_seqs, 1))
         if args.max_num_seqs
@@ -92,18 +149,106 @@ def _plan_inputs(args: argparse.Namespace) -> PlanInputs:
     )
 
 
-def build_plans(args: argparse.Namespace) -> tuple[list[ProfilePlan], dict[str, Any]]:
-    """Every profile's plan and the inputs they were chosen from."""
-    _positive("--tpot-ms", args.tpot_ms)
-    _positive("--peak-streams", args.peak_streams)
-    _positive("--min-replicas", args.min_replicas)
+@dataclass(frozen=True)
+class Planned:
+    """Everything plan-deploy decided and the inputs it was decided from."""
+
+    plans: list[ProfilePlan]
+    meta: dict[str, Any]
+    decision: Decision | None
+    #: The verdict over every instance type (with --config: also types no pool has).
+    unrestricted: Decision | None = None
+    pools: tuple[Pool, ...] = ()
+    ramp: Ramp | None = None
+    policy: ScaleUpPolicy = field(default_factory=ScaleUpPolicy)
+
+
+def _instance_overrides(cfg: ServingConfig, pools: Sequence[Pool]) -> list[tuple[str, ...]]:
+    """Per pool instance type, the overrides putting `cfg` on it; then `cfg`'s own type when no
+    pool has it (priced, to say which pool to add). Without pools: `cfg` as it is."""
+    if not pools:
+        return [()]
+    out: list[tuple[str, ...]] = []
+    seen: set[tuple[str, int]] = set()
+    for pool in pools:
+        if (pool.instance_type, pool.lnc) in seen:
+            continue
+        seen.add((pool.instance_type, pool.lnc))
+        sets = []
+        if pool.instance_type != cfg.hardware.instance_type:
+            sets.append(f"hardware.instance_type={pool.instance_type}")
+        if pool.lnc != cfg.hardware.lnc:
+            sets.append(f"hardware.lnc={pool.lnc}")
+        out.append(tuple(sets))
+    if cfg.hardware.instance_type not in {p.instance_type for p in pools}:
+        out.append(())
+    return out
+
+
+def _evidence(args: argparse.Namespace) -> MeasuredEvidence | None:
+    if not args.measured:
+        return None
+    return measured_evidence(
+        "--measured", args.measured, read_rows_text("--measured", args.measured)
+    )
+
+
+def build_plans(args: argparse.Namespace) -> Planned:
+    """Every profile's plan, the verdict and the inputs they were chosen from."""
+    if args.overrides and not args.config:
+        raise ConfigError([Problem("--set", args.overrides[0], "--set applies to --config FILE")])
     cfgs = [load_profile(name) for name in args.profile]
-    alpha, alpha_source = _alpha(args, cfgs[0].speculation.num_speculative_tokens)
+    acceptance = _alpha(args, cfgs[0].speculation.num_speculative_tokens)
     inputs = _plan_inputs(args)
-    plans = plan_profiles(cfgs, alpha, args.price_per_hour, inputs)
-    meta = {
-        "acceptance_rate": round(alpha, 6),
-        "acceptance_source": alpha_source,
+    evidence = _evidence(args)
+    veto: Veto = evidence.veto if evidence is not None else no_veto
+    cal = evidence.calibration if evidence is not None else None
+    pools = read_pools(args.config, args.overrides) if args.config else ()
+    fleet = Fleet(max_nodes(pools) if pools else None)
+    plans = []
+    for cfg in cfgs:
+        for sets in _instance_overrides(cfg, pools):
+            itype = next(
+                (s.split("=", 1)[1] for s in sets if s.startswith("hardware.instance_type=")),
+                cfg.hardware.instance_type,
+            )
+            plans.append(
+                plan_profile(
+                    cfg,
+                    acceptance.rate,
+                    candidate_ks(cfg),
+                    price_for(itype, args.price_per_hour),
+                    inputs,
+                    cal=cal,
+                    base_overrides=sets,
+                    veto=veto,
+                    fleet=fleet,
+                )
+            )
+    usable = [p for p in plans if p.in_pools is not False]
+    decision = decide(usable)
+    unrestricted = decide(plans) if len(usable) < len(plans) else None
+    policy = ScaleUpPolicy(
+        args.scale_up_pods,
+        args.scale_up_period_s,
+        args.pod_start_minutes * 60 if args.pod_start_minutes is not None else None,
+    )
+    ramp_of = None
+    if decision is not None:
+        v = decision.serving
+        ramp_of = ramp(
+            args.min_replicas,
+            v.replicas_at_peak,
+            v.max_num_seqs,
+            args.peak_streams,
+            v.tpot_ms,
+            args.output_len,
+            policy,
+            args.ttft_ms,
+        )
+    meta: dict[str, Any] = {
+        "acceptance_rate": round(acceptance.rate, 6),
+        "acceptance_source": acceptance.source,
         "tpot_target_ms": args.tpot_ms,
         "peak_streams": args.peak_streams,
         "min_replicas": args.min_replicas,
@@ -111,138 +256,234 @@ def build_plans(args: argparse.Namespace) -> tuple[list[ProfilePlan], dict[str, 
         "output_len": args.output_len,
         "candidates": list(args.profile),
     }
-    return plans, meta
-
-
-def plan_document(
-    choice: Variant, meta: dict[str, Any], plans: list[ProfilePlan]
-) -> dict[str, Any]:
-    """The plan file: `serving` (what the deploy merges) and `plan` (what it was chosen from:
-    the inputs, the choice, and every profile's best speculative and plain variant)."""
-
-    def figures(v: Variant) -> dict[str, Any]:
-        return {
-            "profile": v.profile,
-            "k": v.k,
-            "max_num_seqs": v.max_num_seqs,
-            "tpot_ms": round(v.tpot_ms, 2),
-            "output_tokens_per_s_per_replica": round(v.tokens_per_s_per_replica, 1),
-            "min_speedup_over_plain": round(v.min_speedup, 3),
-            "replicas_per_node": v.replicas_per_node,
-            "replicas_at_peak": v.replicas_at_peak,
-            "nodes_at_peak": v.nodes_at_peak,
-            "cost_per_1m_output_tokens_usd": round(v.cost_per_1m_output_tokens_usd, 4),
-            "idle_cost_per_hour_usd": round(v.idle_cost_per_hour_usd, 2),
+    if evidence is not None:
+        meta["measured"] = {
+            "source": evidence.source,
+            "rows": len(evidence.rows),
+            "slower_than_plain": [s.describe() for s in evidence.slower],
         }
-
-    return {
-        "kind": PLAN_KIND,
-        "serving": {
-            "profile": choice.profile,
-            "overrides": list(choice.overrides),
-            "min_replicas": meta["min_replicas"],
-            "max_replicas": choice.replicas_at_peak,
-            "streams_per_replica": choice.streams_per_replica,
-        },
-        "plan": {
-            **meta,
-            "chosen": figures(choice),
-            "compared": [
-                {"variant": label, **figures(v)}
-                for p in plans
-                for label, v in (("speculative", p.speculative), ("plain", p.plain))
-                if v is not None
-            ],
-        },
-    }
+    if pools:
+        meta["pools"] = [
+            {"name": p.name, "instance_type": p.instance_type, "max_size": p.max_size}
+            for p in pools
+        ]
+    meta["command"] = _command_line(args, acceptance)
+    return Planned(plans, meta, decision, unrestricted, pools, ramp_of, policy)
 
 
-def format_plans(plans: list[ProfilePlan], meta: dict[str, Any]) -> str:
+# ------------------------------------------------------------------------------------ printing
+
+
+def _label(plan: ProfilePlan, with_type: bool) -> str:
+    """The profile, with the instance type it was planned on when pools were given (on a line
+    of its own then, so the table keeps its columns)."""
+    return plan.profile if not with_type else ""
+
+
+def _ranges(values: Sequence[int]) -> str:
+    vs = sorted(set(values))
+    out, start = [], vs[0]
+    for a, b in zip(vs, [*vs[1:], None], strict=True):
+        if b != a + 1:
+            out.append(f"{start}" if start == a else f"{start}-{a}")
+            start = b if b is not None else a
+    return ",".join(out)
+
+
+def skip_lines(skipped: Sequence[Skip]) -> list[str]:
+    """Skips grouped by reason, then by the batches left out (the windows sharing them on one
+    line), with the range of the failing figures."""
+    groups: dict[tuple[str, tuple[int, ...]], list[Skip]] = {}
+    by_k: dict[tuple[str, int], list[int]] = {}
+    for s in skipped:
+        by_k.setdefault((s.reason, s.k), []).append(s.batch)
+    for s in skipped:
+        key = (s.reason, tuple(sorted(by_k[(s.reason, s.k)])))
+        groups.setdefault(key, []).append(s)
+    lines = []
+    for (reason, batches), group in groups.items():
+        figures = [s.figure for s in group if s.figure is not None]
+        shown = ""
+        if figures:
+            lo, hi = min(figures), max(figures)
+            shown = f": {lo:g}" if lo == hi else f": {lo:g}-{hi:g}"
+        lines.append(f"k={_ranges([s.k for s in group])} b={_ranges(batches)}: {reason}{shown}")
+    return lines
+
+
+def _row(plan: ProfilePlan, label: str, kind: str, v: Variant, chosen: Variant | None) -> str:
+    mark = " <- plan" if chosen is v else ""
+    return (
+        f"{label:<22} {kind:<6} {v.k:>3} {v.max_num_seqs:>4} {v.tpot_ms:>7.2f}"
+        f" {v.tokens_per_s_per_replica:>7.1f} {v.min_speedup:>6.2f}x"
+        f" {v.replicas_per_node:>8} {v.replicas_at_peak:>8} {v.nodes_at_peak:>5}"
+        f" {v.cost_per_1m_output_tokens_usd:>9.3f} {v.idle_cost_per_hour_usd:>8.2f}"
+        f" {(v.band_text if v.error is not None else 'none'):>8}{mark}"
+        + ("" if v.pays else " (slower than plain at some batch: not deployable)")
+    )
+
+
+def _profile_lines(plan: ProfilePlan, with_type: bool, chosen: Variant | None) -> list[str]:
+    label = _label(plan, with_type)
+    lines = [f"{plan.profile} on {plan.instance_type}:"] if with_type else []
+    for kind, v in (("spec", plan.speculative), ("plain", plan.plain)):
+        if v is not None:
+            lines.append(_row(plan, label, kind, v, chosen))
+        elif kind == "spec" and not plan.has_speculation:
+            lines.append(f"{label:<22} {kind:<6} the profile has no speculation")
+        else:
+            lines.append(f"{label:<22} {kind:<6} none kept: every variant left out (below)")
+    if plan.in_pools is False:
+        lines.append(f"{'':<22} no pool of the config has {plan.instance_type}: priced to compare")
+    if plan.speculative and plan.plain:
+        s, p = plan.speculative, plan.plain
+        ratio = p.cost_per_1m_output_tokens_usd / s.cost_per_1m_output_tokens_usd
+        verdict = (
+            f"speculation is {ratio:.2f}x cheaper per token than plain batching"
+            if ratio > 1 and s.pays
+            else f"plain batching is {1 / ratio:.2f}x cheaper per token than speculation"
+        )
+        bands = f"speculation {s.band_text}, plain {p.band_text}"
+        lines.append(f"{'':<22} {verdict} (held-out bands: {bands})")
+    lines += [f"{'':<22} left out {line}" for line in skip_lines(plan.skipped)]
+    return lines
+
+
+def decision_lines(decision: Decision) -> list[str]:
+    v = decision.serving
+    lines = []
+    if decision.verdict is Verdict.UNDECIDED:
+        spec = decision.speculative
+        assert spec is not None
+        lines.append(f"verdict: {decision.reason}")
+        lines.append(
+            f"plan: a calibration: {v.profile} {' '.join(v.overrides)} serves (plain), beside"
+            f" {spec.profile} {' '.join(spec.overrides)} (speculative) measured against it;"
+            " deploy, then plan again with --measured"
+        )
+    else:
+        margin = (
+            f"; margin {decision.margin:.2f}x at the edges of the bands"
+            if decision.margin is not None
+            else ""
+        )
+        lines.append(f"verdict: {decision.verdict.value} ({decision.reason}{margin})")
+    lines.append(
+        f"plan: {v.profile} {' '.join(v.overrides)}; KEDA streams per replica"
+        f" {v.streams_per_replica}; replicas up to {v.replicas_at_peak} on up to"
+        f" {v.nodes_at_peak} node(s) of {v.instance_type} ({v.packing_reason})"
+    )
+    return lines
+
+
+def _pool_advice(planned: Planned) -> list[str]:
+    best, here = planned.unrestricted, planned.decision
+    if best is None or best.serving.instance_type in max_nodes(planned.pools):
+        return []
+    v = best.serving
+    pool_line = (
+        f"add a pool: trn2_pools: [..., {{name: {v.instance_type.replace('.', '-')},"
+        f" instance_type: {v.instance_type}, max_size: {v.nodes_at_peak}}}]"
+    )
+    cheaper = (
+        f" against ${here.serving.cost_per_1m_output_tokens_usd:.3f} on the config's pools"
+        if here is not None
+        else " (nothing the config's pools can run meets the target)"
+    )
+    return [
+        f"the cheapest plan needs {v.instance_type}, which no pool of the config has:"
+        f" {v.profile} {' '.join(v.overrides)} at ${v.cost_per_1m_output_tokens_usd:.3f} per 1M"
+        f" output tokens{cheaper}, {v.nodes_at_peak} node(s) at ${v.price_per_hour_usd:g}/h;"
+        f" {pool_line}"
+    ]
+
+
+def format_plans(planned: Planned) -> str:
+    meta = planned.meta
+    with_type = bool(planned.pools)
+    chosen = planned.decision.serving if planned.decision is not None else None
     lines = [
         f"TPOT p50 <= {meta['tpot_target_ms']:g} ms, {meta['peak_streams']} streams at peak,"
         f" min_replicas {meta['min_replicas']}, acceptance a={meta['acceptance_rate']:.3f}"
-        f" ({meta['acceptance_source']}); cost = nodes x price / (replicas x tokens/s)",
-        f"{'profile':<22} {'variant':<8} {'k':>3} {'seqs':>4} {'TPOT ms':>7} {'tok/s':>7}"
+        f" ({meta['acceptance_source']}); cost = nodes x price / (replicas x tokens/s);"
+        " band = held-out error of the row's regime",
+        f"{'profile':<22} {'kind':<6} {'k':>3} {'seqs':>4} {'TPOT ms':>7} {'tok/s':>7}"
         f" {'min spd':>7} {'per node':>8} {'replicas':>8} {'nodes':>5} {'$/1M out':>9}"
-        f" {'idle $/h':>8}",
+        f" {'idle $/h':>8} {'band':>8}",
     ]
-    for plan in plans:
-        for label, v in (("spec", plan.speculative), ("plain", plan.plain)):
-            if v is None:
-                why = "none meets the target"
-                if label == "spec" and plan.plain is not None and not _has_speculation(plan):
-                    why = "the profile has no speculation"
-                lines.append(f"{plan.profile:<22} {label:<8} {why}")
-                continue
-            mark = " <- plan" if plan.choice is v else ""
-            lines.append(
-                f"{plan.profile:<22} {label:<8} {v.k:>3} {v.max_num_seqs:>4} {v.tpot_ms:>7.2f}"
-                f" {v.tokens_per_s_per_replica:>7.1f} {v.min_speedup:>6.2f}x"
-                f" {v.replicas_per_node:>8} {v.replicas_at_peak:>8} {v.nodes_at_peak:>5}"
-                f" {v.cost_per_1m_output_tokens_usd:>9.3f} {v.idle_cost_per_hour_usd:>8.2f}{mark}"
-                + ("" if v.pays else " (slower than plain: not deployable)")
-            )
-        if plan.speculative and plan.plain:
-            ratio = plan.plain.cost_per_1m_output_tokens_usd / (
-                plan.speculative.cost_per_1m_output_tokens_usd
-            )
-            verdict = (
-                f"speculation is {ratio:.2f}x cheaper per token than plain batching"
-                if ratio > 1 and plan.speculative.pays
-                else f"plain batching is {1 / ratio:.2f}x cheaper per token than speculation"
-            )
-            lines.append(f"{'':<22} {verdict}")
-    best = _overall(plans)
-    if best is not None:
-        lines.append(
-            f"plan: {best.profile} {' '.join(best.overrides)}; KEDA streams per replica"
-            f" {best.streams_per_replica}; replicas {meta['min_replicas']}.."
-            f"{best.replicas_at_peak} on up to {best.nodes_at_peak} node(s)"
-            f" ({best.packing_reason})"
-        )
+    for plan in planned.plans:
+        lines += _profile_lines(plan, with_type, chosen)
+    if "measured" in meta:
+        m = meta["measured"]
+        lines.append(f"measured: {m['rows']} rows from {m['source']} (refitted with them)")
+        lines += [f"measured: {s}" for s in m["slower_than_plain"]]
+    if planned.decision is not None:
+        lines += decision_lines(planned.decision)
+    lines += _pool_advice(planned)
+    if planned.ramp is not None:
+        lines += planned.ramp.describe(planned.policy)
     return "\n".join(lines)
 
 
-def _has_speculation(plan: ProfilePlan) -> bool:
-    return any("speculation.method=none" in o for o in (plan.plain.overrides if plan.plain else ()))
-
-
-def _overall(plans: list[ProfilePlan]) -> Variant | None:
-    """The cheapest choice over every profile (ties: the fewest overrides, then the order)."""
-    choices = [p.choice for p in plans if p.choice is not None]
-    return min(choices, key=rank) if choices else None
+def _nothing_fits(planned: Planned, args: argparse.Namespace) -> ConfigError:
+    reasons = {s.reason for p in planned.plans for s in p.skipped}
+    if any("cap of" in r for r in reasons):
+        return ConfigError(
+            [
+                Problem(
+                    "--peak-streams",
+                    args.peak_streams,
+                    f"every variant within the TPOT target needs more than {MAX_REPLICAS}"
+                    " replicas at peak; plan for fewer streams per deployment or allow larger"
+                    " batches (--max-num-seqs)",
+                )
+            ]
+        )
+    if any("pools allow" in r for r in reasons):
+        return ConfigError(
+            [Problem("--config", args.config, "no variant fits the pools' max_size; raise it")]
+        )
+    return ConfigError(
+        [Problem("--tpot-ms", args.tpot_ms, "no variant of any profile meets it; raise it")]
+    )
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    plans, meta = build_plans(args)
+    planned = build_plans(args)
     if args.format == "json":
-        print(json.dumps({"inputs": meta, "profiles": [_plan_json(p) for p in plans]}, indent=2))
+        doc = {
+            "inputs": planned.meta,
+            "profiles": [_plan_json(p) for p in planned.plans],
+            "decision": _decision_json(planned.decision),
+        }
+        print(json.dumps(doc, indent=2))
     else:
-        print(format_plans(plans, meta))
-    best = _overall(plans)
-    if best is None:
-        raise ConfigError(
-            [Problem("--tpot-ms", args.tpot_ms, "no variant of any profile meets it; raise it")]
-        )
+        print(format_plans(planned))
+    if planned.decision is None:
+        raise _nothing_fits(planned, args)
     if args.out:
-        doc = plan_document(best, {**meta, "command": _command_line(args)}, plans)
+        extra = {}
+        if planned.ramp is not None:
+            extra["ramp"] = planned.ramp.describe(planned.policy)
+        advice = _pool_advice(planned)
+        if advice:
+            extra["pool_to_add"] = advice[0]
+        doc = plan_document(planned.decision, planned.meta, planned.plans, extra)
         text = (
             "# A trnspec deployment plan: written by `python -m trnspec plan-deploy`; deploy it\n"
             "# with `cdk deploy -c serving.plan=THIS_FILE`. `serving` is merged into the\n"
-            "# deployment's serving section; `plan` records what it was chosen from.\n"
-            + yaml.safe_dump(doc, sort_keys=False)
+            "# deployment's serving section; `plan` records what it was chosen from, and\n"
+            "# `plan.command` regenerates this file.\n" + yaml.safe_dump(doc, sort_keys=False)
         )
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_file(Path(args.out), text)
         print(f"wrote {args.out}")
     return 0
 
 
-def _command_line(args: argparse.Namespace) -> str:
+def _command_line(args: argparse.Namespace, acceptance: Acceptance) -> str:
     """The command that reproduces the plan (the flags that decide it)."""
     parts = [f"--profile {p}" for p in args.profile]
-    for flag in ("acceptance_rate", "acceptance_length", "acceptance_k", "tune_report"):
-        if getattr(args, flag) is not None:
-            parts.append(f"--{flag.replace('_', '-')} {getattr(args, flag)}")
+    parts.append(" ".join(acceptance.flags))
     parts += [f"--tpot-ms {args.tpot_ms:g}", f"--peak-streams {args.peak_streams}"]
     parts.append(f"--min-replicas {args.min_replicas}")
     if args.max_num_seqs:
@@ -250,33 +491,66 @@ def _command_line(args: argparse.Namespace) -> str:
     if args.price_per_hour is not None:
         parts.append(f"--price-per-hour {args.price_per_hour:g}")
     parts += [f"--input-len {args.input_len}", f"--output-len {args.output_len}"]
+    if args.measured:
+        parts.append(f"--measured {args.measured}")
+    if args.config:
+        parts.append(f"--config {args.config}")
+        parts += [f"--set {s}" for s in args.overrides]
+    if args.ttft_ms is not None:
+        parts.append(f"--ttft-ms {args.ttft_ms:g}")
+    if (args.scale_up_pods, args.scale_up_period_s) != (
+        DEFAULT_SCALE_UP_PODS,
+        DEFAULT_SCALE_UP_PERIOD_S,
+    ):
+        parts += [f"--scale-up-pods {args.scale_up_pods}"]
+        parts += [f"--scale-up-period-s {args.scale_up_period_s}"]
+    if args.pod_start_minutes is not None:
+        parts.append(f"--pod-start-minutes {args.pod_start_minutes:g}")
     return "python -m trnspec plan-deploy " + " ".join(parts)
 
 
-def _plan_json(plan: ProfilePlan) -> dict[str, Any]:
-    def one(v: Variant | None) -> dict[str, Any] | None:
-        if v is None:
-            return None
-        return {
-            "k": v.k,
-            "max_num_seqs": v.max_num_seqs,
-            "overrides": list(v.overrides),
-            "tpot_ms": round(v.tpot_ms, 3),
-            "output_tokens_per_s_per_replica": round(v.tokens_per_s_per_replica, 2),
-            "min_speedup": round(v.min_speedup, 3),
-            "replicas_per_node": v.replicas_per_node,
-            "replicas_at_peak": v.replicas_at_peak,
-            "nodes_at_peak": v.nodes_at_peak,
-            "cost_per_1m_output_tokens_usd": round(v.cost_per_1m_output_tokens_usd, 4),
-            "idle_cost_per_hour_usd": round(v.idle_cost_per_hour_usd, 2),
-            "streams_per_replica": v.streams_per_replica,
-        }
+def _variant_json(v: Variant | None) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    return {
+        "k": v.k,
+        "max_num_seqs": v.max_num_seqs,
+        "instance_type": v.instance_type,
+        "overrides": list(v.overrides),
+        "tpot_ms": round(v.tpot_ms, 3),
+        "output_tokens_per_s_per_replica": round(v.tokens_per_s_per_replica, 2),
+        "min_speedup": round(v.min_speedup, 3),
+        "replicas_per_node": v.replicas_per_node,
+        "replicas_at_peak": v.replicas_at_peak,
+        "nodes_at_peak": v.nodes_at_peak,
+        "cost_per_1m_output_tokens_usd": round(v.cost_per_1m_output_tokens_usd, 4),
+        "idle_cost_per_hour_usd": round(v.idle_cost_per_hour_usd, 2),
+        "streams_per_replica": v.streams_per_replica,
+        "error_band": round(v.error, 3) if v.error is not None else None,
+        "error_band_note": v.band.describe() if v.band is not None else "no held-out data",
+    }
 
+
+def _plan_json(plan: ProfilePlan) -> dict[str, Any]:
     return {
         "profile": plan.profile,
-        "speculative": one(plan.speculative),
-        "plain": one(plan.plain),
-        "skipped": list(plan.skipped),
+        "instance_type": plan.instance_type,
+        "in_pools": plan.in_pools,
+        "speculative": _variant_json(plan.speculative),
+        "plain": _variant_json(plan.plain),
+        "skipped": [str(s) for s in plan.skipped],
+    }
+
+
+def _decision_json(decision: Decision | None) -> dict[str, Any] | None:
+    if decision is None:
+        return None
+    return {
+        "verdict": decision.verdict.value,
+        "reason": decision.reason,
+        "margin_at_band_edges": decision.margin,
+        "serving": _variant_json(decision.serving),
+        "speculative": _variant_json(decision.speculative),
     }
 
 
@@ -291,22 +565,99 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--profile", action="append", required=True, help="a candidate profile (repeatable)"
     )
     acc = p.add_mutually_exclusive_group()
-    acc.add_argument("--acceptance-rate", type=float, help="per-token acceptance a in [0, 1]")
-    acc.add_argument("--acceptance-length", type=float, help="tokens per verification step")
-    acc.add_argument("--tune-report", help="a `tune` report JSON: its fit.alpha")
-    p.add_argument("--acceptance-k", type=int, help="k of --acceptance-length (default: profile's)")
-    p.add_argument("--tpot-ms", type=float, required=True, help="TPOT p50 target, ms")
-    p.add_argument(
-        "--peak-streams", type=int, required=True, help="expected peak concurrent streams"
+    acc.add_argument(
+        "--acceptance-rate", type=float_arg(0, 1), help="per-token acceptance a in [0, 1]"
     )
-    p.add_argument("--min-replicas", type=int, default=1, help="replicas kept idle (default 1)")
+    acc.add_argument(
+        "--acceptance-length", type=float_arg(1, 65), help="tokens per verification step"
+    )
+    acc.add_argument("--tune-report", help="a `tune` report JSON: its fit.alpha")
+    acc.add_argument(
+        "--acceptance-from",
+        metavar="URL",
+        help="the Prometheus the stack deploys (http://HOST:9090): the served acceptance",
+    )
+    p.add_argument(
+        "--window",
+        type=_window_arg,
+        default="1h",
+        help="with --acceptance-from: the window of served traffic (1m..30d, default 1h)",
+    )
+    p.add_argument(
+        "--acceptance-k", type=int_arg(1, 64), help="k of --acceptance-length (default: profile's)"
+    )
+    p.add_argument(
+        "--tpot-ms", type=float_arg(0, 1e6, lo_open=True), required=True, help="TPOT p50 target"
+    )
+    p.add_argument(
+        "--peak-streams", type=int_arg(1), required=True, help="expected peak concurrent streams"
+    )
+    p.add_argument(
+        "--min-replicas", type=int_arg(1, MAX_REPLICAS), default=1, help="replicas kept (def. 1)"
+    )
     p.add_argument("--max-num-seqs", help="candidate batches, e.g. 1,2,4 (default 1..32)")
-    p.add_argument("--price-per-hour", type=float, help="USD per instance hour (default: table)")
-    p.add_argument("--input-len", type=int, default=512, help="prompt tokens (default 512)")
-    p.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
+    p.add_argument(
+        "--price-per-hour",
+        type=float_arg(0, 1e6, lo_open=True),
+        help="USD per instance hour (default: table)",
+    )
+    p.add_argument(
+        "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (def. 512)"
+    )
+    p.add_argument(
+        "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (def. 256)"
+    )
+    p.add_argument(
+        "--measured",
+        metavar="PATH|s3://BUCKET/KEY",
+        help="measured rows (trn2_rows.yaml of a calibration, or tune --rows-out): refit on"
+        " them; speculation measured slower than plain at a batch is never planned there",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a deployment config (config/*.yaml): plan for its trn2_pools only",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="with --config: override a field of it, e.g. trn2_pools.0.max_size=4 (repeatable)",
+    )
+    p.add_argument(
+        "--ttft-ms",
+        type=float_arg(0, 1e9, lo_open=True),
+        help="TTFT target: warn when queueing during the ramp breaks it",
+    )
+    p.add_argument(
+        "--scale-up-pods",
+        type=int_arg(1, MAX_REPLICAS),
+        default=DEFAULT_SCALE_UP_PODS,
+        help=f"pods the autoscaler adds per period (default {DEFAULT_SCALE_UP_PODS})",
+    )
+    p.add_argument(
+        "--scale-up-period-s",
+        type=int_arg(1, 3600),
+        default=DEFAULT_SCALE_UP_PERIOD_S,
+        help=f"seconds per scale-up step (default {DEFAULT_SCALE_UP_PERIOD_S})",
+    )
+    p.add_argument(
+        "--pod-start-minutes",
+        type=float_arg(0, 24 * 60),
+        help="minutes from a new pod to Ready (node, weights, compile cache): counted in the ramp",
+    )
     p.add_argument("--out", help="write the chosen deployment as a plan file (YAML)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=_cmd)
+
+
+def _window_arg(text: str) -> str:
+    try:
+        return window(text)
+    except BoundaryError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc.fix}") from None
 
 
 if __name__ == "__main__":

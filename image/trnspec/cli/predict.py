@@ -16,7 +16,7 @@ from dataclasses import fields
 
 from trnspec.boundary.numbers import float_arg, int_arg
 from trnspec.cli.main import add_config_subcommand, config_from_args
-from trnspec.perf.predict import PredictQuery, PredictReport, Row, build
+from trnspec.plan.predict import PredictQuery, PredictReport, Row, build
 
 #: The line `trnspec --help` lists for the subcommand.
 HELP = "predict TPOT, tokens/s and cost per 1M output tokens on Trn2, per batch and k"

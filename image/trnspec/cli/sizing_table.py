@@ -1,7 +1,7 @@
 """The HBM sizing plan `trnspec plan` prints (rich tables); presentation only.
 
 "plan" here is the sizing plan of trnspec.hardware.sizing (does the config fit the chips?), not
-`plan-deploy`'s deployment (trnspec.perf.deploy_plan) nor the steps `serve` takes
+`plan-deploy`'s deployment (trnspec.plan.deploy_plan) nor the steps `serve` takes
 (trnspec.serve.steps).
 """
 

@@ -186,3 +186,17 @@ def test_k0_of_a_dflash_profile_is_the_plain_server_a_user_would_deploy_instead(
     plain = as_json(capsys, "--profile", "qwen3-4b-baseline", "--batch", "1,4", "--k", "0")
     assert [r["tpot_ms"] for r in dflash["rows"]] == [r["tpot_ms"] for r in plain["rows"]]
     assert "efficiency.plain_step_overhead_s" in dflash["inputs"]
+
+
+@pytest.mark.parametrize("profile", ["qwen3-4b-dflash", "llama31-8b-eagle3"])
+def test_the_cost_is_the_whole_instance_with_every_replica_on_it_busy(capsys, profile):
+    """Sixteen TP-4 replicas share one trn2.48xlarge: a million tokens cost the instance-hours
+    sixteen replicas need to make them, not the hours one replica needs (16x less)."""
+    args = ("--profile", profile, "--set", "hardware.instance_type=trn2.48xlarge")
+    doc = as_json(capsys, *args, "--acceptance-rate", "0.6", "--batch", "1,8", "--k", "0")
+    replicas = doc["inputs"]["replicas_per_instance"]["value"]
+    price = doc["inputs"]["price_per_hour_usd"]["value"]
+    assert replicas == 16
+    for r in doc["rows"]:
+        hours_per_1m = 1e6 / (r["output_tokens_per_s"] * replicas * 3600)
+        assert r["cost_per_1m_output_tokens_usd"] == pytest.approx(price * hours_per_1m, rel=1e-3)

@@ -1,0 +1,120 @@
+"""The plan file `plan-deploy --out` writes (kind: trnspec-deployment-plan).
+
+`serving:` is what the deployment merges into its serving section (infra/settings/plan_file.py);
+`plan:` records what it was chosen from: the inputs, the verdict with its reason and margin,
+the chosen variant and every profile's best speculative and plain variant, each figure with the
+held-out error band of its regime. An undecided plan is a calibration plan: `serving` is the
+plain twin, and `serving.calibration` names the speculative arm and the concurrency levels the
+calibration Job measures both at (1 up to the arms' max_num_seqs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from trnspec.plan.decision import Decision
+from trnspec.plan.deploy_plan import ProfilePlan, Variant
+
+#: The plan file's format marker, checked by the deploy (infra/settings/plan_file.py).
+PLAN_KIND = "trnspec-deployment-plan"
+#: Alternated (ABBA) rounds per concurrency level of a calibration.
+CALIBRATION_ROUNDS = 4
+#: The calibration Job's bound.
+CALIBRATION_DEADLINE_MINUTES = 120
+#: The longest output a calibration request asks for (the calibration settings' bound).
+CALIBRATION_MAX_OUTPUT_LEN = 8192
+
+
+def concurrency_levels(max_num_seqs: int) -> list[int]:
+    """1, 2, 4, ... below max_num_seqs, then max_num_seqs itself."""
+    levels, c = [], 1
+    while c < max_num_seqs:
+        levels.append(c)
+        c *= 2
+    return [*levels, max_num_seqs]
+
+
+def figures(v: Variant) -> dict[str, Any]:
+    """One variant's figures as the plan records them (rounded as printed)."""
+    return {
+        "profile": v.profile,
+        "k": v.k,
+        "max_num_seqs": v.max_num_seqs,
+        "overrides": list(v.overrides),
+        "tpot_ms": round(v.tpot_ms, 2),
+        "output_tokens_per_s_per_replica": round(v.tokens_per_s_per_replica, 1),
+        "min_speedup_over_plain": round(v.min_speedup, 3),
+        "replicas_per_node": v.replicas_per_node,
+        "replicas_at_peak": v.replicas_at_peak,
+        "nodes_at_peak": v.nodes_at_peak,
+        "cost_per_1m_output_tokens_usd": round(v.cost_per_1m_output_tokens_usd, 4),
+        "idle_cost_per_hour_usd": round(v.idle_cost_per_hour_usd, 2),
+        "error_band": round(v.error, 3) if v.error is not None else None,
+        "error_band_note": v.band.describe() if v.band is not None else "no held-out data",
+    }
+
+
+def calibration_section(decision: Decision, output_len: int) -> dict[str, Any] | None:
+    """`serving.calibration` of an undecided plan (None when the plan is confident)."""
+    spec, twin = decision.speculative, decision.serving
+    if not decision.calibrate or spec is None:
+        return None
+    top = min(spec.max_num_seqs, twin.max_num_seqs)
+    return {
+        "speculative": {"profile": spec.profile, "overrides": list(spec.overrides)},
+        "concurrency": concurrency_levels(top),
+        "rounds": CALIBRATION_ROUNDS,
+        "prompts_key": None,
+        "output_len": min(output_len, CALIBRATION_MAX_OUTPUT_LEN),
+        "deadline_minutes": CALIBRATION_DEADLINE_MINUTES,
+    }
+
+
+def decision_record(decision: Decision) -> dict[str, Any]:
+    return {
+        "verdict": decision.verdict.value,
+        "reason": decision.reason,
+        "plain_over_speculative_cost": (
+            round(decision.ratio, 3) if decision.ratio is not None else None
+        ),
+        "margin_at_band_edges": round(decision.margin, 3) if decision.margin is not None else None,
+    }
+
+
+def plan_document(
+    decision: Decision,
+    meta: Mapping[str, Any],
+    plans: Sequence[ProfilePlan],
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The plan file (see the module doc); `extra` adds records under `plan:` (the ramp, a pool
+    to add)."""
+    chosen = decision.serving
+    serving: dict[str, Any] = {
+        "profile": chosen.profile,
+        "overrides": list(chosen.overrides),
+        "min_replicas": meta["min_replicas"],
+        "max_replicas": chosen.replicas_at_peak,
+        "streams_per_replica": chosen.streams_per_replica,
+    }
+    calibration = calibration_section(decision, int(meta["output_len"]))
+    if calibration is not None:
+        serving["calibration"] = calibration
+    return {
+        "kind": PLAN_KIND,
+        "serving": serving,
+        "plan": {
+            **meta,
+            "decision": decision_record(decision),
+            "chosen": figures(chosen),
+            **({"speculative_arm": figures(decision.speculative)} if calibration else {}),
+            **dict(extra or {}),
+            "compared": [
+                {"variant": label, **figures(v)}
+                for p in plans
+                for label, v in (("speculative", p.speculative), ("plain", p.plain))
+                if v is not None
+            ],
+        },
+    }

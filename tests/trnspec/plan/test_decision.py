@@ -1,0 +1,134 @@
+"""A plan says how sure it is: confident (with its margin at the bands' edges) only when the
+cheaper of speculation and plain stays cheaper across both held-out bands; undecided, and a
+calibration plan, when it flips within them or a side has no held-out data
+(trnspec.plan.decision, trnspec.plan.document)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from trnspec.perf.validation import ErrorBand
+from trnspec.plan.decision import UNDECIDED_TEXT, Verdict, decide
+from trnspec.plan.deploy_plan import ProfilePlan, Variant
+from trnspec.plan.document import calibration_section, concurrency_levels, plan_document
+
+
+def _band(error: float | None, method: str) -> ErrorBand:
+    return ErrorBand("plugin-sync", method, (1, 1), error, 0 if error is None else 3, ())
+
+
+def _variant(cost: float, error: float | None, *, spec: bool, speedup: float = 1.0) -> Variant:
+    return Variant(
+        profile="qwen3-4b-dflash" if spec else "qwen3-4b-baseline",
+        speculative=spec,
+        k=15 if spec else 0,
+        max_num_seqs=4,
+        overrides=("max_num_seqs=4",)
+        + (("speculation.num_speculative_tokens=15",) if spec else ()),
+        tpot_ms=10.0,
+        tokens_per_s_per_replica=400.0,
+        min_speedup=speedup if spec else 1.0,
+        replicas_per_node=16,
+        packing_reason="chips",
+        replicas_at_peak=4,
+        nodes_at_peak=1,
+        price_per_hour_usd=35.76,
+        cost_per_1m_output_tokens_usd=cost,
+        idle_nodes=1,
+        idle_cost_per_hour_usd=35.76,
+        band=_band(error, "dflash" if spec else "none"),
+        instance_type="trn2.48xlarge",
+        target="Qwen3-4B",
+    )
+
+
+def _plans(spec: Variant, plain: Variant) -> list[ProfilePlan]:
+    return [
+        ProfilePlan("qwen3-4b-dflash", spec, None, ()),
+        ProfilePlan("qwen3-4b-baseline", None, plain, (), has_speculation=False),
+    ]
+
+
+def test_plain_cheaper_beyond_both_bands_is_confident_and_says_its_margin() -> None:
+    spec = _variant(10.0, 0.10, spec=True, speedup=1.2)
+    plain = _variant(6.0, 0.10, spec=False)
+    d = decide(_plans(spec, plain))
+    assert d is not None and d.verdict is Verdict.PLAIN and d.serving is plain
+    assert d.margin == pytest.approx(10.0 * 0.9 / (6.0 * 1.1))
+    assert not d.calibrate and calibration_section(d, 256) is None
+
+
+def test_speculation_cheaper_beyond_both_bands_is_confident() -> None:
+    spec = _variant(5.0, 0.10, spec=True, speedup=1.5)
+    plain = _variant(8.0, 0.10, spec=False)
+    d = decide(_plans(spec, plain))
+    assert d is not None and d.verdict is Verdict.SPECULATION and d.serving is spec
+    assert d.margin == pytest.approx(8.0 * 0.9 / (5.0 * 1.1))
+
+
+def test_the_cheaper_side_flips_within_the_bands_so_the_plan_measures() -> None:
+    """The same costs are confident with narrow bands and undecided with wide ones: the flip."""
+    spec = _variant(5.0, 0.10, spec=True, speedup=1.5)
+    plain = _variant(6.0, 0.10, spec=False)
+    wide_spec = replace(spec, band=_band(0.25, "dflash"))
+    narrow = decide(_plans(replace(spec, band=_band(0.05, "dflash")), plain))
+    wide = decide(_plans(wide_spec, plain))
+    assert narrow is not None and narrow.verdict is Verdict.SPECULATION
+    assert wide is not None and wide.verdict is Verdict.UNDECIDED
+    assert UNDECIDED_TEXT in wide.reason and "flips within the bands" in wide.reason
+    assert wide.serving is plain and wide.speculative is wide_spec
+
+
+def test_a_side_without_held_out_data_is_undecided_however_large_the_gap() -> None:
+    spec = _variant(9.0, 0.12, spec=True, speedup=0.65)
+    plain = _variant(6.0, None, spec=False)
+    d = decide(_plans(spec, plain))
+    assert d is not None and d.verdict is Verdict.UNDECIDED
+    assert "no held-out error" in d.reason
+
+
+def test_speculation_slower_than_plain_even_at_the_top_of_its_band_is_never_chosen() -> None:
+    spec = _variant(5.0, 0.10, spec=True, speedup=0.8)
+    plain = _variant(5.2, 0.05, spec=False)
+    d = decide(_plans(spec, plain))
+    assert d is not None and d.verdict is Verdict.PLAIN and d.serving is plain
+
+
+def test_an_undecided_plan_serves_the_plain_twin_and_calibrates_the_speculative_arm() -> None:
+    spec = _variant(9.0, 0.12, spec=True, speedup=0.65)
+    plain = _variant(6.0, None, spec=False)
+    d = decide(_plans(spec, plain))
+    assert d is not None
+    meta = {"min_replicas": 1, "output_len": 256}
+    doc = plan_document(d, meta, _plans(spec, plain))
+    serving = doc["serving"]
+    assert serving["profile"] == "qwen3-4b-baseline" and serving["overrides"] == ["max_num_seqs=4"]
+    assert serving["calibration"] == {
+        "speculative": {
+            "profile": "qwen3-4b-dflash",
+            "overrides": ["max_num_seqs=4", "speculation.num_speculative_tokens=15"],
+        },
+        "concurrency": [1, 2, 4],
+        "rounds": 4,
+        "prompts_key": None,
+        "output_len": 256,
+        "deadline_minutes": 120,
+    }
+    assert doc["plan"]["decision"]["verdict"] == "undecided"
+    assert doc["plan"]["chosen"]["error_band"] is None
+    assert doc["plan"]["speculative_arm"]["error_band"] == 0.12
+
+
+def test_the_plain_twin_serves_the_speculative_arms_target() -> None:
+    spec = _variant(9.0, 0.12, spec=True, speedup=0.65)
+    other = replace(_variant(1.0, None, spec=False), profile="llama", target="Llama-3.1-8B")
+    twin = _variant(6.0, None, spec=False)
+    plans = [*_plans(spec, twin), ProfilePlan("llama", None, other, (), has_speculation=False)]
+    d = decide(plans)
+    assert d is not None and d.calibrate and d.serving is twin
+
+
+@pytest.mark.parametrize(("top", "levels"), [(1, [1]), (4, [1, 2, 4]), (6, [1, 2, 4, 6])])
+def test_calibration_levels_run_from_one_stream_up_to_max_num_seqs(top, levels) -> None:
+    assert concurrency_levels(top) == levels
