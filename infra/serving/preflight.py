@@ -6,6 +6,11 @@
 reads
 these manifests, the platform stack what they need, and the serving stack applies them with the
 real values bound: nothing is resolved, derived or built a second time.
+
+Before anything is returned the manifests pass the API server's own rules
+(infra/compliance/api_server.py: quantities, names, labels, no Python value rendered into a
+string, every object a pod names created by this app): a manifest the API server would refuse is
+refused here, at synth, not after the platform stack has deployed.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from trnspec.boundary.problems import Problem
+
+from infra.compliance.api_server import ObjectRef, api_server_findings
 from infra.serving.manifests.manifests import WorkloadManifests, build_manifests
 from infra.serving.manifests.placeholders import (
     API_KEY_SECRET_PLACEHOLDER,
@@ -23,7 +31,8 @@ from infra.serving.manifests.placeholders import (
     REGION_PLACEHOLDER,
     VPC_CIDR_PLACEHOLDER,
 )
-from infra.serving.manifests.spec import CheckedServing, WorkloadSpec
+from infra.serving.manifests.pod import COMPONENTS, service_account_name
+from infra.serving.manifests.spec import CheckedServing, ClusterWorkloadError, WorkloadSpec
 from infra.settings.serving import ServingSettings
 
 if TYPE_CHECKING:
@@ -63,9 +72,33 @@ def workload_preflight(checked: CheckedServing) -> WorkloadPreflight:
         ),
         hf_token_secret_arn=HF_TOKEN_SECRET_PLACEHOLDER,
     )
+    manifests = build_manifests(spec, checked.settings)
+    problems = api_server_problems(manifests, spec, checked.settings)
+    if problems:
+        raise ClusterWorkloadError(problems)
     return WorkloadPreflight(
-        settings=checked.settings,
-        config=checked.config,
-        spec=spec,
-        manifests=build_manifests(spec, checked.settings),
+        settings=checked.settings, config=checked.config, spec=spec, manifests=manifests
     )
+
+
+def provided_objects(spec: WorkloadSpec, settings: ServingSettings) -> tuple[ObjectRef, ...]:
+    """What the pods name that is not among the manifests: the service account of every
+    component (the serving stack creates each, bound to its role: ServingStack._identities) and
+    the StorageClass `serving.ebs_storage_class` (the platform's EBS CSI add-on, which every
+    profile installs: infra/platform/addons/ebs_csi.py)."""
+    accounts = tuple(
+        ObjectRef("ServiceAccount", service_account_name(spec, c), spec.namespace)
+        for c in COMPONENTS
+    )
+    return (*accounts, ObjectRef("StorageClass", settings.ebs_storage_class))
+
+
+def api_server_problems(
+    manifests: WorkloadManifests, spec: WorkloadSpec, settings: ServingSettings
+) -> list[Problem]:
+    """One problem per thing the API server would refuse in `manifests` (or a pod would wait on
+    forever): the object and path, the value, the rule."""
+    return [
+        Problem(f"{f.obj} {f.path}", f.value, f.rule)
+        for f in api_server_findings(manifests.all(), provided_objects(spec, settings))
+    ]

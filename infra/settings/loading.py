@@ -15,6 +15,7 @@ from trnspec.boundary.user_input import InputReadError, load_yaml, parse_value, 
 from infra.settings.cross_checks import deployment_cross_checks
 from infra.settings.models import DeploymentSettings
 from infra.settings.plan_file import (
+    PLAN_KEY,
     PLAN_OVERRIDE,
     DeploymentPlan,
     merge_plan,
@@ -28,6 +29,14 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 
 #: Context keys that belong to CDK or to the Makefile, never to settings.
 RESERVED_CONTEXT_KEYS = frozenset({"profile"})
+
+#: `serving.plan` values that mean "deploy no plan" (`-c serving.plan=none`, null, ~ or empty):
+#: the profile's serving section as written, with the -c overrides.
+NO_PLAN = frozenset({"", "none", "null", "~"})
+#: The plan's fields that decide what is served (the engine profile and its `--set` overrides):
+#: a `-c` that changes one deploys an engine the plan did not price, so it is refused. Replica
+#: bounds and the KEDA target stay the user's to adjust on top of a plan (a cost cap, say).
+PLAN_ENGINE_FIELDS = ("overrides", "profile")
 
 
 class SettingsError(InputError):
@@ -148,6 +157,7 @@ def _profile_and_plan(
     if not isinstance(data, dict):
         raise SettingsError([Problem("profile", profile, f"{path} must hold a mapping")])
     overrides = dict(overrides or {})
+    data, overrides = _drop_no_plan(data, overrides)
     plan = None
     named = plan_path(data, overrides)
     overrides.pop(PLAN_OVERRIDE, None)
@@ -157,7 +167,69 @@ def _profile_and_plan(
             raise SettingsError(problems, f"profile {profile}")
         assert plan is not None
         data = merge_plan(data, plan)
-    return apply_overrides(data, overrides), plan
+    merged = apply_overrides(data, overrides)
+    if plan is not None:
+        problems = plan_clashes(plan, merged.get("serving"))
+        if problems:
+            raise SettingsError(problems, f"profile {profile}")
+    return merged, plan
+
+
+def _is_no_plan(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and value.strip().lower() in NO_PLAN)
+
+
+def _drop_no_plan(
+    data: dict[str, Any], overrides: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`-c serving.plan=none` (null, ~, empty) drops the profile's plan; so does `plan: none`
+    or `plan: null` in the profile itself. Either way no `plan` key is left for the serving
+    settings."""
+    serving = data.get("serving")
+    named_here = isinstance(serving, dict) and PLAN_KEY in serving
+    dropped = PLAN_OVERRIDE in overrides and _is_no_plan(overrides[PLAN_OVERRIDE])
+    if dropped:
+        overrides = {k: v for k, v in overrides.items() if k != PLAN_OVERRIDE}
+    if named_here and (dropped or _is_no_plan(serving[PLAN_KEY])):
+        data = {**data, "serving": {k: v for k, v in serving.items() if k != PLAN_KEY}}
+    return data, overrides
+
+
+def plan_clashes(plan: DeploymentPlan, serving: Any) -> list[Problem]:
+    """A `-c serving.profile` or `serving.overrides` that changes what the plan chose would
+    deploy an engine the plan did not price: one problem per field, naming both values and the
+    two ways out."""
+    if not isinstance(serving, dict):
+        return []
+    problems = []
+    for field in PLAN_ENGINE_FIELDS:
+        if field not in plan.serving:
+            continue
+        planned, given = plan.serving[field], serving.get(field)
+        if _same(planned, given):
+            continue
+        problems.append(
+            Problem(
+                f"serving.{field}",
+                given,
+                f"the plan {plan.path} sets serving.{field}={_show(planned)} (what it priced); "
+                f"deploy without it (-c serving.plan=none) or write a plan for this with "
+                "`python -m trnspec plan-deploy`",
+            )
+        )
+    return problems
+
+
+def _same(planned: Any, given: Any) -> bool:
+    if isinstance(planned, list | tuple) and isinstance(given, list | tuple):
+        return [str(x) for x in planned] == [str(x) for x in given]
+    return str(planned) == str(given)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(str(x) for x in value) + "]"
+    return str(value)
 
 
 def profile_data(

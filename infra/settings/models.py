@@ -266,6 +266,20 @@ class DeploymentSettings(_Frozen):
             )
         return v
 
+    @field_validator("admin_principal_arns", mode="before")
+    @classmethod
+    def _one_arn(cls, v: object) -> object:
+        """`-c admin_principal_arns=arn:aws:iam::...:role/NAME` (no brackets) names one ARN;
+        several need the list form, which the message shows."""
+        if isinstance(v, str):
+            if "," in v and v.count("arn:") > 1:
+                raise ValueError(
+                    "several ARNs go in a list: -c admin_principal_arns='[ARN1,ARN2]' "
+                    "(one ARN may be given bare)"
+                )
+            return (v.strip(),)
+        return v
+
     @field_validator("admin_principal_arns")
     @classmethod
     def _arns(cls, v: tuple[str, ...]) -> tuple[str, ...]:

@@ -44,6 +44,8 @@ Manifest = dict[str, Any]
 SERVE_COMPONENT = "server"
 PRECOMPILE_COMPONENT = "precompile"
 WEIGHTS_COMPONENT = "weights"
+#: Every component; each runs as its own service account (the serving stack creates them all).
+COMPONENTS = (SERVE_COMPONENT, PRECOMPILE_COMPONENT, WEIGHTS_COMPONENT)
 _ACCOUNT_SUFFIX = {PRECOMPILE_COMPONENT: "compile", WEIGHTS_COMPONENT: "weights"}
 
 

@@ -191,7 +191,7 @@ def derive_workload(
     requests = pod_requests(instance_type, tp, lnc, storage)
     config_yaml = config_to_yaml(cfg)
     return WorkloadSpec(
-        name=settings.app_name,
+        name=workload_name(settings, cfg),
         namespace=settings.namespace,
         image_uri=image_uri,
         config_yaml=config_yaml,
@@ -211,6 +211,36 @@ def derive_workload(
         vpc_cidr=vpc_cidr,
         hub_copies=hub_copies(cfg, settings, bucket_name),
     )
+
+
+#: How profile names spell a speculation method ("qwen3-4b-baseline", "qwen3-32b-draft").
+_METHOD_WORD = {"none": "baseline", "draft_model": "draft"}
+
+
+def _method_word(method: str) -> str:
+    return _METHOD_WORD.get(method, method.replace("_", "-"))
+
+
+def workload_name(settings: ServingSettings, cfg: ServingConfig) -> str:
+    """The Deployment's (and Service's) name says what it serves: `serving.name` when set, else
+    the profile's name; when overrides change the profile's speculation method (a
+    `qwen3-4b-dflash-3xl` run with `speculation.method=none`), the method's word in that name is
+    replaced by the one served (`qwen3-4b-baseline-3xl`), or appended when the name has none."""
+    name = settings.app_name
+    if settings.name:
+        return name
+    from trnspec.config.serving import load_profile
+
+    planned = _method_word(load_profile(settings.profile).speculation.method)
+    served = _method_word(cfg.speculation.method)
+    if planned == served:
+        return name
+    words = name.split("-")
+    if planned in words:
+        words[words.index(planned)] = served
+    else:
+        words.append(served)
+    return "-".join(words)[:40].strip("-")
 
 
 def _node_fit_problems(

@@ -6,8 +6,10 @@ the precompile Job and the replicas wait for the manifests (trnspec.serve.runner
 `weights_wait_delays`). One container per model, in parallel. It needs no Neuron device: it runs
 on the Trn2 node the replicas bring up (tolerating the taint, selecting the same node labels,
 so the autoscaler scales the same pool), with its scratch on its own EBS volume so it never takes
-node disk from the serving pods. A gated model's token is read at run time from the secret whose
-ARN is in the environment (an empty secret: no token).
+node disk from the serving pods. That volume has the size the pods' data volume has
+(`WorkloadSpec.storage_gib`: `serving.weights_volume_gib`, else sized from the model), so it
+always holds the snapshots the pods later stage. A gated model's token is read at run time
+from the secret whose ARN is in the environment (an empty secret: no token).
 """
 
 from __future__ import annotations
@@ -131,9 +133,7 @@ def weights_job(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
                                         "accessModes": ["ReadWriteOnce"],
                                         "storageClassName": settings.ebs_storage_class,
                                         "resources": {
-                                            "requests": {
-                                                "storage": f"{settings.weights_volume_gib}Gi"
-                                            }
+                                            "requests": {"storage": f"{spec.storage_gib}Gi"}
                                         },
                                     },
                                 }

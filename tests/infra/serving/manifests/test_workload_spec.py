@@ -174,3 +174,16 @@ def test_a_keda_target_above_max_num_seqs_is_refused() -> None:
         derive_workload(
             load_profile("qwen3-4b-dflash"), settings, image_uri=IMAGE, bucket_name=BUCKET
         )
+
+
+def test_the_deployed_name_says_what_is_served() -> None:
+    """A speculative profile run plain (speculation.method=none) is not named for its drafter."""
+    _, spec, manifests, _ = build("qwen3-4b-dflash-3xl", overrides=["speculation.method=none"])
+    assert spec.name == "qwen3-4b-baseline-3xl"
+    assert by_kind(manifests, "Deployment")["metadata"]["name"] == spec.name
+    assert build("qwen3-4b-dflash-3xl")[1].name == "qwen3-4b-dflash-3xl"
+    assert build("qwen3-32b-draft", overrides=["speculation.method=none"])[1].name == (
+        "qwen3-32b-baseline"
+    )
+    named = build("qwen3-4b-dflash", name="chat", overrides=["speculation.method=none"])[1]
+    assert named.name == "chat"  # serving.name is the user's own choice

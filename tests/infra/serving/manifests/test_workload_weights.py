@@ -66,6 +66,21 @@ def test_the_job_needs_no_neuron_device_and_lands_on_the_pods_pool() -> None:
     assert pod["serviceAccountName"].endswith("-weights")
 
 
+def _work_volume_storage(manifests: object) -> str:
+    pod = by_kind(manifests, "Job", "-weights-")["spec"]["template"]["spec"]  # type: ignore[arg-type]
+    (work,) = [v for v in pod["volumes"] if v["name"] == "work"]
+    return work["ephemeral"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"]
+
+
+def test_the_job_volume_has_the_size_the_pods_data_volume_has() -> None:
+    """Unset `weights_volume_gib` (every shipped profile and plan) sizes it from the model, as
+    the pods' data volume is; a set value sizes both."""
+    for settings in ({}, {"weights_storage": "ebs"}, {"weights_volume_gib": 200}):
+        _, spec, manifests, _ = build("qwen3-4b-dflash", **settings)
+        assert _work_volume_storage(manifests) == f"{spec.storage_gib}Gi"
+    assert build("qwen3-4b-dflash", weights_volume_gib=200)[1].storage_gib == 200
+
+
 def test_the_token_reaches_the_job_as_a_secret_arn_read_at_run_time() -> None:
     _, spec, _, settings = build("llama31-8b-eagle3")
     arn = "arn:aws:secretsmanager:us-east-2:123456789012:secret:hf-AbCdEf"

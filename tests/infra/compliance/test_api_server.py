@@ -1,0 +1,185 @@
+"""The API server's own rules, checked on manifests at synth: each rule refuses a planted bug the
+schemas pass (kubernetes-validate types a Quantity, a name and a label value as bare strings)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from kubernetes.utils import parse_quantity
+
+from infra.compliance.api_server import ObjectRef, api_server_findings, is_quantity
+
+NS = "trnspec"
+
+
+def _job(storage: object = "40Gi", name: str = "model-weights-0123abcd") -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": NS, "labels": {"app.kubernetes.io/name": "m"}},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": "m"}},
+                "spec": {
+                    "serviceAccountName": "m-weights",
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "copy-0",
+                            "image": "img",
+                            "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
+                        }
+                    ],
+                    "volumes": [
+                        {
+                            "name": "work",
+                            "ephemeral": {
+                                "volumeClaimTemplate": {
+                                    "spec": {
+                                        "accessModes": ["ReadWriteOnce"],
+                                        "storageClassName": "gp3",
+                                        "resources": {"requests": {"storage": storage}},
+                                    }
+                                }
+                            },
+                        },
+                        {"name": "config", "configMap": {"name": "m-config"}},
+                        {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
+                    ],
+                },
+            }
+        },
+    }
+
+
+CONFIG_MAP = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "m-config", "namespace": NS},
+}
+PROVIDED = (ObjectRef("ServiceAccount", "m-weights", NS), ObjectRef("StorageClass", "gp3"))
+
+
+def _findings(*manifests: dict[str, Any], provided: tuple[ObjectRef, ...] = PROVIDED) -> list[str]:
+    return [str(f) for f in api_server_findings(list(manifests), provided)]
+
+
+def test_a_sound_job_passes() -> None:
+    assert _findings(_job(), CONFIG_MAP) == []
+
+
+def test_a_planted_nonegi_quantity_is_refused() -> None:
+    found = _findings(_job(storage="NoneGi"), CONFIG_MAP)
+    (quantity,) = [f for f in found if "Quantity" in f]
+    assert quantity.startswith("Job/model-weights-0123abcd ")
+    assert "volumeClaimTemplate.spec.resources.requests.storage='NoneGi'" in quantity
+    assert any("Python's None" in f for f in found)  # and as a leak, the same place
+
+
+@pytest.mark.parametrize("bad", ["40 Gi", "40GB", "4e", "", "Gi", True, float("nan")])
+def test_every_quantity_place_is_parsed_by_the_grammar(bad: object) -> None:
+    job = _job()
+    pod = job["spec"]["template"]["spec"]
+    pod["volumes"][2]["emptyDir"]["sizeLimit"] = bad
+    pod["containers"][0]["resources"]["requests"]["memory"] = bad
+    found = _findings(job, CONFIG_MAP)
+    assert any("emptyDir.sizeLimit" in f for f in found)
+    assert any("resources.requests.memory" in f for f in found)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["40Gi", "500m", "2", "1.5", ".5", "1e3", "+1E-3", "12Ki", "3M", "0", "1.", "7Ei", "-1"],
+)
+def test_the_grammar_accepts_what_the_kubernetes_client_parses(text: str) -> None:
+    assert is_quantity(text)
+    parse_quantity(text)  # the Python client's implementation of the same grammar
+
+
+@pytest.mark.parametrize("text", ["NoneGi", "40gi", "1.5.2", "e3", "4Mi3"])
+def test_the_grammar_refuses_what_the_kubernetes_client_refuses(text: str) -> None:
+    assert not is_quantity(text)
+    with pytest.raises(ValueError):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize("text", ["nanGi", "40 Gi", " 40Gi", "Infinity"])
+def test_the_grammar_refuses_what_the_lenient_python_client_lets_through(text: str) -> None:
+    """The Python client parses through Decimal (which reads "nan" and trims spaces); the API
+    server's grammar admits neither, so the check follows the grammar, not the client."""
+    assert not is_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("Model_Weights", "Job"),
+        ("model-weights-" + "a" * 60, "Job"),  # a Job's name becomes a label: 63 at most
+        ("4b-server", "Service"),  # a Service name is an RFC 1035 label
+        ("-config", "ConfigMap"),
+    ],
+)
+def test_a_bad_name_is_refused(name: str, kind: str) -> None:
+    manifest = (
+        _job(name=name)
+        if kind == "Job"
+        else {
+            "apiVersion": "v1",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": NS},
+        }
+    )
+    found = _findings(manifest, CONFIG_MAP)
+    assert any(f.startswith(f"{kind}/{name} metadata.name=") for f in found), found
+
+
+def test_a_bad_label_value_is_refused() -> None:
+    job = _job()
+    job["spec"]["template"]["metadata"]["labels"]["trnspec.io/model"] = "Qwen/Qwen3-4B"
+    (finding,) = _findings(job, CONFIG_MAP)
+    assert "template.metadata.labels.trnspec.io/model='Qwen/Qwen3-4B'" in finding
+
+
+@pytest.mark.parametrize("leak", ["None", "True", "False", "nan", "inf"])
+def test_a_leaked_python_value_in_a_string_is_refused(leak: str) -> None:
+    job = _job()
+    env = {"name": "TRNSPEC_K", "value": f"k={leak}"}
+    job["spec"]["template"]["spec"]["containers"][0]["env"] = [env]
+    (finding,) = _findings(job, CONFIG_MAP)
+    assert f"containers.0.env.0.value='k={leak}'" in finding
+    assert f"Python's {leak}" in finding
+
+
+def test_words_that_contain_those_letters_are_not_leaks() -> None:
+    job = _job()
+    words = "Nonetheless: info, nanoseconds, inference, true, none, null, Infinity"
+    job["metadata"]["annotations"] = {"note": words}
+    assert _findings(job, CONFIG_MAP) == []
+
+
+def test_a_dangling_reference_is_refused() -> None:
+    """The ConfigMap the pod mounts is not created; nor the service account without `provided`."""
+    found = _findings(_job(), provided=())
+    assert any(
+        "volumes.1.configMap.name='m-config'" in f and "ConfigMap trnspec/m-config" in f
+        for f in found
+    )
+    assert any("serviceAccountName='m-weights'" in f for f in found)
+    assert any("storageClassName='gp3'" in f and "StorageClass gp3" in f for f in found)
+    assert len(found) == 3
+
+
+def test_an_object_of_another_namespace_does_not_satisfy_a_reference() -> None:
+    elsewhere = copy.deepcopy(CONFIG_MAP)
+    elsewhere["metadata"]["namespace"] = "default"
+    assert len(_findings(_job(), elsewhere)) == 1
+
+
+def test_optional_references_and_the_default_account_need_nothing() -> None:
+    job = _job()
+    pod = job["spec"]["template"]["spec"]
+    del pod["serviceAccountName"]
+    pod["volumes"][1]["configMap"]["optional"] = True
+    assert _findings(job, provided=(ObjectRef("StorageClass", "gp3"),)) == []
