@@ -145,14 +145,20 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         # (aws-neuron-sdk release-notes/components/runtime.rst).
         neuron_runtime=(2, 28),
     ),
-    # Neuron 2.33.0 (2026-10-19): "docker pull public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:
-    # 0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04" (aws-neuron-sdk v2.33.0
-    # setup/pytorch/dlc.rst). 2.34.0 is out, but no tag of its DLC could be verified.
+    # The newest plugin image whose tag AWS's own pages state (see NEWER_RELEASES_NOT_PINNED for
+    # 2.33.1 and 2.34.0). Neuron 2.33.0 (2026-10-19): "docker pull public.ecr.aws/neuron/
+    # pytorch-inference-vllm-neuronx:0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04"
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/dlc.html, and the
+    # same tag in .../en/v2.33.0/setup/pytorch/update-dlc.html).
     ImageGeneration.NEURON_PLUGIN: ImageSpec(
         generation=ImageGeneration.NEURON_PLUGIN,
         command_form=CommandForm.PLUGIN,
         uri=f"{NEURON_DLC_REPOSITORY}:0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04",
+        # Component list 2.33.0 (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/
+        # release-notes/components/index.html): "vLLM Neuron (Beta) 2.33.0 0.29.0.1.2.0",
+        # "Neuron Runtime Library 2.33.0 2.35.30.0", "Neuron Driver 2.33.0 2.31.7.0".
         distributions=(("vllm", "0.29.0"), ("vllm-neuron", "0.29.0.1.2.0")),
+        neuron_runtime=(2, 35),
         digest=None,
         vllm_version="0.29.0 + vllm-neuron 0.29.0.1.2.0 (torch.compile backend)",
         neuron_sdk="2.33.0",
@@ -165,7 +171,9 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         uri=f"{NEURON_DLC_REPOSITORY}:0.24.0.1.1.0-neuronx-py313-sdk2.32.0-ubuntu24.04",
         # Release content 2.32.0: "vllm_neuron-0.24.0.1.1.0+e8242a9-py3-none-any.whl".
         distributions=(("vllm", "0.24.0"), ("vllm-neuron", "0.24.0.1.1.0")),
-        # Release content 2.32.0: "Runtime Library aws-neuronx-runtime-lib-2.34.10.0".
+        # Release content 2.32.0 (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/
+        # release-notes/releasecontent.html): "Runtime Library aws-neuronx-runtime-lib-2.34.10.0",
+        # "Driver aws-neuronx-dkms-2.30.2.0".
         neuron_runtime=(2, 34),
         digest=None,
         vllm_version="0.24.0 + vllm-neuron 0.24.0.1.1.0 (torch.compile backend)",
@@ -195,6 +203,58 @@ IMAGES: dict[ImageGeneration, ImageSpec] = {
         signals_note="vLLM V1 engine: all four spec-decode counters",
     ),
 }
+
+
+@dataclass(frozen=True)
+class UnpinnedRelease:
+    """A Neuron SDK release AWS has published whose vLLM DLC is not pinned here, because its tag
+    (or the vLLM release inside it) is not stated on a page that could be read: what is known,
+    with the source, and what is missing. Nothing missing is guessed; pin the image (an
+    ImageSpec) once AWS's DLC list or release content names it, and drop the entry."""
+
+    neuron_sdk: str
+    released: str
+    #: What the source says, quoted where short.
+    known: str
+    source: str
+    #: The facts a pin needs that no source read here states.
+    missing: tuple[str, ...]
+
+
+#: Newer than every pinned image, in release order. Looked for in AWS's release notes, release
+#: content and component lists (aws-neuron-sdk), the Neuron DLC repository
+#: (aws-neuron/deep-learning-containers), AWS's deep-learning-containers available images and
+#: the vllm-neuron releases; the newest of those readable here stop at 2.33.0 for the tags.
+NEWER_RELEASES_NOT_PINNED: tuple[UnpinnedRelease, ...] = (
+    UnpinnedRelease(
+        neuron_sdk="2.33.1",
+        released="2026-11-11",
+        known=(
+            '"Release 2.33.1 of the AWS Neuron SDK includes bug fixes applied to the AWS Neuron '
+            'SDK v2.33.0"'
+        ),
+        source="https://github.com/aws-neuron/aws-neuron-sdk/releases/tag/v2.33.1",
+        missing=(
+            "vLLM DLC tag",
+            "which components the fixes touch (vLLM Neuron, runtime, driver)",
+        ),
+    ),
+    UnpinnedRelease(
+        neuron_sdk="2.34.0",
+        released="2026-11-30",
+        known=(
+            '"vLLM Neuron is now generally available for large language model (LLM) inference, '
+            "and adds serving for multiple low-rank adaptation (LoRA) adapters and key-value (KV) "
+            'cache-aware routing with llm-d"'
+        ),
+        source="https://github.com/aws-neuron/aws-neuron-sdk/releases/tag/v2.34.0",
+        missing=(
+            "vLLM DLC tag",
+            "vLLM release and vllm-neuron version",
+            "Neuron runtime and driver versions",
+        ),
+    ),
+)
 
 
 #: The oldest Neuron Runtime Library the Neuron driver of current EKS Neuron AMIs (2.29+) runs

@@ -192,14 +192,28 @@ def _plugin_speculation_flags(cfg: ServingConfig) -> list[str]:
     return []
 
 
+#: On-device sampling, set explicitly on every plain plugin pod. vLLM Neuron's async scheduling
+#: "is on by default and requires on-device sampling" (features guide), and AWS documents that
+#: sampling's default two ways: the reference configuration says "null (CPU sampling)", the
+#: features guide and the plugin's code say enabled (`NeuronConfig.from_dict` in
+#: vllm_neuron/model/neuron_config.py: "Key absent → use default (ODS enabled)"; only an explicit
+#: null turns it off). `all_greedy` is the plugin's key for greedy-only sampling (default false):
+#: false keeps every request's temperature, top_k and top_p on the device (the runner passes them
+#: per request, `build_sampling_params_tensor` in vllm_neuron/vllm/worker/neuron_model_runner.py),
+#: so an endpoint still serves Qwen3's temperature 0.6 while async scheduling stays possible.
+PLAIN_ON_DEVICE_SAMPLING: dict[str, Any] = {"all_greedy": False}
+
+
 def _plugin_additional_config(cfg: ServingConfig) -> dict[str, Any]:
-    """Only what AWS's command for the method passes: BF16 for DFlash (run_tp4.sh), nothing for
-    EAGLE3 (the EAGLE3 tutorial) and the baseline. No on_device_sampling_config: on-device
-    sampling "only supports temperature=0. For non-greedy sampling, remove
-    on_device_sampling_config to use CPU sampling" (vllm-neuron reference-configuration.md), and
-    a served endpoint takes each request's temperature (Qwen3's generation config asks 0.6)."""
+    """What AWS's command for the method passes: BF16 for DFlash (run_tp4.sh), nothing for
+    EAGLE3 (the EAGLE3 tutorial). Speculative pods stay exactly as AWS runs them (speculation
+    turns async scheduling off on the plugin, so sampling's default does not matter to them);
+    plain pods name on-device sampling explicitly (PLAIN_ON_DEVICE_SAMPLING), so their async
+    scheduling does not hang on a default AWS documents two ways."""
     if cfg.speculation.method == "dflash":
         return {"neuron_config": {"quantization": "bf16"}}
+    if cfg.speculation.method == "none":
+        return {"neuron_config": {"on_device_sampling_config": dict(PLAIN_ON_DEVICE_SAMPLING)}}
     return {}
 
 

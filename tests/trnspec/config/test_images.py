@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from trnspec.config.images import (
     IMAGES,
+    NEWER_RELEASES_NOT_PINNED,
     NODE_MIN_NEURON_RUNTIME,
     NUM_ACCEPTED_TOKENS_PER_POS,
     NUM_DRAFTS,
@@ -67,5 +68,33 @@ def test_only_an_image_whose_runtime_predates_the_nodes_driver_is_refused_for_de
     assert refusal is not None
     assert "Neuron runtime 2.28" in refusal and "runtime 2.33 or later" in refusal
     assert runtime_refusal(PLUGIN_SDK232) is None  # runtime 2.34
-    assert PLUGIN.neuron_runtime is None and runtime_refusal(PLUGIN) is None  # not published
     assert runtime_refusal(IMAGES[ImageGeneration.CPU]) is None
+
+
+def test_the_sdk_233_plugin_image_carries_runtime_235_which_current_drivers_run():
+    """aws-neuron-sdk v2.33.0 component list: "Neuron Runtime Library 2.33.0 2.35.30.0"."""
+    assert PLUGIN.neuron_runtime == (2, 35) >= NODE_MIN_NEURON_RUNTIME
+    assert runtime_refusal(PLUGIN) is None
+    assert PLUGIN_SDK232.neuron_runtime == (2, 34)
+
+
+def _sdk(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def test_the_default_image_is_the_newest_supported_trn2_image_pinned():
+    supported = [s for s in IMAGES.values() if s.runs_on_trn2 and not s.legacy]
+    newest = max(supported, key=lambda spec: _sdk(spec.neuron_sdk or "0"))
+    assert ServingConfig.model_fields["image"].default is newest.generation
+
+
+def test_newer_releases_are_recorded_with_a_source_and_never_also_pinned():
+    """2.33.1 and 2.34.0 are out but no page read here names their DLC tags: they are listed
+    with what is missing, and an entry must go when an image of that SDK is pinned."""
+    pinned = {spec.neuron_sdk for spec in IMAGES.values() if spec.neuron_sdk}
+    newest_pinned = max(_sdk(sdk) for sdk in pinned)
+    assert [r.neuron_sdk for r in NEWER_RELEASES_NOT_PINNED] == ["2.33.1", "2.34.0"]
+    for release in NEWER_RELEASES_NOT_PINNED:
+        assert release.neuron_sdk not in pinned
+        assert _sdk(release.neuron_sdk) > newest_pinned
+        assert release.source.startswith("https://") and "vLLM DLC tag" in release.missing

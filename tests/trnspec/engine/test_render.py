@@ -8,7 +8,13 @@ import shlex
 import pytest
 from trnspec.config.images import IMAGES, ImageGeneration
 from trnspec.config.serving import apply_overrides, list_profiles, load_profile
-from trnspec.engine.render import COMPILED_ROOT, MODELS_ROOT, local_model_dir, render
+from trnspec.engine.render import (
+    COMPILED_ROOT,
+    MODELS_ROOT,
+    PLAIN_ON_DEVICE_SAMPLING,
+    local_model_dir,
+    render,
+)
 
 
 def flag(argv: list[str], name: str) -> str:
@@ -131,7 +137,12 @@ PLUGIN_METHOD_FLAGS: dict[str, tuple[list[str], dict | None]] = {
         {"neuron_config": {"quantization": "bf16"}},
     ),
     "llama31-8b-eagle3": (["--no-enable-prefix-caching"], None),
-    "qwen3-4b-baseline": ([], None),
+    # Not AWS's: the tutorial's baseline passes nothing; on-device sampling is named here so
+    # that async scheduling does not hang on a default AWS documents two ways.
+    "qwen3-4b-baseline": (
+        [],
+        {"neuron_config": {"on_device_sampling_config": {"all_greedy": False}}},
+    ),
 }
 
 
@@ -153,14 +164,13 @@ def test_plugin_profile_passes_exactly_awss_method_flags_and_additional_config(p
     argv = render(cfg).argv
     expected_flags, expected_additional = PLUGIN_METHOD_FLAGS[profile]
     after_common = argv[argv.index("--dtype") + 2 :]
-    speculative = "--speculative-config"
-    end = after_common.index(speculative) if speculative in after_common else len(after_common)
+    json_flags = [a for a in ("--speculative-config", "--additional-config") if a in after_common]
+    end = min((after_common.index(a) for a in json_flags), default=len(after_common))
     assert after_common[:end] == expected_flags
     if expected_additional is None:
         assert "--additional-config" not in argv
     else:
         assert json.loads(flag(argv, "--additional-config")) == expected_additional
-    assert "on_device_sampling_config" not in " ".join(argv)
 
 
 @pytest.mark.parametrize("profile", sorted(PLUGIN_METHOD_FLAGS))
@@ -190,8 +200,45 @@ def test_dflash_kv_blocks_follow_awss_script_formula(max_model_len, max_num_seqs
 
 def test_plugin_baseline_renders_no_speculation_flags():
     cmd = render(load_profile("qwen3-4b-baseline"))
-    for name in ("--speculative-config", "--additional-config", "--no-async-scheduling"):
+    for name in ("--speculative-config", "--no-async-scheduling", "--no-enable-prefix-caching"):
         assert name not in cmd.argv
+
+
+def _on_device_sampling(argv: list[str]) -> object:
+    """The rendered on_device_sampling_config, or "absent" when the argv does not name it."""
+    if "--additional-config" not in argv:
+        return "absent"
+    neuron = json.loads(flag(argv, "--additional-config")).get("neuron_config", {})
+    return neuron.get("on_device_sampling_config", "absent")
+
+
+@pytest.mark.parametrize("profile", sorted(PLUGIN_METHOD_FLAGS))
+@pytest.mark.parametrize(
+    "image", [ImageGeneration.NEURON_PLUGIN, ImageGeneration.NEURON_PLUGIN_SDK232]
+)
+def test_every_plain_plugin_pod_names_on_device_sampling_and_no_speculative_pod_does(
+    profile, image
+):
+    """Async scheduling on the plugin requires on-device sampling, whose default AWS documents
+    both as off ("null (CPU sampling)") and on: a plain pod (a baseline profile, or the plain arm
+    a speculative profile turns into with method none) sets it on, with every sampling type
+    (all_greedy false: requests keep their temperature). A speculative pod passes only what
+    AWS's script for its method passes (speculation runs synchronously on the plugin)."""
+    cfg = apply_overrides(load_profile(profile), [f"image={image.value}"])
+    plain = apply_overrides(cfg, ["speculation.method=none"])
+    plain_argv = render(plain).argv
+    assert _on_device_sampling(plain_argv) == {"all_greedy": False} == PLAIN_ON_DEVICE_SAMPLING
+    assert "--no-async-scheduling" not in plain_argv
+    if cfg.speculation.method != "none":
+        assert _on_device_sampling(render(cfg).argv) == "absent"
+
+
+def test_plain_fork_and_cpu_renders_leave_sampling_to_their_engine():
+    """On-device sampling is a vllm-neuron setting: the fork (NxD Inference, no async
+    scheduling on V0) and the CPU engine render none."""
+    for profile in ("qwen3-32b-baseline", "local-tiny"):
+        cfg = apply_overrides(load_profile(profile), ["speculation.method=none"])
+        assert "on_device_sampling_config" not in " ".join(render(cfg).argv)
 
 
 def test_cpu_renders_the_api_server_module_with_contract_flags():
