@@ -33,6 +33,9 @@ from trnspec.perf.predict import DEFAULT_BATCHES, int_list
 
 #: The plan file's format marker, checked by the deploy (infra/settings/plan_file.py).
 PLAN_KIND = "trnspec-deployment-plan"
+#: The line `trnspec --help` lists for the subcommand, and its description.
+HELP = "pick k, max_num_seqs, replicas, nodes and the KEDA target; write a deploy plan"
+DESCRIPTION = (__doc__ or "").split("\n\n")[0]
 
 
 def tune_report_alpha(path: str) -> float:
@@ -213,7 +216,7 @@ def _overall(plans: list[ProfilePlan]) -> Variant | None:
     return min(choices, key=rank) if choices else None
 
 
-def _cmd(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     plans, meta = build_plans(args)
     if args.format == "json":
         print(json.dumps({"inputs": meta, "profiles": [_plan_json(p) for p in plans]}, indent=2))
@@ -280,13 +283,8 @@ def _plan_json(plan: ProfilePlan) -> dict[str, Any]:
     }
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `plan-deploy` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    p = subparsers.add_parser(
-        "plan-deploy",
-        help="pick k, max_num_seqs, replicas, nodes and the KEDA target; write a deploy plan",
-        description=(__doc__ or "").split("\n\n")[0],
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of `plan-deploy`."""
     p.add_argument(
         "--profile", action="append", required=True, help="a candidate profile (repeatable)"
     )
@@ -306,10 +304,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
     p.add_argument("--out", help="write the chosen deployment as a plan file (YAML)")
     p.add_argument("--format", choices=("table", "json"), default="table")
-    p.set_defaults(func=_cmd)
 
 
 if __name__ == "__main__":
-    from trnspec.cli.main import main
+    from trnspec.cli.main import main as cli_main
 
-    sys.exit(main(["plan-deploy", *sys.argv[1:]]))
+    sys.exit(cli_main(["plan-deploy", *sys.argv[1:]]))

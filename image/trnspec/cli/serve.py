@@ -12,8 +12,9 @@ import os
 import sys
 from collections.abc import Mapping
 
+from trnspec.checks.all_checks import validate
 from trnspec.checks.doctor_probe import examine
-from trnspec.cli.main import add_config_subcommand, config_from_args
+from trnspec.cli.config_args import config_from_args
 from trnspec.config.pod_contract import (
     COMPILED_ROOT,
     COMPILED_SUBDIR,
@@ -35,6 +36,7 @@ from trnspec.serve.steps import serve_steps
 EXIT_DOCTOR_FAILED = 1
 #: The line `trnspec --help` lists for the subcommand.
 HELP = "validate, stage from S3, run vLLM with signal forwarding and a readiness file"
+DESCRIPTION = (__doc__ or "").split("\n\n")[0]
 
 
 def resolve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeOptions:
@@ -69,9 +71,8 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
-    from trnspec.checks.all_checks import validate
-
+def main(args: argparse.Namespace) -> int:
+    """Run the parsed `serve`."""
     cfg = validate(config_from_args(args))
     options = resolve_options(args, os.environ)
     try:
@@ -104,9 +105,8 @@ def _doctor(cfg: ServingConfig) -> int | None:
     return EXIT_DOCTOR_FAILED
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `serve` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    p = add_config_subcommand(subparsers, "serve", HELP, __doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of `serve` (after the config flags)."""
     p.add_argument(
         "--models-root",
         help=f"where S3 models are staged (default ${ENV_DATA_DIR}/{MODELS_SUBDIR}, "
@@ -145,4 +145,3 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--dry-run", action="store_true", help="print the plan (staging, cache, command) as JSON"
     )
-    p.set_defaults(func=_cmd_serve)

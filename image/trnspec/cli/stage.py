@@ -19,7 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trnspec.cli.config_args import add_config_arguments, config_from_args
 from trnspec.config.serving import ConfigError, Problem
+from trnspec.staging.cache_key import compile_cache_key
 from trnspec.staging.manifest import ManifestError, read_manifest, verify
 from trnspec.staging.transfer import (
     MiB,
@@ -160,9 +162,6 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_cache_key(args: argparse.Namespace) -> int:
-    from trnspec.cli.main import config_from_args
-    from trnspec.staging.cache_key import compile_cache_key
-
     print(compile_cache_key(config_from_args(args)))
     return EXIT_OK
 
@@ -204,15 +203,18 @@ def _transfer_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `stage` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    from trnspec.cli.main import add_config_arguments
+#: The line `trnspec --help` lists for the subcommand, and its description.
+HELP = "publish/fetch/verify models and compiled artifacts in S3 (sha256 manifest)"
+DESCRIPTION = (__doc__ or "").split("\n\n")[0]
 
-    stage = subparsers.add_parser(
-        "stage",
-        help="publish/fetch/verify models and compiled artifacts in S3 (sha256 manifest)",
-        description=(__doc__ or "").split("\n\n")[0],
-    )
+
+def main(args: argparse.Namespace) -> int:
+    """Run the parsed `stage ACTION`."""
+    return int(args.stage_func(args))
+
+
+def add_arguments(stage: argparse.ArgumentParser) -> None:
+    """The actions of `stage` and their flags."""
     sub = stage.add_subparsers(dest="stage_command", required=True, metavar="ACTION")
 
     p = sub.add_parser("download", help="S3 -> local dir, verified and resumable")
@@ -224,13 +226,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="remove files in DEST that the manifest does not list (else: listed, exit 1)",
     )
     _transfer_flags(p)
-    p.set_defaults(func=_cmd_download)
+    p.set_defaults(stage_func=_cmd_download)
 
     p = sub.add_parser("upload", help="publish a local dir: files first, manifest last")
     p.add_argument("src", metavar="SRC", help="local directory")
     p.add_argument("target", metavar="TARGET", help="s3://bucket/prefix")
     _transfer_flags(p)
-    p.set_defaults(func=_cmd_upload)
+    p.set_defaults(stage_func=_cmd_upload)
 
     p = sub.add_parser(
         "hub",
@@ -244,12 +246,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="local directory for the snapshot (a rerun resumes the files already there)",
     )
     _transfer_flags(p)
-    p.set_defaults(func=_cmd_hub)
+    p.set_defaults(stage_func=_cmd_hub)
 
     p = sub.add_parser("verify", help="check a local dir against its manifest")
     p.add_argument("dir", metavar="DIR")
-    p.set_defaults(func=_cmd_verify)
+    p.set_defaults(stage_func=_cmd_verify)
 
     p = sub.add_parser("cache-key", help="print the compile-cache key of a config")
     add_config_arguments(p)
-    p.set_defaults(func=_cmd_cache_key)
+    p.set_defaults(stage_func=_cmd_cache_key)
