@@ -171,7 +171,10 @@ def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> YamlFloa
     except ValueError:
         return text
     if not math.isfinite(value):
-        raise InputReadError(f"{text[:40]} is not a finite number; write a finite value")
+        raise InputReadError(
+            f"{text[:40]} on line {node.start_mark.line + 1} is not a finite number; write a"
+            " finite value"
+        )
     return YamlFloat(value, text)
 
 
