@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 import pytest
+from trnspec.boundary.problems import InputError
 from trnspec.cli.main import main as cli_main
 from trnspec.cli.serve import resolve_options
-from trnspec.boundary.problems import InputError
 
 
 def test_serve_dry_run_prints_the_plan(capsys: Any) -> None:
