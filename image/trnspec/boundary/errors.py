@@ -24,15 +24,16 @@ Main = Callable[..., int]
 
 
 def exits_on_bad_input(prog: str) -> Callable[[Main], Main]:
-    """Decorate a tool's `main`: a BoundaryError that reaches it (input refused anywhere below)
-    ends the tool with one line on stderr and EXIT_BAD_INPUT, never a traceback."""
+    """Decorate a tool's `main`: an InputError that reaches it (input refused anywhere below:
+    a BoundaryError, a ConfigError, a settings error) ends the tool with its problems on stderr,
+    one a line, and EXIT_BAD_INPUT, never a traceback."""
 
     def wrap(main: Main) -> Main:
         @functools.wraps(main)
         def guarded(argv: Sequence[str] | None = None, *args: object, **kwargs: object) -> int:
             try:
                 return main(argv, *args, **kwargs)
-            except BoundaryError as exc:
+            except InputError as exc:
                 print(f"{prog}: error: {exc}", file=sys.stderr)
                 return EXIT_BAD_INPUT
 

@@ -1,5 +1,6 @@
 """JSON in and out with bounds: size, nesting depth, and no NaN or Infinity either way.
 
+Object keys are unique (a duplicate is refused, never silently the last one).
 Python's json module reads `NaN`, `Infinity` and `-Infinity` (not JSON) and writes them back, so a
 NaN in a tune report would pass every comparison (all false) and print a confident figure. Here a
 non-finite constant is refused on read, and `dumps` writes strict JSON with any non-finite float
@@ -22,6 +23,16 @@ MAX_DEPTH = 64
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a finite number")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are unique (Python's json keeps the last of two silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key[:80]!r}; keep one")
+        out[key] = value
+    return out
 
 
 def depth(text: str) -> int:
@@ -68,7 +79,7 @@ def loads(
     if depth(text) > max_depth:
         raise BoundaryError(field, value_shown, f"nested deeper than {max_depth} levels")
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except ValueError as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise BoundaryError(field, value_shown, f"not JSON ({reason})") from None

@@ -94,15 +94,29 @@ def float_arg(
     """An argparse `type=` for a finite float in range (`inf` only with allow_inf)."""
 
     def check(text: str) -> float:
-        try:
-            number = float(text)
-        except ValueError:
-            raise BoundaryError("value", text, "must be a number") from None
-        if allow_inf and number == math.inf:
-            return number
-        return finite_in(number, "value", lo, hi, lo_open=lo_open)
+        return float_text(text, "value", lo, hi, lo_open=lo_open, allow_inf=allow_inf)
 
     return _argparse(check)
+
+
+def float_text(
+    text: str,
+    field: str,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """Outside text (a flag, an environment variable) as a finite float in range (`inf` only
+    with allow_inf); BoundaryError naming the field otherwise."""
+    try:
+        number = float(text)
+    except (ValueError, TypeError):
+        raise BoundaryError(field, text, "must be a number") from None
+    if allow_inf and number == math.inf:
+        return number
+    return finite_in(number, field, lo, hi, lo_open=lo_open)
 
 
 def _int_text(text: str) -> int:

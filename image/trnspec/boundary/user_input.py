@@ -15,7 +15,8 @@ The rule (docs/configuration.md, "Values"):
   nested-alias "billion laughs" document) or nesting deeper than Python's stack is refused
   quickly with one line, never expanded.
 
-Only pure functions and pydantic types; the callers turn `InputReadError` into their own Problem.
+Only pure functions and pydantic types; an `InputReadError` (an InputError) carries the reason,
+and the caller names the field (`InputReadError.named`).
 """
 
 from __future__ import annotations
@@ -28,14 +29,29 @@ from typing import Annotated, Any
 import yaml
 from pydantic import AfterValidator, BeforeValidator
 
+from trnspec.boundary.problems import InputError, Problem
+
 #: Largest config or profile file read (a real one is a few KB).
 MAX_INPUT_BYTES = 1024 * 1024
 #: YAML aliases (*name) allowed in one document; profiles use none.
 MAX_ALIASES = 64
 
 
-class InputReadError(ValueError):
-    """A file or value that cannot be read as config input; the message says why and how."""
+class InputReadError(InputError):
+    """Input that cannot be read (not YAML, too large, a duplicate key): an InputError whose
+    message is the reason alone, since the caller, not the parser, knows which flag or field
+    holds it (the one Problem's field is "input" until the caller names it: `named`)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__([Problem("input", None, reason)])
+
+    def __str__(self) -> str:
+        return self.reason
+
+    def named(self, field: str, value: object) -> InputError:
+        """The same refusal as an InputError naming the field and the value."""
+        return InputError([Problem(field, value, self.reason)])
 
 
 class YamlInt(int):
@@ -155,7 +171,10 @@ def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> YamlFloa
     except ValueError:
         return text
     if not math.isfinite(value):
-        raise InputReadError(f"{text[:40]} is not a finite number; write a finite value")
+        raise InputReadError(
+            f"{text[:40]} on line {node.start_mark.line + 1} is not a finite number; write a"
+            " finite value"
+        )
     return YamlFloat(value, text)
 
 

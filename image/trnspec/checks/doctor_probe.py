@@ -12,7 +12,6 @@ vLLM's own registry is not the one asked: upstream vLLM registers a GPU "DFlashD
 from __future__ import annotations
 
 import glob
-import json
 import os
 import subprocess
 import sys
@@ -20,6 +19,10 @@ from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.files import read_text
+from trnspec.boundary.json_io import dumps, loads
+from trnspec.boundary.text import printable
 from trnspec.checks.doctor import (
     LNC_ENV,
     LNC_FILE,
@@ -34,14 +37,31 @@ from trnspec.config.serving import ServingConfig
 
 #: Importing vLLM and its plugins takes 15-30 s on a cold start; more means something is wrong.
 REGISTRY_TIMEOUT_S = 300.0
+#: Largest registry answer read (a few dozen class names), version and LNC file shown.
+MAX_REGISTRY_BYTES = 64 * 1024
+MAX_VERSION_CHARS = 64
+MAX_LNC_BYTES = 4096
 _MARKER = "TRNSPEC-REGISTRY "
 
 
 def installed_version(name: str) -> str | None:
+    """The distribution's version as printable text (a version string is outside text: its
+    metadata file could hold terminal escapes), None when it is not installed."""
     try:
-        return metadata.version(name)
+        version = metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
+    return None if version is None else printable(version, MAX_VERSION_CHARS)
+
+
+def lnc_text(path: Path) -> str | None:
+    """The node's LNC file (bounded, printable), None when absent."""
+    if not path.is_file():
+        return None
+    try:
+        return printable(read_text(path, LNC_FILE, MAX_LNC_BYTES), keep_newlines=True)
+    except BoundaryError as err:
+        return err.fix
 
 
 def read_registry(
@@ -58,11 +78,24 @@ def read_registry(
         )
     except subprocess.TimeoutExpired:
         return None, f"importing vllm-neuron took more than {timeout:.0f} s"
-    lines = [line for line in result.stdout.splitlines() if line.startswith(_MARKER)]
+    lines = [line for line in result.stdout.split("\n") if line.startswith(_MARKER)]
     if result.returncode != 0 or not lines:
-        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return None, f"exit {result.returncode}: {tail}"
-    return frozenset(json.loads(lines[-1].removeprefix(_MARKER))), None
+        tail = (result.stderr.strip().split("\n") or ["no output"])[-1] or "no output"
+        return None, f"exit {result.returncode}: {printable(tail)}"
+    return registry_names(lines[-1].removeprefix(_MARKER))
+
+
+def registry_names(answer: str) -> tuple[frozenset[str] | None, str | None]:
+    """The child's answer (a JSON list of class names) as (names, None), or (None, why) for
+    anything else: not JSON, not a list of text, or larger than a registry."""
+    try:
+        names = loads(answer, "registry", max_bytes=MAX_REGISTRY_BYTES, max_depth=2)
+    except BoundaryError as err:
+        return None, f"unexpected answer from vllm-neuron's registry ({err.fix})"
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        shown = printable(answer, 60)
+        return None, f"unexpected answer from vllm-neuron's registry ({shown}): not a list of names"
+    return frozenset(printable(n) for n in names), None
 
 
 def probe_environment(
@@ -80,8 +113,8 @@ def probe_environment(
         architectures=architectures,
         registry_error=registry_error,
         neuron_devices=tuple(sorted(glob.glob(device_glob))),
-        lnc_env=environ.get(LNC_ENV),
-        lnc_file_text=path.read_text(encoding="utf-8") if path.is_file() else None,
+        lnc_env=None if environ.get(LNC_ENV) is None else printable(environ[LNC_ENV]),
+        lnc_file_text=lnc_text(path),
     )
 
 
@@ -102,7 +135,7 @@ def _print_registry() -> int:
     from vllm_neuron.model.registry import get_models
 
     archs = sorted(name for name, _ in get_models())
-    sys.stdout.write("\n" + _MARKER + json.dumps(archs) + "\n")
+    sys.stdout.write("\n" + _MARKER + dumps(archs, indent=None))
     return 0
 
 

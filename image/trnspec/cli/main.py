@@ -1,98 +1,59 @@
-"""`python -m trnspec <subcommand>`: profiles | plan | check | doctor | render (+ stage | serve |
-predict).
+"""`python -m trnspec <subcommand>`: the command table and the one place exit codes are decided.
+
+`SUBCOMMANDS` lists every subcommand: its name, one line of help, the function that adds its
+flags to its parser and the function that runs it (parsed flags in, exit code out). The
+config-taking ones (`Subcommand.takes_config`) get `--profile | --config` and `--set` first
+(trnspec.cli.config_args). The table is data, so a test can walk every command's flags.
 
 Exit codes: 0 ok; 1 the command ran and failed (a transfer, a file that cannot be written, the
 server's own exit status for `serve`); 2 bad input, every problem listed one a line (at most
 trnspec.boundary.problems.MAX_LISTED, then a count); 3 (stage) S3 unreachable or no credentials; 130
 interrupted. Expected failures are one message naming what and how to fix it, never a traceback.
-Subcommands from other modules
-plug in through `register(subparsers)`: trnspec.cli.stage and trnspec.serve each add theirs and
-set `func` (a callable taking the parsed args and returning the exit code).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from trnspec.config.serving import (
-    ConfigError,
-    Problem,
-    ServingConfig,
-    apply_overrides,
-    list_profiles,
-    load_config,
-    load_profile,
+from trnspec.boundary.problems import InputError, Problem
+from trnspec.boundary.text import printable
+from trnspec.checks.all_checks import assess, check, validate, warnings
+from trnspec.checks.doctor_probe import examine
+from trnspec.cli import plan_deploy, predict, serve, stage
+from trnspec.cli.config_args import (
+    add_config_arguments,
+    add_set_argument,
+    config_from_args,
 )
+from trnspec.cli.sizing_table import print_sizing_plan
+from trnspec.config.images import image_spec
+from trnspec.config.serving import ConfigError, ServingConfig, list_profiles, load_profile
+from trnspec.engine.render import render
+
+__all__ = [
+    "SUBCOMMANDS",
+    "Subcommand",
+    "add_config_arguments",
+    "add_set_argument",
+    "build_parser",
+    "config_from_args",
+    "main",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
-#: Modules that contribute subcommands; each exposes register(subparsers).
-EXTENSION_MODULES = (
-    "trnspec.cli.stage",
-    "trnspec.cli.serve",
-    "trnspec.cli.predict",
-    "trnspec.cli.plan_deploy",
-)
 
-
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """--profile | --config, and repeatable --set: the way every subcommand names a config."""
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--profile", help="a shipped profile (see `trnspec profiles`)")
-    source.add_argument("--config", metavar="FILE", help="a YAML/JSON ServingConfig file")
-    add_set_argument(parser)
-
-
-def add_config_subcommand(
-    subparsers: argparse._SubParsersAction, name: str, help: str, doc: str | None = None
-) -> argparse.ArgumentParser:
-    """A subcommand that names a config (add_config_arguments), for its own flags to follow; its
-    description is the first paragraph of `doc` (the module docstring of the command)."""
-    description = doc.split("\n\n")[0] if doc else None
-    parser = subparsers.add_parser(name, help=help, description=description)
-    add_config_arguments(parser)
-    return parser
-
-
-def add_set_argument(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-    help: str = "override a field, e.g. --set speculation.num_speculative_tokens=5 (repeatable)",
-) -> None:
-    """Repeatable `--set PATH=VALUE` into `args.overrides`: the one flag for the override
-    grammar of `apply_overrides`, shared by trnspec and the tools that launch a profile."""
-    parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE", help=help
-    )
-
-
-def config_from_args(args: argparse.Namespace) -> ServingConfig:
-    """The config named by --profile/--config with --set applied; ConfigError on bad input."""
-    if args.profile:
-        cfg = load_profile(args.profile)
-    elif args.config:
-        cfg = load_config(args.config)
-    else:
-        raise ConfigError(
-            [
-                Problem(
-                    "--profile",
-                    None,
-                    f"give --profile ({', '.join(list_profiles())}) or --config FILE",
-                )
-            ]
-        )
-    return apply_overrides(cfg, args.overrides) if args.overrides else cfg
+def _no_flags(parser: argparse.ArgumentParser) -> None:
+    """A subcommand with no flags of its own."""
 
 
 def _cmd_profiles(args: argparse.Namespace) -> int:
-    from trnspec.config.images import image_spec
-
     for name in list_profiles():
         cfg = load_profile(name)
         spec = image_spec(cfg.image)
@@ -111,15 +72,11 @@ def _report(problems: Sequence[Problem]) -> int:
 
 
 def _warn(cfg: ServingConfig) -> None:
-    from trnspec.checks.all_checks import warnings
-
     for problem in warnings(cfg):
         print(f"WARNING: {problem}", file=sys.stderr)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from trnspec.checks.all_checks import check
-
     cfg = config_from_args(args)
     _warn(cfg)
     problems = check(cfg)
@@ -130,9 +87,6 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from trnspec.checks.all_checks import assess
-    from trnspec.cli.sizing_table import print_sizing_plan
-
     cfg = config_from_args(args)
     _warn(cfg)
     assessment = assess(cfg)
@@ -140,32 +94,66 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return _report(assessment.problems) if assessment.problems else EXIT_OK
 
 
-def _cmd_render(args: argparse.Namespace) -> int:
-    from trnspec.checks.all_checks import validate
-    from trnspec.engine.render import render
+def _render_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=("json", "shell"), default="json")
 
+
+def _cmd_render(args: argparse.Namespace) -> int:
     command = render(validate(config_from_args(args)))
     print(command.to_shell() if args.format == "shell" else command.to_json())
     return EXIT_OK
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from trnspec.checks.doctor_probe import examine
-
     report = examine(config_from_args(args))
     print(report.line(), file=sys.stdout if report.ok else sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
-def _extension_registrars() -> Iterator[Callable[[argparse._SubParsersAction], None]]:
-    for name in EXTENSION_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name == name:  # not written yet; a broken import inside it still surfaces
-                continue
-            raise
-        yield module.register
+@dataclass(frozen=True)
+class Subcommand:
+    """One `trnspec` subcommand: what `--help` lists and the two functions that make it."""
+
+    name: str
+    help: str
+    #: Adds the subcommand's own flags (after the config flags when takes_config).
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    #: Runs it: the parsed flags in, the exit code out (bad input raised as InputError).
+    main: Callable[[argparse.Namespace], int]
+    takes_config: bool = True
+    #: The parser's description (default: none).
+    description: str | None = None
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
+        "profiles", "list the shipped profiles, one a line", _no_flags, _cmd_profiles, False
+    ),
+    Subcommand("check", "run every check; exit 2 listing each problem", _no_flags, _cmd_check),
+    Subcommand("plan", "print the HBM sizing plan and the checks", _no_flags, _cmd_plan),
+    Subcommand(
+        "doctor",
+        "in the pod: check vLLM, vllm-neuron, the method's model class, Neuron devices, LNC",
+        _no_flags,
+        _cmd_doctor,
+    ),
+    Subcommand(
+        "render", "print the exact vLLM argv and env for the image", _render_flags, _cmd_render
+    ),
+    Subcommand("stage", stage.HELP, stage.add_arguments, stage.main, False, stage.DESCRIPTION),
+    Subcommand("serve", serve.HELP, serve.add_arguments, serve.main, True, serve.DESCRIPTION),
+    Subcommand(
+        "predict", predict.HELP, predict.add_arguments, predict.main, True, predict.DESCRIPTION
+    ),
+    Subcommand(
+        "plan-deploy",
+        plan_deploy.HELP,
+        plan_deploy.add_arguments,
+        plan_deploy.main,
+        False,
+        plan_deploy.DESCRIPTION,
+    ),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -173,43 +161,24 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trnspec", description="Speculative-decoding vLLM serving on Trainium2."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    p = sub.add_parser("profiles", help="list the shipped profiles, one a line")
-    p.set_defaults(func=_cmd_profiles)
-
-    p = add_config_subcommand(sub, "check", help="run every check; exit 2 listing each problem")
-    p.set_defaults(func=_cmd_check)
-
-    p = add_config_subcommand(sub, "plan", help="print the HBM sizing plan and the checks")
-    p.set_defaults(func=_cmd_plan)
-
-    p = add_config_subcommand(
-        sub,
-        "doctor",
-        help="in the pod: check vLLM, vllm-neuron, the method's model class, Neuron devices, LNC",
-    )
-    p.set_defaults(func=_cmd_doctor)
-
-    p = add_config_subcommand(sub, "render", help="print the exact vLLM argv and env for the image")
-    p.add_argument("--format", choices=("json", "shell"), default="json")
-    p.set_defaults(func=_cmd_render)
-
-    for register in _extension_registrars():
-        register(sub)
+    for command in SUBCOMMANDS:
+        p = sub.add_parser(command.name, help=command.help, description=command.description)
+        if command.takes_config:
+            add_config_arguments(p)
+        command.add_arguments(p)
+        p.set_defaults(func=command.main)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from trnspec.boundary.problems import InputError
-
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
     except InputError as err:
         return _report(err.problems)
     except OSError as err:  # a file or directory the command needed (not a bug: say which)
-        where = f"{err.filename}: " if err.filename else ""
-        print(f"trnspec: {where}{err.strerror or err}", file=sys.stderr)
+        where = f"{printable(err.filename)}: " if err.filename else ""
+        print(f"trnspec: {where}{printable(err.strerror or err)}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("trnspec: interrupted", file=sys.stderr)

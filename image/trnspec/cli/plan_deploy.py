@@ -66,7 +66,11 @@ from trnspec.plan.ramp import (
 )
 from trnspec.plan.served_acceptance import ServedAcceptance, served_acceptance, window
 
-__all__ = ["PLAN_KIND", "build_plans", "register"]
+__all__ = ["DESCRIPTION", "HELP", "PLAN_KIND", "add_arguments", "build_plans", "main"]
+
+#: The line `trnspec --help` lists for the subcommand, and its description.
+HELP = "pick k, max_num_seqs, replicas, nodes and the KEDA target; write a deploy plan"
+DESCRIPTION = (__doc__ or "").split("\n\n")[0]
 
 
 def tune_report_alpha(path: str) -> float:
@@ -448,7 +452,7 @@ def _nothing_fits(planned: Planned, args: argparse.Namespace) -> ConfigError:
     )
 
 
-def _cmd(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     planned = build_plans(args)
     if args.format == "json":
         doc = {
@@ -554,13 +558,8 @@ def _decision_json(decision: Decision | None) -> dict[str, Any] | None:
     }
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `plan-deploy` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    p = subparsers.add_parser(
-        "plan-deploy",
-        help="pick k, max_num_seqs, replicas, nodes and the KEDA target; write a deploy plan",
-        description=(__doc__ or "").split("\n\n")[0],
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of `plan-deploy`."""
     p.add_argument(
         "--profile", action="append", required=True, help="a candidate profile (repeatable)"
     )
@@ -650,7 +649,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", help="write the chosen deployment as a plan file (YAML)")
     p.add_argument("--format", choices=("table", "json"), default="table")
-    p.set_defaults(func=_cmd)
 
 
 def _window_arg(text: str) -> str:
@@ -661,6 +659,6 @@ def _window_arg(text: str) -> str:
 
 
 if __name__ == "__main__":
-    from trnspec.cli.main import main
+    from trnspec.cli.main import main as cli_main
 
-    sys.exit(main(["plan-deploy", *sys.argv[1:]]))
+    sys.exit(cli_main(["plan-deploy", *sys.argv[1:]]))

@@ -15,11 +15,12 @@ import argparse
 from dataclasses import fields
 
 from trnspec.boundary.numbers import float_arg, int_arg
-from trnspec.cli.main import add_config_subcommand, config_from_args
+from trnspec.cli.config_args import config_from_args
 from trnspec.plan.predict import PredictQuery, PredictReport, Row, build
 
 #: The line `trnspec --help` lists for the subcommand.
 HELP = "predict TPOT, tokens/s and cost per 1M output tokens on Trn2, per batch and k"
+DESCRIPTION = (__doc__ or "").split("\n\n")[0]
 
 
 def query_from_args(args: argparse.Namespace) -> PredictQuery:
@@ -27,7 +28,7 @@ def query_from_args(args: argparse.Namespace) -> PredictQuery:
     return PredictQuery(**{f.name: getattr(args, f.name) for f in fields(PredictQuery)})
 
 
-def _cmd_predict(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     report = build(query_from_args(args), config_from_args(args))
     print(report.to_json() if args.format == "json" else format_table(report))
     return 0
@@ -80,9 +81,8 @@ def _band_notes(report: PredictReport) -> list[str]:
     return lines
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `predict` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    p = add_config_subcommand(subparsers, "predict", HELP, __doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of `predict` (after the config flags)."""
     acc = p.add_mutually_exclusive_group()
     acc.add_argument("--acceptance-rate", type=float_arg(), help="per-token acceptance a in [0, 1]")
     acc.add_argument(
@@ -109,4 +109,3 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (default 256)"
     )
     p.add_argument("--format", choices=("table", "json"), default="table")
-    p.set_defaults(func=_cmd_predict)

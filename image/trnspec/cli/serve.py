@@ -12,8 +12,11 @@ import os
 import sys
 from collections.abc import Mapping
 
+from trnspec.boundary.args import float_arg, path_arg, text_arg
+from trnspec.boundary.numbers import float_text
+from trnspec.checks.all_checks import validate
 from trnspec.checks.doctor_probe import examine
-from trnspec.cli.main import add_config_subcommand, config_from_args
+from trnspec.cli.config_args import config_from_args
 from trnspec.config.pod_contract import (
     COMPILED_ROOT,
     COMPILED_SUBDIR,
@@ -31,10 +34,15 @@ from trnspec.serve.api_key import load_api_key
 from trnspec.serve.runner import ServeOptions, SuperviseVllm, execute
 from trnspec.serve.steps import serve_steps
 
+#: Longest readiness poll interval and drain a flag (or the environment) may ask for: an hour,
+#: a day (the pod's grace period is far below either).
+MAX_POLL_SECONDS = 3600.0
+MAX_DRAIN_SECONDS = 86400.0
 #: The container cannot run the config (`trnspec doctor` failed): nothing was staged.
 EXIT_DOCTOR_FAILED = 1
 #: The line `trnspec --help` lists for the subcommand.
 HELP = "validate, stage from S3, run vLLM with signal forwarding and a readiness file"
+DESCRIPTION = (__doc__ or "").split("\n\n")[0]
 
 
 def resolve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeOptions:
@@ -60,18 +68,11 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
     raw = environ.get(name)
     if raw is None:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise ConfigError([Problem(name, raw, "must be a number of seconds >= 0")])
-    return value
+    return float_text(raw, name, 0, MAX_DRAIN_SECONDS)
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
-    from trnspec.checks.all_checks import validate
-
+def main(args: argparse.Namespace) -> int:
+    """Run the parsed `serve`."""
     cfg = validate(config_from_args(args))
     options = resolve_options(args, os.environ)
     try:
@@ -104,34 +105,40 @@ def _doctor(cfg: ServingConfig) -> int | None:
     return EXIT_DOCTOR_FAILED
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `serve` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    p = add_config_subcommand(subparsers, "serve", HELP, __doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of `serve` (after the config flags)."""
     p.add_argument(
         "--models-root",
+        type=path_arg(),
         help=f"where S3 models are staged (default ${ENV_DATA_DIR}/{MODELS_SUBDIR}, "
         f"else {MODELS_ROOT})",
     )
     p.add_argument(
         "--compiled-root",
+        type=path_arg(),
         help=f"compiled-artifact root, one subdirectory per cache key "
         f"(default ${ENV_DATA_DIR}/{COMPILED_SUBDIR}, else {COMPILED_ROOT})",
     )
     p.add_argument(
         "--compile-cache",
         metavar="S3_URI",
+        type=text_arg(),
         help=f"S3 prefix of the shared compile cache (default ${ENV_COMPILE_CACHE}; else none)",
     )
     p.add_argument(
         "--ready-file",
+        type=path_arg(),
         help=f"exists only while the model answers (default ${ENV_READY_FILE}, else {READY_FILE})",
     )
     p.add_argument(
-        "--poll-interval", type=float, default=5.0, help="seconds between readiness probes"
+        "--poll-interval",
+        type=float_arg(0, MAX_POLL_SECONDS, lo_open=True),
+        default=5.0,
+        help="seconds between readiness probes",
     )
     p.add_argument(
         "--drain-timeout",
-        type=float,
+        type=float_arg(0, MAX_DRAIN_SECONDS),
         help=f"seconds to let in-flight requests finish after SIGTERM before vLLM is stopped "
         f"(default ${ENV_DRAIN_SECONDS}, else {DEFAULT_DRAIN_SECONDS:.0f}; keep it below the "
         f"pod's grace period)",
@@ -145,4 +152,3 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--dry-run", action="store_true", help="print the plan (staging, cache, command) as JSON"
     )
-    p.set_defaults(func=_cmd_serve)

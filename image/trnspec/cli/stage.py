@@ -15,12 +15,25 @@ Every failure is one message on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from trnspec.boundary.args import int_arg, path_arg
+from trnspec.cli.config_args import add_config_arguments, config_from_args
+from trnspec.config.pod_contract import ENV_HF_TOKEN_SECRET
 from trnspec.config.serving import ConfigError, Problem
-from trnspec.staging.manifest import ManifestError, read_manifest, verify
+from trnspec.staging.cache_key import compile_cache_key
+from trnspec.staging.hub import (
+    hub_to_s3,
+    repo_id_problem,
+    revision_problem,
+    token_from_secret,
+)
+from trnspec.staging.manifest import FileEntry, ManifestError, read_manifest, verify, walk_files
 from trnspec.staging.transfer import (
     MiB,
     StagingError,
@@ -82,11 +95,27 @@ def _cmd_download(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _unpublishable(src: Path) -> list[Problem]:
+    """Files under src whose names a manifest cannot hold (a backslash, `..`), one Problem
+    each, before any byte is sent: the manifest's own path rule (FileEntry) decides."""
+    problems = []
+    for path in walk_files(src):
+        rel = path.relative_to(src).as_posix()
+        try:
+            FileEntry(path=rel, size=0, sha256="0" * 64)
+        except ValidationError as err:
+            why = str(err.errors()[0]["msg"]).removeprefix("Value error, ")
+            problems.append(Problem("SRC", rel, f"{why}; rename the file"))
+    return problems
+
+
 def _cmd_upload(args: argparse.Namespace) -> int:
     src = Path(args.src)
     if not src.is_dir():
         raise ConfigError([Problem("SRC", str(src), "must be an existing local directory")])
     target = _location(args.target, "TARGET")
+    if unpublishable := _unpublishable(src):
+        raise ConfigError(unpublishable)
     try:
         with rich_progress(not args.no_progress) as bar:
             result = upload(_s3_client(), src, target, _settings(args), bar)
@@ -98,11 +127,6 @@ def _cmd_upload(args: argparse.Namespace) -> int:
 
 def _hub_token() -> str | None:
     """The token in the secret named by ENV_HF_TOKEN_SECRET, read now (never at synth)."""
-    import os
-
-    from trnspec.config.pod_contract import ENV_HF_TOKEN_SECRET
-    from trnspec.staging.hub import token_from_secret
-
     arn = os.environ.get(ENV_HF_TOKEN_SECRET)
     if not arn:
         return None
@@ -112,13 +136,13 @@ def _hub_token() -> str | None:
 
 
 def _cmd_hub(args: argparse.Namespace) -> int:
-    from trnspec.staging.hub import hub_to_s3
-
+    repo, at, revision = args.repo.partition("@")
+    problems = [Problem("REPO", args.repo, why) for why in (repo_id_problem(repo),) if why]
+    if at and (why := revision_problem(revision)) is not None:
+        problems.append(Problem("REPO", args.repo, why))
+    if problems:
+        raise ConfigError(problems)
     target = _location(args.target, "TARGET")
-    repo, _, revision = args.repo.partition("@")
-    if not repo or "/" not in repo:
-        fix = "a Hub repository id: owner/name[@revision]"
-        raise ConfigError([Problem("REPO", args.repo, fix)])
     try:
         result = hub_to_s3(
             _s3_client(),
@@ -160,77 +184,69 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_cache_key(args: argparse.Namespace) -> int:
-    from trnspec.cli.main import config_from_args
-    from trnspec.staging.cache_key import compile_cache_key
-
     print(compile_cache_key(config_from_args(args)))
     return EXIT_OK
-
-
-def _at_least_one(text: str) -> int:
-    """argparse type: an integer >= 1 (argparse turns the error into a usage error, exit 2)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
 
 
 def _transfer_flags(p: argparse.ArgumentParser) -> None:
     d = TransferSettings()
     p.add_argument(
-        "--workers", type=_at_least_one, default=d.workers, help="files in flight (%(default)s)"
+        "--workers",
+        type=int_arg(1, 10_000),
+        default=d.workers,
+        help="files in flight (%(default)s)",
     )
     p.add_argument(
         "--parts-in-flight",
-        type=_at_least_one,
+        type=int_arg(1, 10_000),
         default=d.max_concurrency,
         help="parallel parts per large file (%(default)s)",
     )
     p.add_argument(
         "--part-size-mib",
-        type=_at_least_one,
+        type=int_arg(1, 10_000),
         default=d.multipart_chunksize // MiB,
         help="multipart threshold and part size in MiB (%(default)s)",
     )
     p.add_argument(
         "--attempts",
-        type=_at_least_one,
+        type=int_arg(1, 10_000),
         default=d.max_attempts,
         help="attempts per file before failing (%(default)s)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `stage` to the trnspec CLI (called by trnspec.cli.main.build_parser)."""
-    from trnspec.cli.main import add_config_arguments
+#: The line `trnspec --help` lists for the subcommand, and its description.
+HELP = "publish/fetch/verify models and compiled artifacts in S3 (sha256 manifest)"
+DESCRIPTION = (__doc__ or "").split("\n\n")[0]
 
-    stage = subparsers.add_parser(
-        "stage",
-        help="publish/fetch/verify models and compiled artifacts in S3 (sha256 manifest)",
-        description=(__doc__ or "").split("\n\n")[0],
-    )
+
+def main(args: argparse.Namespace) -> int:
+    """Run the parsed `stage ACTION`."""
+    return int(args.stage_func(args))
+
+
+def add_arguments(stage: argparse.ArgumentParser) -> None:
+    """The actions of `stage` and their flags."""
     sub = stage.add_subparsers(dest="stage_command", required=True, metavar="ACTION")
 
     p = sub.add_parser("download", help="S3 -> local dir, verified and resumable")
     p.add_argument("source", metavar="SOURCE", help="s3://bucket/prefix (with a manifest)")
-    p.add_argument("dest", metavar="DEST", help="local directory")
+    p.add_argument("dest", metavar="DEST", type=path_arg(), help="local directory")
     p.add_argument(
         "--prune",
         action="store_true",
         help="remove files in DEST that the manifest does not list (else: listed, exit 1)",
     )
     _transfer_flags(p)
-    p.set_defaults(func=_cmd_download)
+    p.set_defaults(stage_func=_cmd_download)
 
     p = sub.add_parser("upload", help="publish a local dir: files first, manifest last")
-    p.add_argument("src", metavar="SRC", help="local directory")
+    p.add_argument("src", metavar="SRC", type=path_arg(), help="local directory")
     p.add_argument("target", metavar="TARGET", help="s3://bucket/prefix")
     _transfer_flags(p)
-    p.set_defaults(func=_cmd_upload)
+    p.set_defaults(stage_func=_cmd_upload)
 
     p = sub.add_parser(
         "hub",
@@ -241,15 +257,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--work-dir",
         required=True,
+        type=path_arg(),
         help="local directory for the snapshot (a rerun resumes the files already there)",
     )
     _transfer_flags(p)
-    p.set_defaults(func=_cmd_hub)
+    p.set_defaults(stage_func=_cmd_hub)
 
     p = sub.add_parser("verify", help="check a local dir against its manifest")
-    p.add_argument("dir", metavar="DIR")
-    p.set_defaults(func=_cmd_verify)
+    p.add_argument("dir", metavar="DIR", type=path_arg())
+    p.set_defaults(stage_func=_cmd_verify)
 
     p = sub.add_parser("cache-key", help="print the compile-cache key of a config")
     add_config_arguments(p)
-    p.set_defaults(func=_cmd_cache_key)
+    p.set_defaults(stage_func=_cmd_cache_key)

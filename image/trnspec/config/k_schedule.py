@@ -34,6 +34,12 @@ OPT_IN_FIELD = "speculation.k_schedule_on_neuron"
 
 Band = tuple[int, int, int]
 
+#: Broken band rules listed in one problem (the rest are counted), and the longest repaired
+#: schedule suggested (a longer one is replaced by the one-band schedule): a schedule of
+#: thousands of bands gets a message of a few lines.
+MAX_BAND_ISSUES = 5
+MAX_SUGGESTION_CHARS = 200
+
 
 class Support(StrEnum):
     """Whether an image renders a k schedule."""
@@ -135,6 +141,9 @@ def _band_problems(bands: Sequence[Band], max_num_seqs: int, k_max: int) -> list
         issues.append(f"the last band ends at {expected - 1}, not at max_num_seqs={max_num_seqs}")
     if bands and all(k == 0 for _, _, k in bands):
         issues.append("no band speculates (every k is 0)")
+    if len(issues) > MAX_BAND_ISSUES:
+        rest = len(issues) - MAX_BAND_ISSUES
+        issues = [*issues[:MAX_BAND_ISSUES], f"... and {rest} more"]
     return issues
 
 
@@ -190,8 +199,11 @@ def check_k_schedule(cfg: ServingConfig) -> list[Problem]:
     issues = _band_problems(bands, cfg.max_num_seqs, s.num_speculative_tokens)
     if issues:
         repaired = _repaired(bands, cfg.max_num_seqs, s.num_speculative_tokens)
+        suggestion = schedule_text(repaired)
+        if len(suggestion) > MAX_SUGGESTION_CHARS:
+            suggestion = schedule_text([(1, cfg.max_num_seqs, s.num_speculative_tokens)])
         fix = (
-            f"e.g. use {schedule_text(repaired)}"
+            f"e.g. use {suggestion}"
             if any(k > 0 for _, _, k in repaired)
             else "use speculation.method=none instead"
         )

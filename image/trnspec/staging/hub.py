@@ -11,6 +11,7 @@ The download is an injected function: tests run offline with a fake that writes 
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +31,45 @@ HubDownload = Callable[[str, str | None, Path, str | None], None]
 
 #: huggingface_hub keeps its resume metadata here inside local_dir; not part of the model.
 HUB_METADATA_DIR = ".cache"
+
+#: The Hub's repository id rules (huggingface_hub.utils.validate_repo_id, mirroring the Hub's
+#: own): "namespace/name", each 1..96 of [A-Za-z0-9_.-] starting and ending with a letter, digit
+#: or "_" ... as a word boundary allows, no "--" or "..", not ending in ".git".
+MAX_REPO_ID_CHARS = 96
+_REPO_PART = re.compile(r"\b[\w\-.]{1,96}\b", re.ASCII)
+#: A revision is a branch, a tag or a commit: printable, no spaces, at most this long.
+MAX_REVISION_CHARS = 256
+
+
+def repo_id_problem(repo: str) -> str | None:
+    """Why `repo` is not a Hub repository id of the form owner/name (None: it is one), by the
+    Hub's rules, so a bad id is refused in one line before any call."""
+    owner, slash, name = repo.partition("/")
+    if not slash or not owner or not name:
+        return "a Hub repository id: owner/name[@revision], e.g. Qwen/Qwen3-4B"
+    if len(repo) > MAX_REPO_ID_CHARS * 2 + 1 or len(name) > MAX_REPO_ID_CHARS:
+        return f"owner and name are at most {MAX_REPO_ID_CHARS} characters each"
+    if not all(_REPO_PART.fullmatch(part) for part in (owner, name)):
+        return (
+            "owner and name use letters, digits, '-', '_' and '.' only, and neither starts nor"
+            " ends with '-' or '.'"
+        )
+    if "--" in repo or ".." in repo:
+        return "the Hub forbids '--' and '..' in a repository id"
+    if repo.endswith(".git"):
+        return "drop the '.git' ending"
+    return None
+
+
+def revision_problem(revision: str) -> str | None:
+    """Why `revision` (after '@') is not a branch, tag or commit name (None: it may be one)."""
+    if not revision:
+        return "give a revision after '@' (a branch, tag or commit), or drop the '@'"
+    if len(revision) > MAX_REVISION_CHARS:
+        return f"a revision is at most {MAX_REVISION_CHARS} characters"
+    if not revision.isprintable() or any(c.isspace() for c in revision) or ".." in revision:
+        return "a revision has no spaces, control characters or '..'"
+    return None
 
 
 def token_from_secret(client: Any, secret_arn: str) -> str | None:

@@ -66,3 +66,38 @@ def test_serve_stops_at_the_doctor_before_staging_on_a_machine_without_neuron(
     assert err.count("doctor: FAILED: ") == 1
     assert "no Neuron device (/dev/neuron*)" in err
     assert "staging" not in err
+
+
+def _fake_python(tmp_path: Path, answer: str) -> str:
+    """An interpreter stand-in whose registry child prints `answer` after the marker."""
+    script = tmp_path / "python"
+    (tmp_path / "answer").write_text(answer, encoding="utf-8")
+    script.write_text(
+        f"#!/bin/sh\nprintf 'TRNSPEC-REGISTRY '\ncat '{tmp_path / 'answer'}'\n", encoding="utf-8"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["not json", "42", '{"DFlashDraftModel": 1}', "[1, 2]", "[" * 100_000, '"DFlash"', "null"],
+)
+def test_an_unexpected_registry_answer_is_a_reported_error_not_a_crash(
+    tmp_path: Path, answer: str
+) -> None:
+    architectures, error = read_registry(_fake_python(tmp_path, answer))
+    assert architectures is None
+    assert error is not None and error.startswith("unexpected answer from vllm-neuron's registry")
+    assert len(error) < 300
+
+
+def test_registry_names_and_versions_with_terminal_escapes_are_printed_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from importlib import metadata
+
+    architectures, error = read_registry(_fake_python(tmp_path, '["Eagle3\\u001b[2J"]'))
+    assert error is None and architectures == frozenset({"Eagle3\\x1b[2J"})
+    monkeypatch.setattr(metadata, "version", lambda name: "0.29.0\x1b]0;pwned\x07")
+    assert installed_version("vllm") == "0.29.0\\x1b]0;pwned\\x07"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from trnspec.cli.main import EXTENSION_MODULES, build_parser, main
+from trnspec.cli.main import SUBCOMMANDS, build_parser, main
 from trnspec.config.serving import list_profiles, load_profile
 from trnspec.engine.render import render
 
@@ -168,32 +168,37 @@ def test_subcommands_include_the_config_ones():
     assert {"profiles", "plan", "check", "render"} <= set(sub.choices)
 
 
-def test_extension_subcommands_register_and_missing_ones_are_skipped(monkeypatch, tmp_path, capsys):
-    (tmp_path / "fake_ext.py").write_text(
-        "def register(sub):\n"
-        "    p = sub.add_parser('hello')\n"
-        "    p.set_defaults(func=lambda args: print('hi') or 0)\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr("trnspec.cli.main.EXTENSION_MODULES", ("fake_ext", "trnspec.no_such"))
-    assert run(capsys, "hello")[:2] == (0, "hi\n")
+def test_the_command_table_is_what_the_parser_offers():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert list(sub.choices) == [c.name for c in SUBCOMMANDS]
+    assert {"stage", "serve", "predict", "plan-deploy"} <= set(sub.choices)
 
 
-def test_an_extension_with_a_broken_import_is_not_hidden(monkeypatch, tmp_path):
-    (tmp_path / "broken_ext.py").write_text("import no_such_dependency_xyz\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr("trnspec.cli.main.EXTENSION_MODULES", ("broken_ext",))
-    with pytest.raises(ModuleNotFoundError, match="no_such_dependency_xyz"):
-        build_parser()
+def test_the_cli_imports_no_subcommand_at_run_time():
+    """Registration is explicit: every subcommand module is imported at the top of
+    trnspec.cli.main, none through importlib, and no subcommand module imports main back."""
+    import ast
+    import inspect
 
+    import trnspec.cli.main as cli
 
-def test_stage_serve_predict_and_plan_deploy_are_the_extension_modules():
-    assert EXTENSION_MODULES == (
-        "trnspec.cli.stage",
-        "trnspec.cli.serve",
-        "trnspec.cli.predict",
-        "trnspec.cli.plan_deploy",
-    )
+    tree = ast.parse(inspect.getsource(cli))
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "importlib"]
+    nested = [
+        n
+        for f in ast.walk(tree)
+        if isinstance(f, ast.FunctionDef)
+        for n in ast.walk(f)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+    ]
+    assert not nested
+    for command in SUBCOMMANDS:
+        module = inspect.getmodule(command.main)
+        assert module is not None
+        source = inspect.getsource(module)
+        body = source.split('if __name__ == "__main__":')[0]
+        assert "trnspec.cli.main" not in body.replace("trnspec.cli.main.", ""), module.__name__
 
 
 def test_python_dash_m_trnspec_runs_and_exits_2_without_traceback():

@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 import pytest
+from trnspec.boundary.problems import InputError
 from trnspec.cli.main import main as cli_main
 from trnspec.cli.serve import resolve_options
-from trnspec.config.serving import ConfigError
 
 
 def test_serve_dry_run_prints_the_plan(capsys: Any) -> None:
@@ -94,6 +94,24 @@ def test_options_come_from_flags_then_the_pod_environment(
 
 @pytest.mark.parametrize("raw", ["soon", "-1", "nan", "inf"])
 def test_a_bad_drain_seconds_environment_value_is_a_named_problem(raw: str) -> None:
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(InputError) as err:
         resolve_options(parse_serve([]), {"TRNSPEC_DRAIN_SECONDS": raw})
     assert err.value.problems[0].field == "TRNSPEC_DRAIN_SECONDS"
+
+
+@pytest.mark.parametrize("flag", ["--drain-timeout", "--poll-interval"])
+@pytest.mark.parametrize("raw", ["nan", "-1", "inf", "-inf", "1e999", "true", ""])
+def test_drain_and_poll_flags_are_finite_non_negative_seconds(
+    flag: str, raw: str, capsys: Any
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["serve", "--profile", "local-tiny", "--dry-run", f"{flag}={raw}"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: argument {flag}: " in err and "must be" in err and "Traceback" not in err
+
+
+def test_a_poll_interval_of_zero_is_refused_and_a_drain_of_zero_is_allowed() -> None:
+    with pytest.raises(SystemExit):
+        parse_serve(["--poll-interval", "0"])
+    assert parse_serve(["--drain-timeout", "0"]).drain_timeout == 0.0

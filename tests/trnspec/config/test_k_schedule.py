@@ -142,3 +142,24 @@ def test_schedule_text_is_what_set_reads_back():
     bands = [(1, 4, 4), (5, 32, 0)]
     cfg = _local(f"speculation.k_schedule={schedule_text(bands)}")
     assert cfg.speculation.k_schedule == bands
+
+
+def test_a_k_0_band_is_allowed_and_rendered_as_written():
+    """k = 0 in a band is documented as allowed (vLLM takes it; `tune --schedule` proposes it
+    where it measured plain at least as fast): never a problem while another band speculates."""
+    cfg = _local("speculation.k_schedule=[[1,8,4],[9,32,0]]")
+    assert check_k_schedule(cfg) == []
+    assert _spec_config(cfg)[VLLM_FIELD] == [[1, 8, 4], [9, 32, 0]]
+
+
+def test_a_schedule_of_thousands_of_gapped_bands_is_one_bounded_problem():
+    bands = [(2 * i + 1, 2 * i + 1, 1) for i in range(60_000)]  # 2, 4, 6, ... uncovered
+    cfg = _local()  # built directly: parsing 60,000 bands from --set text is the slow part
+    cfg = cfg.model_copy(
+        update={"speculation": cfg.speculation.model_copy(update={"k_schedule": bands})}
+    )
+    problems = check_k_schedule(cfg)
+    text = "\n".join(str(p) for p in problems)
+    assert len(problems) == 1 and len(text) < 2000
+    assert "leaves 2..2 uncovered" in text and "and 59994 more" in text
+    assert text.endswith("[30,31,1],[32,32,1]]")  # the repaired schedule, bounded by max_num_seqs

@@ -8,6 +8,8 @@ from typing import Any
 
 import boto3
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from trnspec.cli.main import main
 from trnspec.staging import hub
 from trnspec.staging.hub import hub_to_s3, token_from_secret
@@ -98,3 +100,64 @@ def test_a_token_secret_without_a_token_means_no_token(s3: Any, value: str | Non
     extra = {} if value is None else {"SecretString": value}
     arn = sm.create_secret(Name="hf-empty", **extra)["ARN"]
     assert token_from_secret(sm, arn) is None
+
+
+@pytest.mark.parametrize(
+    "repo",
+    [
+        "../../etc",
+        "/abs",
+        "owner/",
+        "owner/..",
+        "own er/name",
+        "owner/na\x1bme",
+        "owner/" + "n" * 10_000,
+        "owner/name.git",
+        "owner/a--b",
+        "owner/name@",
+        "owner/name@ma in",
+    ],
+)
+def test_a_hub_id_is_checked_by_the_hubs_rules_before_any_call(
+    repo: str, tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    fake = FakeHub()
+    monkeypatch.setattr(hub, "snapshot_download", fake)
+    monkeypatch.setattr("trnspec.cli.stage._s3_client", lambda: pytest.fail("S3 was called"))
+    assert main(["stage", "hub", repo, "s3://bkt/m", "--work-dir", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("REPO=") and err.count("\n") == 1 and len(err) < 400
+    assert "\x1b" not in err and "Traceback" not in err
+    assert fake.calls == [] and not (tmp_path / "w").exists()
+
+
+ID_CHARS = "aZ09-_./ @\x1b"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=ID_CHARS, min_size=1, max_size=12))
+def test_an_id_accepted_here_is_one_the_hub_client_accepts(repo: str) -> None:
+    """The rule agrees with huggingface_hub's own validate_repo_id on owner/name ids."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    ours = hub.repo_id_problem(repo) is None
+    try:
+        validate_repo_id(repo)
+        theirs = "/" in repo
+    except HFValidationError:
+        theirs = False
+    assert ours == theirs, repo
+
+
+def test_a_file_whose_name_a_manifest_cannot_hold_is_refused_before_upload(
+    tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    src = tmp_path / "m"
+    src.mkdir()
+    (src / "config.json").write_text("{}")
+    (src / "a\\b.bin").write_bytes(b"x")
+    monkeypatch.setattr("trnspec.cli.stage._s3_client", lambda: pytest.fail("S3 was called"))
+    assert main(["stage", "upload", str(src), "s3://bkt/m", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("SRC=a\\b.bin: unsafe path") and "rename the file" in err
+    assert "Traceback" not in err and err.count("\n") == 1
