@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "trnspec_tools.local_engine.make_tiny_models",
         "build (or find cached) the tiny target/draft pair",
     ),
+    "calibrate": ("trnspec_tools.calibration.command", "measure speculation against plain"),
 }
 
 

@@ -25,7 +25,7 @@ PLAN_OVERRIDE = f"serving.{PLAN_KEY}"
 PLAN_KIND = "trnspec-deployment-plan"
 #: The serving fields a plan sets.
 PLAN_FIELDS = frozenset(
-    {"profile", "overrides", "min_replicas", "max_replicas", "streams_per_replica"}
+    {"profile", "overrides", "min_replicas", "max_replicas", "streams_per_replica", "calibration"}
 )
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,29 +40,59 @@ class DeploymentPlan:
 
 
 def read_plan(path: str, root: Path = REPO_ROOT) -> tuple[DeploymentPlan | None, list[Problem]]:
-    """Read and check a plan file; problems name `serving.plan`, the path and the fix."""
+    """Read and check a plan file; one problem per bad field, each naming `serving.plan`, the
+    path, the field and the fix (nothing is merged from a plan with a problem)."""
     file = Path(path) if Path(path).is_absolute() else root / path
 
-    def bad(fix: str) -> tuple[None, list[Problem]]:
-        return None, [Problem(PLAN_OVERRIDE, path, fix)]
+    def bad(fix: str) -> Problem:
+        return Problem(PLAN_OVERRIDE, path, fix)
 
     try:
         doc = load_yaml(read_text_file(file))
     except (OSError, InputReadError) as err:
-        return bad(f"cannot read {file} ({err}); write one with `python -m trnspec plan-deploy`")
+        return None, [
+            bad(f"cannot read {file} ({err}); write one with `python -m trnspec plan-deploy`")
+        ]
     if not isinstance(doc, dict) or doc.get("kind") != PLAN_KIND:
-        return bad(f"not a plan file (kind: {PLAN_KIND}); write one with trnspec plan-deploy")
+        return None, [bad(f"not a plan file (kind: {PLAN_KIND}); write one with plan-deploy")]
+    problems: list[Problem] = []
     serving = doc.get("serving")
     if not isinstance(serving, dict) or not serving:
-        return bad("the plan has no `serving` mapping")
-    extra = sorted(set(serving) - PLAN_FIELDS)
-    if extra:
-        return bad(f"a plan sets only {', '.join(sorted(PLAN_FIELDS))}; remove {', '.join(extra)}")
-    chosen = (doc.get("plan") or {}).get("chosen") or {}
-    nodes = chosen.get("nodes_at_peak") if isinstance(chosen, dict) else None
-    if nodes is not None and (not isinstance(nodes, int) or nodes < 1):
-        return bad(f"plan.chosen.nodes_at_peak={nodes!r} must be a positive integer")
+        problems.append(bad(f"serving={_short(serving)} must be a mapping of serving fields"))
+    elif extra := sorted(set(serving) - PLAN_FIELDS):
+        problems.append(
+            bad(f"a plan sets only {', '.join(sorted(PLAN_FIELDS))}; remove {', '.join(extra)}")
+        )
+    nodes, record_problems = _nodes_at_peak(doc.get("plan"))
+    problems += [bad(fix) for fix in record_problems]
+    if problems or not isinstance(serving, dict):
+        return None, problems
     return DeploymentPlan(path, dict(serving), nodes), []
+
+
+def _nodes_at_peak(record: object) -> tuple[int | None, list[str]]:
+    """`plan.chosen.nodes_at_peak` (None when the plan records none), or why the record is bad:
+    `plan` and `plan.chosen` are mappings, the count a positive integer (not true/false)."""
+    if record is None:
+        return None, []
+    if not isinstance(record, dict):
+        return None, [f"plan={_short(record)} must be a mapping (what plan-deploy chose from)"]
+    chosen = record.get("chosen")
+    if chosen is None:
+        return None, []
+    if not isinstance(chosen, dict):
+        return None, [f"plan.chosen={_short(chosen)} must be a mapping (the chosen candidate)"]
+    nodes = chosen.get("nodes_at_peak")
+    if nodes is None:
+        return None, []
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+        return None, [f"plan.chosen.nodes_at_peak={_short(nodes)} must be a positive integer"]
+    return int(nodes), []
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def plan_path(data: dict[str, Any], overrides: dict[str, Any]) -> str | None:

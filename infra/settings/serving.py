@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trnspec.boundary.problems import InputError, Problem, problems_from_validation
 from trnspec.boundary.user_input import Int, Text
 
+from infra.settings.calibration import CalibrationSettings
+
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _OVERRIDE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*=.*$", re.DOTALL)
 _SECTION = "serving"
@@ -136,6 +138,11 @@ class ServingSettings(BaseModel):
         ("0.0.0.0/0",),
         description="Where pods may send HTTPS besides the VPC (S3 through its gateway endpoint "
         "keeps S3's public addresses); private ranges stay closed.",
+    )
+    calibration: CalibrationSettings | None = Field(
+        None,
+        description="Measure a speculative arm beside this (plain) Deployment with a Job "
+        "(infra/settings/calibration.py); unset: no arm, no Job.",
     )
 
     @property

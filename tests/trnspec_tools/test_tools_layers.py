@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "trnspec_tools"
 #: Bottom to top; "" is the package's own top-level modules (the commands).
-LAYERS = ("inbound", "client", "local_engine", "bench", "tune", "")
+LAYERS = ("inbound", "client", "local_engine", "bench", "tune", "calibration", "")
 
 
 def imported_layers(path: Path) -> set[str]:

@@ -17,6 +17,7 @@ from trnspec.hardware.packing import placement_for
 from infra.app.composition import preflight
 from infra.contracts import CONFIG_FILE
 from infra.settings import SettingsError, load_settings
+from infra.settings.plan_file import read_plan
 
 REPO = Path(__file__).resolve().parents[3]
 DEFAULT_PLAN = REPO / "config/plans/default.yaml"
@@ -116,3 +117,60 @@ def test_a_bad_plan_is_refused_in_one_line(
 def test_a_missing_plan_file_names_the_setting() -> None:
     with pytest.raises(SettingsError, match=r"serving\.plan=nope\.yaml: cannot read"):
         load_settings("default", {"serving.plan": "nope.yaml"})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("plan: [1, 2]", "plan=[1, 2] must be a mapping"),
+        ("plan: {chosen: [1]}", "plan.chosen=[1] must be a mapping"),
+        ("plan: {chosen: {nodes_at_peak: true}}", "plan.chosen.nodes_at_peak=True must be a"),
+        ("plan: {chosen: {nodes_at_peak: 0}}", "plan.chosen.nodes_at_peak=0 must be a"),
+        ("plan: {chosen: {nodes_at_peak: '1'}}", "plan.chosen.nodes_at_peak='1' must be a"),
+        ("serving: [profile]\nplan: []", "serving=['profile'] must be a mapping"),
+    ],
+    ids=["plan-list", "chosen-list", "nodes-bool", "nodes-zero", "nodes-text", "serving-list"],
+)
+def test_a_plan_record_of_the_wrong_type_is_one_line_not_a_traceback(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """The record is typed where it enters: a list where a mapping belongs is named (it used to
+    raise AttributeError, or be ignored), and `true` is not the node count 1."""
+    doc = "kind: trnspec-deployment-plan\n" + text
+    if not text.startswith("serving"):
+        doc += "\nserving: {profile: qwen3-4b-baseline}"
+    path = tmp_path / "plan.yaml"
+    path.write_text(doc + "\n")
+    plan, problems = read_plan(str(path))
+    assert plan is None
+    assert [p.field for p in problems] == ["serving.plan"] * len(problems)
+    assert any(message in p.fix for p in problems), problems
+    with pytest.raises(SettingsError) as err:
+        load_settings("default", {"serving.plan": str(path)})
+    assert any(message in str(p) for p in err.value.problems)
+
+
+def test_every_bad_part_of_a_plan_is_named_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(
+        "kind: trnspec-deployment-plan\nserving: {profile: x, namespace: y}\nplan: [1]\n"
+    )
+    _, problems = read_plan(str(path))
+    assert len(problems) == 2
+    assert "remove namespace" in problems[0].fix and "plan=[1]" in problems[1].fix
+
+
+def test_a_plan_may_carry_a_calibration_section(tmp_path: Path) -> None:
+    plan = {
+        "kind": "trnspec-deployment-plan",
+        "serving": {
+            "profile": "qwen3-4b-baseline",
+            "calibration": {"speculative": {"profile": "qwen3-4b-dflash"}},
+        },
+        "plan": {"chosen": {"nodes_at_peak": 1}},
+    }
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    read, problems = read_plan(str(path))
+    assert problems == [] and read is not None and read.nodes_at_peak == 1
+    assert read.serving["calibration"]["speculative"]["profile"] == "qwen3-4b-dflash"

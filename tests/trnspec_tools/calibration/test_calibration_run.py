@@ -1,0 +1,149 @@
+"""`calibrate run` against two fake servers with exactly known timing and counters: the figures it
+reports are the known truth, the arms alternate ABBA, and a broken arm is reported as failed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from fake_openai_server import running
+
+from trnspec_tools.bench.bench_run import RunOptions
+from trnspec_tools.calibration import run as calibrate_run
+from trnspec_tools.calibration.abba import schedule
+from trnspec_tools.calibration.measure import ArmEndpoint, measure
+from trnspec_tools.tune.trn2_rows import conditions_for
+
+TTFT_MS, ITL_MS, OUTPUT_LEN = 40.0, 25.0, 12
+#: The speculative fake emits 3 tokens per step at k=4: 11 decode tokens in steps 3,3,3,2.
+SPEC_STEPS = 4
+PLAIN_TPOT_MS = ITL_MS  # one token per step
+SPEC_TPOT_MS = SPEC_STEPS * ITL_MS / (OUTPUT_LEN - 1)
+#: accepted per request 2+2+2+1 of 4 steps x 4 drafts
+SPEC_ACCEPTANCE = 7 / 16
+SPEC_MEAN_ACCEPTED_LENGTH = 1 + 7 / 4
+
+
+def _args(plain: str, spec: str, out: Path, *extra: str) -> list[str]:
+    return [
+        "--plain", plain, "--speculative", spec,
+        "--plain-model", "fake", "--speculative-model", "fake",
+        "--concurrency", "1,2", "--rounds", "2", "--num-prompts", "4",
+        "--output-len", str(OUTPUT_LEN), "--k", "4", "--timeout", "20",
+        "--out-dir", str(out), *extra,
+    ]  # fmt: skip
+
+
+def _servers():
+    plain = running("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS),
+                    "--tokens-per-step", "1", "--k", "1", "--no-spec-metrics")  # fmt: skip
+    spec = running("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS),
+                   "--tokens-per-step", "3", "--k", "4")  # fmt: skip
+    return plain, spec
+
+
+def close(measured: float, expected: float, rel: float = 0.05, abs_ms: float = 1.0) -> bool:
+    return abs(measured - expected) <= rel * expected + abs_ms
+
+
+def test_the_run_reports_the_servers_known_timing_acceptance_and_verdict(tmp_path: Path) -> None:
+    plain_srv, spec_srv = _servers()
+    with plain_srv as plain, spec_srv as spec:
+        code = calibrate_run.main(
+            _args(plain, spec, tmp_path, "--plain-profile", "qwen3-4b-baseline",
+                  "--speculative-profile", "qwen3-4b-dflash",
+                  "--price-per-hour-plain", "2.235", "--price-per-hour-speculative", "2.235")
+        )  # fmt: skip
+    assert code == 0
+    doc = json.loads((tmp_path / "calibration.json").read_text())
+    results = {(r["arm"], r["concurrency"]): r for r in doc["results"]}
+    assert set(results) == {(a, c) for a in ("plain", "speculative") for c in (1, 2)}
+    for (arm, _c), r in results.items():
+        assert r["status"] == "ok" and r["reason"] is None
+        expected = PLAIN_TPOT_MS if arm == "plain" else SPEC_TPOT_MS
+        assert close(r["tpot_ms"]["median"], expected), (arm, r["tpot_ms"])
+        assert r["tpot_ms"]["low"] <= r["tpot_ms"]["median"] <= r["tpot_ms"]["high"]
+        assert len(r["tpot_ms"]["rounds"]) == 2
+        # cost = price / tokens per hour, round by round
+        for tps, cost in zip(
+            r["output_tokens_per_s"]["rounds"],
+            r["cost_per_1m_output_tokens_usd"]["rounds"],
+            strict=True,
+        ):
+            assert cost == pytest.approx(2.235 / (tps * 3600) * 1e6)
+    for c in (1, 2):
+        spec_r = results[("speculative", c)]
+        assert spec_r["acceptance_rate"] == pytest.approx(SPEC_ACCEPTANCE)
+        assert spec_r["mean_accepted_length"] == pytest.approx(SPEC_MEAN_ACCEPTED_LENGTH)
+        assert spec_r["k_used"] == pytest.approx(4)
+        assert results[("plain", c)]["acceptance_rate"] is None
+    # Speculation decodes 11 tokens in 4 steps instead of 11: cheaper in every round.
+    verdicts = {v["concurrency"]: v for v in doc["verdicts"]}
+    for c in (1, 2):
+        assert verdicts[c]["decision"] == "speculative", verdicts[c]["text"]
+        assert verdicts[c]["cost_ratio"]["high"] < 1.0 < verdicts[c]["speedup"]["low"]
+    assert "speculation is cheaper per 1M output tokens at concurrency 1, 2" in doc["verdict"]
+    rows = yaml.safe_load((tmp_path / "trn2_rows.yaml").read_text())["measurements"]
+    base = {r["batch"]: r for r in rows if r["role"] == "baseline"}
+    spec_rows = [r for r in rows if r["role"] == "speculative"]
+    assert sorted(base) == [1, 2] and len(spec_rows) == 2
+    for row in spec_rows:
+        assert row["baseline"] == base[row["batch"]]["id"]
+        assert row["k"] == 4
+        assert row["acceptance_length"] == pytest.approx(SPEC_MEAN_ACCEPTED_LENGTH)
+        # each arm's row carries its own profile's stack group (the stack-group rule)
+        assert row["stack_group"] == _group("qwen3-4b-dflash")
+        assert base[row["batch"]]["stack_group"] == _group("qwen3-4b-baseline")
+
+
+def _group(profile: str) -> str:
+    return conditions_for(profile, 50, OUTPUT_LEN, "s", "2026-12-02").stack_group
+
+
+def test_a_broken_arm_is_reported_as_failed_never_as_slow(tmp_path: Path) -> None:
+    plain_srv, _ = _servers()
+    with plain_srv as plain:
+        # Nothing listens on port 9 of the loopback: every request of that arm fails to connect.
+        code = calibrate_run.main(_args(plain, "http://127.0.0.1:9", tmp_path))
+    assert code == 1
+    doc = json.loads((tmp_path / "calibration.json").read_text())
+    results = {(r["arm"], r["concurrency"]): r for r in doc["results"]}
+    for c in (1, 2):
+        broken = results[("speculative", c)]
+        assert broken["status"] == "failed"
+        assert "requests failed" in broken["reason"] and "connect" in broken["reason"]
+        assert broken["tpot_ms"] is None and broken["output_tokens_per_s"] is None
+        assert broken["cost_per_1m_output_tokens_usd"] is None
+        assert results[("plain", c)]["status"] == "ok"
+        assert results[("plain", c)]["output_tokens_per_s"]["median"] > 0
+    assert {v["decision"] for v in doc["verdicts"]} == {"failed"}
+    assert "speculative arm failed" in doc["verdicts"][0]["text"]
+    assert not (tmp_path / "trn2_rows.yaml").exists()
+
+
+def test_arms_alternate_abba_within_every_level() -> None:
+    assert schedule((1, 4), 4) == [
+        (c, r, arm)
+        for c in (1, 4)
+        for r, pair in enumerate([("plain", "speculative"), ("speculative", "plain")] * 2)
+        for arm in pair
+    ]
+    calls: list[tuple[str, int]] = []
+
+    async def runner(url, model, specs, c, opts):  # records the order only
+        calls.append((url, c))
+        raise RuntimeError("not measured")
+
+    opts = RunOptions(api_key=None)
+    arms = {
+        "plain": ArmEndpoint("plain", "P", "m", opts),
+        "speculative": ArmEndpoint("speculative", "S", "m", opts),
+    }
+    runs = asyncio.run(measure(arms, [], (1, 2), 4, runner=runner, log=lambda _: None))
+    assert [u for u, c in calls if c == 1] == list("PSSPPSSP")
+    assert [u for u, c in calls if c == 2] == list("PSSPPSSP")
+    assert [r.position for r in runs if r.concurrency == 2] == list(range(8))
+    assert all(r.error == "RuntimeError: not measured" for r in runs)
