@@ -26,7 +26,7 @@ from pathlib import Path
 
 from trnspec.boundary.write import write_file
 from trnspec.hardware.model_shapes import ModelShape
-from trnspec.perf.fit import FIRST_PASS, SECOND_PASS, Fit, fit_constants, fit_rows
+from trnspec.perf.fit import SECOND_PASS, THIRD_PASS, Fit, fit_constants, fit_rows
 from trnspec.perf.model import TRN2, Efficiency, Hardware
 from trnspec.perf.published import (
     DATA_FILE,
@@ -47,6 +47,9 @@ __all__ = [
 ]
 
 FIT_FILE = "data/trn2_fit.json"
+#: The model fitted and shipped, and the one its held-out errors are compared with.
+CURRENT = THIRD_PASS
+BEFORE = SECOND_PASS
 
 
 @dataclass(frozen=True)
@@ -54,9 +57,9 @@ class StoredFit:
     """The fit and both validations, as stored in FIT_FILE."""
 
     fit: Fit
-    #: Leave-one-source-out rows of the current model and of the first pass's.
+    #: Leave-one-source-out rows of the current model and of the model before it (BEFORE).
     validation: tuple[HeldOutRow, ...]
-    validation_first_pass: tuple[HeldOutRow, ...]
+    validation_before: tuple[HeldOutRow, ...]
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ class Calibration:
     residuals: tuple[tuple[str, float, float], ...]
     rms_rel_error: float
     validation: tuple[HeldOutRow, ...]
-    validation_first_pass: tuple[HeldOutRow, ...]
+    validation_before: tuple[HeldOutRow, ...]
     source: str = field(default="")
 
 
@@ -84,11 +87,11 @@ def data_digest(text: str) -> str:
 def fit_published(text: str, extra: Sequence[str] = ()) -> StoredFit:
     """Fit and validate on a data file's text (plus extra rows in the same format)."""
     measurements, shapes = load_published(text, extra)
-    fit = fit_constants(fit_rows(measurements, SECOND_PASS), shapes, SECOND_PASS)
+    fit = fit_constants(fit_rows(measurements, CURRENT), shapes, CURRENT)
     return StoredFit(
         fit,
-        leave_one_source_out(measurements, shapes, SECOND_PASS),
-        leave_one_source_out(measurements, shapes, FIRST_PASS),
+        leave_one_source_out(measurements, shapes, CURRENT),
+        leave_one_source_out(measurements, shapes, BEFORE),
     )
 
 
@@ -102,7 +105,7 @@ def fit_to_json(stored: StoredFit, digest: str) -> str:
                 "efficiency": {g: asdict(e) for g, e in sorted(stored.fit.efficiency.items())},
                 "compute_profile": [list(p) for p in stored.fit.compute_profile],
                 "validation": [asdict(h) for h in stored.validation],
-                "validation_first_pass": [asdict(h) for h in stored.validation_first_pass],
+                "validation_before": [asdict(h) for h in stored.validation_before],
             },
             indent=2,
         )
@@ -116,7 +119,7 @@ def _stored_fit(digest: str) -> StoredFit | None:
     except FileNotFoundError:
         return None
     data = json.loads(raw)
-    if data.get("data_sha256") != digest:
+    if data.get("data_sha256") != digest or "validation_before" not in data:
         return None
     return StoredFit(
         Fit(
@@ -125,7 +128,7 @@ def _stored_fit(digest: str) -> StoredFit | None:
             tuple((float(c), float(r)) for c, r in data["compute_profile"]),
         ),
         tuple(HeldOutRow(**h) for h in data["validation"]),
-        tuple(HeldOutRow(**h) for h in data["validation_first_pass"]),
+        tuple(HeldOutRow(**h) for h in data["validation_before"]),
     )
 
 
@@ -133,7 +136,7 @@ def calibration_for(
     measurements: Sequence[Measurement], shapes: Mapping[str, ModelShape], stored: StoredFit
 ) -> Calibration:
     eff = stored.fit.efficiency
-    rows = fit_rows(measurements, SECOND_PASS)
+    rows = fit_rows(measurements, CURRENT)
     residuals = tuple(
         (m.id, m.fitted_step_ms or 0.0, predicted_step_ms(m, shapes, eff[m.stack_group]))
         for m in rows
@@ -146,7 +149,7 @@ def calibration_for(
         residuals,
         stored.fit.rms_rel_error,
         stored.validation,
-        stored.validation_first_pass,
+        stored.validation_before,
         source=f"fitted to {len(rows)} rows of trnspec/{DATA_FILE}"
         f" (RMS relative error {stored.fit.rms_rel_error:.3f})",
     )
@@ -185,11 +188,12 @@ def implied_acceptance(cal: Calibration) -> list[Implied]:
     for m in cal.measurements:
         if m.role != "speculative":
             continue
-        eff = cal.efficiency[m.stack_group]
-        plain = replace(m, method="none", k=0, draft=None)
-        t_spec = predicted_step_ms(m, cal.shapes, eff, cal.hardware)
-        t_base = predicted_step_ms(plain, cal.shapes, eff, cal.hardware)
-        pub = published_speedup(m, by_id[m.baseline or ""])
+        base = by_id[m.baseline or ""]
+        t_spec = predicted_step_ms(m, cal.shapes, cal.efficiency[m.stack_group], cal.hardware)
+        t_base = predicted_step_ms(
+            base, cal.shapes, cal.efficiency[base.stack_group], cal.hardware
+        )
+        pub = published_speedup(m, base)
         out.append(Implied(m.id, m.method, m.k, m.batch, pub, pub * t_spec / t_base))
     return out
 
@@ -232,6 +236,7 @@ def report_markdown(cal: Calibration) -> str:
         f"| cost per position with logits | {eff.token_overhead_s * 1e3:.3f} ms |",
         f"| attention per cached token and layer | {eff.context_token_s * 1e9:.2f} ns |",
         f"| per (positions^2 x vocab entry) | {eff.logit_pair_s * 1e12:.2f} ps |",
+        f"| host share (a replica with 12 vCPUs; x 12 / vCPUs) | {eff.host_share_s * 1e3:.2f} ms |",
     ]
     lines += [
         f"| stack `{g}`: floor per step / cost per draft pass |"
@@ -247,8 +252,8 @@ def report_markdown(cal: Calibration) -> str:
     ]
     for rid, pub, pred in cal.residuals:
         lines.append(f"| {rid} | {pub:.2f} | {pred:.2f} | {pred / pub - 1:+.1%} |")
-    lines += ["", "Held out, leave one source out, first pass model (before):", ""]
-    lines += held_out_table(cal.validation_first_pass)
+    lines += ["", f"Held out, leave one source out, {BEFORE.name} (before):", ""]
+    lines += held_out_table(cal.validation_before)
     lines += ["", "Held out, leave one source out, this model (after):", ""]
     lines += held_out_table(cal.validation)
     lines += [

@@ -11,7 +11,8 @@ constants bit for bit, which `tests/trnspec/perf/test_calibrate.py` checks again
 
 `ModelTerms` names which constants a model variant may use and whether speculative rows (with a
 published acceptance length) enter the fit: `FIRST_PASS` is the model as first calibrated
-(floors, hop latency, cost per position; baselines only), `SECOND_PASS` the current one.
+(floors, hop latency, cost per position; baselines only), `SECOND_PASS` the one before this
+pass, `THIRD_PASS` the current one.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ LINEAR_TERMS = (
     "collective_latency_s",
     "context_token_s",
     "logit_pair_s",
+    "host_share_s",
 )
 
 
@@ -53,6 +55,12 @@ FIRST_PASS = ModelTerms(
 SECOND_PASS = ModelTerms(
     "second pass (+ cost per sequence, attention per cached token, positions^2 x vocab;"
     " baselines and speculative rows with a published acceptance)",
+    LINEAR_TERMS[:5],
+    speculative_rows=True,
+    draft_pass_per_stack=True,
+)
+THIRD_PASS = ModelTerms(
+    "third pass (+ host share per replica's vCPUs; padded slots priced by their positions only)",
     LINEAR_TERMS,
     speculative_rows=True,
     draft_pass_per_stack=True,
@@ -209,7 +217,7 @@ def _fit_at(
 def fit_constants(
     rows: Sequence[Measurement],
     shapes: Mapping[str, ModelShape],
-    terms: ModelTerms = SECOND_PASS,
+    terms: ModelTerms = THIRD_PASS,
     hw: Hardware = TRN2,
 ) -> Fit:
     """The constants of `terms` that fit `rows` best (see the module docstring)."""

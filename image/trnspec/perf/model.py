@@ -17,6 +17,9 @@ target, after the draft proposed `k` tokens per sequence. The step's time is
 * context: an attention cost per cached token, layer and sequence beyond the KV bytes read, and a
   cost per (positions in the pass)^2 x vocabulary entry (both fitted to published steps that no
   byte or FLOP count explains: see docs/performance.md).
+* host share: a per-step cost that grows as the replica's share of the host's vCPUs shrinks
+  (`host_share_s x 12 / vCPUs per replica`: a trn2.3xlarge, or one of 16 replicas on a
+  trn2.48xlarge, has 12; a lone replica on a trn2.48xlarge 192), fitted on synchronous rows.
 * overhead: a fixed per-step cost (host scheduling, graph launch) that dominates small models
   (measured Trn2 decode reaches only about 11-46 % of the HBM roofline without it), a host cost
   per sequence per step (output processing, detokenization, streaming: paid once per step
@@ -127,6 +130,9 @@ class Efficiency:
     #: steps with many positions (DFlash blocks at concurrency 4) grow with the square of the
     #: positions times the vocabulary, which no FLOP or byte count of the pass explains.
     logit_pair_s: float = 0.0
+    #: Host cost of one step for a replica with REFERENCE_VCPUS host vCPUs, seconds; a replica
+    #: with v vCPUs pays `host_share_s x REFERENCE_VCPUS / v` (host work contending for cores).
+    host_share_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("memory", "compute"):
@@ -142,9 +148,14 @@ class Efficiency:
             "token_overhead_s",
             "context_token_s",
             "logit_pair_s",
+            "host_share_s",
         ):
             if getattr(self, name) < 0:
                 raise ModelInputError(f"efficiency.{name}={getattr(self, name)}: must be >= 0")
+
+
+#: Host vCPUs of a trn2.3xlarge (one chip): the unit of the host-share term.
+REFERENCE_VCPUS = 12
 
 
 def decode_context_tokens(input_len: int, output_len: int) -> int:
@@ -167,12 +178,16 @@ class Deployment:
     kv_bytes: float
     #: Mean tokens held in each sequence's KV cache while decoding (prompt + half the output).
     context_tokens: int
+    #: Host vCPUs per replica (the instance's vCPUs over the replicas it runs).
+    vcpus_per_replica: float = 192.0
 
     def __post_init__(self) -> None:
         if self.tensor_parallel_size < 1:
             raise ModelInputError(f"tensor_parallel_size={self.tensor_parallel_size}: must be >= 1")
         if self.context_tokens < 0:
             raise ModelInputError(f"context_tokens={self.context_tokens}: must be >= 0")
+        if not self.vcpus_per_replica > 0:
+            raise ModelInputError(f"vcpus_per_replica={self.vcpus_per_replica}: must be > 0")
 
 
 @dataclass(frozen=True)
@@ -294,20 +309,30 @@ def step_cost(
     dep: Deployment,
     eff: Efficiency,
     verify_tokens: int | None = None,
+    compiled_batch: int | None = None,
 ) -> StepCost:
     """One decode step: overhead, the target verifying `batch x (k + 1)` tokens, the drafter.
 
     `verify_tokens` overrides the tokens per sequence the target verifies (a published
-    "verify n tokens" timing with no drafter)."""
+    "verify n tokens" timing with no drafter). `compiled_batch` is the batch the graph was
+    compiled for when fewer sequences are live (padding). None: the live batch. Published padded runs barely move from the live batch's step:
+    the padded slots hold no cache, so only their positions (the compute roofline) are paid."""
     if k < 0:
         raise ModelInputError(f"k={k}: the window must be >= 0")
+    device_batch = batch if compiled_batch is None else compiled_batch
+    if device_batch < batch:
+        raise ModelInputError(
+            f"compiled_batch={compiled_batch}: below the live batch {batch}; a graph holds at"
+            " least the sequences it runs"
+        )
     per_seq = verify_tokens if verify_tokens is not None else k + 1
-    t = pass_cost(target, batch * per_seq, batch, dep, eff, dep.weight_bytes)
+    t = pass_cost(target, device_batch * per_seq, batch, dep, eff, dep.weight_bytes)
     speculating = method != "none" and k > 0
     d = draft_cost_s(method, draft, target, k, batch, dep, eff) if speculating else 0.0
     overhead = (
         eff.step_overhead_s
         + batch * eff.sequence_overhead_s
+        + eff.host_share_s * REFERENCE_VCPUS / dep.vcpus_per_replica
         + (eff.spec_overhead_s if speculating else 0.0)
     )
     return StepCost(overhead, t, d)

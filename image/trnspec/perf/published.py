@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from trnspec.hardware.model_shapes import KNOWN_SHAPES, ModelShape
+from trnspec.hardware.topology import INSTANCE_TYPES
 from trnspec.perf.model import (
     TRN2,
     Deployment,
@@ -63,6 +64,18 @@ class Measurement:
     acceptance_length: float | None = None
     baseline: str | None = None
     note: str = ""
+    #: The measurement campaign the row belongs to (None: its source); validation holds out a
+    #: whole study at once.
+    study: str | None = None
+    #: The batch the graph was compiled for, when more than the live batch (None: the same).
+    compiled_batch: int | None = None
+    #: Replicas the instance ran at once (their host vCPUs are shared).
+    replicas_per_instance: int = 1
+
+    @property
+    def held_out_unit(self) -> str:
+        """What leave-one-source-out holds out together: the study, else the source."""
+        return self.study or self.source
 
     @property
     def context_tokens(self) -> int:
@@ -175,6 +188,8 @@ def _rows(text: str, shapes: dict[str, ModelShape]) -> list[Measurement]:
 
 
 def deployment_for(m: Measurement, hardware: Hardware = TRN2) -> Deployment:
+    instance = INSTANCE_TYPES.get(m.instance)
+    vcpus = instance.vcpus / m.replicas_per_instance if instance else 192.0
     return Deployment(
         hardware=hardware,
         tensor_parallel_size=m.tp,
@@ -183,6 +198,7 @@ def deployment_for(m: Measurement, hardware: Hardware = TRN2) -> Deployment:
         draft_weight_bytes=2,
         kv_bytes=2,
         context_tokens=m.context_tokens,
+        vcpus_per_replica=vcpus,
     )
 
 
@@ -193,6 +209,14 @@ def predicted_step_ms(
     target = shapes[m.target.lower()]
     draft = shapes[m.draft.lower()] if m.draft else None
     step = step_cost(
-        target, m.method, draft, m.k, m.batch, deployment_for(m, hw), eff, m.verify_tokens
+        target,
+        m.method,
+        draft,
+        m.k,
+        m.batch,
+        deployment_for(m, hw),
+        eff,
+        m.verify_tokens,
+        m.compiled_batch,
     )
     return 1000.0 * step.total_s

@@ -2,9 +2,13 @@
 runs as, read from the command `render` gives it: the one the deployment runs.
 
 * `nxdi-fork`: the Neuron fork image (NxD Inference under vLLM's V0 engine).
-* `plugin-sync`: the vLLM Neuron plugin with `--no-async-scheduling` in its argv (the DFlash
-  command does, as AWS's DFlash examples, whose published runs calibrate this floor).
-* `plugin`: the plugin with vLLM's default (async) scheduling, as its EAGLE3 tutorial runs it.
+* `plugin-sync`: the vLLM Neuron plugin scheduling synchronously: a command with
+  `--no-async-scheduling`, or with `--speculative-config` at all. The engine's rule (vllm-neuron
+  features guide, aws-neuron-sdk `vllm-neuron/docs/guides/features-guide.md`): speculative
+  decoding is "Mutually exclusive with async scheduling. Setting `--speculative-config` disables
+  async scheduling automatically". So every speculative plugin command, EAGLE3 as much as DFlash,
+  is synchronous, whatever else its argv says.
+* `plugin`: the plugin with vLLM's default (async) scheduling: a plain command only.
 
 Both plugin releases (SDK 2.32 and 2.33) share the plugin groups: their figures were published
 for SDK 2.32, none yet for 2.33's plugin.
@@ -12,11 +16,23 @@ for SDK 2.32, none yet for 2.33's plugin.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from trnspec.config.images import CommandForm, image_spec
 from trnspec.config.serving import ServingConfig
 from trnspec.engine.render import render
 
 SYNC_FLAG = "--no-async-scheduling"
+#: The flag that turns async scheduling off on the plugin by itself (the engine's rule above).
+SPECULATIVE_FLAG = "--speculative-config"
+
+
+def plugin_group(argv: Sequence[str]) -> str:
+    """The plugin stack group of a rendered plugin argv (`plugin-sync` or `plugin`)."""
+    synchronous = SYNC_FLAG in argv or any(
+        a == SPECULATIVE_FLAG or a.startswith(SPECULATIVE_FLAG + "=") for a in argv
+    )
+    return "plugin-sync" if synchronous else "plugin"
 
 
 def stack_group(cfg: ServingConfig) -> str | None:
@@ -25,5 +41,5 @@ def stack_group(cfg: ServingConfig) -> str | None:
     if form is CommandForm.FORK:
         return "nxdi-fork"
     if form is CommandForm.PLUGIN:
-        return "plugin-sync" if SYNC_FLAG in render(cfg).argv else "plugin"
+        return plugin_group(render(cfg).argv)
     return None

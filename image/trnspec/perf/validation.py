@@ -3,8 +3,8 @@
 The rule, fixed before any fit: for each source (a published page or file, pinned to a commit),
 fit the constants on every fittable row of the *other* sources (trnspec.perf.fit.fit_rows) and
 predict that source's rows: a baseline's step time, and a speculative row's speedup from its own
-published acceptance length (speedup = acceptance length x predicted plain step / predicted
-speculative step). A row whose stack has no row left in the fit cannot be predicted (its floor
+published acceptance length (speedup = acceptance length x predicted step of its published
+baseline, on the baseline's own stack / predicted speculative step). A row whose stack has no row left in the fit cannot be predicted (its floor
 is unknown): it is listed with that reason, never filled in. Speculative rows without a
 published acceptance are not predictions; calibrate reports the acceptance they imply.
 """
@@ -54,13 +54,13 @@ def leave_one_source_out(
     """Every predictable row, each predicted by the fit without its source (see the module)."""
     by_id = {m.id: m for m in measurements}
     fittable = fit_rows(measurements, terms)
-    sources = list(dict.fromkeys(m.source for m in measurements))
+    sources = list(dict.fromkeys(m.held_out_unit for m in measurements))
     out: list[HeldOutRow] = []
     for source in sources:
-        train = [m for m in fittable if m.source != source]
+        train = [m for m in fittable if m.held_out_unit != source]
         effs = fit_constants(train, shapes, terms).efficiency if train else {}
         for m in measurements:
-            if m.source != source:
+            if m.held_out_unit != source:
                 continue
             if m.role == "speculative" and m.acceptance_length is None:
                 continue
@@ -82,12 +82,15 @@ def leave_one_source_out(
                     )
                 )
                 continue
+            base = by_id[m.baseline or ""]
+            base_eff = effs.get(base.stack_group)
+            if eff and not base_eff:
+                reason = f"no row of stack {base.stack_group!r} left in the fit"
             pred = None
-            if eff and m.acceptance_length is not None:
-                plain = replace(m, method="none", k=0, draft=None)
-                t_base = predicted_step_ms(plain, shapes, eff)
+            if eff and base_eff and m.acceptance_length is not None:
+                t_base = predicted_step_ms(base, shapes, base_eff)
                 pred = m.acceptance_length * t_base / predicted_step_ms(m, shapes, eff)
-            pub = published_speedup(m, by_id[m.baseline or ""])
+            pub = published_speedup(m, base)
             out.append(
                 HeldOutRow(
                     m.id, source, m.stack_group, m.method, m.batch, "speedup", pub, pred, reason
