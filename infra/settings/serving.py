@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trnspec.boundary.problems import InputError, Problem, problems_from_validation
 from trnspec.boundary.user_input import Int, Text
 
+from infra.settings.wake import WakeSettings
+
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _OVERRIDE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*=.*$", re.DOTALL)
 _SECTION = "serving"
@@ -53,6 +55,10 @@ class ServingSettings(BaseModel):
     max_replicas: Int = Field(2, ge=1, le=64, description="Upper bound for the autoscaler.")
     scale_to_zero: bool = Field(
         False, description="Let KEDA remove the last replica when idle (see docs/workload.md)."
+    )
+    wake: WakeSettings = Field(
+        WakeSettings(),
+        description="With scale_to_zero: what a request at zero replicas meets.",
     )
     streams_per_replica: Int | None = Field(
         None,
