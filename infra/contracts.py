@@ -98,3 +98,31 @@ PROMETHEUS_OPERATOR_NAME_LABEL = "operator.prometheus.io/name"
 #: cannot reach other private networks or the instance metadata service (the VPC CIDR is opened
 #: separately, for the interface endpoints).
 NON_PUBLIC_IPV4_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16")
+
+# --- The wake contract: the KEDA HTTP add-on (chart keda-add-ons-http, release in KEDA_NAMESPACE)
+# that holds requests while KEDA scales the serving Deployment from zero. Service names come
+# from the chart's templates ("{{ .Chart.Name }}-<service>", kedacore/charts http-add-on
+# templates/interceptor/service-proxy.yaml, templates/scaler/service.yaml, values.yaml at 0.15.0);
+# pod labels from the same templates (component + name, plus the release's matchLabels).
+
+#: Helm release name of the HTTP add-on (its pods' app.kubernetes.io/instance).
+KEDA_HTTP_RELEASE = "http-add-on"
+#: The interceptor's proxy Service and port: clients of a workload that scales to zero send here.
+KEDA_HTTP_INTERCEPTOR_SERVICE = "keda-add-ons-http-interceptor-proxy"
+KEDA_HTTP_PROXY_PORT = 8080
+#: The interceptor's admin port (the scaler reads its request counts there).
+KEDA_HTTP_ADMIN_PORT = 9090
+#: The external scaler KEDA asks (gRPC) whether a route has requests: `external-push` triggers
+#: name it in `scalerAddress`.
+KEDA_HTTP_SCALER_ADDRESS = f"keda-add-ons-http-external-scaler.{KEDA_NAMESPACE}:9090"
+#: Labels of the interceptor pods and of the scaler pods.
+KEDA_HTTP_INTERCEPTOR_POD_LABELS: dict[str, str] = {
+    "app.kubernetes.io/component": "interceptor",
+    "app.kubernetes.io/name": "http-add-on",
+    "app.kubernetes.io/instance": KEDA_HTTP_RELEASE,
+}
+KEDA_HTTP_SCALER_POD_LABELS: dict[str, str] = {
+    "app.kubernetes.io/component": "scaler",
+    "app.kubernetes.io/name": "http-add-on",
+    "app.kubernetes.io/instance": KEDA_HTTP_RELEASE,
+}

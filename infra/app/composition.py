@@ -20,6 +20,7 @@ from infra.compliance.nag import acknowledge, attach_nag
 from infra.platform.addons.addon import WorkloadNeeds, workload_needs
 from infra.platform.addons.pins import PINS, ChartPin, ImagePin, compatibility_problems
 from infra.platform.addons.registry import addon_problems, installed_addons
+from infra.platform.cluster.offerings import offering_problems
 from infra.platform.cluster.placement import placement_problems
 from infra.platform.stack import PlatformStack
 from infra.serving.manifests.placeholders import BUCKET_PLACEHOLDER, IMAGE_PLACEHOLDER
@@ -159,6 +160,7 @@ def platform_problems(checked: Preflight, *, check_placement: bool = True) -> li
     (infra/serving/neuron_runtime.py) and a Trn2 pool whose node fits its pods (read from the
     manifests the serving stack applies)."""
     problems = addon_check_problems(checked.settings, checked.needs)
+    problems += offering_problems(checked.settings)
     problems += runtime_problems(checked.workload.config)
     if check_placement:
         problems += placement_problems(

@@ -117,8 +117,10 @@ class Trn2PoolSettings(_Frozen):
     type; on-demand pools get a new cluster placement group, reserved ones use their own."""
     lnc: Annotated[Literal[1, 2], BeforeValidator(refuse_bool)] = 2
     """Logical NeuronCore config written to the node (2 is the Trn2 default)."""
-    root_volume_gib: Int = Field(default=512, ge=200, le=16384)
-    """Root gp3 volume: images and compiled artifacts are large (Neuron asks for >= 512)."""
+    root_volume_gib: Int | None = Field(default=None, ge=20, le=16384)
+    """Root gp3 volume; None sizes it for what it holds (infra/platform/cluster/root_volume.py):
+    the OS alone where the kubelet is on the instance store, else 512 GiB of images and
+    compiled artifacts."""
     labels: dict[Text, Text] = {}
     """Extra Kubernetes node labels."""
 

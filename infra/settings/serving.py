@@ -17,6 +17,7 @@ from trnspec.boundary.problems import InputError, Problem, problems_from_validat
 from trnspec.boundary.user_input import Int, Text
 
 from infra.settings.calibration import CalibrationSettings
+from infra.settings.wake import WakeSettings
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _OVERRIDE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*=.*$", re.DOTALL)
@@ -55,6 +56,10 @@ class ServingSettings(BaseModel):
     max_replicas: Int = Field(2, ge=1, le=64, description="Upper bound for the autoscaler.")
     scale_to_zero: bool = Field(
         False, description="Let KEDA remove the last replica when idle (see docs/workload.md)."
+    )
+    wake: WakeSettings = Field(
+        WakeSettings(),
+        description="With scale_to_zero: what a request at zero replicas meets.",
     )
     streams_per_replica: Int | None = Field(
         None,

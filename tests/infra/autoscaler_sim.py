@@ -93,7 +93,10 @@ EC2_TYPES: dict[str, Ec2Type] = {
     "trn2u.48xlarge": Ec2Type(
         vcpus=192, memory_gib=2048, neuron_devices=16, neuron_cores_per_device=8
     ),
-    "trn2.3xlarge": Ec2Type(vcpus=12, memory_gib=128, neuron_devices=1, neuron_cores_per_device=8),
+    # One 470 GB NVMe disk (DescribeInstanceTypes InstanceStorageInfo, as bundled in moto 5.2.5).
+    "trn2.3xlarge": Ec2Type(
+        vcpus=12, memory_gib=128, neuron_devices=1, neuron_cores_per_device=8, instance_store_gb=470
+    ),
 }
 
 _SUFFIXES: dict[str, Decimal] = {
@@ -169,6 +172,12 @@ class PodTemplate:
 
     def requests_neuron(self) -> bool:
         return any(name.startswith(NEURON) for name in self.requests())
+
+    def selects_trn2(self) -> bool:
+        """Whether the pod asks for a Trn2 node (a Neuron device, or Trn2's taint tolerated):
+        the others run on the system nodes."""
+        tolerated = {t.get("key") for t in self.spec.get("tolerations", [])}
+        return self.requests_neuron() or NEURON in tolerated
 
 
 def _container_requests(container: Manifest) -> Resources:

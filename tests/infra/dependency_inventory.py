@@ -47,6 +47,8 @@ BUILTIN_GROUPS = frozenset(
 CRD_PROVIDERS: dict[tuple[str, str], frozenset[str]] = {
     ("keda.sh", "ScaledObject"): frozenset({"keda"}),
     ("keda.sh", "TriggerAuthentication"): frozenset({"keda"}),
+    # kedacore/charts http-add-on templates/crds (chart 0.15.0).
+    ("http.keda.sh", "InterceptorRoute"): frozenset({"keda-add-ons-http"}),
     ("monitoring.coreos.com", "ServiceMonitor"): frozenset({"kube-prometheus-stack"}),
     ("monitoring.coreos.com", "PodMonitor"): frozenset({"kube-prometheus-stack"}),
     ("monitoring.coreos.com", "PrometheusRule"): frozenset({"kube-prometheus-stack"}),

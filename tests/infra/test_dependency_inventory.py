@@ -127,3 +127,25 @@ def test_load_balancer_controller_has_its_role_region_and_vpc(variant: Synth) ->
         and r.properties["ServiceAccount"] == chart.values["serviceAccount"]["name"]
         for r in inv.of_type("AWS::EKS::PodIdentityAssociation")
     )
+
+
+def test_scale_to_zero_gets_the_http_add_on_before_its_interceptor_route(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    synth = synth_profile(
+        "default", tmp_path_factory.mktemp("cdk-zero"), {"serving.scale_to_zero": "true"}
+    )
+    inv = _inventory(synth)
+    assert unmet(inv) == []
+    kinds = {o.doc["kind"] for o in inv.objects()}
+    assert "InterceptorRoute" in kinds
+    assert "keda-add-ons-http" in {c.name for c in inv.charts()}
+    # Without the add-on's chart the route's CRD has no provider.
+    raw = {**synth.raw, "Resources": dict(synth.raw["Resources"])}
+    for lid, res in list(raw["Resources"].items()):
+        if res["Type"] == "Custom::AWSCDK-EKS-HelmChart" and res["Properties"].get("Chart") == (
+            "keda-add-ons-http"
+        ):
+            del raw["Resources"][lid]
+    problems = unmet(Inventory.of([raw, synth.serving_raw]))
+    assert any("InterceptorRoute" in p for p in problems), problems

@@ -50,7 +50,8 @@ def _workloads(synth: Synth) -> tuple[list[PodTemplate], list[PodTemplate]]:
     serving = list(pod_templates(manifests(synth.serving_raw)))
     platform = list(pod_templates(manifests(synth.raw)))
     daemonsets = [p for p in serving + platform if p.owner.startswith("DaemonSet/")]
-    pods = [p for p in serving if not p.owner.startswith("DaemonSet/")]
+    # Serving pods for Trn2 nodes (the wake path's responder runs on the system nodes).
+    pods = [p for p in serving if not p.owner.startswith("DaemonSet/") and p.selects_trn2()]
     pods += [p for p in platform if p.requests_neuron() and not p.owner.startswith("DaemonSet/")]
     return pods, daemonsets
 
@@ -283,8 +284,9 @@ def test_pending_default_replicas_and_the_precompile_job_fill_trn2_nodes_chip_by
 def test_without_the_instance_store_a_root_volume_holds_fewer_default_replicas(
     platform_synth: Any,
 ) -> None:
-    """Without the nodeadm RAID0 part the kubelet's disk is the 512 GiB root volume: 459 GiB
-    holds 11 replicas of the default's 40 GiB, not 16 (the regression this guards against)."""
+    """Without the nodeadm RAID0 part the kubelet's disk is the root volume, sized for the OS
+    alone (100 GiB): 89 GiB holds 2 replicas of the default's 40 GiB, not 16 (the regression
+    this guards against: the RAID0 part must stay while the root volume is small)."""
     synth: Synth = platform_synth("default")
     raw = json.loads(json.dumps(synth.raw).replace("strategy: RAID0", "strategy: none"))
     pods, daemonsets = _workloads(synth)
@@ -292,4 +294,4 @@ def test_without_the_instance_store_a_root_volume_holds_fewer_default_replicas(
     (booted,) = [n for n in managed_nodegroup_nodes(raw) if n.view == "booted node"]
     placed = pack([server] * 16, booted, daemonsets, installed_schedulers(synth.raw))
     assert server.requests()[STORAGE] == 40 * GI
-    assert [len(n) for n in placed] == [11, 5]
+    assert [len(n) for n in placed] == [2] * 8

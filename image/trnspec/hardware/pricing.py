@@ -70,17 +70,61 @@ PRICES: dict[str, InstancePrice] = {
 }
 
 
+#: Where AWS's own price list was not reachable (the Price List bulk file
+#: pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/<region>/index.json,
+#: or `aws pricing get-products`): the session that wrote this had no network to it.
+_NO_AWS_PRICE = (
+    "AWS's price list for this region was not readable offline (Price List bulk file "
+    "AmazonEC2/current/{region}/index.json, or `aws pricing get-products --service-code AmazonEC2 "
+    "--filters Type=TERM_MATCH,Field=instanceType,Value={itype} "
+    "Type=TERM_MATCH,Field=regionCode,Value={region}`)"
+)
+
+
+def _unread(instance_type: str, region: str) -> InstancePrice:
+    return InstancePrice(
+        instance_type,
+        None,
+        region,
+        _NO_AWS_PRICE.format(region=region, itype=instance_type),
+        "2026-12-02",
+        "pass --price-per-hour with the on-demand rate from that list",
+    )
+
+
+#: On-demand Linux prices per region where EC2 offers the type (the regions of
+#: infra/platform/cluster/offerings.py, from EC2's own offerings), each with its own source.
+REGIONAL_PRICES: dict[tuple[str, str], InstancePrice] = {
+    (p.instance_type, p.region): p
+    for p in (
+        PRICES["trn2.48xlarge"],
+        _unread("trn2.48xlarge", "ap-south-2"),
+        PRICES["trn2.3xlarge"],
+        _unread("trn2.3xlarge", "ap-south-2"),
+        _unread("trn2.3xlarge", "sa-east-1"),
+    )
+}
+
+
+def regional_price(instance_type: str, region: str) -> InstancePrice | None:
+    """The price entry of `instance_type` in `region`, or None when the table has no row."""
+    return REGIONAL_PRICES.get((instance_type, region))
+
+
 class PriceError(ValueError):
     """A price cannot be resolved; the message names the field and the fix."""
 
 
-def resolve_price(instance_type: str, override: float | None = None) -> tuple[float, str]:
-    """The hourly price to use and a one-line provenance for the report."""
+def resolve_price(
+    instance_type: str, override: float | None = None, region: str | None = None
+) -> tuple[float, str]:
+    """The hourly price to use and a one-line provenance for the report; with `region`, that
+    region's row (REGIONAL_PRICES) when the table has one."""
     if override is not None:
         if override <= 0:
             raise PriceError(f"--price-per-hour={override}: must be a positive USD amount")
         return override, "--price-per-hour (user supplied)"
-    entry = PRICES.get(instance_type)
+    entry = (regional_price(instance_type, region) if region else None) or PRICES.get(instance_type)
     if entry is None:
         raise PriceError(
             f"--instance-type={instance_type}: no price known; use one of "

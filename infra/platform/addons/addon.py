@@ -33,6 +33,9 @@ class WorkloadNeeds:
     """The workload exposes an internal NLB (a Service the AWS Load Balancer Controller owns)."""
     storage_class: str
     """Name of the gp3 StorageClass (`serving.ebs_storage_class`)."""
+    wake_on_traffic: bool = False
+    """The workload scales to zero and wakes on a request (`serving.scale_to_zero`): the KEDA
+    HTTP add-on's interceptor holds requests while it scales up."""
 
 
 def workload_needs(serving: ServingSettings) -> WorkloadNeeds:
@@ -42,6 +45,7 @@ def workload_needs(serving: ServingSettings) -> WorkloadNeeds:
         ),
         load_balancer_controller=serving.internal_nlb,
         storage_class=serving.ebs_storage_class,
+        wake_on_traffic=serving.scale_to_zero,
     )
 
 

@@ -160,6 +160,21 @@ KEDA_CHART = ChartPin(
     source="keda.sh/docs/2.22/operate/cluster 'Kubernetes Compatibility' (v2.21: v1.34 - v1.36)",
 )
 
+#: The KEDA HTTP add-on: interceptor proxy, external scaler and operator (InterceptorRoute CRD).
+#: Installed when a workload scales to zero, so a request at zero replicas wakes it.
+KEDA_HTTP_CHART = ChartPin(
+    addon="keda_http",
+    chart="keda-add-ons-http",
+    repository="https://kedacore.github.io/charts",
+    # App 0.15.0 (2026-06-15): InterceptorRoute v1beta1 with per-route readiness timeout,
+    # cold-start placeholder and fallback. Its end-to-end tests run against KEDA 2.20
+    # (Makefile KEDA_VERSION); the `external-push` trigger and its gRPC protocol are KEDA core's,
+    # unchanged in 2.21 (the KEDA pinned above).
+    version="0.15.0",
+    kubernetes=KubeRange("1.34", "1.36"),
+    source="kedacore/http-add-on v0.15.0 .github/workflows/e2e-tests.yaml (kind v1.34.3, "
+    "v1.35.1, v1.36.1); chart kubeVersion >=1.23 (kedacore/charts http-add-on/Chart.yaml)",
+)
 KUBE_PROMETHEUS_STACK_CHART = ChartPin(
     addon="prometheus",
     chart="kube-prometheus-stack",
@@ -192,6 +207,7 @@ PINS: tuple[ChartPin | ImagePin, ...] = (
     KARPENTER_CHART,
     KARPENTER_CRD_CHART,
     KEDA_CHART,
+    KEDA_HTTP_CHART,
     KUBE_PROMETHEUS_STACK_CHART,
     AWS_LOAD_BALANCER_CONTROLLER_CHART,
 )

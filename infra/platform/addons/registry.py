@@ -16,6 +16,7 @@ from infra.platform.addons import (
     ebs_csi,
     karpenter,
     keda,
+    keda_http,
     neuron,
     prometheus,
 )
@@ -31,6 +32,7 @@ ADDONS: dict[str, Addon] = {
         neuron.ADDON,
         ebs_csi.ADDON,
         keda.ADDON,
+        keda_http.ADDON,
         prometheus.ADDON,
         aws_load_balancer_controller.ADDON,
     )

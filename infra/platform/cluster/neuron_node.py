@@ -19,6 +19,7 @@ from infra.contracts import (
     NEURON_TAINT_VALUE,
 )
 from infra.contracts import LNC_NODE_LABEL as LNC_LABEL
+from infra.platform.cluster.root_volume import root_volume
 from infra.settings import Trn2PoolSettings
 
 #: Label naming the pool a node belongs to.
@@ -66,7 +67,7 @@ def node_ephemeral_storage_gib(pool: Trn2PoolSettings) -> int:
     kube-reserved and the nodefs eviction threshold (trnspec.hardware.packing, which `predict`
     reads too).
     """
-    disk, _ = kubelet_disk(pool.instance_type, pool.root_volume_gib)
+    disk, _ = kubelet_disk(pool.instance_type, root_volume(pool).size_gib)
     return ephemeral_storage_allocatable_gib(disk)
 
 

@@ -35,6 +35,7 @@ from infra.platform.cluster.neuron_node import (
     node_resources,
     uses_instance_store,
 )
+from infra.platform.cluster.root_volume import root_volume
 from infra.settings import Trn2PoolSettings
 
 #: Where each label the serving pods select on comes from, for the fix in a message.
@@ -101,7 +102,7 @@ def pod_resources(pod: dict[str, Any]) -> Resources:
 
 def pool_packing(pool: Trn2PoolSettings, pod: dict[str, Any]) -> Packing:
     """Replicas of `pod` one node of the pool holds (trnspec packing, which `predict` reads)."""
-    node = node_allocatable(pool.instance_type, pool.root_volume_gib)
+    node = node_allocatable(pool.instance_type, root_volume(pool).size_gib)
     return replicas_per_node(pod_resources(pod), node)
 
 
@@ -171,7 +172,7 @@ def placement_problems(
                 problems.append(
                     Problem(
                         f"trn2_pools.{i}.root_volume_gib",
-                        p.root_volume_gib,
+                        root_volume(p).size_gib,
                         f"its nodes offer {allocatable} GiB of ephemeral storage and {owner} "
                         f"ask for {storage:g} GiB (serving.weights_volume_gib with "
                         f"weights_storage node-local): set root_volume_gib to at least "

@@ -21,6 +21,7 @@ from infra.platform.cluster.neuron_node import (
     mime_user_data,
     node_template_tags,
 )
+from infra.platform.cluster.root_volume import root_volume
 from infra.settings import Trn2PoolSettings
 
 TAINT_EFFECTS = {"NoSchedule": eks.TaintEffect.NO_SCHEDULE}
@@ -58,6 +59,7 @@ class Trn2Nodegroup(Construct):
         self.pool = pool
         self.nodegroup_name = f"{props.cluster_name}-{pool.name}"
         subnets = self._subnets(props)
+        root = root_volume(pool)
         # Raw CloudFormation shape, set as one property override below: passed as a plain dict
         # to `launch_template_data`, its keys were lost in the jsii struct conversion.
         lt_data: dict[str, object] = {
@@ -65,10 +67,10 @@ class Trn2Nodegroup(Construct):
                 {
                     "DeviceName": "/dev/xvda",
                     "Ebs": {
-                        "VolumeSize": pool.root_volume_gib,
+                        "VolumeSize": root.size_gib,
                         "VolumeType": "gp3",
-                        "Iops": 16000,
-                        "Throughput": 1000,
+                        "Iops": root.iops,
+                        "Throughput": root.throughput_mibps,
                         "Encrypted": True,
                         "DeleteOnTermination": True,
                     },

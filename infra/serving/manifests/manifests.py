@@ -20,6 +20,7 @@ from infra.serving.manifests.precompile import precompile_job
 from infra.serving.manifests.server import deployment
 from infra.serving.manifests.service import cluster_service, internal_nlb_service
 from infra.serving.manifests.spec import WorkloadSpec
+from infra.serving.manifests.wake import wake_path
 from infra.serving.manifests.weights import weights_job
 from infra.settings.serving import ServingSettings
 
@@ -67,9 +68,11 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
             neuron_monitor_pod_monitor(settings),
             dashboard_config_map(settings, dashboard_for_config_yaml(spec.config_yaml)),
         ]
+    # With scale_to_zero: the interceptor's route, the wake Service and policies (wake.py).
+    wake = wake_path(spec, settings)
     return WorkloadManifests(
         namespace=namespace(spec.namespace),
-        core=core,
-        keda=[scaled_object(spec, settings)],
+        core=core + wake.core,
+        keda=[wake.scaled(scaled_object(spec, settings)), *wake.keda],
         monitoring=monitoring,
     )

@@ -90,7 +90,10 @@ def test_trn2_nodes_carry_the_neuron_taint_and_pool_labels(default: Synth) -> No
 def test_trn2_launch_template_sets_root_volume_imdsv2_and_lnc(default: Synth) -> None:
     (lt,) = default.resources("AWS::EC2::LaunchTemplate").values()
     data = lt["Properties"]["LaunchTemplateData"]
-    assert data["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] == 512
+    # The kubelet and containerd are on the instance store: the root holds the OS, at gp3's
+    # included performance (infra/platform/cluster/root_volume.py).
+    ebs = data["BlockDeviceMappings"][0]["Ebs"]
+    assert (ebs["VolumeSize"], ebs["Iops"], ebs["Throughput"]) == (100, 3000, 125)
     assert data["BlockDeviceMappings"][0]["Ebs"]["Encrypted"] is True
     assert data["MetadataOptions"]["HttpTokens"] == "required"
     user_data = data["UserData"]["Fn::Base64"]

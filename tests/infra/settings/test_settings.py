@@ -173,7 +173,7 @@ def test_karpenter_rejects_fixed_node_counts() -> None:
 
 
 def test_unknown_profile_lists_the_shipped_ones() -> None:
-    with pytest.raises(SettingsError, match="capacity-block, default, karpenter"):
+    with pytest.raises(SettingsError, match="capacity-block, default, first-node, karpenter"):
         load_settings("nope")
 
 

@@ -55,10 +55,12 @@ def test_a_replica_asks_for_its_chips_share_of_the_nodes_cpu_and_memory() -> Non
 
 def test_the_kubelet_disk_is_the_instance_store_where_the_type_has_one() -> None:
     assert kubelet_disk("trn2.48xlarge", 512) == (7078, "instance-store NVMe (RAID0, 7078 GiB)")
-    assert kubelet_disk("trn2.3xlarge", 512) == (512, "root EBS volume (512 GiB)")
+    # trn2.3xlarge: one 470 GB disk (EC2 DescribeInstanceTypes), 437 GiB.
+    assert kubelet_disk("trn2.3xlarge", 512) == (437, "instance-store NVMe (RAID0, 437 GiB)")
+    assert kubelet_disk("trn2u.48xlarge", 512) == (512, "root EBS volume (512 GiB)")
     # 7078 GiB - 10 % eviction threshold - 1 GiB kube-reserved; 512 GiB root: 459.
     assert node_allocatable("trn2.48xlarge").ephemeral_gib == 6369
-    assert node_allocatable("trn2.3xlarge").ephemeral_gib == 459
+    assert node_allocatable("trn2u.48xlarge").ephemeral_gib == 459
 
 
 def test_booted_node_memory_and_cpu_are_what_karpenter_models() -> None:

@@ -16,6 +16,7 @@ from infra.platform.cluster.neuron_node import (
     mime_user_data,
     uses_instance_store,
 )
+from infra.platform.cluster.root_volume import root_volume
 from infra.settings import Trn2PoolSettings
 
 #: Karpenter's capacity type for each pool capacity kind (capacity blocks and ODCRs are both
@@ -83,6 +84,7 @@ def node_class(
     ami_alias: str,
 ) -> dict[str, Any]:
     """EC2NodeClass: Neuron AMI, discovered subnets/SGs, reservation, LNC user data."""
+    root = root_volume(pool)
     subnet_terms: list[dict[str, Any]] = (
         [{"id": sid} for sid in pool.subnet_ids]
         if pool.subnet_ids
@@ -97,10 +99,10 @@ def node_class(
             {
                 "deviceName": "/dev/xvda",
                 "ebs": {
-                    "volumeSize": f"{pool.root_volume_gib}Gi",
+                    "volumeSize": f"{root.size_gib}Gi",
                     "volumeType": "gp3",
-                    "iops": 16000,
-                    "throughput": 1000,
+                    "iops": root.iops,
+                    "throughput": root.throughput_mibps,
                     "encrypted": True,
                     "deleteOnTermination": True,
                 },

@@ -10,7 +10,7 @@ from infra.settings import Trn2PoolSettings
 def test_only_types_with_a_known_instance_store_get_the_raid0_node_config() -> None:
     big, small = (
         Trn2PoolSettings(name="a"),
-        Trn2PoolSettings(name="b", instance_type="trn2.3xlarge"),
+        Trn2PoolSettings(name="b", instance_type="trn2u.48xlarge"),
     )
     assert "strategy: RAID0" in mime_user_data(big)
     assert "strategy: RAID0" not in mime_user_data(big, local_storage=False)

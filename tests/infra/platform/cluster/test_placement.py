@@ -61,8 +61,9 @@ def test_a_pool_of_another_instance_type_is_refused() -> None:
 #: A pool whose instance type has no instance store known here: the kubelet's disk is the root
 #: volume, and the serving pods ask for an explicit 300 GiB.
 ROOT_VOLUME_POOL = {
-    "trn2_pools.0.instance_type": "trn2.3xlarge",
+    "trn2_pools.0.instance_type": "trn2u.48xlarge",
     "serving.profile": "qwen3-4b-dflash-3xl",
+    "serving.overrides": "[hardware.instance_type=trn2u.48xlarge]",
     "serving.weights_volume_gib": "300",
 }
 
@@ -95,10 +96,10 @@ def test_the_same_small_volume_is_fine_with_ebs_weights() -> None:
 
 def test_a_second_pool_that_fits_is_enough() -> None:
     pools = (
-        Trn2PoolSettings(name="small", root_volume_gib=300, instance_type="trn2.3xlarge"),
-        Trn2PoolSettings(name="big", instance_type="trn2.3xlarge"),
+        Trn2PoolSettings(name="small", root_volume_gib=300, instance_type="trn2u.48xlarge"),
+        Trn2PoolSettings(name="big", instance_type="trn2u.48xlarge"),
     )
-    pod = _pod_on(_pod(devices=1, storage="300Gi"), "trn2.3xlarge")
+    pod = _pod_on(_pod(devices=1, storage="300Gi"), "trn2u.48xlarge")
     assert placement_problems(pools, [pod]) == []
     (line,) = placement_problems(pools[:1], [pod])
     assert line.field == "trn2_pools.0.root_volume_gib"
@@ -117,8 +118,8 @@ def test_an_init_container_asking_for_more_than_the_containers_sets_the_request(
     pod = _pod(devices=1, storage="10Gi")
     spec = pod["spec"]["template"]["spec"]
     spec["initContainers"] = [{"resources": {"requests": {"ephemeral-storage": "500Gi"}}}]
-    pool = Trn2PoolSettings(name="trn2", instance_type="trn2.3xlarge")
-    (line,) = placement_problems((pool,), [_pod_on(pod, "trn2.3xlarge")])
+    pool = Trn2PoolSettings(name="trn2", instance_type="trn2u.48xlarge")
+    (line,) = placement_problems((pool,), [_pod_on(pod, "trn2u.48xlarge")])
     assert line.field == "trn2_pools.0.root_volume_gib"
     size = min_root_volume_gib(500)
     assert (

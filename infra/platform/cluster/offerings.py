@@ -1,0 +1,94 @@
+"""Where EC2 offers each Trn2 instance type, and how it can be bought.
+
+Regions and zones are EC2's DescribeInstanceTypeOfferings (location types `region` and
+`availability-zone`), the purchase options its DescribeInstanceTypes `SupportedUsageClasses`, as
+captured in the EC2 data moto 5.2.5 bundles (moto/ec2/resources/instance_type_offerings/ and
+instance_types.json; tests/infra/platform/cluster/test_offerings.py keeps this table equal to
+it). A capture, not a live answer: EC2 adds regions, so before choosing one run
+`aws ec2 describe-instance-type-offerings --location-type availability-zone
+--filters Name=instance-type,Values=<type> --region <region>`. An offering says EC2 sells the
+type there, not that capacity is free: on-demand Trn2 capacity is scarce (capacity blocks and
+reservations are the reliable way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trnspec.boundary.problems import Problem
+
+from infra.settings import DeploymentSettings
+
+SOURCE = (
+    "EC2 DescribeInstanceTypeOfferings and DescribeInstanceTypes (SupportedUsageClasses) as "
+    "bundled in moto 5.2.5"
+)
+
+
+@dataclass(frozen=True)
+class Offering:
+    """One instance type in one region."""
+
+    instance_type: str
+    region: str
+    zones: tuple[str, ...]
+    """Availability zones (names) that offer it."""
+    purchase: tuple[str, ...]
+    """EC2 usage classes: on-demand, spot, capacity-block."""
+
+
+_USAGE = ("on-demand", "spot", "capacity-block")
+OFFERINGS: tuple[Offering, ...] = (
+    Offering("trn2.48xlarge", "ap-south-2", ("ap-south-2a", "ap-south-2b", "ap-south-2c"), _USAGE),
+    Offering("trn2.48xlarge", "us-east-2", ("us-east-2a", "us-east-2b", "us-east-2c"), _USAGE),
+    Offering("trn2.3xlarge", "ap-south-2", ("ap-south-2a", "ap-south-2b", "ap-south-2c"), _USAGE),
+    Offering("trn2.3xlarge", "ap-southeast-4", ("ap-southeast-4c",), _USAGE),
+    Offering("trn2.3xlarge", "sa-east-1", ("sa-east-1a", "sa-east-1b", "sa-east-1c"), _USAGE),
+)
+
+
+def regions_offering(instance_type: str) -> list[str]:
+    return sorted(o.region for o in OFFERINGS if o.instance_type == instance_type)
+
+
+def offering(instance_type: str, region: str) -> Offering | None:
+    for o in OFFERINGS:
+        if (o.instance_type, o.region) == (instance_type, region):
+            return o
+    return None
+
+
+def offering_problems(settings: DeploymentSettings) -> list[Problem]:
+    """A pool whose type EC2 does not offer in the deployment's region (or zone) never gets a
+    node: its pods stay Pending for the autoscaler's whole provisioning time. Only checked when
+    the region is set (an environment-agnostic synth does not know it); a type this table does
+    not list is not judged."""
+    if not settings.region:
+        return []
+    problems: list[Problem] = []
+    for i, pool in enumerate(settings.trn2_pools):
+        regions = regions_offering(pool.instance_type)
+        if not regions:
+            continue
+        found = offering(pool.instance_type, settings.region)
+        if found is None:
+            problems.append(
+                Problem(
+                    f"trn2_pools.{i}.instance_type",
+                    pool.instance_type,
+                    f"EC2 does not offer it in {settings.region} ({SOURCE}); deploy to one of "
+                    f"{', '.join(regions)}, or if EC2 offers it there now (aws ec2 "
+                    "describe-instance-type-offerings), add the region to "
+                    "infra/platform/cluster/offerings.py",
+                )
+            )
+        elif pool.availability_zone and pool.availability_zone not in found.zones:
+            problems.append(
+                Problem(
+                    f"trn2_pools.{i}.availability_zone",
+                    pool.availability_zone,
+                    f"EC2 offers {pool.instance_type} in {settings.region} only in "
+                    f"{', '.join(found.zones)}; pick one of them",
+                )
+            )
+    return problems

@@ -1,0 +1,105 @@
+"""Where Trn2 types can be had: the table equals EC2's own answers as moto 5.2.5 bundles them
+(DescribeInstanceTypeOfferings per region and zone, DescribeInstanceTypes' usage classes and
+instance store), and a pool in a region without its type is refused before a deploy."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import moto
+import pytest
+from aws_cdk import App
+from platform_synth import ADMIN
+from trnspec.hardware.pricing import REGIONAL_PRICES
+from trnspec.hardware.topology import INSTANCE_TYPES
+
+from infra.app.composition import compose
+from infra.platform.cluster.offerings import OFFERINGS
+from infra.settings import SettingsError, load_settings
+
+EC2_DATA = Path(moto.__file__).parent / "ec2" / "resources"
+TRN2 = ("trn2.3xlarge", "trn2.48xlarge")
+
+
+def _load(path: Path) -> Any:
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+
+
+def _ec2_offerings() -> dict[tuple[str, str], set[str]]:
+    zones: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for path in sorted((EC2_DATA / "instance_type_offerings" / "availability-zone").iterdir()):
+        region = path.name.split(".")[0]
+        for o in _load(path):
+            if o["InstanceType"] in TRN2:
+                zones[(o["InstanceType"], region)].add(o["Location"])
+    return zones
+
+
+def _instance_types() -> dict[str, Any]:
+    path = next(p for p in EC2_DATA.iterdir() if p.name.startswith("instance_types.json"))
+    return _load(path)
+
+
+def test_the_table_is_what_ec2_says_per_region_and_zone() -> None:
+    table = {(o.instance_type, o.region): set(o.zones) for o in OFFERINGS}
+    assert table == _ec2_offerings()
+
+
+def test_the_purchase_options_are_ec2s_usage_classes() -> None:
+    types = _instance_types()
+    for o in OFFERINGS:
+        assert set(o.purchase) == set(types[o.instance_type]["SupportedUsageClasses"])
+
+
+@pytest.mark.parametrize("name", TRN2)
+def test_the_topology_table_matches_ec2s_instance_description(name: str) -> None:
+    ec2 = _instance_types()[name]
+    ours = INSTANCE_TYPES[name]
+    assert ours.vcpus == ec2["VCpuInfo"]["DefaultVCpus"]
+    assert ours.memory_gib * 1024 == ec2["MemoryInfo"]["SizeInMiB"]
+    assert ours.instance_store_gb == ec2["InstanceStorageInfo"]["TotalSizeInGB"]
+
+
+def test_a_pool_in_a_region_without_its_type_is_refused_naming_where_it_is_sold() -> None:
+    with pytest.raises(SettingsError) as err:
+        compose(
+            App(),
+            load_settings(
+                "first-node",
+                {
+                    **ADMIN,
+                    "region": "us-east-1",
+                    "vpc.availability_zones": "[us-east-1a, us-east-1b]",
+                },
+            ),
+        )
+    lines = [str(p) for p in err.value.problems]
+    (line,) = [x for x in lines if x.startswith("trn2_pools.0.instance_type")]
+    assert "EC2 does not offer it in us-east-1" in line
+    assert "ap-south-2, ap-southeast-4, sa-east-1" in line
+
+
+def test_a_zone_that_does_not_offer_the_type_is_refused() -> None:
+    overrides = {
+        **ADMIN,
+        "region": "ap-southeast-4",
+        "vpc.availability_zones": "[ap-southeast-4a, ap-southeast-4c]",
+        "trn2_pools.0.availability_zone": "ap-southeast-4a",
+    }
+    with pytest.raises(SettingsError) as err:
+        compose(App(), load_settings("first-node", overrides))
+    lines = [str(p) for p in err.value.problems]
+    assert any(
+        x.startswith("trn2_pools.0.availability_zone=ap-southeast-4a") and "ap-southeast-4c" in x
+        for x in lines
+    ), lines
+
+
+def test_every_region_that_offers_a_type_has_a_price_row_with_its_own_source() -> None:
+    offered = {(o.instance_type, o.region) for o in OFFERINGS}
+    assert set(REGIONAL_PRICES) == offered
