@@ -99,7 +99,11 @@ class Acceptance:
     flags: tuple[str, ...]
 
 
-def _alpha(args: argparse.Namespace, default_k: int) -> Acceptance:
+def _alpha(args: argparse.Namespace, default_k: int, speculative: bool = True) -> Acceptance:
+    """The acceptance asked for; none is needed when no candidate speculates."""
+    given = (args.tune_report, args.acceptance_from, args.acceptance_rate, args.acceptance_length)
+    if not speculative and all(g is None for g in given):
+        return Acceptance(0.0, "no candidate speculates", ())
     if args.tune_report:
         alpha = tune_report_alpha(args.tune_report)
         return Acceptance(
@@ -198,7 +202,10 @@ def build_plans(args: argparse.Namespace) -> Planned:
     if args.overrides and not args.config:
         raise ConfigError([Problem("--set", args.overrides[0], "--set applies to --config FILE")])
     cfgs = [load_profile(name) for name in args.profile]
-    acceptance = _alpha(args, cfgs[0].speculation.num_speculative_tokens)
+    speculative = [c for c in cfgs if c.speculation.method != "none"]
+    acceptance = _alpha(
+        args, (speculative or cfgs)[0].speculation.num_speculative_tokens, bool(speculative)
+    )
     inputs = _plan_inputs(args)
     evidence = _evidence(args)
     veto: Veto = evidence.veto if evidence is not None else no_veto
@@ -483,7 +490,8 @@ def _cmd(args: argparse.Namespace) -> int:
 def _command_line(args: argparse.Namespace, acceptance: Acceptance) -> str:
     """The command that reproduces the plan (the flags that decide it)."""
     parts = [f"--profile {p}" for p in args.profile]
-    parts.append(" ".join(acceptance.flags))
+    if acceptance.flags:
+        parts.append(" ".join(acceptance.flags))
     parts += [f"--tpot-ms {args.tpot_ms:g}", f"--peak-streams {args.peak_streams}"]
     parts.append(f"--min-replicas {args.min_replicas}")
     if args.max_num_seqs:

@@ -86,7 +86,13 @@ def decide(plans: Sequence[ProfilePlan]) -> Decision | None:
         return None
     if spec is None:
         assert plain is not None
-        return Decision(Verdict.PLAIN, plain, None, plain, "no speculative variant to compare")
+        return Decision(
+            Verdict.PLAIN,
+            plain,
+            None,
+            plain,
+            "no speculative variant kept to compare (see the variants left out)",
+        )
     if plain is None:
         if not spec.pays:
             return None
