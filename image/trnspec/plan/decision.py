@@ -64,11 +64,10 @@ def _best(variants: Sequence[Variant]) -> Variant | None:
 
 
 def plain_twin(plans: Sequence[ProfilePlan], spec: Variant) -> Variant | None:
-    """The plain variant serving the same target as `spec`, at its batch when one meets the
-    target there (so both arms take the same concurrency), else the cheapest of that target."""
-    same = [p.plain for p in plans if p.plain is not None and p.plain.target == spec.target]
-    at_batch = [v for v in same if v.max_num_seqs == spec.max_num_seqs]
-    return _best(at_batch) or _best(same)
+    """The cheapest plain variant serving the same target as `spec`: what the deployment would
+    run without speculation. The calibration measures both arms at the concurrency levels both
+    take (up to the smaller max_num_seqs), so the main Deployment stays the plain plan."""
+    return _best([p.plain for p in plans if p.plain is not None and p.plain.target == spec.target])
 
 
 def _undecided(

@@ -9,9 +9,11 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import yaml
 from trnspec.boundary.errors import BoundaryError
 from trnspec.cli.main import main
 from trnspec.perf.model import tokens_per_step
@@ -95,17 +97,24 @@ def _plan(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str
 
 
 def test_the_served_acceptance_is_the_rate_whose_window_gives_the_mean_accepted_length(
-    prometheus: FakePrometheus, capsys: pytest.CaptureFixture[str]
+    prometheus: FakePrometheus, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     # 1000 drafts of k=15, 1100 tokens accepted: 2.1 tokens per step, as the DFlash README.
     prometheus.answer = counters(1100.0, 15000.0, 1000.0)
-    code, out, err = _plan(capsys, "--acceptance-from", prometheus.url, "--window", "2h")
+    out_file = tmp_path / "plan.yaml"
+    code, out, err = _plan(
+        capsys, "--acceptance-from", prometheus.url, "--window", "2h", "--out", str(out_file)
+    )
     assert code == 0, err
     line = out.splitlines()[0]
     rate = float(line.split("acceptance a=")[1].split(" ")[0])
     assert tokens_per_step(rate, 15) == pytest.approx(2.1, abs=0.01)
     assert "acceptance length 2.100 at k=15" in line and "accepted/drafted 0.073" in line
     assert all("[2h]" in q for q in prometheus.queries) and len(prometheus.queries) == 3
+    # the plan file reproduces without the server: the served figure is recorded as flags
+    command = yaml.safe_load(out_file.read_text())["plan"]["command"]
+    assert "--acceptance-length 2.1000 --acceptance-k 15" in command
+    assert "--acceptance-from" not in command
 
 
 @pytest.mark.parametrize(
