@@ -326,7 +326,7 @@ def _row(plan: ProfilePlan, label: str, kind: str, v: Variant, chosen: Variant |
         f" {v.replicas_per_node:>8} {v.replicas_at_peak:>8} {v.nodes_at_peak:>5}"
         f" {v.cost_per_1m_output_tokens_usd:>9.3f} {v.idle_cost_per_hour_usd:>8.2f}"
         f" {(v.band_text if v.error is not None else 'none'):>8}{mark}"
-        + ("" if v.pays else " (slower than plain at some batch: not deployable)")
+        + ("" if v.pays else " (predicted slower than plain at some batch)")
     )
 
 
@@ -462,6 +462,7 @@ def _cmd(args: argparse.Namespace) -> int:
             "inputs": planned.meta,
             "profiles": [_plan_json(p) for p in planned.plans],
             "decision": _decision_json(planned.decision),
+            "ramp": planned.ramp.describe(planned.policy) if planned.ramp else None,
         }
         print(json.dumps(doc, indent=2))
     else:
