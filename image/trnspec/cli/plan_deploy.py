@@ -536,7 +536,7 @@ def _variant_json(v: Variant | None) -> dict[str, Any] | None:
         "idle_cost_per_hour_usd": round(v.idle_cost_per_hour_usd, 2),
         "streams_per_replica": v.streams_per_replica,
         "error_band": round(v.error, 3) if v.error is not None else None,
-        "error_band_note": v.band.describe() if v.band is not None else "no held-out data",
+        "error_band_note": v.band_note,
     }
 
 

@@ -36,7 +36,6 @@ from trnspec.perf.bands import band_for
 from trnspec.perf.calibrate import Calibration, trn2_calibration
 from trnspec.perf.model import TokensPerStep
 from trnspec.perf.profile_model import ProfileModel, profile_model
-from trnspec.perf.validation import ErrorBand
 
 #: KEDA's bound on replicas (serving.max_replicas).
 MAX_REPLICAS = 64
@@ -99,8 +98,10 @@ class Variant:
     cost_per_1m_output_tokens_usd: float
     idle_nodes: int
     idle_cost_per_hour_usd: float
-    #: The held-out error of the regime its figures come from (stack, method, batch range).
-    band: ErrorBand | None = None
+    #: The held-out error of the regime its figures come from, as a fraction (0.19 = +/-19 %;
+    #: None: no held-out row of the regime could be predicted), and the regime in words.
+    error: float | None = None
+    band_note: str = "no held-out data"
     instance_type: str = ""
     #: The target model's name (speculation and its plain twin serve the same one).
     target: str = ""
@@ -114,11 +115,6 @@ class Variant:
         """KEDA target of requests in flight per replica: the batch the variant was priced at,
         so the autoscaler keeps replicas_at_peak at peak and no replica runs a larger batch."""
         return self.max_num_seqs
-
-    @property
-    def error(self) -> float | None:
-        """The band as a fraction (0.19 = +/-19 %), None where the regime has no held-out row."""
-        return self.band.max_abs_error if self.band is not None else None
 
     @property
     def band_text(self) -> str:
@@ -273,6 +269,7 @@ def plan_profile(
                 skipped.append(Skip(k, batch, reason, nodes))
                 continue
             tps = full.output_tokens_per_s
+            band = band_for(cal, model.group_for(k), model.method, k, batch)
             # Every replica on every billed node serves: the fleet's throughput is replicas x
             # one replica's, and the bill is the nodes'.
             cost = cost_per_1m_output_tokens(price_per_hour * nodes, tps * replicas)
@@ -295,7 +292,8 @@ def plan_profile(
                 cost_per_1m_output_tokens_usd=cost,
                 idle_nodes=idle_nodes,
                 idle_cost_per_hour_usd=idle_nodes * price_per_hour,
-                band=band_for(cal, model.group_for(k), model.method, k, batch),
+                error=band.max_abs_error,
+                band_note=band.describe(),
                 instance_type=itype,
                 target=model.target.name,
             )

@@ -129,7 +129,8 @@ def test_when_only_the_cap_stops_every_variant_the_error_names_the_peak_not_the_
 ) -> None:
     code, _, err = plan(
         capsys,
-        *("--profile", "qwen3-4b-baseline", "--tpot-ms", "12", "--peak-streams", "2000"),
+        *("--profile", "qwen3-4b-baseline", "--tpot-ms", "1000", "--peak-streams", "2000"),
+        *("--max-num-seqs", "1,2,4"),
     )
     assert code == 2 and err.startswith("--peak-streams=2000") and "raise it" not in err
 
