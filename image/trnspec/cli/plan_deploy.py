@@ -573,6 +573,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--profile", action="append", required=True, help="a candidate profile (repeatable)"
     )
+    _add_acceptance_flags(p)
+    p.add_argument(
+        "--tpot-ms", type=float_arg(0, 1e6, lo_open=True), required=True, help="TPOT p50 target"
+    )
+    p.add_argument(
+        "--peak-streams", type=int_arg(1), required=True, help="expected peak concurrent streams"
+    )
+    p.add_argument(
+        "--min-replicas", type=int_arg(1, MAX_REPLICAS), default=1, help="replicas kept (def. 1)"
+    )
+    p.add_argument("--max-num-seqs", help="candidate batches, e.g. 1,2,4 (default 1..32)")
+    p.add_argument(
+        "--price-per-hour",
+        type=float_arg(0, 1e6, lo_open=True),
+        help="USD per instance hour (default: table)",
+    )
+    p.add_argument(
+        "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (def. 512)"
+    )
+    p.add_argument(
+        "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (def. 256)"
+    )
+    _add_evidence_flags(p)
+    p.add_argument("--out", help="write the chosen deployment as a plan file (YAML)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=_cmd)
+
+
+def _add_acceptance_flags(p: argparse.ArgumentParser) -> None:
+    """The acceptance: given, from a tune report, or served (Prometheus)."""
     acc = p.add_mutually_exclusive_group()
     acc.add_argument(
         "--acceptance-rate", type=float_arg(0, 1), help="per-token acceptance a in [0, 1]"
@@ -595,27 +625,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--acceptance-k", type=int_arg(1, 64), help="k of --acceptance-length (default: profile's)"
     )
-    p.add_argument(
-        "--tpot-ms", type=float_arg(0, 1e6, lo_open=True), required=True, help="TPOT p50 target"
-    )
-    p.add_argument(
-        "--peak-streams", type=int_arg(1), required=True, help="expected peak concurrent streams"
-    )
-    p.add_argument(
-        "--min-replicas", type=int_arg(1, MAX_REPLICAS), default=1, help="replicas kept (def. 1)"
-    )
-    p.add_argument("--max-num-seqs", help="candidate batches, e.g. 1,2,4 (default 1..32)")
-    p.add_argument(
-        "--price-per-hour",
-        type=float_arg(0, 1e6, lo_open=True),
-        help="USD per instance hour (default: table)",
-    )
-    p.add_argument(
-        "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (def. 512)"
-    )
-    p.add_argument(
-        "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (def. 256)"
-    )
+
+
+def _add_evidence_flags(p: argparse.ArgumentParser) -> None:
+    """Measured rows, the deployment config's pools and the ramp's policy and targets."""
     p.add_argument(
         "--measured",
         metavar="PATH|s3://BUCKET/KEY",
@@ -657,9 +670,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=float_arg(0, 24 * 60),
         help="minutes from a new pod to Ready (node, weights, compile cache): counted in the ramp",
     )
-    p.add_argument("--out", help="write the chosen deployment as a plan file (YAML)")
-    p.add_argument("--format", choices=("table", "json"), default="table")
-    p.set_defaults(func=_cmd)
 
 
 def _window_arg(text: str) -> str:

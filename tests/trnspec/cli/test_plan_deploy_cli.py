@@ -159,3 +159,12 @@ def test_the_plan_prints_the_ramp_and_warns_when_the_queue_breaks_the_ttft_targe
 def test_new_flags_are_read_by_the_boundary_readers(capsys, argv, needle) -> None:
     code, _, err = plan(capsys, *DEFAULT_GOAL, *argv)
     assert code == 2 and needle in err
+
+
+def test_measured_rows_are_read_from_the_bucket_the_calibration_wrote(capsys, s3_bkt) -> None:
+    key = "calibration/20261202T000000Z/trn2_rows.yaml"
+    s3_bkt.put_object(Bucket="bkt", Key=key, Body=rows_text(0.64).encode())
+    code, out, err = plan(capsys, *DEFAULT_GOAL, "--measured", f"s3://bkt/{key}")
+    assert code == 0, err
+    assert f"measured: 2 rows from s3://bkt/{key}" in out
+    assert "measured slower than plain at batch 1" in out
