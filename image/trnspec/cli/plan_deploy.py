@@ -103,7 +103,11 @@ class Acceptance:
     flags: tuple[str, ...]
 
 
-def _alpha(args: argparse.Namespace, default_k: int) -> Acceptance:
+def _alpha(args: argparse.Namespace, default_k: int, speculative: bool = True) -> Acceptance:
+    """The acceptance asked for; none is needed when no candidate speculates."""
+    given = (args.tune_report, args.acceptance_from, args.acceptance_rate, args.acceptance_length)
+    if not speculative and all(g is None for g in given):
+        return Acceptance(0.0, "no candidate speculates", ())
     if args.tune_report:
         alpha = tune_report_alpha(args.tune_report)
         return Acceptance(
@@ -202,7 +206,10 @@ def build_plans(args: argparse.Namespace) -> Planned:
     if args.overrides and not args.config:
         raise ConfigError([Problem("--set", args.overrides[0], "--set applies to --config FILE")])
     cfgs = [load_profile(name) for name in args.profile]
-    acceptance = _alpha(args, cfgs[0].speculation.num_speculative_tokens)
+    speculative = [c for c in cfgs if c.speculation.method != "none"]
+    acceptance = _alpha(
+        args, (speculative or cfgs)[0].speculation.num_speculative_tokens, bool(speculative)
+    )
     inputs = _plan_inputs(args)
     evidence = _evidence(args)
     veto: Veto = evidence.veto if evidence is not None else no_veto
@@ -323,7 +330,7 @@ def _row(plan: ProfilePlan, label: str, kind: str, v: Variant, chosen: Variant |
         f" {v.replicas_per_node:>8} {v.replicas_at_peak:>8} {v.nodes_at_peak:>5}"
         f" {v.cost_per_1m_output_tokens_usd:>9.3f} {v.idle_cost_per_hour_usd:>8.2f}"
         f" {(v.band_text if v.error is not None else 'none'):>8}{mark}"
-        + ("" if v.pays else " (slower than plain at some batch: not deployable)")
+        + ("" if v.pays else " (predicted slower than plain at some batch)")
     )
 
 
@@ -459,6 +466,7 @@ def main(args: argparse.Namespace) -> int:
             "inputs": planned.meta,
             "profiles": [_plan_json(p) for p in planned.plans],
             "decision": _decision_json(planned.decision),
+            "ramp": planned.ramp.describe(planned.policy) if planned.ramp else None,
         }
         print(json.dumps(doc, indent=2))
     else:
@@ -487,7 +495,8 @@ def main(args: argparse.Namespace) -> int:
 def _command_line(args: argparse.Namespace, acceptance: Acceptance) -> str:
     """The command that reproduces the plan (the flags that decide it)."""
     parts = [f"--profile {p}" for p in args.profile]
-    parts.append(" ".join(acceptance.flags))
+    if acceptance.flags:
+        parts.append(" ".join(acceptance.flags))
     parts += [f"--tpot-ms {args.tpot_ms:g}", f"--peak-streams {args.peak_streams}"]
     parts.append(f"--min-replicas {args.min_replicas}")
     if args.max_num_seqs:
@@ -531,7 +540,7 @@ def _variant_json(v: Variant | None) -> dict[str, Any] | None:
         "idle_cost_per_hour_usd": round(v.idle_cost_per_hour_usd, 2),
         "streams_per_replica": v.streams_per_replica,
         "error_band": round(v.error, 3) if v.error is not None else None,
-        "error_band_note": v.band.describe() if v.band is not None else "no held-out data",
+        "error_band_note": v.band_note,
     }
 
 
@@ -563,6 +572,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--profile", action="append", required=True, help="a candidate profile (repeatable)"
     )
+    _add_acceptance_flags(p)
+    p.add_argument(
+        "--tpot-ms", type=float_arg(0, 1e6, lo_open=True), required=True, help="TPOT p50 target"
+    )
+    p.add_argument(
+        "--peak-streams", type=int_arg(1), required=True, help="expected peak concurrent streams"
+    )
+    p.add_argument(
+        "--min-replicas", type=int_arg(1, MAX_REPLICAS), default=1, help="replicas kept (def. 1)"
+    )
+    p.add_argument("--max-num-seqs", help="candidate batches, e.g. 1,2,4 (default 1..32)")
+    p.add_argument(
+        "--price-per-hour",
+        type=float_arg(0, 1e6, lo_open=True),
+        help="USD per instance hour (default: table)",
+    )
+    p.add_argument(
+        "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (def. 512)"
+    )
+    p.add_argument(
+        "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (def. 256)"
+    )
+    _add_evidence_flags(p)
+    p.add_argument("--out", help="write the chosen deployment as a plan file (YAML)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=_cmd)
+
+
+def _add_acceptance_flags(p: argparse.ArgumentParser) -> None:
+    """The acceptance: given, from a tune report, or served (Prometheus)."""
     acc = p.add_mutually_exclusive_group()
     acc.add_argument(
         "--acceptance-rate", type=float_arg(0, 1), help="per-token acceptance a in [0, 1]"
@@ -585,27 +624,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--acceptance-k", type=int_arg(1, 64), help="k of --acceptance-length (default: profile's)"
     )
-    p.add_argument(
-        "--tpot-ms", type=float_arg(0, 1e6, lo_open=True), required=True, help="TPOT p50 target"
-    )
-    p.add_argument(
-        "--peak-streams", type=int_arg(1), required=True, help="expected peak concurrent streams"
-    )
-    p.add_argument(
-        "--min-replicas", type=int_arg(1, MAX_REPLICAS), default=1, help="replicas kept (def. 1)"
-    )
-    p.add_argument("--max-num-seqs", help="candidate batches, e.g. 1,2,4 (default 1..32)")
-    p.add_argument(
-        "--price-per-hour",
-        type=float_arg(0, 1e6, lo_open=True),
-        help="USD per instance hour (default: table)",
-    )
-    p.add_argument(
-        "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (def. 512)"
-    )
-    p.add_argument(
-        "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (def. 256)"
-    )
+
+
+def _add_evidence_flags(p: argparse.ArgumentParser) -> None:
+    """Measured rows, the deployment config's pools and the ramp's policy and targets."""
     p.add_argument(
         "--measured",
         metavar="PATH|s3://BUCKET/KEY",
@@ -647,8 +669,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float_arg(0, 24 * 60),
         help="minutes from a new pod to Ready (node, weights, compile cache): counted in the ramp",
     )
-    p.add_argument("--out", help="write the chosen deployment as a plan file (YAML)")
-    p.add_argument("--format", choices=("table", "json"), default="table")
 
 
 def _window_arg(text: str) -> str:

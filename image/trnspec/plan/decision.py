@@ -6,10 +6,10 @@ source out), and for the speculative side its smallest speedup over plain across
 (the speculative band is a held-out error of that speedup). The rule:
 
 - confident in plain when plain's cost at the top of its band is below speculation's at the
-  bottom of its band, or when speculation is slower than plain at some batch even at the top
-  of its band;
+  bottom of its band, or when speculation is slower than plain at some batch even with both
+  bands in its favour (its speed at the top of its band, plain's at the bottom of its own);
 - confident in speculation when its cost at the top of its band is below plain's at the bottom,
-  and it is faster than plain at every batch even at the bottom of its band;
+  and it is faster than plain at every batch even with both bands against it;
 - otherwise undecided: the cheaper of the two flips within the bands, or one side has no
   held-out data at all. An undecided plan deploys a calibration: the plain twin (same target) as
   the main Deployment and the speculative variant beside it, measured against each other.
@@ -19,6 +19,7 @@ A margin is the ratio of the two costs at the near edges of their bands (above 1
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -64,11 +65,10 @@ def _best(variants: Sequence[Variant]) -> Variant | None:
 
 
 def plain_twin(plans: Sequence[ProfilePlan], spec: Variant) -> Variant | None:
-    """The plain variant serving the same target as `spec`, at its batch when one meets the
-    target there (so both arms take the same concurrency), else the cheapest of that target."""
-    same = [p.plain for p in plans if p.plain is not None and p.plain.target == spec.target]
-    at_batch = [v for v in same if v.max_num_seqs == spec.max_num_seqs]
-    return _best(at_batch) or _best(same)
+    """The cheapest plain variant serving the same target as `spec`: what the deployment would
+    run without speculation. The calibration measures both arms at the concurrency levels both
+    take (up to the smaller max_num_seqs), so the main Deployment stays the plain plan."""
+    return _best([p.plain for p in plans if p.plain is not None and p.plain.target == spec.target])
 
 
 def _undecided(
@@ -86,7 +86,13 @@ def decide(plans: Sequence[ProfilePlan]) -> Decision | None:
         return None
     if spec is None:
         assert plain is not None
-        return Decision(Verdict.PLAIN, plain, None, plain, "no speculative variant to compare")
+        return Decision(
+            Verdict.PLAIN,
+            plain,
+            None,
+            plain,
+            "no speculative variant kept to compare (see the variants left out)",
+        )
     if plain is None:
         if not spec.pays:
             return None
@@ -94,7 +100,7 @@ def decide(plans: Sequence[ProfilePlan]) -> Decision | None:
     ratio = plain.cost_per_1m_output_tokens_usd / spec.cost_per_1m_output_tokens_usd
     missing = [v for v in (spec, plain) if v.error is None]
     if missing:
-        regimes = "; ".join(v.band.describe() if v.band else v.profile for v in missing)
+        regimes = "; ".join(v.band_note for v in missing)
         return _undecided(spec, plain, plans, regimes, ratio)
     e_s, e_p = spec.error or 0.0, plain.error or 0.0
     c_s, c_p = spec.cost_per_1m_output_tokens_usd, plain.cost_per_1m_output_tokens_usd
@@ -108,18 +114,22 @@ def decide(plans: Sequence[ProfilePlan]) -> Decision | None:
             ratio,
             c_s * (1 - e_s) / (c_p * (1 + e_p)),
         )
-    if spec.min_speedup * (1 + e_s) < 1.0:
+    # Speculation's speed over plain at the bands' edges: its own error and plain's both count
+    # (the plain twin may run on another stack, whose floor has its own error).
+    fastest = spec.min_speedup * (1 + e_s) / (1 - e_p) if e_p < 1 else math.inf
+    slowest = spec.min_speedup * (1 - e_s) / (1 + e_p)
+    if fastest < 1.0:
         return Decision(
             Verdict.PLAIN,
             plain,
             spec,
             plain,
-            f"speculation is slower than plain at some batch even at the top of its band"
-            f" ({spec.min_speedup:.2f}x, {spec.band_text})",
+            f"speculation is slower than plain at some batch even at the edges of both bands"
+            f" ({spec.min_speedup:.2f}x, speculation {spec.band_text}, plain {plain.band_text})",
             ratio,
-            1.0 / (spec.min_speedup * (1 + e_s)),
+            1.0 / fastest,
         )
-    if c_s * (1 + e_s) < c_p * (1 - e_p) and spec.min_speedup * (1 - e_s) >= 1.0:
+    if c_s * (1 + e_s) < c_p * (1 - e_p) and slowest >= 1.0:
         return Decision(
             Verdict.SPECULATION,
             spec,

@@ -36,7 +36,6 @@ from trnspec.perf.bands import band_for
 from trnspec.perf.calibrate import Calibration, trn2_calibration
 from trnspec.perf.model import TokensPerStep
 from trnspec.perf.profile_model import ProfileModel, profile_model
-from trnspec.perf.validation import ErrorBand
 
 #: KEDA's bound on replicas (serving.max_replicas).
 MAX_REPLICAS = 64
@@ -99,8 +98,10 @@ class Variant:
     cost_per_1m_output_tokens_usd: float
     idle_nodes: int
     idle_cost_per_hour_usd: float
-    #: The held-out error of the regime its figures come from (stack, method, batch range).
-    band: ErrorBand | None = None
+    #: The held-out error of the regime its figures come from, as a fraction (0.19 = +/-19 %;
+    #: None: no held-out row of the regime could be predicted), and the regime in words.
+    error: float | None = None
+    band_note: str = "no held-out data"
     instance_type: str = ""
     #: The target model's name (speculation and its plain twin serve the same one).
     target: str = ""
@@ -114,11 +115,6 @@ class Variant:
         """KEDA target of requests in flight per replica: the batch the variant was priced at,
         so the autoscaler keeps replicas_at_peak at peak and no replica runs a larger batch."""
         return self.max_num_seqs
-
-    @property
-    def error(self) -> float | None:
-        """The band as a fraction (0.19 = +/-19 %), None where the regime has no held-out row."""
-        return self.band.max_abs_error if self.band is not None else None
 
     @property
     def band_text(self) -> str:
@@ -194,6 +190,101 @@ class Fleet:
         return self.max_nodes.get(instance_type, 0)
 
 
+@dataclass(frozen=True)
+class _Planning:
+    """What every (k, batch) of one profile is judged with."""
+
+    cfg: ServingConfig
+    alpha: float | TokensPerStep
+    price_per_hour: float
+    inputs: PlanInputs
+    cal: Calibration
+    base_overrides: tuple[str, ...]
+    veto: Veto
+    fleet: Fleet
+    spec_model: ProfileModel
+    plain_model: ProfileModel
+    instance_type: str
+
+
+def _first_veto(p: _Planning, k: int, batch: int) -> str | None:
+    """Why measured rows refuse speculation at some batch 1..batch, or None."""
+    if k == 0:
+        return None
+    m = p.spec_model
+    return next(
+        (v for b in range(1, batch + 1) if (v := p.veto(m.target.name, m.group, b)) is not None),
+        None,
+    )
+
+
+def _judge(p: _Planning, k: int, batch: int) -> Variant | Skip:
+    """The variant (k, batch) of the profile, or why it is left out (see the module doc)."""
+    try:
+        variant_cfg, overrides = _variant_config(p.cfg, k, batch, p.base_overrides)
+    except ConfigError as err:
+        problem = err.problems[0]  # k and b are the Skip's: the reason is the fix
+        return Skip(k, batch, f"{problem.field}: {problem.fix}")
+    placement = placement_for(variant_cfg)
+    if placement is None or placement.packing.replicas < 1:
+        why = placement.packing.reason if placement else "storage not sizable offline"
+        return Skip(k, batch, f"does not fit a node ({why})")
+    vetoed = _first_veto(p, k, batch)
+    if vetoed is not None:
+        return Skip(k, batch, vetoed)
+    model = p.spec_model if k > 0 else p.plain_model
+    loads = list(range(1, batch + 1))
+    plain = p.plain_model.grid(p.alpha, [0], loads)
+    points = p.spec_model.grid(p.alpha, [k], loads) if k > 0 else plain
+    full = points[-1]
+    tpot_ms = full.tpot_s * 1e3
+    if tpot_ms > p.inputs.tpot_target_ms:
+        reason = f"TPOT (ms) above the {p.inputs.tpot_target_ms:g} ms target"
+        return Skip(k, batch, reason, round(tpot_ms, 2))
+    min_speedup = min(
+        q.output_tokens_per_s / r.output_tokens_per_s for q, r in zip(points, plain, strict=True)
+    )
+    per_node = placement.packing.replicas
+    replicas = max(p.inputs.min_replicas, math.ceil(p.inputs.peak_streams / batch))
+    if replicas > MAX_REPLICAS:
+        reason = f"replicas at peak above the cap of {MAX_REPLICAS} (serving.max_replicas)"
+        return Skip(k, batch, reason, replicas)
+    nodes = math.ceil(replicas / per_node)
+    limit = p.fleet.node_limit(p.instance_type)
+    if limit is not None and limit > 0 and nodes > limit:
+        reason = f"nodes at peak above the {limit} the config's {p.instance_type} pools allow"
+        return Skip(k, batch, reason, nodes)
+    tps = full.output_tokens_per_s
+    # Every replica on every billed node serves: the fleet's throughput is replicas x one
+    # replica's, and the bill is the nodes'.
+    cost = cost_per_1m_output_tokens(p.price_per_hour * nodes, tps * replicas)
+    assert cost is not None  # tps > 0 for every predicted point
+    idle_nodes = math.ceil(p.inputs.min_replicas / per_node)
+    band = band_for(p.cal, model.group_for(k), model.method, k, batch)
+    return Variant(
+        profile=p.cfg.name,
+        speculative=k > 0,
+        k=k,
+        max_num_seqs=batch,
+        overrides=tuple(sorted(overrides)),
+        tpot_ms=tpot_ms,
+        tokens_per_s_per_replica=tps,
+        min_speedup=min_speedup,
+        replicas_per_node=per_node,
+        packing_reason=placement.packing.reason,
+        replicas_at_peak=replicas,
+        nodes_at_peak=nodes,
+        price_per_hour_usd=p.price_per_hour,
+        cost_per_1m_output_tokens_usd=cost,
+        idle_nodes=idle_nodes,
+        idle_cost_per_hour_usd=idle_nodes * p.price_per_hour,
+        error=band.max_abs_error,
+        band_note=band.describe(),
+        instance_type=p.instance_type,
+        target=model.target.name,
+    )
+
+
 def plan_profile(
     cfg: ServingConfig,
     alpha: float | TokensPerStep,
@@ -219,89 +310,31 @@ def plan_profile(
         else plain_model
     )
     itype = cfg_in.hardware.instance_type
+    planning = _Planning(
+        cfg,
+        alpha,
+        price_per_hour,
+        inputs,
+        cal,
+        tuple(base_overrides),
+        veto,
+        fleet,
+        spec_model,
+        plain_model,
+        itype,
+    )
     skipped: list[Skip] = []
     best: dict[bool, Variant] = {}
     windows = [0, *(k for k in ks if k > 0 and speculative)]
     for batch in inputs.batches:
         for k in windows:
-            try:
-                variant_cfg, overrides = _variant_config(cfg, k, batch, base_overrides)
-            except ConfigError as err:
-                problem = err.problems[0]  # k and b are the Skip's: the reason is the fix
-                skipped.append(Skip(k, batch, f"{problem.field}: {problem.fix}"))
+            judged = _judge(planning, k, batch)
+            if isinstance(judged, Skip):
+                skipped.append(judged)
                 continue
-            placement = placement_for(variant_cfg)
-            if placement is None or placement.packing.replicas < 1:
-                why = placement.packing.reason if placement else "storage not sizable offline"
-                skipped.append(Skip(k, batch, f"does not fit a node ({why})"))
-                continue
-            model = spec_model if k > 0 else plain_model
-            vetoed = next(
-                (
-                    v
-                    for b in range(1, batch + 1)
-                    if k > 0 and (v := veto(model.target.name, model.group, b)) is not None
-                ),
-                None,
-            )
-            if vetoed is not None:
-                skipped.append(Skip(k, batch, vetoed))
-                continue
-            loads = list(range(1, batch + 1))
-            plain = plain_model.grid(alpha, [0], loads)
-            points = spec_model.grid(alpha, [k], loads) if k > 0 else plain
-            full = points[-1]
-            tpot_ms = full.tpot_s * 1e3
-            if tpot_ms > inputs.tpot_target_ms:
-                reason = f"TPOT (ms) above the {inputs.tpot_target_ms:g} ms target"
-                skipped.append(Skip(k, batch, reason, round(tpot_ms, 2)))
-                continue
-            min_speedup = min(
-                p.output_tokens_per_s / q.output_tokens_per_s
-                for p, q in zip(points, plain, strict=True)
-            )
-            per_node = placement.packing.replicas
-            replicas = max(inputs.min_replicas, math.ceil(inputs.peak_streams / batch))
-            if replicas > MAX_REPLICAS:
-                reason = f"replicas at peak above the cap of {MAX_REPLICAS} (serving.max_replicas)"
-                skipped.append(Skip(k, batch, reason, replicas))
-                continue
-            nodes = math.ceil(replicas / per_node)
-            limit = fleet.node_limit(itype)
-            if limit is not None and limit > 0 and nodes > limit:
-                reason = f"nodes at peak above the {limit} the config's {itype} pools allow"
-                skipped.append(Skip(k, batch, reason, nodes))
-                continue
-            tps = full.output_tokens_per_s
-            # Every replica on every billed node serves: the fleet's throughput is replicas x
-            # one replica's, and the bill is the nodes'.
-            cost = cost_per_1m_output_tokens(price_per_hour * nodes, tps * replicas)
-            assert cost is not None  # tps > 0 for every predicted point
-            idle_nodes = math.ceil(inputs.min_replicas / per_node)
-            variant = Variant(
-                profile=cfg.name,
-                speculative=k > 0,
-                k=k,
-                max_num_seqs=batch,
-                overrides=tuple(sorted(overrides)),
-                tpot_ms=tpot_ms,
-                tokens_per_s_per_replica=tps,
-                min_speedup=min_speedup,
-                replicas_per_node=per_node,
-                packing_reason=placement.packing.reason,
-                replicas_at_peak=replicas,
-                nodes_at_peak=nodes,
-                price_per_hour_usd=price_per_hour,
-                cost_per_1m_output_tokens_usd=cost,
-                idle_nodes=idle_nodes,
-                idle_cost_per_hour_usd=idle_nodes * price_per_hour,
-                band=band_for(cal, model.group_for(k), model.method, k, batch),
-                instance_type=itype,
-                target=model.target.name,
-            )
             cur = best.get(k > 0)
-            if cur is None or rank(variant) < rank(cur):
-                best[k > 0] = variant
+            if cur is None or rank(judged) < rank(cur):
+                best[k > 0] = judged
     limit = fleet.node_limit(itype)
     return ProfilePlan(
         cfg.name,

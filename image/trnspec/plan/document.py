@@ -51,7 +51,7 @@ def figures(v: Variant) -> dict[str, Any]:
         "cost_per_1m_output_tokens_usd": round(v.cost_per_1m_output_tokens_usd, 4),
         "idle_cost_per_hour_usd": round(v.idle_cost_per_hour_usd, 2),
         "error_band": round(v.error, 3) if v.error is not None else None,
-        "error_band_note": v.band.describe() if v.band is not None else "no held-out data",
+        "error_band_note": v.band_note,
     }
 
 

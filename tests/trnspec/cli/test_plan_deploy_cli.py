@@ -1,0 +1,170 @@
+"""`trnspec plan-deploy` as a user runs it: the band of every figure, the verdict, measured rows
+that keep speculation out, the pools of a deployment config, the reasons variants were left out
+and the ramp (trnspec.cli.plan_deploy)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from trnspec.cli.main import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plan"))
+from rows_fixture import rows_text
+
+REPO = Path(__file__).resolve().parents[3]
+DEFAULT_GOAL = (
+    *("--profile", "qwen3-4b-dflash", "--profile", "qwen3-4b-baseline"),
+    *("--acceptance-length", "2.1", "--acceptance-k", "15", "--tpot-ms", "30"),
+    *("--peak-streams", "16"),
+)
+
+
+def plan(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(["plan-deploy", *argv])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_every_row_that_decides_carries_its_band_or_says_there_is_none(capsys) -> None:
+    code, out, _ = plan(capsys, *DEFAULT_GOAL)
+    assert code == 0
+    rows = [line for line in out.splitlines() if line.split()[:1] in (["qwen3-4b-dflash"],)]
+    rows += [line for line in out.splitlines() if " plain " in line and "x " in line]
+    assert rows
+    for line in rows:
+        assert "+/-" in line or " none" in line, line
+    assert "held-out bands: speculation" in out
+    assert "band = held-out error of the row's regime" in out
+
+
+def test_an_undecided_plan_says_measure_and_writes_a_calibration_plan(
+    capsys, tmp_path: Path
+) -> None:
+    out_file = tmp_path / "plan.yaml"
+    code, out, _ = plan(capsys, *DEFAULT_GOAL, "--out", str(out_file))
+    doc = yaml.safe_load(out_file.read_text())
+    assert code == 0
+    if doc["plan"]["decision"]["verdict"] != "undecided":
+        pytest.skip("the refitted model is confident on the default goal")
+    assert "verdict: undecided at this confidence: measure" in out
+    assert doc["serving"]["profile"] == "qwen3-4b-baseline"
+    assert doc["serving"]["calibration"]["speculative"]["profile"] == "qwen3-4b-dflash"
+
+
+def test_measured_rows_slower_than_plain_keep_speculation_out_and_refit(
+    capsys, tmp_path: Path
+) -> None:
+    rows = tmp_path / "trn2_rows.yaml"
+    rows.write_text(rows_text(0.64))
+    out_file = tmp_path / "plan.yaml"
+    code, out, err = plan(capsys, *DEFAULT_GOAL, "--measured", str(rows), "--out", str(out_file))
+    assert code == 0, err
+    assert "measured slower than plain at batch 1 (my-qwen3-4b-dflash-c1 is 0.64x" in out
+    doc = yaml.safe_load(out_file.read_text())
+    assert "calibration" not in doc["serving"]
+    assert doc["plan"]["decision"]["verdict"] == "plain"
+    assert doc["plan"]["measured"]["rows"] == 2
+    assert f"--measured {rows}" in doc["plan"]["command"]
+    # the refit gave the plain floor held-out data
+    assert doc["plan"]["chosen"]["error_band"] is not None
+
+
+def test_a_bad_measured_file_exits_2_in_one_line(capsys, tmp_path: Path) -> None:
+    code, out, err = plan(capsys, *DEFAULT_GOAL, "--measured", str(tmp_path / "none.yaml"))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--measured=" in err
+
+
+def test_a_plan_for_the_configs_pools_says_which_pool_to_add_priced(capsys) -> None:
+    """llama31-8b-eagle3 is a trn2.3xlarge profile; the default config has a trn2.48xlarge pool:
+    the plan runs on that pool, and says what adding a trn2.3xlarge pool would save."""
+    code, out, err = plan(
+        capsys,
+        *("--profile", "llama31-8b-eagle3", "--acceptance-rate", "0.6"),
+        *("--tpot-ms", "60", "--peak-streams", "64"),
+        *("--config", str(REPO / "config/default.yaml")),
+    )
+    assert code == 0, err
+    assert "llama31-8b-eagle3 on trn2.48xlarge:" in out
+    assert "no pool of the config has trn2.3xlarge: priced to compare" in out
+    chosen = next(line for line in out.splitlines() if line.startswith("plan: llama31"))
+    assert "hardware.instance_type=trn2.48xlarge" in chosen and "trn2.48xlarge" in chosen
+    advice = next(line for line in out.splitlines() if line.startswith("the cheapest plan needs"))
+    assert "trn2.3xlarge" in advice and "add a pool" in advice and "$2.235/h" in advice
+
+
+def test_a_plan_never_needs_more_nodes_than_the_pools_allow(capsys) -> None:
+    code, out, err = plan(
+        capsys,
+        *("--profile", "qwen3-32b-baseline", "--tpot-ms", "60", "--peak-streams", "64"),
+        *("--config", str(REPO / "config/default.yaml"), "--set", "trn2_pools.0.max_size=1"),
+        "--format",
+        "json",
+    )
+    assert "nodes at peak above the 1 the config's trn2.48xlarge pools allow" in out
+    assert code == 2 and "no variant fits the pools' max_size" in err
+
+
+def test_the_chat_goal_row_shows_why_speculation_was_left_out(capsys) -> None:
+    """DFlash meets a 50 ms TPOT at batch 1, but 200 streams at batch 1 need 200 replicas: the
+    table says the cap left it out, not that no variant meets the target."""
+    code, out, _ = plan(
+        capsys,
+        *("--profile", "qwen3-4b-dflash", "--acceptance-rate", "0.6"),
+        *("--tpot-ms", "50", "--peak-streams", "200"),
+    )
+    assert code == 0
+    assert "none meets the target" not in out
+    (cap,) = [line for line in out.splitlines() if "b=1-2: replicas at peak above the cap" in line]
+    assert "k=0,15 " in cap and cap.endswith("(serving.max_replicas): 100-200")
+
+
+def test_when_only_the_cap_stops_every_variant_the_error_names_the_peak_not_the_tpot(
+    capsys,
+) -> None:
+    code, _, err = plan(
+        capsys,
+        *("--profile", "qwen3-4b-baseline", "--tpot-ms", "1000", "--peak-streams", "2000"),
+        *("--max-num-seqs", "1,2,4"),
+    )
+    assert code == 2 and err.startswith("--peak-streams=2000") and "raise it" not in err
+
+
+def test_the_plan_prints_the_ramp_and_warns_when_the_queue_breaks_the_ttft_target(
+    capsys,
+) -> None:
+    code, out, _ = plan(capsys, *DEFAULT_GOAL, "--ttft-ms", "2000", "--pod-start-minutes", "20")
+    assert code == 0
+    assert "ramp: 1 -> 16 replicas in 15 step(s) at 1 pod(s) per 300 s: 75 min" in out
+    assert "+ 20 min pod start = 95 min" in out
+    assert "WARNING: 15 streams wait for a slot" in out and "2000 ms TTFT target" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--set", "trn2_pools.0.max_size=3"], "--set=trn2_pools.0.max_size=3"),
+        (["--scale-up-pods", "0"], "argument --scale-up-pods"),
+        (["--ttft-ms", "nan"], "argument --ttft-ms"),
+        (["--pod-start-minutes", "-1"], "argument --pod-start-minutes"),
+        (["--min-replicas", "true"], "argument --min-replicas"),
+        (["--config", "/nonexistent/c.yaml"], "--config=/nonexistent/c.yaml"),
+    ],
+)
+def test_new_flags_are_read_by_the_boundary_readers(capsys, argv, needle) -> None:
+    code, _, err = plan(capsys, *DEFAULT_GOAL, *argv)
+    assert code == 2 and needle in err
+
+
+def test_measured_rows_are_read_from_the_bucket_the_calibration_wrote(capsys, s3_bkt) -> None:
+    key = "calibration/20261202T000000Z/trn2_rows.yaml"
+    s3_bkt.put_object(Bucket="bkt", Key=key, Body=rows_text(0.64).encode())
+    code, out, err = plan(capsys, *DEFAULT_GOAL, "--measured", f"s3://bkt/{key}")
+    assert code == 0, err
+    assert f"measured: 2 rows from s3://bkt/{key}" in out
+    assert "measured slower than plain at batch 1" in out

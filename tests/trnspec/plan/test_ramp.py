@@ -1,0 +1,32 @@
+"""The ramp to peak replicas under the scale-up policy, and the first-token wait of the streams
+that queue while it runs (trnspec.plan.ramp)."""
+
+from __future__ import annotations
+
+import pytest
+from trnspec.plan.ramp import ScaleUpPolicy, ramp
+
+
+def test_one_pod_per_five_minutes_takes_seventy_five_minutes_from_one_to_sixteen() -> None:
+    r = ramp(1, 16, 1, 16, 10.0, 256, ScaleUpPolicy(1, 300))
+    assert (r.steps, r.scale_up_s, r.to_peak_s) == (15, 4500, None)
+    assert "75 min" in r.describe(ScaleUpPolicy(1, 300))[0]
+
+
+def test_a_faster_policy_and_a_known_pod_start_give_the_time_to_peak() -> None:
+    policy = ScaleUpPolicy(4, 60, pod_start_s=600)
+    r = ramp(1, 16, 1, 16, 10.0, 256, policy)
+    assert (r.steps, r.to_peak_s) == (4, 4 * 60 + 600)
+
+
+def test_streams_beyond_the_first_replicas_slots_share_them_and_wait() -> None:
+    # 16 streams on 1 replica of batch 4: 12 wait; each waits ~(16/4 - 1) requests of 256 tokens
+    r = ramp(1, 4, 4, 16, 20.0, 256, ScaleUpPolicy(), ttft_target_ms=5000)
+    assert r.queued_streams == 12
+    assert r.queue_wait_s == pytest.approx(3 * 256 * 0.020)
+    assert r.breaks_ttft and "WARNING" in r.describe(ScaleUpPolicy())[-1]
+
+
+def test_nothing_queues_when_min_replicas_cover_the_peak() -> None:
+    r = ramp(4, 4, 4, 16, 20.0, 256, ScaleUpPolicy(), ttft_target_ms=100)
+    assert (r.steps, r.queued_streams, r.queue_wait_s, r.breaks_ttft) == (0, 0, 0.0, False)
