@@ -94,6 +94,9 @@ def test_startup_probe_covers_the_whole_load_budget() -> None:
     deadline = build(max_startup_minutes=120)[2]
     progress = by_kind(deadline, "Deployment")["spec"]["progressDeadlineSeconds"]
     assert progress > startup["periodSeconds"] * startup["failureThreshold"]
+    # The precompile Job makes the same waits before its compile budget.
+    job = by_kind(build(precompile_timeout_hours=1)[2], "Job")["spec"]
+    assert job["activeDeadlineSeconds"] >= waits + 1 * 3600
     # Liveness would kill a pod after this long; it must be far shorter than a load, which is
     # why it only starts after the startup probe has passed.
     live = c["livenessProbe"]
