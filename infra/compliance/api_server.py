@@ -10,7 +10,10 @@ same rules on plain manifests (dicts), pure and offline:
 - object names are DNS-1123 subdomains, or labels (at most 63 characters) for the kinds whose
   name becomes a label, a host name or a path segment (Namespace, Service: RFC 1035 label; Job:
   its name is the `job-name` label); container, volume and port names follow their own rules;
-- label keys and values (metadata, pod templates, selectors, nodeSelector) are valid;
+- label keys and values (metadata, pod templates, selectors, nodeSelector) are valid, and a
+  workload's selector selects its own pod template;
+- no container requests more than its limit, and an extended resource (aws.amazon.com/neuron)
+  is requested exactly at its limit;
 - no Python rendering of None, True, False, nan or inf sits in any string;
 - every ConfigMap, Secret, PersistentVolumeClaim, ServiceAccount and StorageClass a pod names is
   among the manifests, or in `provided` (created by the app beside them or by a chart it
@@ -24,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 #: apimachinery `resource.ParseQuantity` (k8s.io/apimachinery/pkg/api/resource/quantity.go).
@@ -84,6 +88,78 @@ def is_quantity(value: object) -> bool:
     if isinstance(value, int | float):
         return value == value and value not in (float("inf"), float("-inf"))
     return isinstance(value, str) and QUANTITY.match(value) is not None
+
+
+_SUFFIX = {
+    **{f"{p}i": Decimal(1024) ** (i + 1) for i, p in enumerate("KMGTPE")},
+    **{p: Decimal(1000) ** (i + 1) for i, p in enumerate("kMGTPE")},
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+}
+
+
+def quantity_value(value: object) -> Decimal | None:
+    """The number a Quantity stands for (`40Gi` -> 42949672960), None when it is not one."""
+    if not is_quantity(value):
+        return None
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    assert isinstance(value, str)
+    m = QUANTITY.match(value)
+    assert m is not None
+    number, suffix = m[1], m[3] or ""
+    sign = -1 if value.startswith("-") else 1
+    if suffix[:1] in ("e", "E"):
+        return sign * Decimal(number) * Decimal(10) ** int(suffix[1:])
+    return sign * Decimal(number) * _SUFFIX[suffix]
+
+
+def _resource_findings(container: dict[str, Any]) -> Iterator[tuple[str, object, str]]:
+    """(path under the container, value, rule): a request above its limit, and an extended
+    resource (a name with a domain, e.g. aws.amazon.com/neuron) whose request is not its limit."""
+    resources = container.get("resources") or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    for name, request in requests.items():
+        wanted, cap = quantity_value(request), quantity_value(limits.get(name))
+        extended = "/" in name and not name.startswith(("kubernetes.io/", "requests."))
+        if extended and name not in limits:
+            yield (
+                f"resources.limits.{name}",
+                None,
+                "an extended resource needs a limit equal to its request",
+            )
+        elif wanted is not None and cap is not None:
+            if extended and wanted != cap:
+                yield (
+                    f"resources.requests.{name}",
+                    request,
+                    f"an extended resource's request must equal its limit ({limits[name]})",
+                )
+            elif wanted > cap:
+                yield (
+                    f"resources.requests.{name}",
+                    request,
+                    f"must be less than or equal to the limit ({limits[name]})",
+                )
+
+
+def _selector_findings(manifest: dict[str, Any]) -> Iterator[tuple[str, object, str]]:
+    """A workload's selector must select its own pod template (the API server refuses the
+    object otherwise); a Job's is generated, so only a given one is checked."""
+    spec = manifest.get("spec") or {}
+    selector = (spec.get("selector") or {}).get("matchLabels")
+    if selector is None:
+        return
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    for key, value in selector.items():
+        if labels.get(key) != value:
+            yield (
+                f"spec.selector.matchLabels.{key}",
+                value,
+                "`selector` does not match template `labels`",
+            )
 
 
 def _label_key_problem(key: str) -> str | None:
@@ -261,6 +337,11 @@ def _object_findings(manifest: dict[str, Any]) -> Iterator[Finding]:
                 for j, port in enumerate((c.get("ports") or []) if isinstance(c, dict) else []):
                     if "name" in port and (problem := _port_name_problem(port["name"])):
                         yield Finding(obj, f"{dotted}.{i}.ports.{j}.name", port["name"], problem)
+        if path and path[-1] in ("containers", "initContainers") and isinstance(node, list):
+            for i, c in enumerate(node):
+                if isinstance(c, dict):
+                    for where, value, rule in _resource_findings(c):
+                        yield Finding(obj, f"{dotted}.{i}.{where}", value, rule)
         if path and path[-1] == "volumes" and isinstance(node, list):
             for i, vol in enumerate(node):
                 name = vol.get("name") if isinstance(vol, dict) else None
@@ -268,6 +349,9 @@ def _object_findings(manifest: dict[str, Any]) -> Iterator[Finding]:
                     yield Finding(
                         obj, f"{dotted}.{i}.name", name, "a volume name must be a DNS-1123 label"
                     )
+    if kind in _WORKLOADS:
+        for where, value, rule in _selector_findings(manifest):
+            yield Finding(obj, where, value, rule)
     if kind == "Service":
         # A Service's selector is a plain label map (a workload's has matchLabels).
         for key, value in ((manifest.get("spec") or {}).get("selector") or {}).items():
