@@ -15,9 +15,9 @@ same rules on plain manifests (dicts), pure and offline:
 - no container requests more than its limit, and an extended resource (aws.amazon.com/neuron)
   is requested exactly at its limit;
 - no Python rendering of None, True, False, nan or inf sits in any string;
-- every ConfigMap, Secret, PersistentVolumeClaim, ServiceAccount and StorageClass a pod names is
-  among the manifests, or in `provided` (created by the app beside them or by a chart it
-  installs), unless the reference is `optional`.
+- every ConfigMap, Secret, PersistentVolumeClaim, ServiceAccount and StorageClass a pod names,
+  and the workload a KEDA ScaledObject scales, is among the manifests, or in `provided` (created
+  by the app beside them or by a chart it installs), unless the reference is `optional`.
 
 Each finding is one line naming the object, the path in it, the value and the rule.
 """
@@ -290,6 +290,21 @@ def _pod_references(pod: dict[str, Any], namespace: str | None) -> Iterator[tupl
                         yield f"{at}.env.{j}.valueFrom.{key}.name", ns(kind, ref.get("name", ""))
 
 
+def _references(manifest: dict[str, Any]) -> Iterator[tuple[str, ObjectRef]]:
+    """(dotted path, what it names) for the objects a manifest cannot work without: what its pod
+    template names, and the workload a KEDA ScaledObject scales."""
+    namespace = (manifest.get("metadata") or {}).get("namespace")
+    found = _pod_spec(manifest)
+    if found is not None:
+        base, pod = found
+        for path, ref in _pod_references(pod, namespace):
+            yield ".".join((*base, path)), ref
+    if manifest.get("kind") == "ScaledObject":
+        target = (manifest.get("spec") or {}).get("scaleTargetRef") or {}
+        kind = target.get("kind", "Deployment")
+        yield "spec.scaleTargetRef.name", ObjectRef(kind, target.get("name", ""), namespace)
+
+
 def _provides(manifest: dict[str, Any]) -> ObjectRef | None:
     meta = manifest.get("metadata") or {}
     kind, name = manifest.get("kind"), meta.get("name")
@@ -373,19 +388,15 @@ def api_server_findings(
     exists.update(ref for m in manifests if (ref := _provides(m)) is not None)
     for manifest in manifests:
         findings.extend(_object_findings(manifest))
-        found = _pod_spec(manifest)
-        if found is None:
-            continue
-        base, pod = found
         meta = manifest.get("metadata") or {}
-        for path, ref in _pod_references(pod, meta.get("namespace")):
+        for path, ref in _references(manifest):
             if ref.kind == "ServiceAccount" and ref.name == "default":
                 continue  # every namespace has one
             if ref not in exists:
                 findings.append(
                     Finding(
                         f"{manifest.get('kind')}/{meta.get('name')}",
-                        ".".join((*base, path)),
+                        path,
                         ref.name,
                         f"names {ref}, which neither the app nor a chart it installs creates",
                     )

@@ -229,3 +229,15 @@ def test_a_selector_that_does_not_select_its_template_is_refused() -> None:
 )
 def test_quantities_compare_by_the_amount_they_stand_for(text: object, value: float) -> None:
     assert quantity_value(text) == pytest.approx(value)
+
+
+def test_a_scaled_object_of_a_deployment_nothing_creates_is_refused() -> None:
+    scaled = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": "m", "namespace": NS},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "m"}},
+    }
+    (finding,) = _findings(scaled)
+    assert "spec.scaleTargetRef.name='m'" in finding
+    assert "Deployment trnspec/m" in finding
