@@ -8,8 +8,9 @@ same rules on plain manifests (dicts), pure and offline:
 - every Quantity (container requests and limits, pod overhead, emptyDir `sizeLimit`, claim and
   volume-claim-template `resources`) matches apimachinery's grammar (`resource.ParseQuantity`);
 - object names are DNS-1123 subdomains, or labels (at most 63 characters) for the kinds whose
-  name becomes a label, a host name or a path segment (Namespace, Service: RFC 1035 label; Job:
-  its name is the `job-name` label); container, volume and port names follow their own rules;
+  name becomes a label, a host name or a path segment (Namespace; Job: its name is the
+  `job-name` label; Service: an RFC 1035 label); container, volume and port names follow their
+  own rules;
 - label keys and values (metadata, pod templates, selectors, nodeSelector) are valid, and a
   workload's selector selects its own pod template;
 - no container requests more than its limit, and an extended resource (aws.amazon.com/neuron)
@@ -37,16 +38,16 @@ _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _IANA_SVC_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
-#: Python's str() of None, True, False, nan and inf: what an f-string makes of a missing or
-#: non-finite value. Not inside a longer word ("Nonetheless", "info", "nano").
 #: What a label name or value may hold (besides being empty, for a value).
 _LABEL_CHARS = "1-63 alphanumerics, '-', '_' or '.', alphanumeric at both ends"
+#: Python's str() of None, True, False, nan and inf: what an f-string makes of a missing or
+#: non-finite value. Not inside a longer word ("Nonetheless", "info", "nano").
 _LEAK = re.compile(r"(?<![A-Za-z])(None|True|False|nan|inf)(?![a-z])")
 
 #: Kinds whose name must be a DNS-1123 label (63 characters), not a subdomain.
-_LABEL_NAMED = frozenset({"Job", "CronJob"})
+_LABEL_NAMED = frozenset({"Namespace", "Job", "CronJob"})
 #: Kinds whose name must be an RFC 1035 label (a DNS name segment that starts with a letter).
-_DNS1035_NAMED = frozenset({"Namespace", "Service"})
+_DNS1035_NAMED = frozenset({"Service"})
 #: Cluster-scoped kinds among those a pod can name.
 _CLUSTER_SCOPED = frozenset({"Namespace", "StorageClass", "PersistentVolume"})
 #: Kinds that carry a pod template at spec.template (CronJob one level deeper).
