@@ -1,7 +1,8 @@
 # Entry points: make setup | synth | test | test-fast | demo. Everything runs from the project's own
 # .venv and the locally pinned CDK CLI (package.json), so nothing global is needed beyond python3
-# and npm. Two stamps: synth (and so cdk deploy) needs only the CDK app's libraries (CDK_STAMP);
-# the demo, the tools and the tests add the vLLM CPU build, torch and the test tools (STAMP).
+# and npm. Two stamps: synth, cdk deploy and every post-deploy command (scripts/smoke.py --stack,
+# scripts/bench.py --stack) need the CDK app's libraries and the tools' (CDK_STAMP); the demo and
+# the tests add the vLLM CPU build, torch and the test tools (STAMP).
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -35,11 +36,13 @@ setup: $(STAMP)
 
 setup-cdk: $(CDK_STAMP)
 
-# The CDK app alone (app.py, infra/, the trnspec package it imports) and the pinned CDK CLI.
+# The CDK app (app.py, infra/, the trnspec package it imports), the pinned CDK CLI and the tools
+# the deployed stack is used with (smoke, bench: the `tools` extra, no torch or vLLM);
+# tests/test_setup_cdk.py checks that these run with nothing else installed.
 $(CDK_STAMP): Makefile pyproject.toml image/pyproject.toml package.json package-lock.json
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ./image -e .
+	$(BIN)/pip install --quiet -e ./image -e ".[tools]"
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $(CDK_STAMP)
 

@@ -8,13 +8,17 @@ same rules on plain manifests (dicts), pure and offline:
 - every Quantity (container requests and limits, pod overhead, emptyDir `sizeLimit`, claim and
   volume-claim-template `resources`) matches apimachinery's grammar (`resource.ParseQuantity`);
 - object names are DNS-1123 subdomains, or labels (at most 63 characters) for the kinds whose
-  name becomes a label, a host name or a path segment (Namespace, Service: RFC 1035 label; Job:
-  its name is the `job-name` label); container, volume and port names follow their own rules;
-- label keys and values (metadata, pod templates, selectors, nodeSelector) are valid;
+  name becomes a label, a host name or a path segment (Namespace; Job: its name is the
+  `job-name` label; Service: an RFC 1035 label); container, volume and port names follow their
+  own rules;
+- label keys and values (metadata, pod templates, selectors, nodeSelector) are valid, and a
+  workload's selector selects its own pod template;
+- no container requests more than its limit, and an extended resource (aws.amazon.com/neuron)
+  is requested exactly at its limit;
 - no Python rendering of None, True, False, nan or inf sits in any string;
-- every ConfigMap, Secret, PersistentVolumeClaim, ServiceAccount and StorageClass a pod names is
-  among the manifests, or in `provided` (created by the app beside them or by a chart it
-  installs), unless the reference is `optional`.
+- every ConfigMap, Secret, PersistentVolumeClaim, ServiceAccount and StorageClass a pod names,
+  and the workload a KEDA ScaledObject scales, is among the manifests, or in `provided` (created
+  by the app beside them or by a chart it installs), unless the reference is `optional`.
 
 Each finding is one line naming the object, the path in it, the value and the rule.
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 #: apimachinery `resource.ParseQuantity` (k8s.io/apimachinery/pkg/api/resource/quantity.go).
@@ -33,16 +38,16 @@ _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _IANA_SVC_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
-#: Python's str() of None, True, False, nan and inf: what an f-string makes of a missing or
-#: non-finite value. Not inside a longer word ("Nonetheless", "info", "nano").
 #: What a label name or value may hold (besides being empty, for a value).
 _LABEL_CHARS = "1-63 alphanumerics, '-', '_' or '.', alphanumeric at both ends"
+#: Python's str() of None, True, False, nan and inf: what an f-string makes of a missing or
+#: non-finite value. Not inside a longer word ("Nonetheless", "info", "nano").
 _LEAK = re.compile(r"(?<![A-Za-z])(None|True|False|nan|inf)(?![a-z])")
 
 #: Kinds whose name must be a DNS-1123 label (63 characters), not a subdomain.
-_LABEL_NAMED = frozenset({"Job", "CronJob"})
+_LABEL_NAMED = frozenset({"Namespace", "Job", "CronJob"})
 #: Kinds whose name must be an RFC 1035 label (a DNS name segment that starts with a letter).
-_DNS1035_NAMED = frozenset({"Namespace", "Service"})
+_DNS1035_NAMED = frozenset({"Service"})
 #: Cluster-scoped kinds among those a pod can name.
 _CLUSTER_SCOPED = frozenset({"Namespace", "StorageClass", "PersistentVolume"})
 #: Kinds that carry a pod template at spec.template (CronJob one level deeper).
@@ -84,6 +89,78 @@ def is_quantity(value: object) -> bool:
     if isinstance(value, int | float):
         return value == value and value not in (float("inf"), float("-inf"))
     return isinstance(value, str) and QUANTITY.match(value) is not None
+
+
+_SUFFIX = {
+    **{f"{p}i": Decimal(1024) ** (i + 1) for i, p in enumerate("KMGTPE")},
+    **{p: Decimal(1000) ** (i + 1) for i, p in enumerate("kMGTPE")},
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+}
+
+
+def quantity_value(value: object) -> Decimal | None:
+    """The number a Quantity stands for (`40Gi` -> 42949672960), None when it is not one."""
+    if not is_quantity(value):
+        return None
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    assert isinstance(value, str)
+    m = QUANTITY.match(value)
+    assert m is not None
+    number, suffix = m[1], m[3] or ""
+    sign = -1 if value.startswith("-") else 1
+    if suffix[:1] in ("e", "E"):
+        return sign * Decimal(number) * Decimal(10) ** int(suffix[1:])
+    return sign * Decimal(number) * _SUFFIX[suffix]
+
+
+def _resource_findings(container: dict[str, Any]) -> Iterator[tuple[str, object, str]]:
+    """(path under the container, value, rule): a request above its limit, and an extended
+    resource (a name with a domain, e.g. aws.amazon.com/neuron) whose request is not its limit."""
+    resources = container.get("resources") or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    for name, request in requests.items():
+        wanted, cap = quantity_value(request), quantity_value(limits.get(name))
+        extended = "/" in name and not name.startswith(("kubernetes.io/", "requests."))
+        if extended and name not in limits:
+            yield (
+                f"resources.limits.{name}",
+                None,
+                "an extended resource needs a limit equal to its request",
+            )
+        elif wanted is not None and cap is not None:
+            if extended and wanted != cap:
+                yield (
+                    f"resources.requests.{name}",
+                    request,
+                    f"an extended resource's request must equal its limit ({limits[name]})",
+                )
+            elif wanted > cap:
+                yield (
+                    f"resources.requests.{name}",
+                    request,
+                    f"must be less than or equal to the limit ({limits[name]})",
+                )
+
+
+def _selector_findings(manifest: dict[str, Any]) -> Iterator[tuple[str, object, str]]:
+    """A workload's selector must select its own pod template (the API server refuses the
+    object otherwise); a Job's is generated, so only a given one is checked."""
+    spec = manifest.get("spec") or {}
+    selector = (spec.get("selector") or {}).get("matchLabels")
+    if selector is None:
+        return
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    for key, value in selector.items():
+        if labels.get(key) != value:
+            yield (
+                f"spec.selector.matchLabels.{key}",
+                value,
+                "`selector` does not match template `labels`",
+            )
 
 
 def _label_key_problem(key: str) -> str | None:
@@ -214,6 +291,21 @@ def _pod_references(pod: dict[str, Any], namespace: str | None) -> Iterator[tupl
                         yield f"{at}.env.{j}.valueFrom.{key}.name", ns(kind, ref.get("name", ""))
 
 
+def _references(manifest: dict[str, Any]) -> Iterator[tuple[str, ObjectRef]]:
+    """(dotted path, what it names) for the objects a manifest cannot work without: what its pod
+    template names, and the workload a KEDA ScaledObject scales."""
+    namespace = (manifest.get("metadata") or {}).get("namespace")
+    found = _pod_spec(manifest)
+    if found is not None:
+        base, pod = found
+        for path, ref in _pod_references(pod, namespace):
+            yield ".".join((*base, path)), ref
+    if manifest.get("kind") == "ScaledObject":
+        target = (manifest.get("spec") or {}).get("scaleTargetRef") or {}
+        kind = target.get("kind", "Deployment")
+        yield "spec.scaleTargetRef.name", ObjectRef(kind, target.get("name", ""), namespace)
+
+
 def _provides(manifest: dict[str, Any]) -> ObjectRef | None:
     meta = manifest.get("metadata") or {}
     kind, name = manifest.get("kind"), meta.get("name")
@@ -261,6 +353,11 @@ def _object_findings(manifest: dict[str, Any]) -> Iterator[Finding]:
                 for j, port in enumerate((c.get("ports") or []) if isinstance(c, dict) else []):
                     if "name" in port and (problem := _port_name_problem(port["name"])):
                         yield Finding(obj, f"{dotted}.{i}.ports.{j}.name", port["name"], problem)
+        if path and path[-1] in ("containers", "initContainers") and isinstance(node, list):
+            for i, c in enumerate(node):
+                if isinstance(c, dict):
+                    for where, value, rule in _resource_findings(c):
+                        yield Finding(obj, f"{dotted}.{i}.{where}", value, rule)
         if path and path[-1] == "volumes" and isinstance(node, list):
             for i, vol in enumerate(node):
                 name = vol.get("name") if isinstance(vol, dict) else None
@@ -268,6 +365,9 @@ def _object_findings(manifest: dict[str, Any]) -> Iterator[Finding]:
                     yield Finding(
                         obj, f"{dotted}.{i}.name", name, "a volume name must be a DNS-1123 label"
                     )
+    if kind in _WORKLOADS:
+        for where, value, rule in _selector_findings(manifest):
+            yield Finding(obj, where, value, rule)
     if kind == "Service":
         # A Service's selector is a plain label map (a workload's has matchLabels).
         for key, value in ((manifest.get("spec") or {}).get("selector") or {}).items():
@@ -289,19 +389,15 @@ def api_server_findings(
     exists.update(ref for m in manifests if (ref := _provides(m)) is not None)
     for manifest in manifests:
         findings.extend(_object_findings(manifest))
-        found = _pod_spec(manifest)
-        if found is None:
-            continue
-        base, pod = found
         meta = manifest.get("metadata") or {}
-        for path, ref in _pod_references(pod, meta.get("namespace")):
+        for path, ref in _references(manifest):
             if ref.kind == "ServiceAccount" and ref.name == "default":
                 continue  # every namespace has one
             if ref not in exists:
                 findings.append(
                     Finding(
                         f"{manifest.get('kind')}/{meta.get('name')}",
-                        ".".join((*base, path)),
+                        path,
                         ref.name,
                         f"names {ref}, which neither the app nor a chart it installs creates",
                     )

@@ -157,6 +157,9 @@ def _profile_and_plan(
     if not isinstance(data, dict):
         raise SettingsError([Problem("profile", profile, f"{path} must hold a mapping")])
     overrides = dict(overrides or {})
+    if "serving" in overrides:
+        # A whole new serving section replaces the profile's, the plan it names included.
+        data = apply_overrides(data, {"serving": overrides.pop("serving")})
     data, overrides = _drop_no_plan(data, overrides)
     plan = None
     named = plan_path(data, overrides)

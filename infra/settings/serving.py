@@ -95,7 +95,11 @@ class ServingSettings(BaseModel):
     ebs_storage_class: Text = Field("gp3", description="StorageClass for weights_storage: ebs.")
     shm_gib: Int = Field(32, ge=1, le=512, description="Size of the /dev/shm memory emptyDir.")
     max_startup_minutes: Int = Field(
-        90, ge=5, le=24 * 60, description="Startup probe budget: staging + load (+ compile)."
+        90,
+        ge=5,
+        le=24 * 60,
+        description="Startup budget after the engine's waits for weights: staging + load "
+        "(+ compile); the startup probe adds those waits (trnspec.config.pod_contract).",
     )
     max_request_seconds: Int = Field(
         600, ge=10, le=3600, description="Longest request to drain before a pod is killed."

@@ -115,6 +115,7 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
         (
             {
                 "trn2_pools.0.instance_type": "trn2.3xlarge",
+                "serving.plan": "none",
                 "serving.profile": "qwen3-4b-dflash-3xl",
                 "serving.weights_volume_gib": "300",
                 "trn2_pools.0.root_volume_gib": "300",

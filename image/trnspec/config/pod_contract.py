@@ -50,3 +50,14 @@ SERVER_PORT = 8000
 MODELS_PATH = "/v1/models"
 HEALTH_PATH = "/health"
 METRICS_PATH = "/metrics"
+
+#: How long the serving pod waits, in seconds, before its staging can run: for weights the
+#: weights Job has not published yet (30 s doubling to 5 min, 27 waits: 7350 s) and, meanwhile,
+#: before retrying staging that failed for a cause time can fix (credentials not ready yet,
+#: endpoint unreachable: about 5 minutes). The engine waits exactly these (trnspec.serve.runner);
+#: the serving pod's startup probe gives it STAGING_WAIT_SECONDS on top of the staging, load and
+#: compile budget (infra/serving/manifests/server.py), so a pod waiting for weights is never
+#: killed as failed to start.
+WEIGHTS_WAIT_DELAYS = tuple(float(min(30 * 2**i, 300)) for i in range(27))
+STAGE_RETRY_DELAYS = (5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
+STAGING_WAIT_SECONDS = sum(WEIGHTS_WAIT_DELAYS) + sum(STAGE_RETRY_DELAYS)

@@ -21,6 +21,8 @@ from trnspec.config.pod_contract import (
     ENV_COMPILE_CACHE,
     MODELS_ROOT,
     READY_FILE,
+    STAGE_RETRY_DELAYS,
+    WEIGHTS_WAIT_DELAYS,
 )
 from trnspec.config.serving import ConfigError, Problem, ServingConfig, apply_overrides
 from trnspec.engine.render import RenderedCommand
@@ -46,8 +48,8 @@ log = logging.getLogger("trnspec.serve")
 T = TypeVar("T")
 
 EXIT_STAGING_FAILED = 1
-#: The default wait for unpublished weights (ServeOptions.weights_wait_delays): 7350 s in all.
-WEIGHTS_WAIT_DELAYS: tuple[float, ...] = tuple(float(min(30 * 2**i, 300)) for i in range(27))
+# The default waits (ServeOptions.weights_wait_delays, stage_retry_delays) are the pod
+# contract's, which sizes the serving pod's startup probe from the same numbers.
 
 #: Runs the rendered command; the callback (if any) is called once, when the model first answers.
 SuperviseFn = Callable[[RenderedCommand, Callable[[], None] | None], int]
@@ -66,7 +68,7 @@ class ServeOptions:
     transfer: TransferSettings = field(default_factory=TransferSettings)
     #: Waits before retrying staging that failed for a cause time can fix (credentials not
     #: ready yet, endpoint unreachable): bounded, about 5 minutes in all, then exit 1.
-    stage_retry_delays: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
+    stage_retry_delays: tuple[float, ...] = STAGE_RETRY_DELAYS
     #: Waits for weights not published yet (the weights Job copies them from the Hugging Face
     #: Hub while the first pods start): 30 s doubling to 5 min, about 2 hours in all, then
     #: exit 1 (a replica is restarted by its Deployment, the precompile Job by its backoffLimit).

@@ -13,6 +13,8 @@ then adds the Trn2 node a new pod asks for.
 
 from __future__ import annotations
 
+import math
+
 from infra.contracts import (
     KUBE_PROMETHEUS_STACK_FULLNAME,
     PROMETHEUS_PORT,
@@ -23,6 +25,28 @@ from infra.settings.serving import ServingSettings
 
 #: vLLM's gauges of requests in execution batches and waiting for a slot.
 IN_FLIGHT_METRICS = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+#: The HPA's scale-up period, and in how many such periods it may go from the floor to
+#: max_replicas: the peak's replicas are asked for within minutes. Each replica then needs its
+#: node and its load (tens of minutes, the same for all of them, in parallel); adding them one by
+#: one every 5 minutes took 75 minutes to reach 16 while requests queued behind one replica.
+SCALE_UP_PERIOD_SECONDS = 60
+RAMP_STEPS = 3
+
+
+def scale_up_pods_per_period(settings: ServingSettings) -> int:
+    """Pods the HPA may add per period so that RAMP_STEPS periods reach max_replicas from the
+    floor (0 with scale to zero). The in-flight metric already says how many replicas the load
+    needs (ceil(streams / streams_per_replica)), so this only bounds the rate, not the count."""
+    floor = 0 if settings.scale_to_zero else settings.min_replicas
+    return max(1, math.ceil((settings.max_replicas - floor) / RAMP_STEPS))
+
+
+def time_to_peak_seconds(settings: ServingSettings) -> int:
+    """How long the HPA's policy takes to ask for max_replicas from the floor (node launch and
+    model load come on top, in parallel for every new replica)."""
+    floor = 0 if settings.scale_to_zero else settings.min_replicas
+    steps = math.ceil((settings.max_replicas - floor) / scale_up_pods_per_period(settings))
+    return steps * SCALE_UP_PERIOD_SECONDS
 
 
 def prometheus_url(settings: ServingSettings) -> str:
@@ -62,11 +86,17 @@ def scaled_object(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
             "advanced": {
                 "horizontalPodAutoscalerConfig": {
                     "behavior": {
-                        # Each step is a node and a long model load: add one pod at a time and
-                        # give it time to start before judging the queue again.
+                        # Reach the plan's peak within RAMP_STEPS periods: every replica the
+                        # load asks for starts its node and its load at once.
                         "scaleUp": {
                             "stabilizationWindowSeconds": 0,
-                            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}],
+                            "policies": [
+                                {
+                                    "type": "Pods",
+                                    "value": scale_up_pods_per_period(settings),
+                                    "periodSeconds": SCALE_UP_PERIOD_SECONDS,
+                                }
+                            ],
                         },
                         "scaleDown": {
                             "stabilizationWindowSeconds": 900,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from trnspec.config.pod_contract import READY_FILE, SERVE_COMMAND
+from trnspec.config.pod_contract import READY_FILE, SERVE_COMMAND, STAGING_WAIT_SECONDS
 
 from infra.compliance.scan_skips import NEURON_POD_SKIPS, skip_annotations
 from infra.contracts import DRAIN_SECONDS, HEALTH_PATH, METRICS_PATH
@@ -28,6 +28,18 @@ from infra.serving.manifests.spec import WorkloadSpec
 from infra.settings.serving import ServingSettings
 
 STARTUP_PERIOD_SECONDS = 30
+#: How long past the startup budget a rollout may go without progress before the Deployment
+#: reports it failed (ProgressDeadlineExceeded): one probe period and the pod's scheduling.
+PROGRESS_MARGIN_SECONDS = 600
+
+
+def startup_budget_seconds(settings: ServingSettings) -> int:
+    """The longest a serving pod may take to turn ready: every wait the engine makes before its
+    staging can run (weights the weights Job has not published yet, retries of staging that
+    failed for a cause time fixes: trnspec.config.pod_contract.STAGING_WAIT_SECONDS, the waits
+    trnspec.serve.runner makes), then staging, load and compile (serving.max_startup_minutes).
+    The startup probe and the Deployment's progress deadline are both sized from it."""
+    return math.ceil(STAGING_WAIT_SECONDS) + settings.max_startup_minutes * 60
 
 
 def termination_grace_seconds(settings: ServingSettings) -> int:
@@ -41,8 +53,9 @@ def probes(settings: ServingSettings) -> dict[str, Any]:
     Readiness is the engine's ready file (trnspec.config.pod_contract.READY_FILE): it exists only
     while
     the model answers GET /v1/models and disappears as soon as SIGTERM arrives, so a draining pod
-    leaves the Service at once. The startup probe watches the same file for the whole staging
-    and load budget (max_startup_minutes); liveness (vLLM's /health) only starts after it has
+    leaves the Service at once. The startup probe watches the same file for the whole startup
+    budget (`startup_budget_seconds`: the engine's waits for weights, then staging, load and
+    compile within max_startup_minutes); liveness (vLLM's /health) only starts after it has
     passed, so a slow load is never killed as "dead".
     """
 
@@ -55,7 +68,7 @@ def probes(settings: ServingSettings) -> dict[str, Any]:
             "periodSeconds": STARTUP_PERIOD_SECONDS,
             "timeoutSeconds": 5,
             "failureThreshold": math.ceil(
-                settings.max_startup_minutes * 60 / STARTUP_PERIOD_SECONDS
+                startup_budget_seconds(settings) / STARTUP_PERIOD_SECONDS
             ),
         },
         "readinessProbe": {
@@ -98,7 +111,7 @@ def deployment(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
                 "type": "RollingUpdate",
                 "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
             },
-            "progressDeadlineSeconds": settings.max_startup_minutes * 60 + 600,
+            "progressDeadlineSeconds": startup_budget_seconds(settings) + PROGRESS_MARGIN_SECONDS,
             "template": {
                 "metadata": {
                     "labels": template_labels,

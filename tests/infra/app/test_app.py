@@ -58,7 +58,7 @@ def test_a_deploy_naming_no_cluster_admin_exits_2_naming_the_setting(tmp_path: P
 
 
 def test_a_bad_serving_profile_fails_before_any_asset_is_staged(tmp_path: Path) -> None:
-    result = _run_app({"serving.profile": "no-such-profile"}, tmp_path)
+    result = _run_app({"serving.plan": "none", "serving.profile": "no-such-profile"}, tmp_path)
     assert result.returncode == 2
     assert "serving.profile=no-such-profile: unknown profile" in result.stderr
     assert "Traceback" not in result.stderr

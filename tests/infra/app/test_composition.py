@@ -8,6 +8,9 @@ from platform_synth import ADMIN, ADMIN_ARN
 from infra.app.composition import check_profile
 from infra.settings import SettingsError
 
+#: The default profile deploys its plan, which refuses another engine: these pick one without it.
+NO_PLAN = {"serving.plan": "none"}
+
 
 def fields(err: SettingsError) -> list[str]:
     return [p.field for p in err.problems]
@@ -36,7 +39,12 @@ def test_bad_deployment_settings_and_a_bad_serving_section_are_listed_together()
     with pytest.raises(SettingsError) as err:
         check_profile(
             "default",
-            {"cluster_name": "9bad", "serving.max_replicas": "0", "serving.profile": "nope"},
+            {
+                "cluster_name": "9bad",
+                "serving.max_replicas": "0",
+                "serving.profile": "nope",
+                **NO_PLAN,
+            },
         )
     assert {"cluster_name", "serving.max_replicas", "serving.profile"} <= set(fields(err.value))
     assert "serving.profile=nope: unknown profile" in str(err.value)
@@ -46,7 +54,11 @@ def test_a_bad_engine_override_is_listed_with_the_deployment_problems() -> None:
     with pytest.raises(SettingsError) as err:
         check_profile(
             "default",
-            {"kubernetes_version": "1.20", "serving.overrides": ["tensor_parallel_size=48"]},
+            {
+                "kubernetes_version": "1.20",
+                "serving.overrides": ["tensor_parallel_size=48"],
+                **NO_PLAN,
+            },
         )
     assert "kubernetes_version" in fields(err.value)
     assert "tensor_parallel_size" in fields(err.value)
@@ -69,7 +81,7 @@ def test_a_fork_profile_is_refused_for_deployment_with_the_runtime_reason_and_th
     profile: str,
 ) -> None:
     with pytest.raises(SettingsError) as err:
-        check_profile("default", {**ADMIN, "serving.profile": profile})
+        check_profile("default", {**ADMIN, **NO_PLAN, "serving.profile": profile})
     (problem,) = err.value.problems
     assert (problem.field, problem.value) == ("serving.profile", profile)
     assert "carries Neuron runtime 2.28" in problem.fix
@@ -84,6 +96,7 @@ def test_a_fork_image_set_by_override_is_refused_too() -> None:
             "default",
             {
                 **ADMIN,
+                **NO_PLAN,
                 "serving.profile": "qwen3-4b-baseline",
                 "serving.overrides": ["image=neuron-fork", "sequence_buckets=[8192]"],
             },
@@ -93,6 +106,8 @@ def test_a_fork_image_set_by_override_is_refused_too() -> None:
 
 @pytest.mark.parametrize("image", ["neuron-plugin", "neuron-plugin-sdk2.32"])
 def test_plugin_images_pass_the_runtime_check(image: str) -> None:
-    checked = check_profile("default", {**ADMIN, "serving.overrides": [f"image={image}"]})
+    checked = check_profile(
+        "default", {**ADMIN, **NO_PLAN, "serving.overrides": [f"image={image}"]}
+    )
     assert checked.settings.serving["overrides"] == [f"image={image}"]
     assert checked.workload.config.image == image

@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 from kubernetes.utils import parse_quantity
 
-from infra.compliance.api_server import ObjectRef, api_server_findings, is_quantity
+from infra.compliance.api_server import (
+    ObjectRef,
+    api_server_findings,
+    is_quantity,
+    quantity_value,
+)
 
 NS = "trnspec"
 
@@ -183,3 +188,56 @@ def test_optional_references_and_the_default_account_need_nothing() -> None:
     del pod["serviceAccountName"]
     pod["volumes"][1]["configMap"]["optional"] = True
     assert _findings(job, provided=(ObjectRef("StorageClass", "gp3"),)) == []
+
+
+def test_a_request_above_its_limit_is_refused() -> None:
+    job = _job()
+    job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"memory": "1536Mi"}
+    (finding,) = _findings(job, CONFIG_MAP)
+    assert "containers.0.resources.requests.memory='2Gi'" in finding
+    assert "less than or equal to the limit (1536Mi)" in finding
+
+
+def test_a_neuron_device_request_must_equal_its_limit() -> None:
+    job = _job()
+    resources = job["spec"]["template"]["spec"]["containers"][0]["resources"]
+    resources["requests"]["aws.amazon.com/neuron"] = "1"
+    assert any("needs a limit equal" in f for f in _findings(job, CONFIG_MAP))
+    resources["limits"] = {"aws.amazon.com/neuron": "2"}
+    assert any("request must equal its limit (2)" in f for f in _findings(job, CONFIG_MAP))
+    resources["limits"] = {"aws.amazon.com/neuron": 1}
+    assert _findings(job, CONFIG_MAP) == []
+
+
+def test_a_selector_that_does_not_select_its_template_is_refused() -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "m", "namespace": NS},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": "other"}},
+            "template": copy.deepcopy(_job()["spec"]["template"]),
+        },
+    }
+    (finding,) = _findings(deployment, CONFIG_MAP)
+    assert "spec.selector.matchLabels.app.kubernetes.io/name='other'" in finding
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("40Gi", 40 * 2**30), ("500m", 0.5), ("2", 2), ("1e3", 1000), ("1.5k", 1500), (3, 3)],
+)
+def test_quantities_compare_by_the_amount_they_stand_for(text: object, value: float) -> None:
+    assert quantity_value(text) == pytest.approx(value)
+
+
+def test_a_scaled_object_of_a_deployment_nothing_creates_is_refused() -> None:
+    scaled = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": "m", "namespace": NS},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "m"}},
+    }
+    (finding,) = _findings(scaled)
+    assert "spec.scaleTargetRef.name='m'" in finding
+    assert "Deployment trnspec/m" in finding

@@ -66,3 +66,11 @@ def test_a_pod_that_sets_the_contracts_data_dir_stages_where_the_defaults_point(
     assert (from_env.models_root, from_env.compiled_root) == (MODELS_ROOT, COMPILED_ROOT)
     assert (default.models_root, default.compiled_root) == (MODELS_ROOT, COMPILED_ROOT)
     assert MODELS_ROOT.startswith(f"{DATA_DIR}/") and COMPILED_ROOT.startswith(f"{DATA_DIR}/")
+
+
+def test_the_engines_waits_are_the_contracts_that_size_the_startup_probe() -> None:
+    options = ServeOptions()
+    assert options.weights_wait_delays == pod_contract.WEIGHTS_WAIT_DELAYS
+    assert options.stage_retry_delays == pod_contract.STAGE_RETRY_DELAYS
+    waits = sum(options.weights_wait_delays) + sum(options.stage_retry_delays)
+    assert waits == pod_contract.STAGING_WAIT_SECONDS

@@ -62,6 +62,7 @@ def test_a_pool_of_another_instance_type_is_refused() -> None:
 #: volume, and the serving pods ask for an explicit 300 GiB.
 ROOT_VOLUME_POOL = {
     "trn2_pools.0.instance_type": "trn2u.48xlarge",
+    "serving.plan": "none",
     "serving.profile": "qwen3-4b-dflash-3xl",
     "serving.overrides": "[hardware.instance_type=trn2u.48xlarge]",
     "serving.weights_volume_gib": "300",

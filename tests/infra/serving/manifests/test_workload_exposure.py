@@ -6,6 +6,8 @@ import pytest
 from workload_cases import build, by_kind
 
 from infra.contracts import KUBE_PROMETHEUS_STACK_FULLNAME, PROMETHEUS_PORT
+from infra.serving.manifests.autoscaling import time_to_peak_seconds
+from infra.settings.serving import ServingSettings
 
 
 def test_cluster_service_selects_the_serving_pods() -> None:
@@ -85,9 +87,43 @@ def test_keda_queries_in_cluster_prometheus_or_the_configured_one() -> None:
     assert so["triggers"][0]["metadata"]["serverAddress"] == url
 
 
-def test_scale_up_is_one_pod_at_a_time_and_scale_down_is_slow() -> None:
-    behavior = by_kind(build()[2], "ScaledObject")["spec"]["advanced"][
+def _behavior(**settings: object) -> dict:
+    return by_kind(build(**settings)[2], "ScaledObject")["spec"]["advanced"][  # type: ignore[arg-type]
         "horizontalPodAutoscalerConfig"
     ]["behavior"]
-    assert behavior["scaleUp"]["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": 300}]
+
+
+def _periods_to_peak(behavior: dict, floor: int, peak: int) -> int:
+    """Scale-up periods the HPA needs from `floor` to `peak` replicas under these policies, when
+    the load asks for the peak at once (the selected policy is the one allowing the most)."""
+    replicas, periods = floor, 0
+    while replicas < peak:
+        allowed = max(
+            p["value"] if p["type"] == "Pods" else max(1, replicas * p["value"] // 100)
+            for p in behavior["scaleUp"]["policies"]
+        )
+        replicas, periods = min(peak, replicas + allowed), periods + 1
+    return periods
+
+
+@pytest.mark.parametrize(
+    ("min_replicas", "max_replicas", "scale_to_zero"),
+    [(1, 16, False), (1, 2, False), (1, 64, False), (4, 5, False), (1, 64, True), (1, 1, True)],
+)
+def test_scale_up_reaches_the_peak_in_minutes_and_scale_down_is_slow(
+    min_replicas: int, max_replicas: int, scale_to_zero: bool
+) -> None:
+    behavior = _behavior(
+        min_replicas=min_replicas, max_replicas=max_replicas, scale_to_zero=scale_to_zero
+    )
+    (period,) = {p["periodSeconds"] for p in behavior["scaleUp"]["policies"]}
+    floor = 0 if scale_to_zero else min_replicas
+    periods = _periods_to_peak(behavior, floor, max_replicas)
+    assert periods * period <= 5 * 60  # the default plan's 1 -> 16 took 75 minutes before
+    assert periods * period == time_to_peak_seconds(
+        ServingSettings(
+            min_replicas=min_replicas, max_replicas=max_replicas, scale_to_zero=scale_to_zero
+        )
+    )
+    assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 0
     assert behavior["scaleDown"]["stabilizationWindowSeconds"] >= 600

@@ -13,6 +13,7 @@ from trnspec.cli.main import build_parser
 from trnspec.cli.serve import resolve_options
 from trnspec.config.pod_contract import READY_FILE
 from trnspec.config.serving import load_config
+from trnspec.serve.runner import ServeOptions
 from workload_cases import build, by_kind
 
 from infra.contracts import (
@@ -84,7 +85,18 @@ def test_weights_can_go_to_an_ebs_ephemeral_volume() -> None:
 def test_startup_probe_covers_the_whole_load_budget() -> None:
     c = _pod("Deployment", max_startup_minutes=120)["containers"][0]
     startup = c["startupProbe"]
-    assert startup["periodSeconds"] * startup["failureThreshold"] >= 120 * 60
+    # Every wait the engine makes before staging (its own defaults: weights not published yet,
+    # staging retries), then the staging, load and compile budget.
+    engine = ServeOptions()
+    waits = sum(engine.weights_wait_delays) + sum(engine.stage_retry_delays)
+    assert waits > 2 * 3600 > 90 * 60  # the old probe (90 minutes) gave up before the wait did
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= waits + 120 * 60
+    deadline = build(max_startup_minutes=120)[2]
+    progress = by_kind(deadline, "Deployment")["spec"]["progressDeadlineSeconds"]
+    assert progress > startup["periodSeconds"] * startup["failureThreshold"]
+    # The precompile Job makes the same waits before its compile budget.
+    job = by_kind(build(precompile_timeout_hours=1)[2], "Job")["spec"]
+    assert job["activeDeadlineSeconds"] >= waits + 1 * 3600
     # Liveness would kill a pod after this long; it must be far shorter than a load, which is
     # why it only starts after the startup probe has passed.
     live = c["livenessProbe"]
