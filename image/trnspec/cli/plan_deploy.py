@@ -24,7 +24,11 @@ from typing import Any
 
 import yaml
 
-from trnspec.boundary.user_input import InputReadError, read_text_file
+from trnspec.boundary.args import float_arg, int_arg, path_arg, text_arg
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.files import read_json
+from trnspec.boundary.numbers import finite_in
+from trnspec.boundary.write import output_clash, write_file
 from trnspec.config.serving import ConfigError, Problem, load_profile
 from trnspec.perf.acceptance import acceptance_rate
 from trnspec.perf.deploy_plan import PlanInputs, ProfilePlan, Variant, plan_profiles, rank
@@ -39,17 +43,14 @@ DESCRIPTION = (__doc__ or "").split("\n\n")[0]
 
 
 def tune_report_alpha(path: str) -> float:
-    """The per-token acceptance `fit.alpha` of a `tune` report (JSON)."""
-    try:
-        doc = json.loads(read_text_file(Path(path)))
-        alpha = doc["fit"]["alpha"]
-    except (OSError, InputReadError, ValueError, KeyError, TypeError) as err:
-        raise ConfigError(
-            [Problem("--tune-report", path, f"not a tune report with fit.alpha ({err})")]
-        ) from None
-    if not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0:
-        raise ConfigError([Problem("--tune-report", path, f"fit.alpha={alpha!r} is not in [0, 1]")])
-    return float(alpha)
+    """The per-token acceptance `fit.alpha` of a `tune` report (JSON, read by the bounded
+    reader): a number in [0, 1], never a boolean."""
+    doc = read_json(path, "--tune-report")
+    fit = doc.get("fit") if isinstance(doc, dict) else None
+    alpha = fit.get("alpha") if isinstance(fit, dict) else None
+    if alpha is None:
+        raise BoundaryError("--tune-report", path, "not a tune report with fit.alpha")
+    return finite_in(alpha, f"--tune-report {path}: fit.alpha", 0.0, 1.0)
 
 
 def _alpha(args: argparse.Namespace, default_k: int) -> tuple[float, str]:
@@ -217,6 +218,8 @@ def _overall(plans: list[ProfilePlan]) -> Variant | None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.out and (clash := output_clash(_outputs(args))) is not None:
+        raise clash
     plans, meta = build_plans(args)
     if args.format == "json":
         print(json.dumps({"inputs": meta, "profiles": [_plan_json(p) for p in plans]}, indent=2))
@@ -235,9 +238,15 @@ def main(args: argparse.Namespace) -> int:
             "# deployment's serving section; `plan` records what it was chosen from.\n"
             + yaml.safe_dump(doc, sort_keys=False)
         )
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_file(Path(args.out), text)
         print(f"wrote {args.out}")
     return 0
+
+
+def _outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """--out, after the inputs it must not overwrite (--tune-report)."""
+    inputs = [("--tune-report", Path(args.tune_report))] if args.tune_report else []
+    return [*inputs, ("--out", Path(args.out))]
 
 
 def _command_line(args: argparse.Namespace) -> str:
@@ -286,23 +295,57 @@ def _plan_json(plan: ProfilePlan) -> dict[str, Any]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `plan-deploy`."""
     p.add_argument(
-        "--profile", action="append", required=True, help="a candidate profile (repeatable)"
+        "--profile",
+        action="append",
+        required=True,
+        type=text_arg(),
+        help="a candidate profile (repeatable)",
     )
     acc = p.add_mutually_exclusive_group()
-    acc.add_argument("--acceptance-rate", type=float, help="per-token acceptance a in [0, 1]")
-    acc.add_argument("--acceptance-length", type=float, help="tokens per verification step")
-    acc.add_argument("--tune-report", help="a `tune` report JSON: its fit.alpha")
-    p.add_argument("--acceptance-k", type=int, help="k of --acceptance-length (default: profile's)")
-    p.add_argument("--tpot-ms", type=float, required=True, help="TPOT p50 target, ms")
-    p.add_argument(
-        "--peak-streams", type=int, required=True, help="expected peak concurrent streams"
+    acc.add_argument(
+        "--acceptance-rate", type=float_arg(0, 1), help="per-token acceptance a in [0, 1]"
     )
-    p.add_argument("--min-replicas", type=int, default=1, help="replicas kept idle (default 1)")
-    p.add_argument("--max-num-seqs", help="candidate batches, e.g. 1,2,4 (default 1..32)")
-    p.add_argument("--price-per-hour", type=float, help="USD per instance hour (default: table)")
-    p.add_argument("--input-len", type=int, default=512, help="prompt tokens (default 512)")
-    p.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
-    p.add_argument("--out", help="write the chosen deployment as a plan file (YAML)")
+    acc.add_argument(
+        "--acceptance-length", type=float_arg(1, 1000), help="tokens per verification step"
+    )
+    acc.add_argument("--tune-report", type=path_arg(), help="a `tune` report JSON: its fit.alpha")
+    p.add_argument(
+        "--acceptance-k",
+        type=int_arg(1, 1000),
+        help="k of --acceptance-length (default: profile's)",
+    )
+    p.add_argument(
+        "--tpot-ms",
+        type=float_arg(0, 1e6, lo_open=True),
+        required=True,
+        help="TPOT p50 target, ms",
+    )
+    p.add_argument(
+        "--peak-streams",
+        type=int_arg(1),
+        required=True,
+        help="expected peak concurrent streams",
+    )
+    p.add_argument(
+        "--min-replicas", type=int_arg(1, 10_000), default=1, help="replicas kept idle (default 1)"
+    )
+    p.add_argument(
+        "--max-num-seqs", type=text_arg(), help="candidate batches, e.g. 1,2,4 (default 1..32)"
+    )
+    p.add_argument(
+        "--price-per-hour",
+        type=float_arg(0, 1e6, lo_open=True),
+        help="USD per instance hour (default: table)",
+    )
+    p.add_argument(
+        "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (default 512)"
+    )
+    p.add_argument(
+        "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (default 256)"
+    )
+    p.add_argument(
+        "--out", type=path_arg(), help="write the chosen deployment as a plan file (YAML)"
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
 
 
