@@ -188,11 +188,36 @@ def load_yaml(text: str) -> Any:
     if len(text) > MAX_INPUT_BYTES:
         raise InputReadError(f"larger than {MAX_INPUT_BYTES // 1024} KiB; a config is a few KB")
     try:
-        return yaml.load(text, Loader=_CoreLoader)  # a SafeLoader subclass: no object tags
+        value = yaml.load(text, Loader=_CoreLoader)  # a SafeLoader subclass: no object tags
     except yaml.YAMLError as err:
         raise InputReadError(f"not valid YAML: {' '.join(str(err).split())}") from None
     except RecursionError:
         raise InputReadError("nested too deeply to be a config") from None
+    if _refers_to_itself(value):
+        raise InputReadError("an alias refers to the node that holds it (&a [*a]); write it out")
+    return value
+
+
+def _refers_to_itself(value: Any) -> bool:
+    """Whether a list or mapping contains itself (a recursive YAML alias): every reader that
+    walks it would recurse forever."""
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(item))
+            continue
+        if not isinstance(item, dict | list):
+            continue
+        if id(item) in on_path:
+            return True
+        on_path.add(id(item))
+        stack.append((item, True))
+        stack.extend(
+            (child, False) for child in (item.values() if isinstance(item, dict) else item)
+        )
+    return False
 
 
 def parse_value(raw: str) -> Any:
