@@ -227,6 +227,12 @@ def main(args: argparse.Namespace) -> int:
         print(format_plans(plans, meta))
     best = _overall(plans)
     if best is None:
+        if any("replicas at peak >" in why for p in plans for why in p.skipped):
+            fix = (
+                "variants that meet --tpot-ms need too many replicas; lower it or raise"
+                " --max-num-seqs"
+            )
+            raise ConfigError([Problem("--peak-streams", args.peak_streams, fix)])
         raise ConfigError(
             [Problem("--tpot-ms", args.tpot_ms, "no variant of any profile meets it; raise it")]
         )

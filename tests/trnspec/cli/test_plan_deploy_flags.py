@@ -114,3 +114,11 @@ def test_plan_out_is_refused_before_the_plan_when_it_cannot_be_a_new_regular_fil
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and err.startswith("--out=")
     assert json.loads(report.read_text(encoding="utf-8")) == {"fit": {"alpha": 0.6}}
+
+
+def test_a_peak_no_replica_count_can_serve_is_blamed_on_peak_streams_not_the_target(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = _replace((*BASE, *RATE), "--peak-streams", "100000")
+    code, _, err = run(capsys, "plan-deploy", *argv)
+    assert code == 2 and err.startswith("--peak-streams=100000: ") and "--tpot-ms=" not in err
