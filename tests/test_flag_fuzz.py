@@ -9,9 +9,10 @@ editing this file; a command whose required flags have no known-good value in `B
 `test_every_command_parses_its_base_arguments`, so it cannot be skipped silently.
 
 In process, so it stays fast: every case is parsed (the `type=` readers run); the pure `trnspec`
-commands (`RUNS`) then run in a temporary directory with no credentials and nothing reachable.
-The others (S3 transfers, the pod's `serve` without --dry-run, the tools that start servers or
-reach endpoints) stop after the parse.
+commands (`RUNS`) then run in a temporary directory with no credentials and nothing reachable;
+the tools in `STOP_AT` run their own validation up to the function that would measure (stubbed
+to stop there). The others (S3 transfers, the tools that start vLLM or call AWS) stop after the
+parse.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from trnspec.cli import calibrate
@@ -86,6 +88,49 @@ RUNS = {
 }
 
 
+#: Tools run through their validation: the functions that would start measuring, stubbed.
+STOP_AT: dict[str, tuple[str, ...]] = {
+    "tools bench": ("trnspec_tools.bench.bench.run",),
+    "tools tune": ("trnspec_tools.tune.tune._measure", "trnspec_tools.tune.tune._schedule_main"),
+    "tools smoke": ("trnspec_tools.smoke.run_smoke",),
+}
+
+
+#: Cases that still break the rule in code other helpers own this round, each with its reason:
+#: tolerated so the rest stays enforced, and listed so the owner sees them (a stale entry fails).
+KNOWN: dict[str, str] = {
+    "tools bench out='xxxxxxxxxxxxxxxxxxxx'": (
+        "owner tools: --out is type=Path, so a 1 MiB name reaches the writer and exits 1"
+        " (ENAMETOOLONG) instead of 2; to declare it with trnspec.boundary.args.path_arg"
+    ),
+}
+
+
+class Reached(Exception):
+    """Raised by a stub in STOP_AT: the command validated its input and went on to measure."""
+
+
+def _stop(*args: object, **kwargs: object) -> None:
+    raise Reached
+
+
+def _stopped(
+    main: Callable[[list[str]], int], targets: Sequence[str]
+) -> Callable[[list[str]], int]:
+    """main with each target replaced by a stub that raises Reached (which counts as exit 0)."""
+
+    def run(argv: list[str]) -> int:
+        with contextlib.ExitStack() as stack:
+            for target in targets:
+                stack.enter_context(mock.patch(target, _stop))
+            try:
+                return main(argv)
+            except Reached:
+                return 0
+
+    return run
+
+
 @dataclass(frozen=True)
 class Command:
     """One leaf command: its path, its parser, the argv prefix that reaches it, and how to run
@@ -140,7 +185,9 @@ def commands() -> list[Command]:
     ]
     out.append(Command("calibrate", calibrate.build_parser(), (), calibrate.main))
     for name, (module_name, _) in tools_cli.COMMANDS.items():
-        out.append(Command(f"tools {name}", _tool_parser(module_name), (), None))
+        path = f"tools {name}"
+        run = _stopped(tools_cli.command(name), STOP_AT[path]) if path in STOP_AT else None
+        out.append(Command(path, _tool_parser(module_name), (), run))
     return out
 
 
@@ -213,11 +260,15 @@ def _is_path(action: argparse.Action) -> bool:
     return kind is Path or "path_arg" in getattr(kind, "__qualname__", "")
 
 
-def problems_of(command: Command) -> list[str]:
+def problems_of(command: Command, known: Sequence[str] = (), only: str | None = None) -> list[str]:
+    """Every case that breaks the rule, except those whose description is in `known` (with
+    `only`: just that case)."""
     found = []
     for case, argv, action in cases(command):
-        result = attempt(command, argv)
         where = f"{command.path} {case}"
+        if where in known or (only is not None and where != only):
+            continue
+        result = attempt(command, argv)
         if result.crash is not None:
             found.append(f"{where}: traceback\n{result.crash}")
         elif result.code not in (0, 2):
@@ -262,8 +313,17 @@ def test_every_command_parses_its_base_arguments(command: Command) -> None:
 def test_every_flag_takes_hostile_values_with_exit_0_or_2_and_no_traceback(
     command: Command,
 ) -> None:
-    found = problems_of(command)
+    found = problems_of(command, tuple(KNOWN))
     assert not found, f"{len(found)} case(s):\n" + "\n".join(found[:15])
+
+
+@pytest.mark.parametrize("where", sorted(KNOWN))
+def test_every_known_case_still_breaks_the_rule(where: str) -> None:
+    """A KNOWN entry whose case now passes must be removed (the list cannot go stale)."""
+    path = next(c.path for c in COMMANDS if where.startswith(f"{c.path} "))
+    command = next(c for c in COMMANDS if c.path == path)
+    found = problems_of(command, only=where)
+    assert found, f"remove KNOWN[{where!r}]: it passes now"
 
 
 def test_the_fuzzer_catches_a_plain_float_flag_and_a_crashing_reader() -> None:
