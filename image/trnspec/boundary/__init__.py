@@ -1,15 +1,32 @@
-"""Where outside data enters, and where results leave: one layer, one error type.
+"""Where outside data enters, and where results leave.
 
-Everything a tool reads from outside (flags, JSON/JSONL files, text from a server) passes through
-one of these modules before any other code sees it, and every report is written by `write`:
+Everything a command reads from outside (flags, files, environment variables, text from a
+server) passes through one of these modules before any other code sees it, and every file it
+writes goes through `write`. tests/test_boundary_rules.py walks the product code and fails on a
+way around them (a `json.loads`, a `yaml.safe_load`, a raw write, a flag typed plain `float` or
+`int`, `float()` of outside text), with a commented allow-list; tests/test_flag_fuzz.py feeds
+every flag of every command hostile values.
 
-- `errors`: `BoundaryError`, one line (field=value: fix), exit code `EXIT_BAD_INPUT` (2).
-- `numbers`: finite numbers only, in the range the quantity allows; argparse `type=` helpers.
-- `json_io`: JSON with bounded size and depth, no NaN/Infinity in or out.
-- `text`: server- or user-supplied text made safe to print (no lone surrogates, no control
-  characters, rich markup escaped, bounded length).
-- `write`: the one file-writing function (regular targets only, atomic, no output overwriting
-  another, a named fallback when the target fails).
+- `args`: the argparse `type=` readers every flag is declared with (numbers finite and in range,
+  integers that refuse booleans, paths, printable text).
+- `numbers`: finite numbers in the range a quantity allows, from parsed data or outside text.
+- `files`: the one bounded reader of input files (regular files only, size, depth, finite
+  numbers, unique keys) for JSON, YAML and JSONL.
+- `json_io`: JSON text with the same bounds (a server's answer), strict JSON out.
+- `user_input`: the YAML 1.2 core-schema rule for config files and `--set` values.
+- `text`: outside text made safe to print (control characters escaped, bounded length).
+- `write`: the one file-writing function (regular targets only, atomic, no output over another,
+  a fallback that keeps what could not be written).
 
-Downstream code trusts the typed values these return and never re-checks raw input.
+The error story. Bad input is one exception type, `problems.InputError`, which carries every
+`Problem` (field, value as written, fix) so a command lists them one a line and exits 2; each
+command's `main` catches that base and nothing narrower. `BoundaryError` is an InputError built
+from one problem; `user_input.InputReadError` is one whose message is a parse failure's reason,
+for a caller that names the field; `trnspec.config.serving.ConfigError` is InputError itself
+under its old name, and the deployment's settings errors (infra.settings) are subclasses. A target
+that must not be written is `write.OutputError` (an OSError: exit 1, the command ran and could not
+write). Other layers still define their own errors for failures that are not bad input (a
+transfer, a protocol error, a server); a few layers still raise a ValueError of their own for
+bad input (the step model's ModelInputError, pricing's PriceError, model shapes' ShapeError, the
+tools' UsageError and WorkloadError), which their callers turn into an InputError at the edge.
 """

@@ -12,55 +12,26 @@ Every refusal is a BoundaryError naming the flag (`field`) and the path: exit 2,
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.json_io import MAX_DEPTH, loads
-from trnspec.boundary.user_input import MAX_INPUT_BYTES, InputReadError, load_yaml
+from trnspec.boundary.user_input import MAX_INPUT_BYTES, InputReadError, load_yaml, read_regular
 
 #: Largest input file read (a tune report, a rows file or a plan is well under 1 MiB).
 MAX_FILE_BYTES = 16 * 1024 * 1024
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a device"),
-    (stat.S_ISBLK, "a device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
 
 def read_bytes(path: str | Path, field: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of a regular file of at most max_bytes; BoundaryError otherwise."""
-    shown = str(path)
+    """The bytes of a regular file of at most max_bytes (user_input.read_regular); BoundaryError
+    naming the field and the path otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        return read_regular(path, max_bytes)
+    except InputReadError as err:
+        raise BoundaryError(field, str(path), err.reason) from None
     except OSError as exc:
-        raise BoundaryError(field, shown, f"cannot read it ({exc.strerror or exc})") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-            raise BoundaryError(field, shown, f"it is {kind}; give a regular file")
-        os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        size = 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise BoundaryError(field, shown, f"cannot read it ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
-    if size > max_bytes:
-        raise BoundaryError(field, shown, f"larger than the {max_bytes}-byte limit")
-    return b"".join(chunks)
+        raise BoundaryError(field, str(path), f"cannot read it ({exc.strerror or exc})") from None
 
 
 def read_text(path: str | Path, field: str, max_bytes: int = MAX_FILE_BYTES) -> str:

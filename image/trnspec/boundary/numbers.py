@@ -119,16 +119,19 @@ def float_text(
     return finite_in(number, field, lo, hi, lo_open=lo_open)
 
 
-def _int_text(text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise BoundaryError("value", text, "must be an integer, e.g. 4 (not 1e9 or 2.5)") from None
+def int_text(text: str, field: str, lo: int | None = None, hi: int | None = MAX_COUNT) -> int:
+    """Outside text as an integer in [lo, hi]: ASCII digits with an optional sign (not `1e9`,
+    `2.5`, `true`, `²` or a 400-digit number beyond hi); BoundaryError naming the field."""
+    body = text.strip()
+    digits = body[1:] if body[:1] in "+-" else body
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 30:
+        raise BoundaryError(field, text, "must be an integer, e.g. 4 (not 1e9 or 2.5)")
+    return int_in(int(body), field, lo, hi)
 
 
 def int_arg(lo: int | None = None, hi: int | None = MAX_COUNT) -> Callable[[str], object]:
     """An argparse `type=` for an integer in [lo, hi]."""
-    return _argparse(lambda text: int_in(_int_text(text), "value", lo, hi))
+    return _argparse(lambda text: int_text(text, "value", lo, hi))
 
 
 def parse_int_list(

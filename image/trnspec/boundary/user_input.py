@@ -22,7 +22,9 @@ and the caller names the field (`InputReadError.named`).
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -188,11 +190,36 @@ def load_yaml(text: str) -> Any:
     if len(text) > MAX_INPUT_BYTES:
         raise InputReadError(f"larger than {MAX_INPUT_BYTES // 1024} KiB; a config is a few KB")
     try:
-        return yaml.load(text, Loader=_CoreLoader)  # a SafeLoader subclass: no object tags
+        value = yaml.load(text, Loader=_CoreLoader)  # a SafeLoader subclass: no object tags
     except yaml.YAMLError as err:
         raise InputReadError(f"not valid YAML: {' '.join(str(err).split())}") from None
     except RecursionError:
         raise InputReadError("nested too deeply to be a config") from None
+    if _refers_to_itself(value):
+        raise InputReadError("an alias refers to the node that holds it (&a [*a]); write it out")
+    return value
+
+
+def _refers_to_itself(value: Any) -> bool:
+    """Whether a list or mapping contains itself (a recursive YAML alias): every reader that
+    walks it would recurse forever."""
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(item))
+            continue
+        if not isinstance(item, dict | list):
+            continue
+        if id(item) in on_path:
+            return True
+        on_path.add(id(item))
+        stack.append((item, True))
+        stack.extend(
+            (child, False) for child in (item.values() if isinstance(item, dict) else item)
+        )
+    return False
 
 
 def parse_value(raw: str) -> Any:
@@ -209,12 +236,46 @@ def parse_value(raw: str) -> Any:
         return raw
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_regular(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most max_bytes. The file is opened without blocking and
+    inspected on the open descriptor, so a FIFO, a device (/dev/zero) or a directory is refused
+    (InputReadError) before a byte is read, and a read never hangs or fills memory. OSError when
+    it cannot be opened or read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise InputReadError(f"it is {kind}; give a regular file")
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise InputReadError(f"larger than the {max_bytes}-byte limit")
+    return b"".join(chunks)
+
+
 def read_text_file(path: Path) -> str:
-    """A config file's text: at most MAX_INPUT_BYTES, UTF-8. OSError or InputReadError."""
-    with Path(path).open("rb") as fh:
-        data = fh.read(MAX_INPUT_BYTES + 1)
-    if len(data) > MAX_INPUT_BYTES:
-        raise InputReadError(f"larger than {MAX_INPUT_BYTES // 1024} KiB; a config is a few KB")
+    """A config file's text: a regular file (read_regular) of at most MAX_INPUT_BYTES, UTF-8.
+    OSError or InputReadError."""
+    data = read_regular(path, MAX_INPUT_BYTES)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.numbers import int_text
 from trnspec.config.images import ImageGeneration, image_spec
 from trnspec.config.serving import ServingConfig
 from trnspec.hardware.topology import instance
@@ -79,8 +81,8 @@ def parse_lnc(text: str) -> int | None:
             continue
         value = line.split("=", 1)[1] if "=" in line else line
         try:
-            return int(value.strip().strip("\"'"))
-        except ValueError:
+            return int_text(value.strip().strip("\"'"), LNC_ENV, 0, 64)
+        except BoundaryError:
             return None
     return None
 

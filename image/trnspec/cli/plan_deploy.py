@@ -31,10 +31,11 @@ from typing import Any
 
 import yaml
 
+from trnspec.boundary.args import path_arg, text_arg
 from trnspec.boundary.errors import BoundaryError
-from trnspec.boundary.numbers import float_arg, int_arg
-from trnspec.boundary.user_input import InputReadError, read_text_file
-from trnspec.boundary.write import write_file
+from trnspec.boundary.files import read_json
+from trnspec.boundary.numbers import finite_in, float_arg, int_arg
+from trnspec.boundary.write import output_clash, write_file
 from trnspec.config.serving import ConfigError, Problem, ServingConfig, load_profile
 from trnspec.perf.model import decode_context_tokens
 from trnspec.plan.acceptance import acceptance_rate
@@ -74,17 +75,14 @@ DESCRIPTION = (__doc__ or "").split("\n\n")[0]
 
 
 def tune_report_alpha(path: str) -> float:
-    """The per-token acceptance `fit.alpha` of a `tune` report (JSON)."""
-    try:
-        doc = json.loads(read_text_file(Path(path)))
-        alpha = doc["fit"]["alpha"]
-    except (OSError, InputReadError, ValueError, KeyError, TypeError) as err:
-        raise ConfigError(
-            [Problem("--tune-report", path, f"not a tune report with fit.alpha ({err})")]
-        ) from None
-    if not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0:
-        raise ConfigError([Problem("--tune-report", path, f"fit.alpha={alpha!r} is not in [0, 1]")])
-    return float(alpha)
+    """The per-token acceptance `fit.alpha` of a `tune` report (JSON, read by the bounded
+    reader): a number in [0, 1], never a boolean."""
+    doc = read_json(path, "--tune-report")
+    fit = doc.get("fit") if isinstance(doc, dict) else None
+    alpha = fit.get("alpha") if isinstance(fit, dict) else None
+    if alpha is None:
+        raise BoundaryError("--tune-report", path, "not a tune report with fit.alpha")
+    return finite_in(alpha, f"--tune-report {path}: fit.alpha", 0.0, 1.0)
 
 
 def read_served(url: str, span: str) -> ServedAcceptance:
@@ -460,6 +458,8 @@ def _nothing_fits(planned: Planned, args: argparse.Namespace) -> ConfigError:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.out and (clash := output_clash(_outputs(args))) is not None:
+        raise clash
     planned = build_plans(args)
     if args.format == "json":
         doc = {
@@ -490,6 +490,20 @@ def main(args: argparse.Namespace) -> int:
         write_file(Path(args.out), text)
         print(f"wrote {args.out}")
     return 0
+
+
+def _outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """--out, after the inputs it must not overwrite (--tune-report, --config, --measured)."""
+    inputs = [
+        (flag, Path(value))
+        for flag, value in (
+            ("--tune-report", args.tune_report),
+            ("--config", args.config),
+            ("--measured", args.measured),
+        )
+        if value and not str(value).startswith("s3://")
+    ]
+    return [*inputs, ("--out", Path(args.out))]
 
 
 def _command_line(args: argparse.Namespace, acceptance: Acceptance) -> str:
@@ -570,7 +584,11 @@ def _decision_json(decision: Decision | None) -> dict[str, Any] | None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `plan-deploy`."""
     p.add_argument(
-        "--profile", action="append", required=True, help="a candidate profile (repeatable)"
+        "--profile",
+        action="append",
+        required=True,
+        type=text_arg(),
+        help="a candidate profile (repeatable)",
     )
     _add_acceptance_flags(p)
     p.add_argument(
@@ -582,7 +600,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--min-replicas", type=int_arg(1, MAX_REPLICAS), default=1, help="replicas kept (def. 1)"
     )
-    p.add_argument("--max-num-seqs", help="candidate batches, e.g. 1,2,4 (default 1..32)")
+    p.add_argument(
+        "--max-num-seqs", type=text_arg(), help="candidate batches, e.g. 1,2,4 (default 1..32)"
+    )
     p.add_argument(
         "--price-per-hour",
         type=float_arg(0, 1e6, lo_open=True),
@@ -595,9 +615,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--output-len", type=int_arg(1, 10_000_000), default=256, help="output tokens (def. 256)"
     )
     _add_evidence_flags(p)
-    p.add_argument("--out", help="write the chosen deployment as a plan file (YAML)")
+    p.add_argument(
+        "--out", type=path_arg(), help="write the chosen deployment as a plan file (YAML)"
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
-    p.set_defaults(func=_cmd)
 
 
 def _add_acceptance_flags(p: argparse.ArgumentParser) -> None:
@@ -609,10 +630,11 @@ def _add_acceptance_flags(p: argparse.ArgumentParser) -> None:
     acc.add_argument(
         "--acceptance-length", type=float_arg(1, 65), help="tokens per verification step"
     )
-    acc.add_argument("--tune-report", help="a `tune` report JSON: its fit.alpha")
+    acc.add_argument("--tune-report", type=path_arg(), help="a `tune` report JSON: its fit.alpha")
     acc.add_argument(
         "--acceptance-from",
         metavar="URL",
+        type=text_arg(),
         help="the Prometheus the stack deploys (http://HOST:9090): the served acceptance",
     )
     p.add_argument(
@@ -631,12 +653,14 @@ def _add_evidence_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--measured",
         metavar="PATH|s3://BUCKET/KEY",
+        type=text_arg(),
         help="measured rows (trn2_rows.yaml of a calibration, or tune --rows-out): refit on"
         " them; speculation measured slower than plain at a batch is never planned there",
     )
     p.add_argument(
         "--config",
         metavar="FILE",
+        type=path_arg(),
         help="a deployment config (config/*.yaml): plan for its trn2_pools only",
     )
     p.add_argument(
@@ -645,6 +669,7 @@ def _add_evidence_flags(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PATH=VALUE",
+        type=text_arg(),
         help="with --config: override a field of it, e.g. trn2_pools.0.max_size=4 (repeatable)",
     )
     p.add_argument(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from trnspec.boundary.numbers import float_arg, int_arg
+from trnspec.boundary.args import float_arg, int_arg, text_arg
 from trnspec.cli.config_args import config_from_args
 from trnspec.plan.predict import PredictQuery, PredictReport, Row, build
 
@@ -84,19 +84,27 @@ def _band_notes(report: PredictReport) -> list[str]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `predict` (after the config flags)."""
     acc = p.add_mutually_exclusive_group()
-    acc.add_argument("--acceptance-rate", type=float_arg(), help="per-token acceptance a in [0, 1]")
+    acc.add_argument(
+        "--acceptance-rate", type=float_arg(0, 1), help="per-token acceptance a in [0, 1]"
+    )
     acc.add_argument(
         "--acceptance-length",
-        type=float_arg(),
+        type=float_arg(1, 1000),
         help="mean tokens emitted per verification step (as published), at --acceptance-k",
     )
     p.add_argument(
         "--acceptance-k",
-        type=int,
+        type=int_arg(1, 1000),
         help="the k the acceptance length was measured at (default: the profile's k)",
     )
-    p.add_argument("--batch", help="batch sizes, e.g. 1,4,16 (default 1,2,4,8,16,32)")
-    p.add_argument("--k", help="windows, e.g. 0,3,7 (0 = no speculation; default 0..image max)")
+    p.add_argument(
+        "--batch", type=text_arg(), help="batch sizes, e.g. 1,4,16 (default 1,2,4,8,16,32)"
+    )
+    p.add_argument(
+        "--k",
+        type=text_arg(),
+        help="windows, e.g. 0,3,7 (0 = no speculation; default 0..image max)",
+    )
     p.add_argument(
         "--price-per-hour",
         type=float_arg(0, lo_open=True),

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from trnspec.boundary.args import int_arg, path_arg
+from trnspec.boundary.text import printable
 from trnspec.cli.config_args import add_config_arguments, config_from_args
 from trnspec.config.pod_contract import ENV_HF_TOKEN_SECRET
 from trnspec.config.serving import ConfigError, Problem
@@ -47,6 +48,8 @@ from trnspec.staging.transfer import (
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_UNREACHABLE = 0, 1, 3
+#: Characters of a failure shown (it may quote S3 keys and a manifest's paths: outside text).
+MAX_SHOWN_ERROR = 1000
 
 
 def _settings(args: argparse.Namespace) -> TransferSettings:
@@ -65,7 +68,7 @@ def _s3_client() -> Any:
 
 
 def _failed(action: str, err: StagingError) -> int:
-    print(f"{action} failed: {err}", file=sys.stderr)
+    print(f"{action} failed: {printable(err, MAX_SHOWN_ERROR)}", file=sys.stderr)
     return EXIT_UNREACHABLE if err.retryable else EXIT_FAILED
 
 
@@ -164,13 +167,14 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     try:
         problems = verify(root, read_manifest(root))
     except ManifestError as err:
-        print(f"verify failed: {err}", file=sys.stderr)
+        print(f"verify failed: {printable(err, MAX_SHOWN_ERROR)}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as err:
-        print(f"verify failed: {err.filename or root}: {err.strerror or err}", file=sys.stderr)
+        where = printable(err.filename or root)
+        print(f"verify failed: {where}: {printable(err.strerror or err)}", file=sys.stderr)
         return EXIT_FAILED
     for p in problems[:50]:
-        print(p, file=sys.stderr)
+        print(printable(p, MAX_SHOWN_ERROR), file=sys.stderr)
     if len(problems) > 50:
         print(f"... and {len(problems) - 50} more", file=sys.stderr)
     if problems:

@@ -41,8 +41,9 @@ SpeculationMethod = Literal["draft_model", "eagle3", "dflash", "none"]
 Dtype = Literal["bfloat16", "float16", "float32"]
 
 
-class ConfigError(InputError):
-    """Bad engine config input; carries every problem so the user fixes them all in one go."""
+#: Bad engine config input: the one input error (trnspec.boundary.problems.InputError), under the
+#: name the config's callers have always caught.
+ConfigError = InputError
 
 
 class _Frozen(BaseModel):

@@ -178,3 +178,13 @@ def test_a_yaml_number_is_finite_or_refused(text):
 
 def test_merged_keys_may_still_be_overridden():
     assert load_yaml("base: &b {x: 1}\nd:\n  <<: *b\n  x: 2\n")["d"] == {"x": 2}
+
+
+@pytest.mark.parametrize("text", ["&a [*a]", "&a {k: *a}", "x: &a [1, [*a]]"])
+def test_a_yaml_alias_that_refers_to_its_own_node_is_refused(text: str) -> None:
+    with pytest.raises(InputReadError, match="refers to the node that holds it"):
+        load_yaml(text)
+
+
+def test_a_yaml_alias_shared_by_two_keys_is_not_a_cycle() -> None:
+    assert load_yaml("a: &x [1]\nb: *x\n") == {"a": [1], "b": [1]}

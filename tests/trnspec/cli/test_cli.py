@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from trnspec.cli.main import SUBCOMMANDS, build_parser, main
@@ -236,11 +238,13 @@ def _model_dir(tmp_path, config_json: str):
     ("make", "says"),
     [
         (lambda p: p.joinpath("a.yaml").write_bytes(b"name: caf\xe9\n") and p / "a.yaml", "UTF-8"),
-        (lambda p: p, "cannot read it"),
+        (lambda p: p, "it is a directory; give a regular file"),
         (lambda p: p / "absent.yaml", "cannot read it"),
         (lambda p: p.joinpath("b.yaml").write_text("a: [") and p / "b.yaml", "not valid YAML"),
+        (lambda p: os.mkfifo(p / "fifo") or p / "fifo", "it is a FIFO; give a regular file"),
+        (lambda p: Path("/dev/zero"), "it is a device; give a regular file"),
     ],
-    ids=["latin-1", "a-directory", "missing", "broken-yaml"],
+    ids=["latin-1", "a-directory", "missing", "broken-yaml", "a-fifo-never-hangs", "dev-zero"],
 )
 def test_an_unreadable_config_file_exits_2_with_one_line(capsys, tmp_path, make, says):
     code, _, err = run(capsys, "check", "--config", str(make(tmp_path)))

@@ -1,0 +1,339 @@
+"""Every flag, file and output of every command goes through the boundary package: a walk of the
+product code (image/trnspec, trnspec_tools, infra) that fails on the ways around it.
+
+Refused outside the boundary modules (trnspec/boundary/*), each found in the syntax tree:
+- `json-parse`: `json.loads` / `json.load` (the bounded reader: boundary.json_io.loads,
+  boundary.files.read_json: size, depth, finite numbers, unique keys);
+- `yaml-parse`: `yaml.safe_load`, `yaml.load`, `yaml.full_load`, `yaml.unsafe_load` (the core-schema
+  reader: boundary.user_input.load_yaml, boundary.files.read_yaml);
+- `raw-write`: `.write_text(`, `.write_bytes(`, `open(..., "w"|"a"|"x"...)` and `.open("w")`
+  (the one atomic writer: boundary.write.write_file / write_outputs);
+- `plain-number-flag`: `add_argument(..., type=float)` or `type=int` (the typed readers:
+  boundary.args.float_arg / int_arg: finite, in range, integers refuse booleans);
+- `number-of-text`: `float(...)` / `int(...)` of outside text: an argument that is a string method
+  call (`.strip()`, `.split(...)[i]`...), an `environ`/`getenv`/`headers` lookup, or a name that
+  says it holds text (`text`, `raw`, `line`, `header`, `value_text`...) (boundary.numbers:
+  float_text, int_in, as_number). A heuristic: it finds the usual shapes, not every one.
+
+`ALLOWED` lists the exceptions, each with the reason; an entry that no longer matches anything
+fails too, so the list cannot go stale.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCANNED = ("image/trnspec", "trnspec_tools", "infra")
+BOUNDARY = "image/trnspec/boundary/"
+
+_JSON = {"loads", "load"}
+_YAML = {"safe_load", "load", "full_load", "unsafe_load", "safe_load_all", "load_all"}
+_TEXT_NAMES = ("text", "raw", "line", "header", "body", "word", "part")
+_STR_METHODS = {
+    "strip",
+    "lstrip",
+    "rstrip",
+    "split",
+    "rsplit",
+    "partition",
+    "removeprefix",
+    "removesuffix",
+    "decode",
+    "group",
+    "replace",
+    "lower",
+}
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    path: str
+    function: str
+    rule: str
+    line: int
+    code: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line} ({self.function}) {self.rule}: {self.code}"
+
+
+def _is_attr_call(node: ast.Call, owner: str, names: set[str]) -> bool:
+    f = node.func
+    return (
+        isinstance(f, ast.Attribute)
+        and f.attr in names
+        and isinstance(f.value, ast.Name)
+        and f.value.id == owner
+    )
+
+
+def _write_mode(node: ast.Call, mode_index: int) -> bool:
+    mode: ast.expr | None = None
+    if len(node.args) > mode_index:
+        mode = node.args[mode_index]
+    for kw in node.keywords:
+        if kw.arg == "mode":
+            mode = kw.value
+    return (
+        isinstance(mode, ast.Constant)
+        and isinstance(mode.value, str)
+        and any(c in mode.value for c in "wax+")
+    )
+
+
+def _text_like(arg: ast.expr) -> bool:
+    """The argument of float()/int() looks like outside text."""
+    for node in ast.walk(arg):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _STR_METHODS:
+                return True
+            if node.func.attr in {"get", "getenv"} and isinstance(
+                node.func.value, ast.Name | ast.Attribute
+            ):
+                owner = ast.unparse(node.func.value)
+                if "environ" in owner or owner == "os" or "header" in owner.lower():
+                    return True
+        if isinstance(node, ast.Subscript) and "environ" in ast.unparse(node.value):
+            return True
+    if isinstance(arg, ast.Name):
+        return any(word in arg.id.lower() for word in _TEXT_NAMES)
+    if isinstance(arg, ast.Attribute):
+        return any(word in arg.attr.lower() for word in _TEXT_NAMES)
+    return False
+
+
+def _rule(node: ast.Call) -> str | None:
+    f = node.func
+    if _is_attr_call(node, "json", _JSON):
+        return "json-parse"
+    if _is_attr_call(node, "yaml", _YAML):
+        return "yaml-parse"
+    if isinstance(f, ast.Attribute) and f.attr in {"write_text", "write_bytes"}:
+        return "raw-write"
+    if isinstance(f, ast.Name) and f.id == "open" and _write_mode(node, 1):
+        return "raw-write"
+    if (
+        isinstance(f, ast.Attribute)
+        and f.attr in {"open", "fdopen"}
+        and _write_mode(node, 0 if f.attr == "open" else 1)
+    ):
+        return "raw-write"
+    if isinstance(f, ast.Attribute) and f.attr == "add_argument":
+        for kw in node.keywords:
+            if (
+                kw.arg == "type"
+                and isinstance(kw.value, ast.Name)
+                and kw.value.id
+                in {
+                    "float",
+                    "int",
+                }
+            ):
+                return "plain-number-flag"
+    if (
+        isinstance(f, ast.Name)
+        and f.id in {"float", "int"}
+        and node.args
+        and _text_like(node.args[0])
+    ):
+        return "number-of-text"
+    return None
+
+
+def _calls(tree: ast.AST) -> Iterator[tuple[str, ast.Call]]:
+    """Every call with the qualified name of the function it is in ("<module>" at the top)."""
+
+    def walk(node: ast.AST, where: str) -> Iterator[tuple[str, ast.Call]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                inner = child.name if where == "<module>" else f"{where}.{child.name}"
+                yield from walk(child, inner)
+            else:
+                if isinstance(child, ast.Call):
+                    yield where, child
+                yield from walk(child, where)
+
+    yield from walk(tree, "<module>")
+
+
+def scan(path: Path, rel: str) -> list[Violation]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+    out = []
+    for where, call in _calls(tree):
+        rule = _rule(call)
+        if rule is not None:
+            out.append(Violation(rel, where, rule, call.lineno, ast.unparse(call)[:100]))
+    return out
+
+
+def violations() -> list[Violation]:
+    found: list[Violation] = []
+    for top in SCANNED:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith(BOUNDARY) or "/node_modules/" in rel:
+                continue
+            found += scan(path, rel)
+    return sorted(found)
+
+
+#: (path, function, rule) -> why it may stay. Entries marked "to move" are known bypasses in code
+#: other helpers own this round: each is listed so that a new one fails the test, not to bless it.
+ALLOWED: dict[tuple[str, str, str], str] = {
+    # --- the package's own data, not outside input ---------------------------------------------
+    ("image/trnspec/perf/calibrate.py", "_stored_fit", "json-parse"): (
+        "the fit the package ships (trnspec/trn2_fit.json), written by write_file and checked"
+        " against the data digest; never a user's file"
+    ),
+    ("image/trnspec/perf/published.py", "_rows", "yaml-parse"): (
+        "the shipped data file, and --add rows only after trnspec.cli.calibrate.read_rows_file"
+        " read them with the bounded reader, typed them and re-serialised them"
+    ),
+    ("infra/serving/manifests/dashboard.py", "dashboard_for_config_yaml", "yaml-parse"): (
+        "the ServingConfig YAML this project rendered itself for the pod (to move to"
+        " boundary.files.parse_yaml by its owner, calib)"
+    ),
+    ("infra/platform/cluster/placement.py", "gib", "number-of-text"): (
+        "a Kubernetes quantity written in this project's own settings and manifests (owner:"
+        " platform)"
+    ),
+    ("infra/platform/cluster/placement.py", "pod_request.amount", "number-of-text"): (
+        "as gib: a quantity of the project's own manifests (owner: platform)"
+    ),
+    ("infra/settings/loading.py", "_list_index", "number-of-text"): (
+        "a list index of a `-c` path, after str.isdigit (owner: deploy; isdigit also takes"
+        " superscripts: to move to boundary.numbers.int_text)"
+    ),
+    # --- outside input read where the format demands it, with its own bounds -------------------
+    ("image/trnspec/serve/probes.py", "requests_in_flight", "number-of-text"): (
+        "a Prometheus sample value (the format allows NaN and +Inf): non-finite and negative"
+        " values are skipped on the next line"
+    ),
+    ("trnspec_tools/client/http_stream.py", "Response.iter_raw", "number-of-text"): (
+        "an HTTP chunk-size line (hex, RFC 9112), bounded to 0..MAX_CHUNK_BYTES on the next"
+        " line (owner: tools)"
+    ),
+    ("trnspec_tools/inbound/sse.py", "event_object", "json-parse"): (
+        "an SSE event, bounded by MAX_EVENT_BYTES, NaN refused, RecursionError caught (owner:"
+        " tools; to move to boundary.json_io.loads)"
+    ),
+    ("trnspec_tools/client/served_model.py", "discover_model", "json-parse"): (
+        "a /v1/models answer; to move to boundary.json_io.loads (a 100,000-deep answer is a"
+        " RecursionError there: issue root cause owned by tools)"
+    ),
+    ("trnspec_tools/client/retry_rule.py", "parse_retry_after", "number-of-text"): (
+        "Retry-After after str.isdigit (takes '²': root cause owned by tools; to move to"
+        " boundary.numbers.int_text)"
+    ),
+    ("trnspec_tools/client/stack_endpoint.py", "StackOutputs.parse", "number-of-text"): (
+        "a CloudFormation output port after str.isdigit, range-checked (owner: tools)"
+    ),
+    ("trnspec_tools/tune/tune_options.py", "parse_endpoints", "number-of-text"): (
+        "--endpoint-for-k K after str.isdigit (owner: tools; a 400-digit K is their root"
+        " cause: to move to boundary.numbers.int_text)"
+    ),
+    # --- a local model directory (a user's files): to move to boundary.files.read_json ---------
+    ("image/trnspec/checks/compat.py", "_tokenizer_fingerprint", "json-parse"): (
+        "a local model's tokenizer.json, only hashed; errors caught (unowned this round: to move"
+        " to boundary.files.read_json)"
+    ),
+    ("image/trnspec/hardware/model_shapes.py", "resolve_shape", "json-parse"): (
+        "a local model's config.json; every error becomes a ShapeError naming the file"
+        " (unowned this round: to move to boundary.files.read_json)"
+    ),
+    # --- tools' own artefacts and test-support engines (owner: tools) ---------------------------
+    ("trnspec_tools/bench/bench_reference.py", "ReferenceRunner.run", "json-parse"): (
+        "the result file vLLM's own `vllm bench serve` just wrote in a temporary directory"
+    ),
+    ("trnspec_tools/bench/bench_reference.py", "build_word_tokenizer", "raw-write"): (
+        "a tokenizer written into a fresh temporary directory for the reference run"
+    ),
+    ("trnspec_tools/bench/bench_reference.py", "compare_tools", "raw-write"): (
+        "a dataset written into a fresh temporary directory for the reference run"
+    ),
+    ("trnspec_tools/bench/bench_reference.py", "main", "plain-number-flag"): (
+        "a developer's comparison script of bench against vLLM's tool (owner: tools: to move"
+        " to boundary.args.int_arg)"
+    ),
+    ("trnspec_tools/client/stack_endpoint.py", "kube_configuration", "raw-write"): (
+        "the cluster CA written to a private temporary file for the Kubernetes client"
+    ),
+    ("trnspec_tools/local_engine/local_server.py", "LocalServer.start", "raw-write"): (
+        "the local server's log stream (appended while it runs; not a report)"
+    ),
+    ("trnspec_tools/local_engine/local_server.py", "main", "plain-number-flag"): (
+        "--port of the local test server (owner: tools: to move to boundary.args.int_arg)"
+    ),
+    ("trnspec_tools/local_engine/tiny_models.py", "TinyModels.info", "json-parse"): (
+        "the build-info file this module wrote next to the tiny models it built"
+    ),
+    ("trnspec_tools/local_engine/tiny_models.py", "_lock", "raw-write"): (
+        "a lock file (opened for flock, never holds data)"
+    ),
+    # --- tools' flags still declared with plain int (owner: tools: to move to int_arg) ----------
+    ("trnspec_tools/demo.py", "add_cli_args", "plain-number-flag"): (
+        "--requests, --max-tokens, --rounds (owner: tools: to move to boundary.args.int_arg)"
+    ),
+    ("trnspec_tools/smoke.py", "add_cli_args", "plain-number-flag"): (
+        "--max-tokens (owner: tools: to move to boundary.args.int_arg)"
+    ),
+    ("trnspec_tools/tune/tune.py", "add_cli_args", "plain-number-flag"): (
+        "--fit-concurrency, --k-max, --rounds (owner: tools: to move to boundary.args.int_arg)"
+    ),
+}
+
+
+def _key(v: Violation) -> tuple[str, str, str]:
+    return (v.path, v.function, v.rule)
+
+
+def test_no_product_code_goes_around_the_boundary() -> None:
+    new = [str(v) for v in violations() if _key(v) not in ALLOWED]
+    assert not new, (
+        "read, parse and write through trnspec.boundary (or add a commented ALLOWED entry):\n"
+        + "\n".join(new)
+    )
+
+
+def test_every_allowed_entry_still_matches_something() -> None:
+    found = {_key(v) for v in violations()}
+    stale = sorted(set(ALLOWED) - found)
+    assert not stale, f"remove these ALLOWED entries, the code no longer has them: {stale}"
+
+
+PLANTED = """
+import json, argparse, os
+from pathlib import Path
+
+def read(path):
+    return json.loads(Path(path).read_text())
+
+def flags(p):
+    p.add_argument("--tpot-ms", type=float)
+
+def save(path, text):
+    Path(path).write_text(text)
+    with open(path, "w") as fh:
+        fh.write(text)
+
+def timeout():
+    return float(os.environ.get("T", "5")) + int(header_text.strip())
+"""
+
+
+def test_the_walk_finds_each_kind_of_bypass_planted_in_a_module(tmp_path: Path) -> None:
+    module = tmp_path / "planted.py"
+    module.write_text(PLANTED, encoding="utf-8")
+    rules = sorted((v.function, v.rule) for v in scan(module, "planted.py"))
+    assert rules == [
+        ("flags", "plain-number-flag"),
+        ("read", "json-parse"),
+        ("save", "raw-write"),
+        ("save", "raw-write"),
+        ("timeout", "number-of-text"),
+        ("timeout", "number-of-text"),
+    ]
