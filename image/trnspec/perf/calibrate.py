@@ -35,7 +35,16 @@ from trnspec.perf.published import (
     load_published,
     predicted_step_ms,
 )
-from trnspec.perf.validation import HeldOutRow, leave_one_source_out, published_speedup
+from trnspec.perf.validation import (
+    GOAL_MEAN,
+    GOAL_SHARE,
+    WITHIN,
+    HeldOutRow,
+    RegimeSummary,
+    leave_one_source_out,
+    published_speedup,
+    regime_summaries,
+)
 
 __all__ = [
     "DATA_FILE",
@@ -212,11 +221,41 @@ def held_out_table(rows: Sequence[HeldOutRow]) -> list[str]:
             f" {h.published:.2f} | {pred} | {err} |"
         )
     errors = [abs(h.error) for h in rows if h.error is not None]
-    within = sum(e <= 0.20 for e in errors)
+    within = sum(e <= WITHIN for e in errors)
     lines += [
         "",
-        f"{len(errors)} of {len(rows)} rows predictable; {within} of {len(errors)} within 20 %"
+        f"{len(errors)} of {len(rows)} rows predictable; {within} of {len(errors)} within"
+        f" {WITHIN:.0%}"
         + (f"; mean |error| {sum(errors) / len(errors):.1%}" if errors else ""),
+    ]
+    return lines
+
+
+def _cell(r: RegimeSummary | None) -> str:
+    if r is None or r.mean_abs_error is None:
+        return "-"
+    return f"{r.within}/{r.predicted} ({r.share_within:.0%}), {r.mean_abs_error:.0%}"
+
+
+def regime_table(before: Sequence[HeldOutRow], after: Sequence[HeldOutRow]) -> list[str]:
+    """Held-out accuracy per regime, before and after, as Markdown table lines."""
+    b = {(r.axis, r.label): r for r in regime_summaries(before)}
+    a = {(r.axis, r.label): r for r in regime_summaries(after)}
+    lines = [
+        f"| regime | rows | before: within {WITHIN:.0%}, mean abs error"
+        f" | after: within {WITHIN:.0%}, mean abs error | goal met after |",
+        "|---|---|---|---|---|",
+    ]
+    for key in dict.fromkeys([*b, *a]):
+        r = a.get(key) or b[key]
+        met = "yes" if a.get(key) and a[key].meets_goal else "no"
+        lines.append(
+            f"| {key[0]}: {key[1]} | {r.rows} | {_cell(b.get(key))} | {_cell(a.get(key))} | {met} |"
+        )
+    lines += [
+        "",
+        f"Goal per stack: at least {GOAL_SHARE:.0%} of held-out rows within {WITHIN:.0%} and a"
+        f" mean |error| of at most {GOAL_MEAN:.0%}.",
     ]
     return lines
 
@@ -256,6 +295,8 @@ def report_markdown(cal: Calibration) -> str:
     lines += held_out_table(cal.validation_before)
     lines += ["", "Held out, leave one source out, this model (after):", ""]
     lines += held_out_table(cal.validation)
+    lines += ["", "Held out per regime (validation.REGIME_RULE), before and after:", ""]
+    lines += regime_table(cal.validation_before, cal.validation)
     lines += [
         "",
         "Speculative rows without a published acceptance (the acceptance length the fitted model"
