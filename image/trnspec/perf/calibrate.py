@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -38,6 +38,7 @@ from trnspec.perf.published import (
 from trnspec.perf.validation import (
     GOAL_MEAN,
     GOAL_SHARE,
+    REGIME_RULE,
     WITHIN,
     HeldOutRow,
     RegimeSummary,
@@ -199,9 +200,7 @@ def implied_acceptance(cal: Calibration) -> list[Implied]:
             continue
         base = by_id[m.baseline or ""]
         t_spec = predicted_step_ms(m, cal.shapes, cal.efficiency[m.stack_group], cal.hardware)
-        t_base = predicted_step_ms(
-            base, cal.shapes, cal.efficiency[base.stack_group], cal.hardware
-        )
+        t_base = predicted_step_ms(base, cal.shapes, cal.efficiency[base.stack_group], cal.hardware)
         pub = published_speedup(m, base)
         out.append(Implied(m.id, m.method, m.k, m.batch, pub, pub * t_spec / t_base))
     return out
@@ -225,8 +224,7 @@ def held_out_table(rows: Sequence[HeldOutRow]) -> list[str]:
     lines += [
         "",
         f"{len(errors)} of {len(rows)} rows predictable; {within} of {len(errors)} within"
-        f" {WITHIN:.0%}"
-        + (f"; mean |error| {sum(errors) / len(errors):.1%}" if errors else ""),
+        f" {WITHIN:.0%}" + (f"; mean |error| {sum(errors) / len(errors):.1%}" if errors else ""),
     ]
     return lines
 
@@ -295,7 +293,7 @@ def report_markdown(cal: Calibration) -> str:
     lines += held_out_table(cal.validation_before)
     lines += ["", "Held out, leave one source out, this model (after):", ""]
     lines += held_out_table(cal.validation)
-    lines += ["", "Held out per regime (validation.REGIME_RULE), before and after:", ""]
+    lines += ["", "Held out per regime, before and after (" + REGIME_RULE + "):", ""]
     lines += regime_table(cal.validation_before, cal.validation)
     lines += [
         "",

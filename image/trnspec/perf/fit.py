@@ -1,11 +1,12 @@
 """Fit trnspec.perf.model's free constants to published Trn2 rows (deterministic, no numpy).
 
 Once the two efficiencies (HBM, compute) are fixed, a row's predicted step time is linear in
-every other constant (the host share enters an asynchronous stack's rows as zero: there it runs
-beside a longer device step, which the fitted rows' 192 host vCPUs make sure of): the per-step floor of its stack, the host cost per sequence, the cost per
-position, the collective latency per hop, the attention cost per cached token and layer, and the
-positions^2 x vocabulary term. So the fit walks a grid of the two efficiencies and, at each
-point, solves for the rest by non-negative least squares on the *relative* step-time error
+every other constant: the per-step floor of its stack, the host cost per sequence, the cost per
+position, the collective latency per hop, the attention cost per cached token and layer, the
+positions^2 x vocabulary term and the host share (which enters an asynchronous stack's rows as
+zero: there it runs beside a longer device step, which the published rows' 192 host vCPUs make
+sure of). So the fit walks a grid of the two efficiencies and, at each point, solves for the
+rest by non-negative least squares on the *relative* step-time error
 (Lawson-Hanson, below); the grid point with the smallest RMS relative error wins (ties: the
 lower compute efficiency, then the higher HBM efficiency). The same rows and code give the same
 constants bit for bit, which `tests/trnspec/perf/test_calibrate.py` checks against the stored fit.

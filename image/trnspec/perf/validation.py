@@ -1,18 +1,21 @@
 """Leave-one-source-out validation of the Trn2 fit, and the error bands predict prints.
 
-The rule, fixed before any fit: for each source (a published page or file, pinned to a commit),
-fit the constants on every fittable row of the *other* sources (trnspec.perf.fit.fit_rows) and
-predict that source's rows: a baseline's step time, and a speculative row's speedup from its own
-published acceptance length (speedup = acceptance length x predicted step of its published
-baseline, on the baseline's own stack / predicted speculative step). A row whose stack has no row left in the fit cannot be predicted (its floor
-is unknown): it is listed with that reason, never filled in. Speculative rows without a
-published acceptance are not predictions; calibrate reports the acceptance they imply.
+The rule, fixed before any fit: for each study (a published page or file pinned to a commit, or
+a measurement campaign that spans several files: Measurement.held_out_unit), fit the constants
+on every fittable row of the *other* studies (trnspec.perf.fit.fit_rows) and predict that
+study's rows: a baseline's step time, and a speculative row's speedup from its own published
+acceptance length (speedup = acceptance length x predicted step of its published baseline, on
+the baseline's own stack / predicted speculative step). A row whose stack has no row left in the
+fit cannot be predicted (its floor is unknown): it is listed with that reason, never filled in.
+Speculative rows without a published acceptance are not predictions; calibrate reports the
+acceptance they imply. The regimes the errors are reported and banded by are fixed below
+(REGIME_RULE), before any fit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.fit import ModelTerms, fit_constants, fit_rows
@@ -122,14 +125,15 @@ def _coordinates(m: Measurement, shapes: Mapping[str, ModelShape]) -> tuple[int,
 
 # ------------------------------------------------------------------------------------ regimes
 #
-# The rule, fixed before any fit and used both for the reported tables and for the band a query
+# REGIME_RULE: fixed before any fit and used both for the reported tables and for the band a query
 # gets: a regime is a stack group, plain or speculative (by method), and one range on each of four
 # axes. The ranges are wide on purpose: the published data is thin, and a band made of one row
 # says little.
 
-#: Inclusive (lowest, highest) ranges per axis; the last range of each is open.
+#: (lowest, highest) ranges per axis, in order; the last range of each is open. A value belongs
+#: to the last range whose lowest value it reaches (range_of).
 OPEN = float("inf")
-TP_RANGES: tuple[tuple[float, float], ...] = ((1, 4), (8, 16), (32, 64))
+TP_RANGES: tuple[tuple[float, float], ...] = ((1, 4), (5, 16), (17, OPEN))
 BATCH_RANGES: tuple[tuple[float, float], ...] = ((1, 1), (2, 4), (5, OPEN))
 CONTEXT_RANGES: tuple[tuple[float, float], ...] = ((0, 1023), (1024, 8191), (8192, OPEN))
 #: Billions of parameters a decode step reads (a mixture of experts counts its active ones).
@@ -147,6 +151,14 @@ AXIS_NAMES = {
     "context": "context (mean KV tokens)",
     "size": "model size (billion parameters read per step)",
 }
+#: The rule in words, as the report and the docs print it.
+REGIME_RULE = (
+    "a regime is a stack group, plain decoding or one speculative method, and one range on each"
+    " axis: TP 1-4 / 5-16 / 17+; batch 1 / 2-4 / 5+; mean KV tokens 0-1023 / 1024-8191 / 8192+;"
+    " billions of parameters a step reads 0-10 / 10-40 / 40+. A query's band is the largest"
+    " held-out |error| of the rows of its stack and kind in its ranges, over the axes some such"
+    " row covers; on the others the query is outside the data."
+)
 #: What a reader can expect: per stack, this share of held-out rows within WITHIN...
 GOAL_SHARE = 0.60
 WITHIN = 0.25
@@ -155,8 +167,10 @@ GOAL_MEAN = 0.25
 
 
 def range_of(axis: str, value: float) -> tuple[float, float]:
-    """The range of `axis` holding `value` (REGIME_RULE)."""
-    return next(r for r in AXES[axis] if r[0] <= value <= r[1])
+    """The range of `axis` holding `value` (REGIME_RULE): the last whose lowest value is at most
+    `value`, so the ranges cover the axis without gaps (a range's top is for display)."""
+    ranges = AXES[axis]
+    return next((r for r in reversed(ranges) if r[0] <= value), ranges[0])
 
 
 def describe_range(axis: str, r: tuple[float, float]) -> str:
@@ -230,9 +244,7 @@ class ErrorBand:
             if self.outside
             else ""
         )
-        return (
-            f"+/-{self.max_abs_error:.0%} (max held-out error of {self.rows} rows: {where}){out}"
-        )
+        return f"+/-{self.max_abs_error:.0%} (max held-out error of {self.rows} rows: {where}){out}"
 
 
 def band_of(

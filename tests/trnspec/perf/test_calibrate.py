@@ -105,9 +105,7 @@ def test_fitted_rows_are_within_thirty_percent():
 def test_every_held_out_row_is_predicted_or_names_why_not():
     cal = trn2_calibration()
     assert {h.id for h in cal.validation} == {
-        m.id
-        for m in MEASUREMENTS
-        if m.role == "baseline" or m.acceptance_length is not None
+        m.id for m in MEASUREMENTS if m.role == "baseline" or m.acceptance_length is not None
     }
     for h in cal.validation:
         assert (h.predicted is None) == bool(h.reason)
