@@ -234,17 +234,26 @@ class ErrorBand:
     def batches(self) -> tuple[float, float] | None:
         return dict(self.ranges).get("batch")
 
+    @property
+    def extrapolated(self) -> bool:
+        """The query lies outside the data on some axis: the band does not cover that axis, so
+        a caller deciding on it should treat the figure as unvalidated there."""
+        return bool(self.outside)
+
     def describe(self) -> str:
         spans = ", ".join(describe_range(a, r) for a, r in self.ranges)
         where = f"{self.stack_group}, {self.method}" + (f", {spans}" if spans else "")
         if self.max_abs_error is None:
             return f"no held-out error for {where}: no published row could be predicted there"
+        rows = f"{self.rows} row" + ("s" if self.rows != 1 else "")
         out = (
-            "; outside the data in " + ", ".join(AXIS_NAMES[a] for a in self.outside)
+            "; outside the data in "
+            + ", ".join(AXIS_NAMES[a] for a in self.outside)
+            + " (an extrapolation the band does not cover)"
             if self.outside
             else ""
         )
-        return f"+/-{self.max_abs_error:.0%} (max held-out error of {self.rows} rows: {where}){out}"
+        return f"+/-{self.max_abs_error:.0%} (max held-out error of {rows}: {where}){out}"
 
 
 def band_of(

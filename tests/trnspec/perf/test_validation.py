@@ -64,7 +64,7 @@ def test_every_value_of_an_axis_falls_in_exactly_one_range():
 
 def test_a_query_inside_the_data_gets_the_worst_error_of_its_own_regime_only():
     band = band_of(ROWS, Coordinates("s", "none", 4, 1, 300, 7.0))
-    assert band.outside == ()
+    assert band.outside == () and not band.extrapolated
     assert band.rows == 1 and band.max_abs_error == pytest.approx(0.10)
     assert band.unpredicted == ("d",)
     # the batch-4 row and the speculative row are other regimes
@@ -75,7 +75,7 @@ def test_a_query_inside_the_data_gets_the_worst_error_of_its_own_regime_only():
 
 def test_outside_the_data_is_said_only_on_the_axes_no_row_covers():
     band = band_of(ROWS, Coordinates("s", "none", 16, 1, 300, 7.0))
-    assert band.outside == ("tp",)
+    assert band.outside == ("tp",) and band.extrapolated
     assert "outside the data in tensor parallel size" in band.describe()
     for h in ROWS:
         assert band_of(ROWS, coordinates(h)).outside == ()
