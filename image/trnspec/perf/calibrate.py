@@ -32,6 +32,7 @@ from trnspec.perf.published import (
     DATA_FILE,
     Measurement,
     data_text,
+    deployment_for,
     load_published,
     predicted_step_ms,
 )
@@ -258,6 +259,25 @@ def regime_table(before: Sequence[HeldOutRow], after: Sequence[HeldOutRow]) -> l
     return lines
 
 
+def coverage_table(cal: Calibration) -> list[str]:
+    """What each stack's published rows cover: outside it every figure is an assumption."""
+    lines = [
+        "| stack | studies | rows | TP | batch | mean KV tokens | host vCPUs per replica |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for g in sorted({m.stack_group for m in cal.measurements}):
+        rows = [m for m in cal.measurements if m.stack_group == g]
+        vcpus = sorted({deployment_for(m, cal.hardware).vcpus_per_replica for m in rows})
+        lines.append(
+            f"| {g} | {len({m.held_out_unit for m in rows})} | {len(rows)}"
+            f" | {', '.join(str(t) for t in sorted({m.tp for m in rows}))}"
+            f" | {', '.join(str(b) for b in sorted({m.batch for m in rows}))}"
+            f" | {min(m.context_tokens for m in rows)}-{max(m.context_tokens for m in rows)}"
+            f" | {', '.join(f'{v:g}' for v in vcpus)} |"
+        )
+    return lines
+
+
 def report_markdown(cal: Calibration) -> str:
     """The constants, the fit residuals and both held-out tables as Markdown."""
     eff = next(iter(cal.efficiency.values()))
@@ -280,6 +300,8 @@ def report_markdown(cal: Calibration) -> str:
         f" {e.step_overhead_s * 1e3:.2f} / {e.draft_pass_overhead_s * 1e3:.2f} ms |"
         for g, e in sorted(cal.efficiency.items())
     ]
+    lines += ["", "What the published rows cover, per stack (outside it, an assumption):", ""]
+    lines += coverage_table(cal)
     lines += [
         "",
         "Fit residuals (step time, ms):",
