@@ -1,11 +1,18 @@
-"""What `predict` says about its own error: the held-out band of each figure's regime, and the
-queries no published row is near.
+"""What `predict` and `plan-deploy` say about their own error: the held-out band of each figure's
+regime, and the ways a query lies outside the published data.
 
 The bands come from the leave-one-source-out validation stored with the constants
-(trnspec.perf.validation, `data/trn2_fit.json`): a figure's regime is its stack group, its method
-(k = 0 is plain decoding) and its batch range. A regime without a predictable held-out row has
-no band, and says so. "Near" a published row means within a factor NEAR of its model size, TP or
-batch, among the rows of the same stack group.
+(trnspec.perf.validation, `data/trn2_fit.json`). A figure's regime is its stack group, plain or
+its speculative method (k = 0 is plain decoding), and its range on four axes fixed before the fit
+(validation.REGIME_RULE: TP, batch, context, model size). The band is the largest held-out error
+of the rows of the same stack and kind in the same ranges; on an axis where no published row of
+that stack and kind lies in the query's range, the query is outside the data on that axis (named),
+and the band is taken over the axes the data does cover. A regime without a predictable held-out
+row has no band, and says so.
+
+One line for a caller (predict, plan-deploy):
+
+    band = band_for(cal, group, method, k, batch, tp=tp, context_tokens=ctx, target=shape)
 """
 
 from __future__ import annotations
@@ -15,57 +22,110 @@ from dataclasses import dataclass
 
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.calibrate import Calibration
-from trnspec.perf.validation import ErrorBand, error_band
+from trnspec.perf.model import weight_elements_read
+from trnspec.perf.validation import (
+    AXIS_NAMES,
+    Coordinates,
+    ErrorBand,
+    band_of,
+    describe_range,
+    error_band,
+    kind_of,
+    range_of,
+)
 
-#: How far (as a ratio) a query may sit from the nearest published row and still be "near" it.
-NEAR = 2.0
+
+def params_b(shape: ModelShape) -> float:
+    """Billions of parameters one decode step reads (the size axis of the regimes)."""
+    return round(weight_elements_read(shape) / 1e9, 2)
 
 
-def band_for(cal: Calibration, stack_group: str, method: str, k: int, batch: int) -> ErrorBand:
-    """The held-out error band of one predicted figure."""
-    return error_band(cal.validation, stack_group, "none" if k == 0 else method, batch)
+def band_for(
+    cal: Calibration,
+    stack_group: str,
+    method: str,
+    k: int,
+    batch: int,
+    *,
+    tp: int | None = None,
+    context_tokens: int | None = None,
+    target: ModelShape | None = None,
+) -> ErrorBand:
+    """The held-out error band of one predicted figure (k = 0: plain decoding). Give `tp`,
+    `context_tokens` and `target` for the band of the query's full regime; an axis left out
+    matches any range (a wider, older-style band)."""
+    return error_band(
+        cal.validation,
+        stack_group,
+        "none" if k == 0 else method,
+        batch,
+        tp,
+        context_tokens,
+        params_b(target) if target is not None else None,
+    )
 
 
 @dataclass(frozen=True)
 class OutsideData:
-    """One way a query lies outside the published data: the quantity, the asked value and the
-    nearest published values."""
+    """One way a query lies outside the published data: the axis, the asked value and the ranges
+    the stack's published rows cover on it."""
 
     quantity: str
     asked: float
-    published: tuple[float, ...]
+    published: tuple[str, ...]
 
     def describe(self) -> str:
         if not self.published:
             return f"no published row of this stack: every {self.quantity} is an extrapolation"
-        shown = ", ".join(f"{v:g}" for v in self.published)
+        shown = "; ".join(self.published)
         return (
-            f"{self.quantity} {self.asked:g} is more than {NEAR:g}x from every published row of"
-            f" this stack ({shown}): the figure is an extrapolation"
+            f"{self.quantity} {self.asked:g} lies in no range this stack's published rows cover"
+            f" ({shown}): the figure is an extrapolation"
         )
 
 
-def _far(asked: float, published: Sequence[float]) -> bool:
-    return all(max(asked / p, p / asked) > NEAR for p in published)
-
-
 def outside_data(
-    cal: Calibration, stack_group: str, target: ModelShape, tp: int, batches: Sequence[int]
+    cal: Calibration,
+    stack_group: str,
+    target: ModelShape,
+    tp: int,
+    batches: Sequence[int],
+    context_tokens: int | None = None,
 ) -> list[OutsideData]:
-    """The model size, TP and batches of a query that no published row of its stack is near."""
+    """The model size, TP, batches (and context, when given) of a query that lie in no regime
+    range any published row of its stack covers (validation.REGIME_RULE)."""
     rows = [m for m in cal.measurements if m.stack_group == stack_group]
     if not rows:
         return [OutsideData("figure", 0, ())]
+    points = {
+        "size": [params_b(cal.shapes[m.target.lower()]) for m in rows],
+        "tp": [float(m.tp) for m in rows],
+        "batch": [float(m.batch) for m in rows],
+        "context": [float(m.context_tokens) for m in rows],
+    }
+    asked: list[tuple[str, float]] = [("size", params_b(target)), ("tp", float(tp))]
+    asked += [("batch", float(b)) for b in batches]
+    if context_tokens is not None:
+        asked.append(("context", float(context_tokens)))
     out = []
-    sizes = sorted({round(cal.shapes[m.target.lower()].params / 1e9, 1) for m in rows})
-    size = round(target.params / 1e9, 1)
-    if _far(size, sizes):
-        out.append(OutsideData("model size (billion parameters)", size, tuple(sizes)))
-    tps = sorted({float(m.tp) for m in rows})
-    if _far(tp, tps):
-        out.append(OutsideData("tensor parallel size", tp, tuple(tps)))
-    published_batches = sorted({float(m.batch) for m in rows})
-    far = [b for b in batches if _far(b, published_batches)]
-    for b in far:
-        out.append(OutsideData("batch", b, tuple(published_batches)))
+    for axis, value in asked:
+        covered = sorted({range_of(axis, v) for v in points[axis]})
+        if range_of(axis, value) not in covered:
+            out.append(
+                OutsideData(
+                    AXIS_NAMES[axis], value, tuple(describe_range(axis, r) for r in covered)
+                )
+            )
     return out
+
+
+__all__ = [
+    "Coordinates",
+    "ErrorBand",
+    "OutsideData",
+    "band_for",
+    "band_of",
+    "kind_of",
+    "outside_data",
+    "params_b",
+]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -32,10 +32,21 @@ from trnspec.perf.published import (
     DATA_FILE,
     Measurement,
     data_text,
+    deployment_for,
     load_published,
     predicted_step_ms,
 )
-from trnspec.perf.validation import HeldOutRow, leave_one_source_out, published_speedup
+from trnspec.perf.validation import (
+    GOAL_MEAN,
+    GOAL_SHARE,
+    REGIME_RULE,
+    WITHIN,
+    HeldOutRow,
+    RegimeSummary,
+    leave_one_source_out,
+    published_speedup,
+    regime_summaries,
+)
 
 __all__ = [
     "DATA_FILE",
@@ -190,9 +201,7 @@ def implied_acceptance(cal: Calibration) -> list[Implied]:
             continue
         base = by_id[m.baseline or ""]
         t_spec = predicted_step_ms(m, cal.shapes, cal.efficiency[m.stack_group], cal.hardware)
-        t_base = predicted_step_ms(
-            base, cal.shapes, cal.efficiency[base.stack_group], cal.hardware
-        )
+        t_base = predicted_step_ms(base, cal.shapes, cal.efficiency[base.stack_group], cal.hardware)
         pub = published_speedup(m, base)
         out.append(Implied(m.id, m.method, m.k, m.batch, pub, pub * t_spec / t_base))
     return out
@@ -212,12 +221,60 @@ def held_out_table(rows: Sequence[HeldOutRow]) -> list[str]:
             f" {h.published:.2f} | {pred} | {err} |"
         )
     errors = [abs(h.error) for h in rows if h.error is not None]
-    within = sum(e <= 0.20 for e in errors)
+    within = sum(e <= WITHIN for e in errors)
     lines += [
         "",
-        f"{len(errors)} of {len(rows)} rows predictable; {within} of {len(errors)} within 20 %"
-        + (f"; mean |error| {sum(errors) / len(errors):.1%}" if errors else ""),
+        f"{len(errors)} of {len(rows)} rows predictable; {within} of {len(errors)} within"
+        f" {WITHIN:.0%}" + (f"; mean |error| {sum(errors) / len(errors):.1%}" if errors else ""),
     ]
+    return lines
+
+
+def _cell(r: RegimeSummary | None) -> str:
+    if r is None or r.mean_abs_error is None:
+        return "-"
+    return f"{r.within}/{r.predicted} ({r.share_within:.0%}), {r.mean_abs_error:.0%}"
+
+
+def regime_table(before: Sequence[HeldOutRow], after: Sequence[HeldOutRow]) -> list[str]:
+    """Held-out accuracy per regime, before and after, as Markdown table lines."""
+    b = {(r.axis, r.label): r for r in regime_summaries(before)}
+    a = {(r.axis, r.label): r for r in regime_summaries(after)}
+    lines = [
+        f"| regime | rows | before: within {WITHIN:.0%}, mean abs error"
+        f" | after: within {WITHIN:.0%}, mean abs error | goal met after |",
+        "|---|---|---|---|---|",
+    ]
+    for key in dict.fromkeys([*b, *a]):
+        r = a.get(key) or b[key]
+        met = "yes" if a.get(key) and a[key].meets_goal else "no"
+        lines.append(
+            f"| {key[0]}: {key[1]} | {r.rows} | {_cell(b.get(key))} | {_cell(a.get(key))} | {met} |"
+        )
+    lines += [
+        "",
+        f"Goal per stack: at least {GOAL_SHARE:.0%} of held-out rows within {WITHIN:.0%} and a"
+        f" mean |error| of at most {GOAL_MEAN:.0%}.",
+    ]
+    return lines
+
+
+def coverage_table(cal: Calibration) -> list[str]:
+    """What each stack's published rows cover: outside it every figure is an assumption."""
+    lines = [
+        "| stack | studies | rows | TP | batch | mean KV tokens | host vCPUs per replica |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for g in sorted({m.stack_group for m in cal.measurements}):
+        rows = [m for m in cal.measurements if m.stack_group == g]
+        vcpus = sorted({deployment_for(m, cal.hardware).vcpus_per_replica for m in rows})
+        lines.append(
+            f"| {g} | {len({m.held_out_unit for m in rows})} | {len(rows)}"
+            f" | {', '.join(str(t) for t in sorted({m.tp for m in rows}))}"
+            f" | {', '.join(str(b) for b in sorted({m.batch for m in rows}))}"
+            f" | {min(m.context_tokens for m in rows)}-{max(m.context_tokens for m in rows)}"
+            f" | {', '.join(f'{v:g}' for v in vcpus)} |"
+        )
     return lines
 
 
@@ -243,6 +300,8 @@ def report_markdown(cal: Calibration) -> str:
         f" {e.step_overhead_s * 1e3:.2f} / {e.draft_pass_overhead_s * 1e3:.2f} ms |"
         for g, e in sorted(cal.efficiency.items())
     ]
+    lines += ["", "What the published rows cover, per stack (outside it, an assumption):", ""]
+    lines += coverage_table(cal)
     lines += [
         "",
         "Fit residuals (step time, ms):",
@@ -256,6 +315,8 @@ def report_markdown(cal: Calibration) -> str:
     lines += held_out_table(cal.validation_before)
     lines += ["", "Held out, leave one source out, this model (after):", ""]
     lines += held_out_table(cal.validation)
+    lines += ["", "Held out per regime, before and after (" + REGIME_RULE + "):", ""]
+    lines += regime_table(cal.validation_before, cal.validation)
     lines += [
         "",
         "Speculative rows without a published acceptance (the acceptance length the fitted model"

@@ -2,9 +2,11 @@
 
 Once the two efficiencies (HBM, compute) are fixed, a row's predicted step time is linear in
 every other constant: the per-step floor of its stack, the host cost per sequence, the cost per
-position, the collective latency per hop, the attention cost per cached token and layer, and the
-positions^2 x vocabulary term. So the fit walks a grid of the two efficiencies and, at each
-point, solves for the rest by non-negative least squares on the *relative* step-time error
+position, the collective latency per hop, the attention cost per cached token and layer, the
+positions^2 x vocabulary term and the host share (which enters an asynchronous stack's rows as
+zero: there it runs beside a longer device step, which the published rows' 192 host vCPUs make
+sure of). So the fit walks a grid of the two efficiencies and, at each point, solves for the
+rest by non-negative least squares on the *relative* step-time error
 (Lawson-Hanson, below); the grid point with the smallest RMS relative error wins (ties: the
 lower compute efficiency, then the higher HBM efficiency). The same rows and code give the same
 constants bit for bit, which `tests/trnspec/perf/test_calibrate.py` checks against the stored fit.
@@ -24,6 +26,7 @@ from dataclasses import dataclass, replace
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.model import TRN2, Efficiency, Hardware
 from trnspec.perf.published import Measurement, predicted_step_ms
+from trnspec.perf.stack_group import ASYNC_GROUPS
 
 #: Shared constants the linear solve may set (each >= 0); the per-stack floor is added per group.
 LINEAR_TERMS = (
@@ -196,7 +199,9 @@ def _fit_at(
         unit = replace(zero, **{name: 1.0})
         columns.append(
             [
-                (predicted_step_ms(m, shapes, unit, hw) - b0) / y
+                0.0
+                if name == "host_share_s" and m.stack_group in ASYNC_GROUPS
+                else (predicted_step_ms(m, shapes, unit, hw) - b0) / y
                 for m, b0, y in zip(rows, base, ys, strict=True)
             ]
         )
@@ -208,7 +213,13 @@ def _fit_at(
     per_pass = x[n : 2 * n] if terms.draft_pass_per_stack else [0.0] * n
     shared = dict(zip(terms.shared, x[len(x) - len(terms.shared) :], strict=True))
     effs = {
-        g: replace(zero, step_overhead_s=x[i], draft_pass_overhead_s=per_pass[i], **shared)
+        g: replace(
+            zero,
+            step_overhead_s=x[i],
+            draft_pass_overhead_s=per_pass[i],
+            overlaps_host=g in ASYNC_GROUPS,
+            **shared,
+        )
         for i, g in enumerate(groups)
     }
     return rms, effs

@@ -20,6 +20,9 @@ target, after the draft proposed `k` tokens per sequence. The step's time is
 * host share: a per-step cost that grows as the replica's share of the host's vCPUs shrinks
   (`host_share_s x 12 / vCPUs per replica`: a trn2.3xlarge, or one of 16 replicas on a
   trn2.48xlarge, has 12; a lone replica on a trn2.48xlarge 192), fitted on synchronous rows.
+  A synchronous step pays it before the device step; an asynchronous one (the plugin's default
+  scheduling "overlaps CPU work (scheduling, input preparation, output processing) with Neuron
+  device execution", vllm-neuron features guide) takes the longer of the two.
 * overhead: a fixed per-step cost (host scheduling, graph launch) that dominates small models
   (measured Trn2 decode reaches only about 11-46 % of the HBM roofline without it), a host cost
   per sequence per step (output processing, detokenization, streaming: paid once per step
@@ -133,6 +136,9 @@ class Efficiency:
     #: Host cost of one step for a replica with REFERENCE_VCPUS host vCPUs, seconds; a replica
     #: with v vCPUs pays `host_share_s x REFERENCE_VCPUS / v` (host work contending for cores).
     host_share_s: float = 0.0
+    #: The stack overlaps host work with the device step (async scheduling): the step then takes
+    #: the longer of the host share and the rest, not their sum.
+    overlaps_host: bool = False
 
     def __post_init__(self) -> None:
         for name in ("memory", "compute"):
@@ -267,10 +273,15 @@ class StepCost:
     overhead_s: float
     target: PassCost
     draft_s: float
+    #: The host share of the step (Efficiency.host_share_s scaled by the replica's vCPUs).
+    host_s: float = 0.0
+    #: Async scheduling: the host share runs beside the device step instead of before it.
+    overlapped: bool = False
 
     @property
     def total_s(self) -> float:
-        return self.overhead_s + self.target.total_s + self.draft_s
+        rest = self.overhead_s + self.target.total_s + self.draft_s
+        return max(self.host_s, rest) if self.overlapped else self.host_s + rest
 
 
 def draft_cost_s(
@@ -309,33 +320,26 @@ def step_cost(
     dep: Deployment,
     eff: Efficiency,
     verify_tokens: int | None = None,
-    compiled_batch: int | None = None,
 ) -> StepCost:
     """One decode step: overhead, the target verifying `batch x (k + 1)` tokens, the drafter.
 
     `verify_tokens` overrides the tokens per sequence the target verifies (a published
-    "verify n tokens" timing with no drafter). `compiled_batch` is the batch the graph was
-    compiled for when fewer sequences are live (padding). None: the live batch. Published padded runs barely move from the live batch's step:
-    the padded slots hold no cache, so only their positions (the compute roofline) are paid."""
+    "verify n tokens" timing with no drafter). `batch` is the live batch: a graph compiled for
+    more sequences than are live is priced at the live batch (published padded runs are
+    predicted best that way: docs/performance.md)."""
     if k < 0:
         raise ModelInputError(f"k={k}: the window must be >= 0")
-    device_batch = batch if compiled_batch is None else compiled_batch
-    if device_batch < batch:
-        raise ModelInputError(
-            f"compiled_batch={compiled_batch}: below the live batch {batch}; a graph holds at"
-            " least the sequences it runs"
-        )
     per_seq = verify_tokens if verify_tokens is not None else k + 1
-    t = pass_cost(target, device_batch * per_seq, batch, dep, eff, dep.weight_bytes)
+    t = pass_cost(target, batch * per_seq, batch, dep, eff, dep.weight_bytes)
     speculating = method != "none" and k > 0
     d = draft_cost_s(method, draft, target, k, batch, dep, eff) if speculating else 0.0
     overhead = (
         eff.step_overhead_s
         + batch * eff.sequence_overhead_s
-        + eff.host_share_s * REFERENCE_VCPUS / dep.vcpus_per_replica
         + (eff.spec_overhead_s if speculating else 0.0)
     )
-    return StepCost(overhead, t, d)
+    host = eff.host_share_s * REFERENCE_VCPUS / dep.vcpus_per_replica
+    return StepCost(overhead, t, d, host, eff.overlaps_host)
 
 
 def tokens_per_step(alpha: float, k: int) -> float:

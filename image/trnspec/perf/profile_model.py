@@ -72,6 +72,14 @@ class ProfileModel:
         )
 
 
+def vcpus_per_replica(cfg: ServingConfig) -> float:
+    """Host vCPUs each replica gets on a full node of its instance type (every replica busy, as
+    the cost per token assumes): the instance's vCPUs over the TP groups its cores hold."""
+    itype = INSTANCE_TYPES[cfg.hardware.instance_type]
+    replicas = max(1, itype.logical_cores(cfg.hardware.lnc) // cfg.tensor_parallel_size)
+    return itype.vcpus / replicas
+
+
 def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
     """The model of `cfg` on Trn2 with the calibrated constants; ConfigError lists every reason
     it cannot be built (not a Trn2 profile, unknown shapes, a method the model cannot cost)."""
@@ -127,6 +135,7 @@ def profile_model(cfg: ServingConfig, context_tokens: int) -> ProfileModel:
         draft_weight_bytes=BYTES_PER_DTYPE[cfg.dtype],
         kv_bytes=BYTES_PER_DTYPE[cfg.dtype],
         context_tokens=context_tokens,
+        vcpus_per_replica=vcpus_per_replica(cfg),
     )
     draft = drafter_for(method, draft, target)
     plain_group = group

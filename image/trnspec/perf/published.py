@@ -68,6 +68,7 @@ class Measurement:
     #: whole study at once.
     study: str | None = None
     #: The batch the graph was compiled for, when more than the live batch (None: the same).
+    #: Recorded, not priced: the model prices the live batch (see step_cost).
     compiled_batch: int | None = None
     #: Replicas the instance ran at once (their host vCPUs are shared).
     replicas_per_instance: int = 1
@@ -180,6 +181,16 @@ def _rows(text: str, shapes: dict[str, ModelShape]) -> list[Measurement]:
                 f"{entry.get('id')}: missing fields {missing}; every row needs {sorted(REQUIRED)}"
             )
         m = Measurement(**{**entry, "method": entry.get("method") or "none"})
+        if m.compiled_batch is not None and m.compiled_batch < m.batch:
+            raise ValueError(
+                f"{m.id}: compiled_batch={m.compiled_batch} is below batch={m.batch}; a graph"
+                " holds at least the sequences it runs"
+            )
+        if m.replicas_per_instance < 1:
+            raise ValueError(
+                f"{m.id}: replicas_per_instance={m.replicas_per_instance}; give the replicas the"
+                " instance ran at once (>= 1)"
+            )
         for name in (m.target, m.draft):
             if name is not None and name.lower() not in shapes:
                 raise ValueError(f"{m.id}: no shape for {name}; add it under shapes:")
@@ -217,6 +228,5 @@ def predicted_step_ms(
         deployment_for(m, hw),
         eff,
         m.verify_tokens,
-        m.compiled_batch,
     )
     return 1000.0 * step.total_s

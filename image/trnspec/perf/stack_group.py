@@ -23,6 +23,8 @@ from trnspec.config.serving import ServingConfig
 from trnspec.engine.render import render
 
 SYNC_FLAG = "--no-async-scheduling"
+#: Stack groups that schedule asynchronously (host work overlaps the device step).
+ASYNC_GROUPS = frozenset({"plugin"})
 #: The flag that turns async scheduling off on the plugin by itself (the engine's rule above).
 SPECULATIVE_FLAG = "--speculative-config"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from trnspec.hardware.model_shapes import KNOWN_SHAPES
 from trnspec.perf.model import (
+    REFERENCE_VCPUS,
     TRN2,
     Deployment,
     Efficiency,
@@ -211,3 +213,74 @@ def test_the_context_term_is_paid_per_sequence_layer_and_cached_token():
         4 * small
     )
     assert small == pytest.approx(LLAMA70.layers * 1000 * 1e-8)
+
+
+# --- batch, TP and host: the terms the third pass separates ---------------------------------
+
+per_sequence = st.floats(1e-5, 5e-3)
+
+
+@SETTINGS
+@given(per_sequence, st.integers(1, 64), st.floats(0.0, 0.03))
+def test_each_sequence_added_to_the_batch_pays_its_own_host_cost(x, batch, floor):
+    """One rank, no KV, memory-bound: the step grows by exactly the per-sequence cost."""
+    eff = Efficiency(1.0, 1.0, floor, 0.0, sequence_overhead_s=x)
+    d = dep(tp=1, context=0)
+    one = step_cost(LLAMA8, "none", None, 0, 1, d, eff).total_s
+    many = step_cost(LLAMA8, "none", None, 0, batch, d, eff).total_s
+    assert many - one == pytest.approx((batch - 1) * x, rel=1e-9, abs=1e-12)
+
+
+@SETTINGS
+@given(efficiencies, per_sequence, st.floats(0.0, 2e-8), st.integers(3, 32))
+def test_the_step_is_linear_in_the_live_batch_while_memory_bound(eff, x, ctx, batch):
+    """Every per-sequence term (host, KV bytes, attention, collective bytes) is paid per
+    sequence: step(b) = step(1) + (b - 1) x (step(2) - step(1))."""
+    assume(eff.compute >= eff.memory / 10)
+    eff = dataclasses.replace(eff, sequence_overhead_s=x, context_token_s=ctx)
+    d = dep(tp=8, context=2048)
+
+    def step(b: int) -> float:
+        return step_cost(LLAMA8, "none", None, 0, b, d, eff).total_s
+
+    assert step(2) - step(1) >= x
+    assert step(batch) - step(1) == pytest.approx((batch - 1) * (step(2) - step(1)), rel=1e-6)
+
+
+@SETTINGS
+@given(efficiencies, st.floats(1e-6, 2e-5))
+def test_collectives_grow_with_the_tensor_parallel_degree(eff, hop):
+    eff = dataclasses.replace(eff, collective_latency_s=hop)
+    costs = [pass_cost(LLAMA70, 1, 1, dep(tp), eff, 2).collective_s for tp in (1, 2, 4, 8, 16, 64)]
+    assert costs[0] == 0.0
+    assert all(b > a for a, b in itertools.pairwise(costs))
+
+
+@SETTINGS
+@given(st.floats(1e-4, 0.03), st.floats(1.0, 192.0), st.floats(1.0, 192.0))
+def test_a_replica_with_fewer_host_vcpus_never_steps_faster(host, v1, v2):
+    eff = Efficiency(1.0, 1.0, 0.002, 0.0, host_share_s=host)
+    lo, hi = sorted((v1, v2))
+    few = step_cost(
+        LLAMA8, "none", None, 0, 1, dataclasses.replace(dep(4), vcpus_per_replica=lo), eff
+    )
+    more = step_cost(
+        LLAMA8, "none", None, 0, 1, dataclasses.replace(dep(4), vcpus_per_replica=hi), eff
+    )
+    assert few.total_s >= more.total_s
+    assert few.host_s == pytest.approx(host * REFERENCE_VCPUS / lo)
+
+
+@SETTINGS
+@given(st.floats(1e-4, 0.05), st.floats(0.0, 0.03))
+def test_async_scheduling_runs_the_host_share_beside_the_device_step(host, floor):
+    """Overlapped: the longer of the two; synchronous: their sum. Never below either part."""
+    sync = Efficiency(1.0, 1.0, floor, 0.0, host_share_s=host)
+    overlapped = dataclasses.replace(sync, overlaps_host=True)
+    d = dataclasses.replace(dep(4), vcpus_per_replica=REFERENCE_VCPUS)
+    s = step_cost(LLAMA8, "none", None, 0, 1, d, sync)
+    a = step_cost(LLAMA8, "none", None, 0, 1, d, overlapped)
+    rest = s.total_s - s.host_s
+    assert s.total_s == pytest.approx(host + rest)
+    assert a.total_s == pytest.approx(max(host, rest))
+    assert a.total_s <= s.total_s
