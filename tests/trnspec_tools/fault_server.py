@@ -54,6 +54,8 @@ FAULTS = {
     "model_surrogate": "the served model id is a lone surrogate (\\ud800)",
     "endless_line": "a stream event line of 2 MiB with no newline",
     "deep_json": "a stream event nested 100,000 levels deep",
+    "data_no_space": "every stream line is `data:{...}`, without the space after the colon",
+    "done_never_closes": "a chunked stream sends [DONE], then never ends its body or connection",
 }
 
 
@@ -213,6 +215,8 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
                 ids, text = [*ids[:-1], (ids[-1] + 1) % 26], text[:-1] + "!"
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
+            if f == "done_never_closes":
+                self.send_header("Transfer-Encoding", "chunked")
             if f == "huge_header":
                 self.send_header("X-Padding", "x" * (65 * 1024))
             self.end_headers()
@@ -251,10 +255,20 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
                 last = i == len(ids) - 1
                 choice = {"index": 0, "token_ids": [tid], "finish_reason": finish if last else None}
                 event = {"choices": [] if f == "choices_empty" else [choice | piece]}
-                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                self.wfile.flush()
+                self._event(f"data: {json.dumps(event)}\n\n".encode())
             final = {"choices": [], "usage": usage}
-            self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
+            self._event(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
+            if f == "done_never_closes":
+                s.stop.wait()
+
+        def _event(self, data: bytes) -> None:
+            """Stream bytes as the fault says (no space after `data:`, chunk framing)."""
+            if s.fault == "data_no_space":
+                data = data.replace(b"data: ", b"data:")
+            if s.fault == "done_never_closes":
+                data = f"{len(data):x}\r\n".encode() + data + b"\r\n"
+            self.wfile.write(data)
+            self.wfile.flush()
 
     return Handler
 

@@ -95,6 +95,8 @@ class Arm:
     k: int | None = None
     #: the target model directory of a local server (holds its tokenizer)
     model_path: str | None = None
+    #: the process group of a local server (None for a URL)
+    pid: int | None = None
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
@@ -182,6 +184,7 @@ def opened(arm: Arm) -> Iterator[Arm]:
             server.model,
             k,
             server.config.target.source,
+            server.pid,
         )
 
 

@@ -28,7 +28,7 @@ from trnspec_tools.client.http_stream import ConnectionPool, Deadlines, Protocol
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
 from trnspec_tools.inbound.endpoint import BoundKey
-from trnspec_tools.inbound.sse import MAX_EVENT_BYTES, EventError, event_object
+from trnspec_tools.inbound.sse import EventError, sse_events
 from trnspec_tools.inbound.usage import checked_completion_tokens
 
 Api = Literal["completions", "chat"]
@@ -216,35 +216,16 @@ async def _read_events(
     last: float | None = None
     done = False
     end = start
-    buf = b""
     perf = time.perf_counter
     itl = result.itl_s
     reported: object = None
-    # Read to the end even after [DONE]: leaving a response unread closes its connection, and
-    # the next request would pay a new TCP connect inside its TTFT.
-    async for data in resp.iter_raw():
-        now = perf()
-        buf = buf + data if buf else data
-        if done:
-            continue
-        while True:
-            nl = buf.find(b"\n")
-            if nl < 0:
+    try:
+        async for ev in sse_events(resp.iter_raw(), perf):
+            now = ev.at
+            event = ev.data
+            if event is None:
+                done, end = True, now
                 break
-            line = buf[:nl]
-            buf = buf[nl + 1 :]
-            if not line.startswith(b"data:"):
-                continue
-            payload = line[5:].strip()
-            if payload == b"[DONE]":
-                done = True
-                end = now
-                break
-            try:
-                event = event_object(payload)
-            except EventError as exc:
-                result.error_detail = str(exc)
-                return "bad_response"
             if "error" in event:
                 # vLLM reports failures after the 200 header as an error event in the stream
                 result.error_detail = str(event["error"])[:200]
@@ -261,11 +242,9 @@ async def _read_events(
                 last = now
                 result.content_chunks += 1
             result.parse_overhead_s += perf() - now
-        if done:
-            buf = b""
-        elif len(buf) > MAX_EVENT_BYTES:
-            result.error_detail = f"an event line longer than {MAX_EVENT_BYTES} bytes"
-            return "bad_response"
+    except EventError as exc:
+        result.error_detail = str(exc)
+        return "bad_response"
     result.end_s = end if done else perf()
     if not done:
         result.error_detail = "stream ended before [DONE]"

@@ -31,7 +31,7 @@ from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_del
 from trnspec_tools.client.served_model import ModelListError, served_model_ids
 from trnspec_tools.client.served_model import json_shape as _shape
 from trnspec_tools.inbound.endpoint import BoundKey
-from trnspec_tools.inbound.sse import MAX_EVENT_BYTES, EventError, event_object
+from trnspec_tools.inbound.sse import EventError, sse_events
 from trnspec_tools.inbound.usage import token_count
 
 DEFAULT_DEADLINES = Deadlines()
@@ -224,32 +224,17 @@ class OpenAIClient:
 
 
 async def _read_sse(resp: Any) -> list[Any]:
-    """Every `data:` event up to [DONE], parsed; a stream that ends without [DONE] or carries a
-    line that is not JSON raises (no partial result is passed on as if complete)."""
+    """Every event up to [DONE] (inbound.sse), parsed; a stream that ends without [DONE] or
+    carries an unusable event raises (no partial result is passed on as if complete)."""
     events: list[Any] = []
-    buf = b""
-    done = False
-    async for data in resp.iter_raw():
-        buf += data
-        if done:
-            continue
-        *lines, buf = buf.split(b"\n")
-        if len(buf) > MAX_EVENT_BYTES:
-            raise ProtocolError(f"an event line longer than {MAX_EVENT_BYTES} bytes")
-        for line in lines:
-            if not line.startswith(b"data:"):
-                continue
-            payload = line[5:].strip()
-            if payload == b"[DONE]":
-                done = True
-                break
-            try:
-                events.append(event_object(payload))
-            except EventError as exc:
-                raise ProtocolError(str(exc)) from None
-    if not done:
-        raise ProtocolError(f"the stream ended before [DONE] after {len(events)} events")
-    return events
+    try:
+        async for ev in sse_events(resp.iter_raw()):
+            if ev.done:
+                return events
+            events.append(ev.data)
+    except EventError as exc:
+        raise ProtocolError(str(exc)) from None
+    raise ProtocolError(f"the stream ended before [DONE] after {len(events)} events")
 
 
 def _str_or_none(value: object) -> str | None:

@@ -26,9 +26,8 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.json_fields import Fields
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.local_engine.local_server import LocalServer
+from trnspec_tools.tune.alternated import paused
 from trnspec_tools.tune.round_run import RoundPair, RoundRun
 from trnspec_tools.tune.schedule_choice import (
     PLAIN,
@@ -71,18 +71,9 @@ def prompts_for_level(specs: Sequence[RequestSpec], c: int) -> list[RequestSpec]
     return list(specs[: min(len(specs), max(8, 4 * c))])
 
 
-@contextlib.contextmanager
-def stopped(server: LocalServer) -> Iterator[None]:
+def stopped(server: LocalServer) -> contextlib.AbstractContextManager[None]:
     """The server's whole process group stopped (SIGSTOP) for the block, then continued."""
-    pid = server.pid
-    if pid is None:
-        yield
-        return
-    os.killpg(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.killpg(pid, signal.SIGCONT)
+    return paused(server.pid)
 
 
 async def _measure(server: LocalServer, other: LocalServer, specs, c, opts) -> RoundRun:

@@ -19,6 +19,7 @@ from trnspec_tools.bench.bench_run import RunOptions, run_options_from_args
 from trnspec_tools.bench.bench_workload import Workload
 from trnspec_tools.bench.workload_args import workload_of
 from trnspec_tools.client.client_args import client_arg_problems
+from trnspec_tools.client.metrics import MAX_POSITIONS
 
 
 @dataclass(frozen=True)
@@ -70,18 +71,65 @@ class TuneOptions:
             *([("--rows-out", self.rows_out)] if self.rows_out else []),
         ]
 
+    def input_paths(self) -> list[tuple[str, Path]]:
+        """The files a run reads (no output may replace one of them)."""
+        inputs = [("--from-json", self.from_json)] if self.from_json else []
+        dataset = self.workload.dataset
+        if dataset and Path(dataset).suffix == ".jsonl":
+            inputs.append(("--dataset", Path(dataset)))
+        return inputs
+
+
+def input_clash(
+    outputs: Sequence[tuple[str, Path]], inputs: Sequence[tuple[str, Path]]
+) -> str | None:
+    """The first output that is an input of the same run (the file it would replace holds what
+    the run reads, e.g. the measurements of --from-json), as one line, else None."""
+    for name, out in outputs:
+        for in_name, given in inputs:
+            if _same_file(out, given):
+                return (
+                    f"{name}={out}: is the {in_name} input of this run; writing it would replace"
+                    " what the run reads (choose another path)"
+                )
+    return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        return False
+
 
 def parse_endpoints(items: Sequence[str]) -> dict[int, str]:
     """--endpoint-for-k K=URL items as {K: URL}."""
     out: dict[int, str] = {}
     for item in items:
         k_text, sep, url = item.partition("=")
-        if not sep or not k_text.strip().isdigit() or int(k_text) < 1:
-            raise UsageError(f"--endpoint-for-k={item}: use K=URL with K >= 1, e.g. 4=http://h:80")
+        k_text = k_text.strip()
+        if not sep or not (k_text.isascii() and k_text.isdigit()) or len(k_text) > 2:
+            k_text = ""
+        if not k_text or k_text != str(int(k_text)) or not 1 <= int(k_text) <= MAX_POSITIONS:
+            shown = item if len(item) <= 80 else f"{item[:40]}...{item[-20:]}"
+            raise UsageError(
+                f"--endpoint-for-k={shown}: use K=URL with K in 1..{MAX_POSITIONS},"
+                " e.g. 4=http://h:80"
+            )
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"--endpoint-for-k={item}: {url!r} is not an http(s):// URL")
         out[int(k_text)] = url
     return out
+
+
+def _windows(text: str) -> tuple[int, ...]:
+    """--k: windows in 1..MAX_POSITIONS."""
+    ks = tuple(parse_int_list("--k", text))
+    if (big := max(ks)) > MAX_POSITIONS:
+        raise UsageError(f"--k={big}: a window is at most {MAX_POSITIONS} draft tokens")
+    return ks
 
 
 def tune_options(args: argparse.Namespace) -> TuneOptions:
@@ -89,7 +137,7 @@ def tune_options(args: argparse.Namespace) -> TuneOptions:
     if problems := client_arg_problems(args):
         raise UsageError("; ".join(problems))
     return TuneOptions(
-        k=tuple(parse_int_list("--k", args.k)) if args.k else None,
+        k=_windows(args.k) if args.k else None,
         overrides=tuple(args.overrides),
         endpoints=parse_endpoints(args.endpoint_for_k),
         baseline=args.baseline,

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from trnspec_tools.bench.bench import main as bench_main
-from trnspec_tools.tune.tune import check_override
+from trnspec_tools.tune.override_check import check_override
 from trnspec_tools.tune.tune import main as tune_main
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -10,7 +10,8 @@ from fake_openai_server import running
 from made_runs import deltas, made_run
 
 from trnspec_tools.bench.run_result import AcceptanceFigures, ArmRun, RunResult
-from trnspec_tools.tune.tune import analyse, check_override, main
+from trnspec_tools.tune.k_sweep import analyse
+from trnspec_tools.tune.tune import check_override, main
 from trnspec_tools.tune.tune_options import parse_endpoints
 from trnspec_tools.tune.window_model import expected_tokens_per_step
 
@@ -43,21 +44,21 @@ def test_analysis_recommends_the_hand_computed_k_and_its_precompile_neighbours()
     # a = 0.6, c = 0.2: speedups 1.333, 1.400, 1.360 for k = 1, 2, 3 -> k = 2
     baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
     a = analyse(baseline, runs, k_max=7)
-    assert a["recommendation"]["k"] == 2
-    assert a["recommendation"]["precompile"] == [1, 2, 3]
-    assert a["recommendation"]["best_measured_k"] == 2
-    assert a["fit"]["alpha"] == pytest.approx(0.6, abs=1e-6)
-    assert a["fit"]["cost_ratio"] == pytest.approx(0.2, abs=1e-9)
-    for row in a["rows"]:
-        if row["measured_speedup"] is not None:
-            assert row["predicted_speedup"] == pytest.approx(row["measured_speedup"], rel=1e-9)
-    assert [r["k"] for r in a["rows"]] == list(range(1, 8))
+    assert a.recommendation.k == 2
+    assert a.recommendation.precompile == (1, 2, 3)
+    assert a.recommendation.best_measured_k == 2
+    assert a.model.alpha == pytest.approx(0.6, abs=1e-6)
+    assert a.model.cost_ratio == pytest.approx(0.2, abs=1e-9)
+    for row in a.rows:
+        if row.measured_speedup is not None:
+            assert row.predicted_speedup == pytest.approx(row.measured_speedup, rel=1e-9)
+    assert [r.k for r in a.rows] == list(range(1, 8))
 
 
 def test_analysis_may_recommend_an_unmeasured_k_and_says_so():
     baseline, runs = model_runs(0.9, 0.02, [1, 2])
-    rec = analyse(baseline, runs, k_max=7)["recommendation"]
-    assert rec["k"] > 2 and rec["measured"] is False
+    rec = analyse(baseline, runs, k_max=7).recommendation
+    assert rec.k > 2 and rec.measured is False
 
 
 def test_analysis_refuses_runs_without_acceptance():
@@ -153,9 +154,9 @@ def test_remote_mode_needs_a_baseline(tmp_path, capsys):
 def test_a_measured_k_that_beats_the_model_is_preferred_over_the_prediction():
     baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
     runs[3] = at_tps(runs[3], 150.0)  # 1.5x measured, the model says 1.36x
-    rec = analyse(baseline, runs, k_max=7)["recommendation"]
-    assert rec["k"] == 3 and rec["measured"] and rec["expected_speedup"] == pytest.approx(1.5)
-    assert rec["best_measured_k"] == 3
+    rec = analyse(baseline, runs, k_max=7).recommendation
+    assert rec.k == 3 and rec.measured and rec.expected_speedup == pytest.approx(1.5)
+    assert rec.best_measured_k == 3
 
 
 # --- concurrency sweep, step-time model, per-category acceptance -------------------------------
@@ -181,8 +182,8 @@ def _written_level(arm: str, tps: float, mal: float | None = None) -> dict:
 def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
     from engine_cases import ALPHA, SETUP, synthetic_sweep
 
+    from trnspec_tools.tune.engine_analysis import concurrency_analysis, sweep_points
     from trnspec_tools.tune.engine_model import fit_engine
-    from trnspec_tools.tune.tune import concurrency_analysis, sweep_points
 
     baseline, runs = {}, {}  # the sweep as tune's measured levels
     for p in synthetic_sweep(ks=(1, 2, 4)):
@@ -195,30 +196,30 @@ def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
     points = sweep_points(baseline, runs)
     fit = fit_engine(points, SETUP, 2)
     out = concurrency_analysis(points, SETUP, fit, [ALPHA], ALPHA, [1, 4, 64, 4096], 6)
-    assert out["fit_concurrency"] == 2
-    assert {(r["concurrency"], r["used_for_fit"]) for r in out["rows"]} == {
+    assert out.fit_concurrency == 2
+    assert {(r.concurrency, r.used_for_fit) for r in out.rows} == {
         (1, False),
         (2, True),
         (4, False),
         (8, False),
     }
-    assert out["held_out"]["rows"] == 9
-    for r in out["rows"]:  # accuracy off the fit concurrency: test_engine_model.py
-        if r["used_for_fit"]:
-            assert r["predicted_speedup"] == pytest.approx(r["measured_speedup"], rel=0.02)
-    rec = out["recommendation_by_batch"]
-    assert set(rec["best_k_per_batch"]) == {"1", "4", "64", "4096"}
-    assert "disable_speculation_at_batch" in rec and rec["precompile"]
+    assert out.held_out.rows == 9
+    for r in out.rows:  # accuracy off the fit concurrency: test_engine_model.py
+        if r.used_for_fit:
+            assert r.predicted_speedup == pytest.approx(r.measured_speedup, rel=0.02)
+    rec = out.recommendation_by_batch
+    assert set(rec.best_k_per_batch) == {1, 4, 64, 4096}
+    assert rec.precompile
 
 
 def test_trn2_advice_uses_the_measured_acceptance_and_the_image_limit():
-    from trnspec_tools.tune.tune import trn2_recommendation
+    from trnspec_tools.tune.engine_analysis import trn2_recommendation
 
     high = trn2_recommendation("qwen3-32b-draft", [0.95], 0.95, [1, 4, 64], 640)
     low = trn2_recommendation("qwen3-32b-draft", [0.5], 0.5, [1, 4, 64], 640)
-    assert high["k_max"] == 7 and all(k <= 7 for k in high["precompile"])
-    assert high["best_k_per_batch"]["1"]["k"] > low["best_k_per_batch"]["1"]["k"]
-    assert high["best_k_per_batch"]["64"]["k"] == 0
+    assert high.k_max == 7 and all(k <= 7 for k in high.advice.precompile)
+    assert high.advice.best_k_per_batch[1][0] > low.advice.best_k_per_batch[1][0]
+    assert high.advice.best_k_per_batch[64][0] == 0
 
 
 def test_categories_are_grouped_from_the_jsonl(tmp_path):
@@ -244,17 +245,27 @@ def test_per_category_needs_a_jsonl_dataset(dataset):
         category_specs(dataset, 4, 16, 0)
 
 
-def test_category_analysis_fits_acceptance_per_category():
-    from trnspec_tools.tune.tune import category_analysis
+def test_category_acceptance_is_fitted_from_acceptance_alone_per_category():
+    from trnspec_tools.tune.engine_analysis import BatchAdvice, category_acceptance
 
     cats = {
         "coding": {k: _level_stats(1.0, expected_tokens_per_step(0.9, k)) for k in (1, 2, 4)},
-        "writing": {k: _level_stats(1.0, expected_tokens_per_step(0.4, k)) for k in (1, 2, 4)},
+        "writing": {k: _level_stats(9.0, expected_tokens_per_step(0.4, k)) for k in (1, 2, 4)},
+        "none": {2: _level_stats(1.0)},
     }
-    out = category_analysis(cats, 7, lambda cond, a: {"alpha_seen": a})
-    assert out["coding"]["alpha"] == pytest.approx(0.9, abs=1e-4)
-    assert out["writing"]["alpha"] == pytest.approx(0.4, abs=1e-4)
-    assert out["writing"]["recommendation_by_batch"] == {"alpha_seen": out["writing"]["alpha"]}
+    seen = []
+
+    def advice(cond, a):
+        seen.append(a)
+        return BatchAdvice({1: (2, 1.1)}, None, (1, 2, 3))
+
+    out = category_acceptance(cats, advice)
+    assert out["coding"].alpha == pytest.approx(0.9, abs=1e-4)
+    assert out["writing"].alpha == pytest.approx(0.4, abs=1e-4)  # throughput plays no part
+    assert seen == [out["coding"].alpha, out["writing"].alpha]
+    assert out["none"] is None
+    written = out["writing"].to_json()
+    assert set(written) == {"acceptance", "alpha", "conditional", "runs", "recommendation_by_batch"}
 
 
 def test_two_concurrency_levels_against_fake_servers_write_the_validation_rows(tmp_path):
@@ -304,7 +315,7 @@ def test_two_concurrency_levels_against_fake_servers_write_the_validation_rows(t
 
 
 def test_an_earlier_result_can_be_reanalysed_without_measuring(tmp_path):
-    from trnspec_tools.tune.tune import load_measurements
+    from trnspec_tools.tune.alternated import load_measurements
 
     result = {
         "by_concurrency": {
@@ -321,10 +332,12 @@ def test_an_earlier_result_can_be_reanalysed_without_measuring(tmp_path):
     }
     path = tmp_path / "old.json"
     path.write_text(json.dumps(result))
-    baseline, runs, cats = load_measurements(path, [1, 2])
-    assert baseline[2].result.output_tokens_per_s == 180.0
-    assert runs[2][1].result.output_tokens_per_s == 150.0
-    assert cats["code"][2].acceptance.mean_accepted_length == 2.7
+    found = load_measurements(path, [1, 2])
+    assert found.baseline[2].result.output_tokens_per_s == 180.0
+    assert found.runs[2][1].result.output_tokens_per_s == 150.0
+    assert found.cats["code"][2].acceptance.mean_accepted_length == 2.7
+    assert found.rounds == {}  # written before alternation: one ratio per run
+    assert found.versus_plain().at(2, 2).median == pytest.approx(250.0 / 180.0)
     from trnspec_tools.bench.bench_options import UsageError
 
     with pytest.raises(UsageError, match="concurrency \\[4\\]"):
@@ -372,11 +385,11 @@ def test_a_speedup_above_its_tokens_per_step_is_left_out_of_the_fit_and_the_tabl
     baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
     runs[1] = at_tps(runs[1], 400.0)  # 4x from a window of 1 (at most 2 tokens per step)
     a = analyse(baseline, runs, k_max=7)
-    row1 = next(r for r in a["rows"] if r["k"] == 1)
-    assert row1["measured_speedup"] is None and row1["implausible"] is True
-    assert a["recommendation"]["k"] == 2  # from the plausible runs, as without k=1
-    assert a["fit"]["alpha"] == pytest.approx(0.6, abs=1e-3)
-    assert not any(r["implausible"] for r in a["rows"] if r["k"] != 1)
+    row1 = next(r for r in a.rows if r.k == 1)
+    assert row1.measured_speedup is None and row1.implausible is True
+    assert a.recommendation.k == 2  # from the plausible runs, as without k=1
+    assert a.model.alpha == pytest.approx(0.6, abs=1e-3)
+    assert not any(r.implausible for r in a.rows if r.k != 1)
 
 
 def test_a_tune_json_holding_nan_is_refused_in_one_line_not_turned_into_a_speedup(tmp_path, capsys):
@@ -408,7 +421,8 @@ def test_a_tune_json_with_a_run_out_of_range_is_refused_naming_the_field(tmp_pat
 
 
 def test_the_local_launcher_arms_are_one_per_k_with_the_overrides_and_a_plain_baseline():
-    from trnspec_tools.tune.tune import arms_of, build_parser
+    from trnspec_tools.tune.alternated import arms_of
+    from trnspec_tools.tune.tune import build_parser
     from trnspec_tools.tune.tune_options import tune_options
 
     argv = ["--k", "1,3", "--set", "max_num_seqs=8", "--out", "t.json"]
@@ -422,3 +436,51 @@ def test_the_local_launcher_arms_are_one_per_k_with_the_overrides_and_a_plain_ba
         1: ("k=1", ["max_num_seqs=8", "speculation.num_speculative_tokens=1"], 1),
         3: ("k=3", ["max_num_seqs=8", "speculation.num_speculative_tokens=3"], 3),
     }
+
+
+# --- what tune reads and writes: refused in one line, before anything is measured or lost ----
+
+
+def _earlier(tmp_path, runs: dict) -> object:
+    path = tmp_path / "earlier.json"
+    level = {"baseline": _written_level("baseline", 100.0), "runs": runs}
+    path.write_text(json.dumps({"by_concurrency": {"1": level}}))
+    return path
+
+
+def _one_line_refusal(capsys, argv) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    return err
+
+
+def test_rows_out_may_not_overwrite_the_from_json_input_of_the_same_run(tmp_path, capsys):
+    earlier = _earlier(tmp_path, {"2": _written_level("k=2", 150.0, 2.5)})
+    before = earlier.read_bytes()
+    argv = ["--from-json", str(earlier), "--concurrency", "1", "--out", str(tmp_path / "t.json")]
+    argv += ["--trn2-profile", "qwen3-32b-draft", "--rows-out", str(earlier)]
+    assert "--from-json input of this run" in _one_line_refusal(capsys, argv)
+    assert earlier.read_bytes() == before
+
+
+def test_rows_out_without_a_trn2_profile_is_refused_before_measuring(tmp_path, capsys):
+    argv = ["--endpoint-for-k", "2=http://127.0.0.1:9", "--baseline", "http://127.0.0.1:9"]
+    argv += ["--out", str(tmp_path / "t.json"), "--rows-out", str(tmp_path / "rows.yaml")]
+    err = _one_line_refusal(capsys, argv)
+    assert "--rows-out" in err and "--trn2-profile" in err
+    assert not (tmp_path / "rows.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [["2", "02"], ["02"], ["+2"], ["²"], ["0"], ["9" * 400]],
+    ids=["2-and-02", "leading-zero", "plus", "superscript", "zero", "400-digits"],
+)
+def test_runs_keyed_by_a_non_canonical_or_huge_window_are_refused_in_one_line(
+    tmp_path, capsys, keys
+):
+    earlier = _earlier(tmp_path, {key: _written_level("k=2", 150.0, 2.5) for key in keys})
+    argv = ["--from-json", str(earlier), "--concurrency", "1", "--out", str(tmp_path / "t.json")]
+    err = _one_line_refusal(capsys, argv)
+    assert "window k" in err and len(err) < 400

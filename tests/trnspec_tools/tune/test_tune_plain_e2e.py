@@ -1,0 +1,33 @@
+"""End to end on the local engine: `tune` alternates the plain server with each window and never
+recommends a window it measured slower than plain (random words: low acceptance). Deselect with
+`-m "not e2e"`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trnspec_tools.local_engine.tiny_models import TinyModels
+from trnspec_tools.tune.tune import main
+from trnspec_tools.tune.versus_plain import PLAIN_OVERRIDE
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+
+def test_tune_on_the_local_engine_recommends_only_what_beat_plain(
+    tiny_models: TinyModels, tmp_path
+):
+    out = tmp_path / "tune.json"
+    argv = ["--k", "2", "--concurrency", "1", "--rounds", "2", "--num-prompts", "4"]
+    argv += ["--input-len", "16", "--output-len", "24", "--no-plots", "--out", str(out)]
+    assert main(argv) == 0
+    result = json.loads(out.read_text())
+    rec = result["recommendation"]
+    assert [p["order"] for p in result["rounds"]["2"]["1"]] == ["plain-first", "candidate-first"]
+    low = result["rows"][1]["ratio_to_plain"]["low"]
+    if rec["speculation"]:
+        assert low > 1.0 and rec["override"] == "speculation.num_speculative_tokens=2"
+    else:
+        assert low <= 1.0 and rec["override"] == PLAIN_OVERRIDE
+        assert out.with_suffix(".override").read_text() == PLAIN_OVERRIDE + "\n"
