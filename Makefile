@@ -30,7 +30,7 @@ PYTEST_ARGS ?=
 # (-m slow): what test-fast leaves out.
 FAST_MARKERS := not e2e and not slow
 
-.PHONY: setup setup-cdk synth test test-fast demo bench tune tune-schedule lint clean
+.PHONY: setup setup-cdk synth test test-fast demo bench tune tune-schedule calibrate lint clean
 
 setup: $(STAMP)
 
@@ -100,6 +100,16 @@ tune-schedule: setup
 	$(BIN)/python scripts/tune.py $(SCHEDULE_SWEEP) --dataset tiny-corpus \
 		--out reports/tune_schedule.json
 	$(BIN)/python scripts/tune.py $(SCHEDULE_SWEEP) --out reports/tune_schedule_random.json
+
+# The calibration loop here (docs/workload.md, "Calibration: measuring speculation against
+# plain"): a plain and a speculative local CPU server, moto S3 as the bucket, the Job's own runner
+# (ABBA rounds), reports/calibration.json + trn2_rows.yaml + plan.yaml, and that plan synthesized.
+calibrate: setup
+	$(BIN)/python -m trnspec_tools calibrate local --reports reports
+	PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet -c profile=$(PROFILE) \
+		-c admin_principal_arns='[$(ADMIN_ARN)]' -c serving.plan=reports/plan.yaml \
+		-o cdk.out/calibrate
+	@echo "synthesized the measured plan: cdk.out/calibrate/"
 
 lint: setup
 	$(BIN)/ruff check .

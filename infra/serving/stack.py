@@ -34,6 +34,7 @@ from infra.contracts import COMPILE_CACHE_PREFIX, MODELS_PREFIX
 from infra.outputs import ServingOutputs
 from infra.serving.api_key import ApiKeySecret, ApiKeySecretProps
 from infra.serving.bucket import ModelBucket, ModelBucketProps
+from infra.serving.calibration_identity import CALIBRATION_PREFIX, calibration_statements
 from infra.serving.identity import (
     ServingIdentity,
     ServingIdentityProps,
@@ -42,6 +43,7 @@ from infra.serving.identity import (
     weights_statements,
 )
 from infra.serving.image import IMAGE_DIR, ServingImage, ServingImageProps, docker_tag_prefix
+from infra.serving.manifests.calibration import service_account_name_for_calibration
 from infra.serving.manifests.placeholders import DeployValues, bind
 from infra.serving.manifests.pod import (
     PRECOMPILE_COMPONENT,
@@ -157,7 +159,22 @@ class ServingStack(Stack):
             WEIGHTS_COMPONENT,
             weights_statements(bucket, key, self.hf_token),
         )
-        return (self.serve_identity, self.compile_identity, self.weights_identity)
+        identities = (self.serve_identity, self.compile_identity, self.weights_identity)
+        if self.settings.calibration is not None:  # the calibration Job (serving.calibration)
+            self.calibration_identity = ServingIdentity(
+                self,
+                "CalibrationIdentity",
+                ServingIdentityProps(
+                    cluster=cluster,
+                    name=service_account_name_for_calibration(self.spec),
+                    namespace=self.settings.namespace,
+                    statements=tuple(
+                        calibration_statements(bucket, key, self.settings.calibration, self.api_key)
+                    ),
+                ),
+            )
+            identities += (self.calibration_identity,)
+        return identities
 
     def _identity(
         self,
@@ -270,7 +287,8 @@ class ServingStack(Stack):
         bucket = self.model_bucket.bucket.node.default_child
         assert isinstance(bucket, CfnResource)
         arn = f"<{self.get_logical_id(bucket)}.Arn>"
-        for prefix in (MODELS_PREFIX, COMPILE_CACHE_PREFIX):
+        calibration = (CALIBRATION_PREFIX,) if self.settings.calibration is not None else ()
+        for prefix in (MODELS_PREFIX, COMPILE_CACHE_PREFIX, *calibration):
             Validations.of(self).acknowledge(
                 Ack(
                     id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{arn}/{prefix}*]",

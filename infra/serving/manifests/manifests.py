@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from infra.serving.manifests.autoscaling import scaled_object
+from infra.serving.manifests.calibration import calibration_manifests
 from infra.serving.manifests.config_map import serving_config_map
 from infra.serving.manifests.dashboard import dashboard_for_config_yaml
 from infra.serving.manifests.disruption import pod_disruption_budget
@@ -53,6 +54,8 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
         deployment(spec, settings),
         cluster_service(spec),
         pod_disruption_budget(spec),
+        # serving.calibration: the speculative arm beside this (plain) one and the Job.
+        *calibration_manifests(spec, settings),
     ]
     if settings.internal_nlb:
         # Who may reach the NLB: the configured ranges, else the VPC (explicit, not the

@@ -1,0 +1,178 @@
+"""`serving.calibration`: the speculative arm beside the plain Deployment and the Job that measures
+both, built by the main workload's own builders; every object valid for the cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from workload_cases import BUCKET, build
+
+from infra.serving.manifests.calibration import calibration_manifests
+from infra.serving.manifests.pod import SERVE_COMPONENT, WEIGHTS_COMPONENT, service_account_name
+from infra.serving.manifests.spec import ClusterWorkloadError
+from infra.settings import SUPPORTED_KUBERNETES_VERSIONS
+from infra.settings.serving import ServingSettings
+
+PLAIN = "qwen3-4b-baseline"
+CALIBRATION = {
+    "speculative": {"profile": "qwen3-4b-dflash", "overrides": ["max_num_seqs=4"]},
+    "concurrency": [1, 2, 4],
+    "rounds": 4,
+    "deadline_minutes": 90,
+}
+
+
+def _built(**calibration: Any) -> tuple[Any, list[dict[str, Any]]]:
+    _, spec, manifests, _ = build(PLAIN, calibration={**CALIBRATION, **calibration})
+    return spec, manifests.all()
+
+
+def _named(objects: list[dict[str, Any]], kind: str, part: str) -> dict[str, Any]:
+    (found,) = [o for o in objects if o["kind"] == kind and part in o["metadata"]["name"]]
+    return found
+
+
+def test_without_calibration_nothing_is_added() -> None:
+    _, _, plain, settings = build(PLAIN)
+    assert settings.calibration is None
+    assert not [o for o in plain.all() if "calibration" in o["metadata"]["name"]]
+    assert not [o for o in plain.all() if o["metadata"]["name"].endswith("-spec")]
+
+
+def test_the_speculative_arm_runs_beside_the_plain_deployment_behind_its_own_service() -> None:
+    spec, objects = _built()
+    (main,) = [
+        o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == spec.name
+    ]
+    arm = _named(objects, "Deployment", "-spec")
+    arm_name = arm["metadata"]["name"]
+    arm_pod = arm["spec"]["template"]["spec"]
+    assert arm["spec"]["replicas"] == 1
+    # Same hardware and identity as the plain arm: one chip each, the serve account.
+    main_res = main["spec"]["template"]["spec"]["containers"][0]["resources"]
+    arm_res = arm_pod["containers"][0]["resources"]
+    assert arm_res["requests"]["aws.amazon.com/neuron"] == "1"
+    assert main_res["requests"]["aws.amazon.com/neuron"] == "1"
+    assert arm_pod["serviceAccountName"] == service_account_name(spec, SERVE_COMPONENT)
+    # Its own ConfigMap holds the speculative engine config.
+    volume = next(v for v in arm_pod["volumes"] if v["name"] == "config")
+    config = _named(objects, "ConfigMap", volume["configMap"]["name"])
+    assert "dflash" in next(iter(config["data"].values()))
+    service = _named(objects, "Service", "-spec")
+    assert service["spec"]["selector"] == arm["spec"]["selector"]["matchLabels"]
+    (policy,) = [
+        o for o in objects if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == arm_name
+    ]
+    assert policy["spec"]["podSelector"]["matchLabels"] == arm["spec"]["selector"]["matchLabels"]
+    # The drafter comes from the Hub and only the arm needs it: a weights Job for it alone.
+    weights = _named(objects, "Job", "-spec-weights-")
+    assert weights["spec"]["template"]["spec"]["serviceAccountName"] == service_account_name(
+        spec, WEIGHTS_COMPONENT
+    )
+    repos = [c["args"][2] for c in weights["spec"]["template"]["spec"]["containers"]]
+    assert repos and all("DFlash" in r for r in repos)
+
+
+def test_the_job_measures_both_arms_bounded_and_never_retried() -> None:
+    spec, objects = _built(prompts_key="calibration/prompts.jsonl")
+    job = _named(objects, "Job", "-calibration-")
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = container["args"]
+
+    def flag(name: str) -> str:
+        return args[args.index(name) + 1]
+
+    assert args[:2] == ["calibrate", "run"]
+    assert flag("--plain") == f"http://{spec.name}.trnspec.svc.cluster.local:80"
+    assert flag("--speculative") == f"http://{spec.name}-spec.trnspec.svc.cluster.local:80"
+    assert (flag("--concurrency"), flag("--rounds")) == ("1,2,4", "4")
+    assert flag("--prompts") == f"s3://{BUCKET}/calibration/prompts.jsonl"
+    assert flag("--bucket") == BUCKET and flag("--k") == "15"
+    assert (flag("--plain-profile"), flag("--speculative-profile")) == (PLAIN, "qwen3-4b-dflash")
+    # One chip of sixteen of a $35.76/h trn2.48xlarge, each arm.
+    assert flag("--price-per-hour-plain") == flag("--price-per-hour-speculative") == "2.235"
+    settings = ServingSettings(profile=PLAIN)
+    assert job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["activeDeadlineSeconds"] == (settings.max_startup_minutes + 90) * 60
+    assert int(flag("--deadline-minutes")) < 90
+    assert int(flag("--wait-ready-minutes")) == settings.max_startup_minutes
+    assert pod["serviceAccountName"] == f"{spec.name}-calibration"
+    assert pod["restartPolicy"] == "Never" and pod["automountServiceAccountToken"] is False
+    # It carries the client labels, and one policy lets it reach both arms' server port.
+    labels = job["spec"]["template"]["metadata"]["labels"]
+    assert labels["trnspec.io/client"] == "true"
+    admit = _named(objects, "NetworkPolicy", "-calibration-arms")
+    names = admit["spec"]["podSelector"]["matchExpressions"][0]["values"]
+    assert names == [spec.name, f"{spec.name}-spec"]
+    (rule,) = admit["spec"]["ingress"]
+    assert rule["from"][0]["podSelector"]["matchLabels"].items() <= labels.items()
+    (egress,) = [
+        o
+        for o in objects
+        if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == f"{spec.name}-calibration"
+    ]
+    assert egress["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert any(
+        r["to"][0].get("podSelector") == admit["spec"]["podSelector"]
+        for r in egress["spec"]["egress"]
+    )
+
+
+def test_the_shipped_default_prompts_are_used_without_a_prompts_key() -> None:
+    _, objects = _built()
+    args = _named(objects, "Job", "-calibration-")["spec"]["template"]["spec"]["containers"][0]
+    assert args["args"][args["args"].index("--prompts") + 1] == "default"
+
+
+def test_a_changed_calibration_is_a_new_job() -> None:
+    _, first = _built()
+    _, second = _built(rounds=6)
+    names = [_named(o, "Job", "-calibration-")["metadata"]["name"] for o in (first, second)]
+    assert names[0] != names[1]
+
+
+@pytest.mark.parametrize(
+    ("calibration", "field", "fix"),
+    [
+        (
+            {"speculative": {"profile": "qwen3-4b-dflash-3xl"}},
+            "serving.calibration.speculative.profile",
+            "its instance_type is trn2.3xlarge and the plain arm's trn2.48xlarge",
+        ),
+        (
+            {"speculative": {"profile": "qwen3-32b-draft"}},
+            "serving.calibration.speculative.profile",
+            "its served_model_name is Qwen/Qwen3-32B",
+        ),
+        ({"concurrency": [1, 8]}, "serving.calibration.concurrency", "max_num_seqs=4"),
+        ({"num_prompts": 2}, "serving.calibration.num_prompts", "at least 4"),
+        (
+            {"speculative": {"profile": "no-such-profile"}},
+            "serving.calibration.speculative.profile",
+            "",
+        ),
+    ],
+    ids=["other-hardware", "other-target", "level-above-max-num-seqs", "too-few", "unknown"],
+)
+def test_arms_that_cannot_be_compared_are_refused_naming_the_field(
+    calibration: dict[str, Any], field: str, fix: str
+) -> None:
+    _, spec, _, _ = build(PLAIN)
+    settings = ServingSettings(profile=PLAIN, calibration={**CALIBRATION, **calibration})
+    with pytest.raises(ClusterWorkloadError) as err:
+        calibration_manifests(spec, settings)
+    assert any(p.field == field and fix in p.fix for p in err.value.problems), err.value.problems
+
+
+@pytest.mark.parametrize("k8s", SUPPORTED_KUBERNETES_VERSIONS)
+def test_every_calibration_object_validates_strictly(k8s: str) -> None:
+    _, spec, _, _ = build(PLAIN)
+    settings = ServingSettings(profile=PLAIN, calibration=CALIBRATION, internal_nlb=True)
+    added = calibration_manifests(spec, settings)
+    assert {o["kind"] for o in added} == {"NetworkPolicy", "ConfigMap", "Job", "Deployment",
+                                          "Service"}  # fmt: skip
+    for manifest in added:
+        kubernetes_validate.validate(manifest, f"{k8s}.0", strict=True)
