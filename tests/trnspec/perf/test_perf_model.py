@@ -236,7 +236,7 @@ def test_each_sequence_added_to_the_batch_pays_its_own_host_cost(x, batch, floor
 def test_the_step_is_linear_in_the_live_batch_while_memory_bound(eff, x, ctx, batch):
     """Every per-sequence term (host, KV bytes, attention, collective bytes) is paid per
     sequence: step(b) = step(1) + (b - 1) x (step(2) - step(1))."""
-    assume(eff.compute >= eff.memory / 10)
+    assume(eff.compute >= eff.memory / 2)  # 32 positions of an 8B model stay under the weights
     eff = dataclasses.replace(eff, sequence_overhead_s=x, context_token_s=ctx)
     d = dep(tp=8, context=2048)
 
