@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from trnspec.boundary.problems import Problem
 
 from infra.compliance.api_server import ObjectRef, api_server_findings
+from infra.serving.manifests.calibration import service_account_name_for_calibration
 from infra.serving.manifests.manifests import WorkloadManifests, build_manifests
 from infra.serving.manifests.placeholders import (
     API_KEY_SECRET_PLACEHOLDER,
@@ -83,13 +84,18 @@ def workload_preflight(checked: CheckedServing) -> WorkloadPreflight:
 
 def provided_objects(spec: WorkloadSpec, settings: ServingSettings) -> tuple[ObjectRef, ...]:
     """What the pods name that is not among the manifests: the service account of every
-    component (the serving stack creates each, bound to its role: ServingStack._identities) and
+    component (the serving stack creates each, bound to its role: ServingStack._identities), the
+    calibration Job's while `serving.calibration` is set (ServingStack.calibration_identity), and
     the StorageClass `serving.ebs_storage_class` (the platform's EBS CSI add-on, which every
     profile installs: infra/platform/addons/ebs_csi.py)."""
     accounts = tuple(
         ObjectRef("ServiceAccount", service_account_name(spec, c), spec.namespace)
         for c in COMPONENTS
     )
+    if settings.calibration is not None:
+        accounts += (
+            ObjectRef("ServiceAccount", service_account_name_for_calibration(spec), spec.namespace),
+        )
     return (*accounts, ObjectRef("StorageClass", settings.ebs_storage_class))
 
 
