@@ -274,15 +274,13 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("trnspec_tools/local_engine/tiny_models.py", "_lock", "raw-write"): (
         "a lock file (opened for flock, never holds data)"
     ),
-    # --- tools' flags still declared with plain int (owner: tools: to move to int_arg) ----------
-    ("trnspec_tools/demo.py", "add_cli_args", "plain-number-flag"): (
-        "--requests, --max-tokens, --rounds (owner: tools: to move to boundary.args.int_arg)"
+    # --- text a pattern has already bounded -----------------------------------------------------
+    ("image/trnspec/plan/pools.py", "_set", "number-of-text"): (
+        "a list index in a --set path: int() only after str.isdigit(), then checked against the"
+        " list's length on the next line (BoundaryError naming --set)"
     ),
-    ("trnspec_tools/smoke.py", "add_cli_args", "plain-number-flag"): (
-        "--max-tokens (owner: tools: to move to boundary.args.int_arg)"
-    ),
-    ("trnspec_tools/tune/tune.py", "add_cli_args", "plain-number-flag"): (
-        "--fit-concurrency, --k-max, --rounds (owner: tools: to move to boundary.args.int_arg)"
+    ("image/trnspec/plan/served_acceptance.py", "window", "number-of-text"): (
+        "1 to 6 digits matched by _WINDOW, the seconds checked within 1m..30d before use"
     ),
 }
 

@@ -172,11 +172,6 @@ def test_an_accepted_row_has_typed_finite_positive_figures(
         assert isinstance(value, str) and value.isprintable()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="infra/settings/plan_file.py (owner: calib) reads `plan:` with .get on any type and "
-    "takes nodes_at_peak: true as 1; XPASS once it reads through trnspec.boundary.files",
-)
 @SETTINGS
 @given(plan=JSON_VALUES, nodes=SCALARS)
 def test_a_plan_file_is_read_or_refused_and_booleans_are_never_node_counts(

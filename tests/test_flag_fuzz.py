@@ -72,6 +72,8 @@ BASE: dict[str, list[str]] = {
     "tools bench": ["--endpoint", "http://127.0.0.1:9", "--out", "b.json"],
     "tools tune": ["--endpoint", "http://127.0.0.1:9", "--out", "t.json"],
     "tools smoke": ["--endpoint", "http://127.0.0.1:9"],
+    "tools calibrate run": ["--plain", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:8"],
+    "tools calibrate fetch": ["--stack", "trnspec-serving"],
 }
 #: Commands run after the parse (pure: a config, the model, a file in the temporary directory).
 RUNS = {
@@ -185,9 +187,9 @@ def commands() -> list[Command]:
     ]
     out.append(Command("calibrate", calibrate.build_parser(), (), calibrate.main))
     for name, (module_name, _) in tools_cli.COMMANDS.items():
-        path = f"tools {name}"
-        run = _stopped(tools_cli.command(name), STOP_AT[path]) if path in STOP_AT else None
-        out.append(Command(path, _tool_parser(module_name), (), run))
+        for path, parser, prefix in _leaves(_tool_parser(module_name), f"tools {name}", ()):
+            run = _stopped(tools_cli.command(name), STOP_AT[path]) if path in STOP_AT else None
+            out.append(Command(path, parser, prefix, run))
     return out
 
 

@@ -36,6 +36,7 @@ from rich.table import Table
 from rich.text import Text
 from trnspec.boundary import json_io
 from trnspec.boundary.errors import exits_on_bad_input
+from trnspec.boundary.numbers import int_arg
 from trnspec.boundary.text import rich_text
 from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.cli.main import add_set_argument
@@ -480,11 +481,19 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
         " (default reports/tune_schedule.json, else the recorded recommendation)",
     )
     parser.add_argument(
-        "--requests", type=int, default=8, help="greedy requests compared token for token"
+        "--requests",
+        type=int_arg(1, 1000),
+        default=8,
+        help="greedy requests compared token for token",
     )
-    parser.add_argument("--max-tokens", type=int, default=48, help="output tokens per request")
     parser.add_argument(
-        "--rounds", type=int, default=2, help="alternated rounds per sweep level (default 2)"
+        "--max-tokens", type=int_arg(1, 4096), default=48, help="output tokens per request"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int_arg(1, 100),
+        default=2,
+        help="alternated rounds per sweep level (default 2)",
     )
     add_set_argument(parser, help="profile override for both servers (repeatable)")
     parser.add_argument("--report", type=Path, default=DEFAULT_REPORT)

@@ -20,7 +20,8 @@ from trnspec.perf.published import Measurement
 from trnspec_tools.bench.run_result import ArmRun
 from trnspec_tools.calibration.abba import Arm
 from trnspec_tools.calibration.summary import RoundRun, Summary
-from trnspec_tools.tune.trn2_rows import Conditions, measured_rows, rows_yaml
+from trnspec_tools.tune import trn2_rows
+from trnspec_tools.tune.trn2_rows import Conditions, measured_rows
 
 
 def median_round(runs: Sequence[RoundRun]) -> RoundRun | None:
@@ -70,9 +71,9 @@ def calibration_rows(
 
 def rows_document(plain: Conditions, speculative: Conditions, rows: Sequence[Measurement]) -> str:
     """The rows with the shapes they need (target, and the draft when it is a separate model)."""
-    doc = yaml.safe_load(rows_yaml(speculative, rows))
+    doc = trn2_rows.rows_document(speculative, rows)
     names = {s["name"] for s in doc["shapes"]}
-    for shape in yaml.safe_load(rows_yaml(plain, []))["shapes"]:
+    for shape in trn2_rows.rows_document(plain, [])["shapes"]:
         if shape["name"] not in names:
             doc["shapes"].append(shape)
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)

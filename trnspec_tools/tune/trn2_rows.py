@@ -168,15 +168,16 @@ def _shape_entry(shape: ModelShape) -> dict[str, Any]:
     }
 
 
-def rows_yaml(cond: Conditions, rows: Sequence[Measurement]) -> str:
-    """The rows (and the shapes they need) in the data file's format."""
+def rows_document(cond: Conditions, rows: Sequence[Measurement]) -> dict[str, list[dict[str, Any]]]:
+    """The rows (and the shapes they need) as the data file's document."""
     shapes = [cond.target, *([cond.draft] if cond.draft else [])]
     measurements = [
         {key: value for key, value in dataclasses.asdict(m).items() if value not in (None, "")}
         for m in rows
     ]
-    return yaml.safe_dump(
-        {"shapes": [_shape_entry(s) for s in shapes], "measurements": measurements},
-        sort_keys=False,
-        allow_unicode=True,
-    )
+    return {"shapes": [_shape_entry(s) for s in shapes], "measurements": measurements}
+
+
+def rows_yaml(cond: Conditions, rows: Sequence[Measurement]) -> str:
+    """The rows (and the shapes they need) in the data file's format."""
+    return yaml.safe_dump(rows_document(cond, rows), sort_keys=False, allow_unicode=True)

@@ -99,14 +99,14 @@ def outside_data(
         return [OutsideData("figure", 0, ())]
     points = {
         "size": [params_b(cal.shapes[m.target.lower()]) for m in rows],
-        "tp": [float(m.tp) for m in rows],
-        "batch": [float(m.batch) for m in rows],
-        "context": [float(m.context_tokens) for m in rows],
+        "tp": [m.tp for m in rows],
+        "batch": [m.batch for m in rows],
+        "context": [m.context_tokens for m in rows],
     }
-    asked: list[tuple[str, float]] = [("size", params_b(target)), ("tp", float(tp))]
-    asked += [("batch", float(b)) for b in batches]
+    asked: list[tuple[str, float]] = [("size", params_b(target)), ("tp", tp)]
+    asked += [("batch", b) for b in batches]
     if context_tokens is not None:
-        asked.append(("context", float(context_tokens)))
+        asked.append(("context", context_tokens))
     out = []
     for axis, value in asked:
         covered = sorted({range_of(axis, v) for v in points[axis]})

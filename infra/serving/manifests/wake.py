@@ -23,6 +23,7 @@ What it adds (only with `serving.scale_to_zero`):
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,7 +150,7 @@ def wake_trigger(spec: WorkloadSpec) -> dict[str, Any]:
 
 def with_wake_trigger(scaled_object: Manifest, spec: WorkloadSpec) -> Manifest:
     """`scaled_object` with the wake trigger added to its triggers (a copy)."""
-    out = json.loads(json.dumps(scaled_object))
+    out = copy.deepcopy(scaled_object)
     out["spec"]["triggers"].append(wake_trigger(spec))
     return out
 

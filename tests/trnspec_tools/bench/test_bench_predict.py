@@ -9,7 +9,6 @@ import pytest
 from fake_openai_server import running
 from made_runs import deltas, made_run
 from trnspec.config.serving import ConfigError, load_profile
-from trnspec.perf.model import predict_grid
 from trnspec.perf.profile_model import profile_model
 
 from trnspec_tools.bench.bench import main
@@ -24,11 +23,10 @@ PROMPTS = synthetic_prompts(3, INPUT_LEN, OUTPUT_LEN, seed=0)
 
 
 def expected(tau: float, k: int, batch: int) -> tuple[float, float, float]:
-    """TPOT ms, tokens/s and speedup straight from perf_model for the profile's model."""
+    """TPOT ms, tokens/s and speedup straight from the profile's model (each arm on its own stack
+    group: k = 0 on the plain twin's, k > 0 on the speculative one's)."""
     m = profile_model(load_profile(PROFILE), INPUT_LEN + OUTPUT_LEN // 2)
-    points = predict_grid(
-        m.target, m.method, m.draft, lambda _k: tau, [0, k], [batch], m.deployment, m.efficiency
-    )
+    points = m.grid(lambda _k: tau, [0, k], [batch])
     p = next(p for p in points if p.k == k)
     return p.tpot_s * 1e3, p.output_tokens_per_s, p.speedup
 
