@@ -21,7 +21,11 @@ from infra.platform.addons.addon import WorkloadNeeds, workload_needs
 from infra.platform.addons.pins import PINS, ChartPin, ImagePin, compatibility_problems
 from infra.platform.addons.registry import addon_problems, installed_addons
 from infra.platform.cluster.offerings import offering_problems
-from infra.platform.cluster.placement import placement_problems
+from infra.platform.cluster.placement import (
+    CALIBRATION_ENGINE_OVERRIDES,
+    ENGINE_OVERRIDES,
+    placement_problems,
+)
 from infra.platform.stack import PlatformStack
 from infra.serving.manifests.placeholders import BUCKET_PLACEHOLDER, IMAGE_PLACEHOLDER
 from infra.serving.manifests.spec import ClusterWorkloadError, check_serving
@@ -163,8 +167,11 @@ def platform_problems(checked: Preflight, *, check_placement: bool = True) -> li
     problems += offering_problems(checked.settings)
     problems += runtime_problems(checked.workload.config)
     if check_placement:
+        calibrating = checked.workload.settings.calibration is not None
         problems += placement_problems(
-            checked.settings.trn2_pools, checked.workload.manifests.all()
+            checked.settings.trn2_pools,
+            checked.workload.manifests.all(),
+            CALIBRATION_ENGINE_OVERRIDES if calibrating else ENGINE_OVERRIDES,
         )
     return problems
 

@@ -182,10 +182,18 @@ def test_serving_outputs_after_deploy_parse_into_what_the_port_forward_needs(
     ]
     assert stack.namespace == spec.namespace
     (port,) = [p for p in service["spec"]["ports"] if p["port"] == stack.service_port]
-    # ... and its selector picks the serving pods, whose container declares its targetPort
-    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
-    pod = deployment["spec"]["template"]
-    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    # ... and its selector picks the main Deployment's pods alone (never a calibration
+    # deployment's speculative arm, which has its own Service), whose container declares its
+    # targetPort
+    selected = [
+        d
+        for d in docs
+        if d["kind"] == "Deployment"
+        and service["spec"]["selector"].items()
+        <= d["spec"]["template"]["metadata"]["labels"].items()
+    ]
+    assert [d["metadata"]["name"] for d in selected] == [spec.name]
+    pod = selected[0]["spec"]["template"]
     names = {p.get("name") for c in pod["spec"]["containers"] for p in c.get("ports", [])}
     assert port["targetPort"] in names
 

@@ -78,11 +78,17 @@ def test_every_neuron_pod_fits_an_empty_trn2_pool_of_every_autoscaler(
     nodes = _nodes(synth)
     # Something to check: the serving Deployment and the precompile Job, on every pool, and the
     # weights Job (no Neuron device, on the same Trn2 node: the cluster's only other nodes are
-    # the system group, which the workload never selects).
-    assert {p.owner.split("/")[0] for p in pods} >= {"Deployment", "Job"}
-    weights = [p for p in pods if "-weights-" in p.owner]
-    assert len(weights) == 1 and not weights[0].requests_neuron()
-    assert all(p.requests_neuron() for p in pods if p not in weights)
+    # the system group, which the workload never selects); in a calibration deployment also
+    # the speculative arm (one chip), its weights Job and the calibration Job (no chip).
+    name = synth.serving.spec.name
+    calibrating = synth.serving.settings.calibration is not None
+    chipless = sorted(p.owner.rsplit("-", 1)[0] for p in pods if not p.requests_neuron())
+    expected = [f"Job/{name}-weights"]
+    expected += [f"Job/{name}-calibration", f"Job/{name}-spec-weights"] if calibrating else []
+    assert chipless == sorted(expected)
+    servers = sorted(p.owner for p in pods if p.owner.startswith("Deployment/"))
+    assert servers == [f"Deployment/{name}", *([f"Deployment/{name}-spec"] if calibrating else [])]
+    assert any(p.owner.startswith(f"Job/{name}-precompile-") for p in pods)
     pools = {n.pool for n in nodes}
     assert len(pools) == len(synth.stack.settings.trn2_pools)
     assert simulate(synth) == []
@@ -102,10 +108,19 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
     failures = simulate(dataclasses.replace(synth, raw=raw))
     assert failures, "the simulation must notice the missing tag"
     assert all("cluster-autoscaler template" in f for f in failures)
+    # Every pod that stages models on the node (both arms' servers in a calibration deployment,
+    # the speculative one with its drafter) fails for that reason alone, at its own request.
+    pods, _ = _workloads(synth)
+    staging = [p for p in pods if STORAGE in p.requests()]
+    assert sorted(f.split(" on ")[0] for f in failures) == sorted(p.owner for p in staging)
+    for pod in staging:
+        gib = pod.requests()[STORAGE] / GI
+        (failure,) = [f for f in failures if f.startswith(f"{pod.owner} on ")]
+        reasons = failure.split(": ", 1)[1]
+        assert reasons == f"Insufficient ephemeral-storage (requests {gib:.2f}Gi; node has none)"
     # The default plan's pod stages 40 GiB (Qwen3-4B without a drafter; trnspec.hardware.packing).
-    assert all(
-        "Insufficient ephemeral-storage (requests 40.00Gi; node has none)" in f for f in failures
-    )
+    (server,) = [p for p in staging if p.owner == f"Deployment/{synth.serving.spec.name}"]
+    assert server.requests()[STORAGE] == 40 * GI
 
 
 @pytest.mark.slow
@@ -128,7 +143,9 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
             {"trn2_pools.0.lnc": "1"},
             r"select trnspec\.io/lnc=2 and no pool's nodes",
             "trnspec.io/lnc",
-            3,  # the weights Job selects the serving pods' labels: it shares their fate
+            # The weights Job selects the serving pods' labels: it shares their fate; so do the
+            # calibration default's speculative arm, its weights Job and the calibration Job.
+            6,
         ),
     ],
     ids=["root-volume-300", "pool-lnc-1"],
@@ -263,23 +280,32 @@ def _node(
 def test_pending_default_replicas_and_the_precompile_job_fill_trn2_nodes_chip_by_chip(
     platform_synth: Any, profile: str, replicas: int
 ) -> None:
-    """N replicas of the shipped default (one chip each) plus its precompile Job land on
-    ceil((N + 1) / 16) trn2.48xlarge nodes in every view (autoscaler's imagined node, booted
-    node): the Job runs beside the replicas, not on a node of its own, and `predict` prices the
-    same replicas per node (packing). The weights Job (no chip) fits beside them too."""
+    """N replicas of the shipped default (one chip each) plus its precompile Job, and in a
+    calibration deployment the speculative arm's one replica (one chip), land on
+    ceil((N + 1 + arm) / 16) trn2.48xlarge nodes in every view (autoscaler's imagined node,
+    booted node): the Job and the arm run beside the replicas, not on a node of their own, and
+    `predict` prices the same replicas per node (packing). The Jobs without a chip (weights,
+    and the arm's weights and the calibration Job) fit beside them too."""
     synth: Synth = platform_synth(profile)
     pods, daemonsets = _workloads(synth)
-    (server,) = [p for p in pods if p.owner.startswith("Deployment/")]
-    (job,) = [p for p in pods if p.owner.startswith("Job/") and "precompile" in p.owner]
-    (weights,) = [p for p in pods if p.owner.startswith("Job/") and "precompile" not in p.owner]
+    name = synth.serving.spec.name
+    (server,) = [p for p in pods if p.owner == f"Deployment/{name}"]
+    (job,) = [p for p in pods if p.owner.startswith(f"Job/{name}-precompile-")]
+    arm = [p for p in pods if p.owner == f"Deployment/{name}-spec"]
+    assert len(arm) == (synth.serving.settings.calibration is not None)
+    chipless = [p for p in pods if not p.requests_neuron()]
+    assert all(p.owner.startswith("Job/") for p in chipless) and chipless
+    assert len(pods) == len(chipless) + 2 + len(arm)  # nothing else asks for a chip
     per_node = placement_for(load_profile((synth.stack.settings.serving or {})["profile"]))
     assert per_node is not None and per_node.packing.replicas == 16
+    chips = replicas + 1 + len(arm)
     schedulers = installed_schedulers(synth.raw)
     for node in _nodes(synth):
-        placed = pack([weights, job] + [server] * replicas, node, daemonsets, schedulers)
-        assert len(placed) == -(-(replicas + 1) // per_node.packing.replicas), node.name
-        assert weights.owner in placed[0] and job.owner in placed[0], node.name
-        assert len(placed[0]) == 1 + min(replicas + 1, 16), node.name
+        placed = pack(chipless + [job, *arm] + [server] * replicas, node, daemonsets, schedulers)
+        assert len(placed) == -(-chips // per_node.packing.replicas), node.name
+        first = placed[0]
+        assert all(p.owner in first for p in [*chipless, job, *arm]), node.name
+        assert len(first) == len(chipless) + min(chips, 16), node.name
 
 
 def test_without_the_instance_store_a_root_volume_holds_fewer_default_replicas(
@@ -291,7 +317,7 @@ def test_without_the_instance_store_a_root_volume_holds_fewer_default_replicas(
     synth: Synth = platform_synth("default")
     raw = json.loads(json.dumps(synth.raw).replace("strategy: RAID0", "strategy: none"))
     pods, daemonsets = _workloads(synth)
-    (server,) = [p for p in pods if p.owner.startswith("Deployment/")]
+    (server,) = [p for p in pods if p.owner == f"Deployment/{synth.serving.spec.name}"]
     (booted,) = [n for n in managed_nodegroup_nodes(raw) if n.view == "booted node"]
     placed = pack([server] * 16, booted, daemonsets, installed_schedulers(synth.raw))
     assert server.requests()[STORAGE] == 40 * GI

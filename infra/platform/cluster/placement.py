@@ -114,11 +114,20 @@ def min_root_volume_gib(ephemeral_gib: float) -> int:
     return size
 
 
+#: Where the engine overrides of the serving pods live; a calibration deployment's speculative
+#: arm has its own, which must change with the main ones (both arms run on the same hardware).
+ENGINE_OVERRIDES = ("serving.overrides",)
+CALIBRATION_ENGINE_OVERRIDES = (*ENGINE_OVERRIDES, "serving.calibration.speculative.overrides")
+
+
 def placement_problems(
-    pools: tuple[Trn2PoolSettings, ...], manifests: Iterable[dict[str, Any]]
+    pools: tuple[Trn2PoolSettings, ...],
+    manifests: Iterable[dict[str, Any]],
+    engine_overrides: tuple[str, ...] = ENGINE_OVERRIDES,
 ) -> list[Problem]:
     """One problem per reason a serving pod fits no pool's node, naming the pool field, its
-    value and the fix (or the serving setting to change instead)."""
+    value and the fix (or the engine setting to change instead, in every one of
+    `engine_overrides`)."""
     problems: list[Problem] = []
     # Pods that ask for the same thing fail for the same reason: one line names them all.
     groups: dict[str, tuple[list[str], dict[str, Any]]] = {}
@@ -129,6 +138,8 @@ def placement_problems(
             pod_request(pod, "ephemeral-storage"),
         )
         groups.setdefault(repr(ask), ([], pod))[0].append(name)
+    # A selector no pool's labels satisfy is one reason whatever the pods ask for: one line.
+    unmatched: dict[str, tuple[list[str], dict[str, str]]] = {}
     for names, pod in groups.values():
         owner = " and ".join(names)
         selector: dict[str, str] = pod.get("nodeSelector", {})
@@ -138,7 +149,7 @@ def placement_problems(
             if all(node_labels(p).get(k) == v for k, v in selector.items())
         ]
         if not matching:
-            problems.extend(_selector_problems(owner, selector, pools))
+            unmatched.setdefault(repr(sorted(selector.items())), ([], selector))[0].extend(names)
             continue
         devices = pod_request(pod, NEURON_DEVICE_RESOURCE)
         storage = pod_request(pod, "ephemeral-storage")
@@ -188,21 +199,27 @@ def placement_problems(
                         f"{owner} do not fit its nodes: {packing.reason}",
                     )
                 )
+    for names, selector in unmatched.values():
+        problems.extend(_selector_problems(" and ".join(names), selector, pools, engine_overrides))
     return problems
 
 
 def _selector_problems(
-    owner: str, selector: dict[str, str], pools: tuple[Trn2PoolSettings, ...]
+    owner: str,
+    selector: dict[str, str],
+    pools: tuple[Trn2PoolSettings, ...],
+    engine_overrides: tuple[str, ...],
 ) -> list[Problem]:
     """Why no pool's labels satisfy the pods' nodeSelector: one line per pool and label."""
     problems = []
+    where = " and ".join(engine_overrides)
     for i, pool in enumerate(pools):
         labels = node_labels(pool)
         for key, wanted in selector.items():
             if labels.get(key) == wanted:
                 continue
             field, engine = _LABEL_SOURCES.get(key, (f"labels.{key}", None))
-            instead = f", or {engine}={labels.get(key)} in serving.overrides" if engine else ""
+            instead = f", or {engine}={labels.get(key)} in {where}" if engine else ""
             problems.append(
                 Problem(
                     f"trn2_pools.{i}.{field}",

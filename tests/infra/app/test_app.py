@@ -17,6 +17,7 @@ from aws_cdk import App
 from platform_synth import ADMIN, ADMIN_ARN, REPO, cdk_json_context, cfn_text
 
 from infra.serving.manifests import manifests, spec
+from infra.settings import load_settings
 
 
 def _run_app(context: dict[str, object], outdir: Path) -> subprocess.CompletedProcess[str]:
@@ -96,6 +97,8 @@ def _count_calls(monkeypatch: pytest.MonkeyPatch, function: Callable[..., Any]) 
 def test_one_synth_resolves_the_config_derives_the_workload_and_builds_manifests_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Once per workload: the main one and, in a calibration deployment (the shipped default),
+    the speculative arm, whose config and spec are derived inside the one build_manifests."""
     loader = importlib.util.spec_from_file_location("trnspec_cdk_app", REPO / "app.py")
     assert loader is not None and loader.loader is not None
     app = importlib.util.module_from_spec(loader)
@@ -115,11 +118,14 @@ def test_one_synth_resolves_the_config_derives_the_workload_and_builds_manifests
     monkeypatch.setattr(app, "App", cli_app)
     assert app.main() == 0
     assert (tmp_path / "TrnspecPlatform-serving.template.json").is_file()
-    assert {name: len(calls) for name, calls in counts.items()} == {
-        "resolve_serving_config": 1,
-        "derive_workload": 1,
-        "build_manifests": 1,
-    }
+    serving = load_settings("default", ADMIN).serving or {}
+    calibration = serving.get("calibration")
+    arm = [calibration["speculative"]["profile"]] if calibration else []
+    workloads = sorted([serving["profile"], *arm])
+    # resolve_serving_config(settings, bucket), derive_workload(cfg, settings, ...)
+    assert sorted(args[0].profile for args in counts["resolve_serving_config"]) == workloads
+    assert sorted(args[1].profile for args in counts["derive_workload"]) == workloads
+    assert len(counts["build_manifests"]) == 1
 
 
 @pytest.mark.slow

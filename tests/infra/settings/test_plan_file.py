@@ -11,7 +11,7 @@ import pytest
 import yaml
 from autoscaler_sim import manifests
 from platform_synth import ADMIN, Synth
-from trnspec.config.serving import apply_overrides, load_profile
+from trnspec.config.serving import ServingConfig, apply_overrides, load_profile
 from trnspec.hardware.packing import placement_for
 
 from infra.app.composition import preflight
@@ -23,20 +23,18 @@ REPO = Path(__file__).resolve().parents[3]
 DEFAULT_PLAN = REPO / "config/plans/default.yaml"
 
 
-def _by_kind(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The engine's ConfigMap (the one holding the config file), Deployment and ScaledObject."""
-    kinds = {o["kind"]: o for o in objects if o["kind"] in ("Deployment", "ScaledObject")}
-    (kinds["ConfigMap"],) = [
-        o for o in objects if o["kind"] == "ConfigMap" and CONFIG_FILE in o.get("data", {})
+def _engine(objects: list[dict[str, Any]], deployment: dict[str, Any]) -> dict[str, Any]:
+    """The engine config of `deployment`: the config file of the ConfigMap its pods mount."""
+    pod = deployment["spec"]["template"]["spec"]
+    (name,) = [v["configMap"]["name"] for v in pod["volumes"] if "configMap" in v]
+    (config_map,) = [
+        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == name
     ]
-    return kinds
+    return yaml.safe_load(config_map["data"][CONFIG_FILE])
 
 
-def _assert_deploys(plan: dict[str, Any], objects: list[dict[str, Any]]) -> None:
-    serving = plan["serving"]
-    kinds = _by_kind(objects)
-    engine = yaml.safe_load(kinds["ConfigMap"]["data"][CONFIG_FILE])
-    expected = apply_overrides(load_profile(serving["profile"]), serving["overrides"])
+def _assert_engine(engine: dict[str, Any], profile: str, overrides: list[str]) -> ServingConfig:
+    expected = apply_overrides(load_profile(profile), overrides)
     assert engine["name"] == expected.name
     assert engine["max_num_seqs"] == expected.max_num_seqs
     assert engine["speculation"]["method"] == expected.speculation.method
@@ -44,23 +42,64 @@ def _assert_deploys(plan: dict[str, Any], objects: list[dict[str, Any]]) -> None
         engine["speculation"]["num_speculative_tokens"]
         == expected.speculation.num_speculative_tokens
     )
-    scaled = kinds["ScaledObject"]["spec"]
+    return expected
+
+
+def _assert_deploys(plan: dict[str, Any], objects: list[dict[str, Any]]) -> None:
+    """The main Deployment (named for the plan's workload), its engine config and autoscaler
+    are the plan's; its `calibration`, when there is one, is the speculative arm beside it and
+    the Job that measures both, and without one there is neither."""
+    serving = plan["serving"]
+    name = serving.get("name") or serving["profile"]  # no override here renames it
+    deployments = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
+    main = deployments.pop(name)
+    expected = _assert_engine(_engine(objects, main), serving["profile"], serving["overrides"])
+    (scaled,) = [o["spec"] for o in objects if o["kind"] == "ScaledObject"]
     assert scaled["minReplicaCount"] == serving["min_replicas"]
     assert scaled["maxReplicaCount"] == serving["max_replicas"]
     (trigger,) = scaled["triggers"]
     assert trigger["metadata"]["threshold"] == str(serving["streams_per_replica"])
-    assert scaled["scaleTargetRef"]["name"] == kinds["Deployment"]["metadata"]["name"]
+    assert scaled["scaleTargetRef"]["name"] == name
     # The replicas per node the plan priced are what the deployed pod packs to.
     chosen = plan["plan"]["chosen"]
-    pod = kinds["Deployment"]["spec"]["template"]["spec"]
+    pod = main["spec"]["template"]["spec"]
     storage = pod["containers"][0]["resources"]["requests"]["ephemeral-storage"]
     placement = placement_for(expected, ephemeral_gib=int(storage.removesuffix("Gi")))
     assert placement is not None and placement.packing.replicas == chosen["replicas_per_node"]
+
+    jobs = [o for o in objects if o["kind"] == "Job" and "-calibration-" in o["metadata"]["name"]]
+    services = {o["metadata"]["name"] for o in objects if o["kind"] == "Service"}
+    calibration = serving.get("calibration")
+    if calibration is None:
+        assert deployments == {} and jobs == [] and services == {name}
+        return
+    # Both arms, each behind its own Service; the arm one replica, no autoscaler.
+    arm_name = f"{name}-spec"
+    assert list(deployments) == [arm_name] and services == {name, arm_name}
+    arm = deployments[arm_name]
+    assert arm["spec"]["replicas"] == 1
+    speculative = calibration["speculative"]
+    _assert_engine(_engine(objects, arm), speculative["profile"], speculative["overrides"])
+    # The Job measures both at the plan's levels, once (no retry), within a bound.
+    (job,) = jobs
+    assert job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["activeDeadlineSeconds"] > calibration["deadline_minutes"] * 60
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    assert args[:2] == ["calibrate", "run"]
+    assert args[args.index("--plain") + 1].startswith(f"http://{name}.")
+    assert args[args.index("--speculative") + 1].startswith(f"http://{arm_name}.")
+    levels = args[args.index("--concurrency") + 1]
+    assert levels == ",".join(str(c) for c in calibration["concurrency"])
 
 
 def test_the_synthesized_default_deployment_is_the_committed_plan(platform_synth: Any) -> None:
     synth: Synth = platform_synth("default")
     plan = yaml.safe_load(DEFAULT_PLAN.read_text())
+    # Undecided between plain and a speculative arm within the model's bands: the default
+    # deploys the calibration (a confident plan deploys its choice alone).
+    undecided = plan["plan"]["decision"]["verdict"] == "undecided"
+    assert ("calibration" in plan["serving"]) == (undecided and "speculative_arm" in plan["plan"])
     _assert_deploys(plan, manifests(synth.serving_raw))
 
 

@@ -39,9 +39,28 @@ def test_every_shipped_profile_places_its_pods_on_a_pool(
     assert placement_problems(settings.trn2_pools, manifests) == []
 
 
+#: The default plan is a calibration deployment: both arms' engine overrides set the hardware.
+BOTH_ARMS = "serving.overrides and serving.calibration.speculative.overrides"
+
+
 def test_a_pool_lnc_the_engine_config_does_not_use_is_refused_naming_both_fixes() -> None:
+    # One line for every pod that selects the label (the precompile Job and both arms, though
+    # the speculative arm stages more), and the engine fix names both arms' overrides: they
+    # must run on the same hardware, so changing one alone is refused too.
     (line,) = _refusal({"trn2_pools.0.lnc": "1"})
     assert line.startswith("trn2_pools.0.lnc=1: Job/")
+    assert line.endswith(
+        "and Deployment/qwen3-4b-baseline and Deployment/qwen3-4b-baseline-spec select "
+        "trnspec.io/lnc=2 and no pool's nodes carry it, so they stay Pending: set "
+        f"trn2_pools.0.lnc=2, or hardware.lnc=1 in {BOTH_ARMS}"
+    )
+
+
+def test_without_calibration_the_engine_fix_names_the_serving_overrides_alone() -> None:
+    (line,) = _refusal(
+        {"trn2_pools.0.lnc": "1", "serving.plan": "none", "serving.profile": "qwen3-4b-baseline"}
+    )
+    assert "-spec" not in line
     assert line.endswith(
         "and Deployment/qwen3-4b-baseline select trnspec.io/lnc=2 and no pool's nodes carry it, "
         "so they stay Pending: set trn2_pools.0.lnc=2, or hardware.lnc=1 in serving.overrides"
@@ -51,10 +70,11 @@ def test_a_pool_lnc_the_engine_config_does_not_use_is_refused_naming_both_fixes(
 def test_a_pool_of_another_instance_type_is_refused() -> None:
     (line,) = _refusal({"trn2_pools.0.instance_type": "trn2u.48xlarge"})
     assert line.startswith("trn2_pools.0.instance_type=trn2u.48xlarge: Job/")
+    assert "Deployment/qwen3-4b-baseline-spec select" in line
     assert "select node.kubernetes.io/instance-type=trn2.48xlarge" in line
     assert line.endswith(
         "set trn2_pools.0.instance_type=trn2.48xlarge, "
-        "or hardware.instance_type=trn2u.48xlarge in serving.overrides"
+        f"or hardware.instance_type=trn2u.48xlarge in {BOTH_ARMS}"
     )
 
 
@@ -174,9 +194,15 @@ def test_pods_too_big_for_the_instance_store_are_refused_naming_the_storage_sett
 
 
 def test_the_shipped_default_packs_one_replica_per_chip_of_a_trn2_48xlarge() -> None:
+    """Both arms of the calibration default (the main Deployment and the speculative arm,
+    which stages a drafter too): 16 replicas per node, bounded by the chips, as the plan priced."""
     settings = load_settings("default", ADMIN)
-    manifests = preflight(settings, check_placement=False).workload.manifests.all()
-    (deployment,) = [m for m in manifests if m["kind"] == "Deployment"]
-    pod = deployment["spec"]["template"]["spec"]
-    packing = pool_packing(settings.trn2_pools[0], pod)
-    assert (packing.replicas, packing.limit) == (16, "aws.amazon.com/neuron")
+    workload = preflight(settings, check_placement=False).workload
+    deployments = {
+        m["metadata"]["name"]: m for m in workload.manifests.all() if m["kind"] == "Deployment"
+    }
+    assert sorted(deployments) == [workload.spec.name, f"{workload.spec.name}-spec"]
+    for deployment in deployments.values():
+        pod = deployment["spec"]["template"]["spec"]
+        packing = pool_packing(settings.trn2_pools[0], pod)
+        assert (packing.replicas, packing.limit) == (16, "aws.amazon.com/neuron")

@@ -110,8 +110,14 @@ def test_without_the_nlb_there_is_no_secret(platform_synth: Callable[[str], Synt
     default = platform_synth("default")
     assert _api_key_secrets(default.serving_raw) == {}
     docs = list(embedded_manifests(default.serving_raw))
-    (server,) = _containers(docs, "Deployment")
-    assert ENV_API_KEY_SECRET not in {e["name"] for e in server["env"]}
+    pods = [d for d in docs if d["kind"] in ("Deployment", "Job")]
+    assert any(d["kind"] == "Deployment" for d in pods)
+    # Every server and Job: in the calibration default, both arms and the calibration Job
+    # (which reads the key when there is one, to call both arms).
+    for doc in pods:
+        for container in doc["spec"]["template"]["spec"]["containers"]:
+            names = {e["name"] for e in container.get("env", [])}
+            assert ENV_API_KEY_SECRET not in names, doc["metadata"]["name"]
 
 
 def test_the_docs_say_how_to_read_and_rotate_the_key() -> None:

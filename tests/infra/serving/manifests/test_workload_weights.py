@@ -8,11 +8,12 @@ from collections.abc import Callable
 
 from platform_synth import Synth, cfn_text
 from test_manifest_scan import embedded_manifests
+from trnspec.config.serving import apply_overrides, load_profile
 from workload_cases import BUCKET, build, by_kind
 
 from infra.contracts import NEURON_DEVICE_RESOURCE
 from infra.serving.manifests.manifests import build_manifests
-from infra.serving.manifests.weights import weights_job
+from infra.serving.manifests.weights import weights_job, weights_job_name
 
 
 def _copies(job: dict) -> list[tuple[str, str]]:
@@ -97,15 +98,34 @@ def test_the_default_synth_applies_the_weights_job_beside_the_waiting_pods(
 ) -> None:
     """`cdk synth` of the default: the weights Job is in the serving stack's manifests, next to
     the precompile Job and the Deployment whose `serve` waits for what it copies, and its
-    outputs name the Job and the token secret."""
+    outputs name the Job and the token secret. In a calibration deployment (the shipped
+    default) the speculative arm has a weights Job of its own for the models only it reads
+    (its drafter): every model either arm reads is copied, once."""
     synth = platform_synth("default")
+    spec, settings = synth.serving.spec, synth.serving.settings
     docs = list(embedded_manifests(synth.serving_raw))
-    (weights,) = [d for d in docs if d["kind"] == "Job" and "-weights-" in d["metadata"]["name"]]
+    jobs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Job"}
+    weights = jobs.pop(weights_job_name(spec))
     repos = [repo for repo, _ in _copies(weights)]
     cfg = synth.serving.serving_config
     drafts = [cfg.speculation.draft.name] if cfg.speculation.draft else []
     assert repos == [cfg.target.name, *drafts]  # the deployed plan's models, draft included
-    serving = [d for d in docs if d["kind"] in ("Deployment", "Job") and d is not weights]
+    arm_weights = {n: j for n, j in jobs.items() if n.startswith(f"{spec.name}-spec-weights-")}
+    if settings.calibration is None:
+        assert arm_weights == {}
+    else:
+        arm = settings.calibration.speculative
+        arm_cfg = apply_overrides(load_profile(arm.profile), list(arm.overrides))
+        arm_models = [arm_cfg.target.name]
+        arm_models += [arm_cfg.speculation.draft.name] if arm_cfg.speculation.draft else []
+        (arm_job,) = arm_weights.values()
+        assert [repo for repo, _ in _copies(arm_job)] == [m for m in arm_models if m not in repos]
+        calibration = [n for n in jobs if n.startswith(f"{spec.name}-calibration-")]
+        assert len(calibration) == 1
+        for name in (*arm_weights, *calibration):  # not serving pods: the rest are
+            del jobs[name]
+    serving = [d for d in docs if d["kind"] == "Deployment"] + list(jobs.values())
+    assert {d["kind"] for d in serving} == {"Deployment", "Job"}  # the precompile Job
     assert {d["spec"]["template"]["spec"]["containers"][0]["args"][0] for d in serving} == {"serve"}
     outputs = synth.serving_raw["Outputs"]
     assert weights["metadata"]["name"] in cfn_text(outputs["WeightsJob"]["Value"])
