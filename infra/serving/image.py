@@ -1,4 +1,6 @@
-"""The serving image: built from image/ by `cdk deploy` and pushed to the CDK assets ECR repo."""
+"""The serving image: built from image/Dockerfile by `cdk deploy` and pushed to the CDK assets ECR
+repo. Its context is the repository root (it carries trnspec_tools too, for the calibration Job),
+narrowed to what the Dockerfile copies by the root .dockerignore, which CDK reads for the asset."""
 
 from __future__ import annotations
 
@@ -9,10 +11,13 @@ from aws_cdk import aws_ecr_assets as ecr_assets
 from constructs import Construct
 from trnspec.config.images import ImageGeneration, image_spec
 
-IMAGE_DIR = Path(__file__).resolve().parents[2] / "image"
+REPO_DIR = Path(__file__).resolve().parents[2]
+#: The Dockerfile, relative to the build context.
+DOCKERFILE = "image/Dockerfile"
 #: Build argument of image/Dockerfile that selects the Neuron base image.
 BASE_IMAGE_BUILD_ARG = "BASE_IMAGE"
-#: Not part of the build context: local build products and caches would only churn the hash.
+#: Never part of the build context, whatever .dockerignore allows: local build products, caches
+#: and tests would only churn the hash (the allow-list itself is the root .dockerignore).
 EXCLUDE = ["**/__pycache__", "**/*.egg-info", "**/.pytest_cache", "**/.ruff_cache", "**/tests"]
 
 
@@ -38,8 +43,10 @@ class ServingImageProps:
 
     generation: ImageGeneration | str
     """Which pinned Neuron base image (and vLLM build) to build on."""
-    directory: Path = IMAGE_DIR
-    """Build context (the repository's image/ directory)."""
+    directory: Path = REPO_DIR
+    """Build context (the repository root; its .dockerignore keeps what the Dockerfile copies)."""
+    file: str = DOCKERFILE
+    """The Dockerfile, relative to `directory`."""
 
 
 class ServingImage(Construct):
@@ -63,6 +70,7 @@ class ServingImage(Construct):
             self,
             "Asset",
             directory=str(props.directory),
+            file=props.file,
             build_args={BASE_IMAGE_BUILD_ARG: self.base_image},
             platform=ecr_assets.Platform.LINUX_AMD64,
             display_name=f"trnspec-{self.generation.value}",

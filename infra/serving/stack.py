@@ -42,7 +42,7 @@ from infra.serving.identity import (
     serve_statements,
     weights_statements,
 )
-from infra.serving.image import IMAGE_DIR, ServingImage, ServingImageProps, docker_tag_prefix
+from infra.serving.image import REPO_DIR, ServingImage, ServingImageProps, docker_tag_prefix
 from infra.serving.manifests.calibration import service_account_name_for_calibration
 from infra.serving.manifests.placeholders import DeployValues, bind
 from infra.serving.manifests.pod import (
@@ -76,7 +76,7 @@ class ServingStack(Stack):
         *,
         cluster: eks.ICluster,
         preflight: WorkloadPreflight,
-        image_directory: Path = IMAGE_DIR,
+        image_context: Path = REPO_DIR,
         **kwargs: Any,
     ) -> None:
         settings, cfg = preflight.settings, preflight.config
@@ -95,7 +95,7 @@ class ServingStack(Stack):
         )
         bucket = self.model_bucket.bucket
         self.image = ServingImage(
-            self, "Image", ServingImageProps(generation=cfg.image, directory=image_directory)
+            self, "Image", ServingImageProps(generation=cfg.image, directory=image_context)
         )
         self.api_key, self.hf_token = self._secrets()
 

@@ -39,7 +39,7 @@ from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.numbers import float_arg, int_arg
 from trnspec.boundary.write import Written, moved_lines
 from trnspec.boundary.write import write_outputs as write_report_files
-from trnspec.cli.main import add_set_argument
+from trnspec.cli.config_args import add_set_argument
 from trnspec.config.serving import ConfigError
 from trnspec.hardware.pricing import PriceError, resolve_price
 

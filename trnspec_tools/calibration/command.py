@@ -1,12 +1,16 @@
 """`python -m trnspec_tools calibrate {run,fetch,local}`: one command over the calibration's
 steps, each its module's own arguments (`run`: the Job's measurement; `fetch`: bring the newest
-results home from a deployed stack; `local`: the whole loop on this machine)."""
+results home from a deployed stack; `local`: the whole loop on this machine).
+
+Only the step that runs is imported: `run` is the calibration Job's command in the serving image,
+which carries neither `fetch`'s CDK outputs (infra) nor `local`'s engine and moto."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Sequence
+import sys
+from collections.abc import Collection, Sequence
 
 from trnspec.boundary.errors import exits_on_bad_input
 
@@ -18,19 +22,27 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def add_cli_args(parser: argparse.ArgumentParser) -> None:
+def add_cli_args(
+    parser: argparse.ArgumentParser, steps: Collection[str] = tuple(SUBCOMMANDS)
+) -> None:
+    """Every step as a subcommand, with the flags of `steps` (their modules imported); any other
+    step's parser is left empty."""
     sub = parser.add_subparsers(dest="step", required=True, metavar="{run,fetch,local}")
     for name, (module_name, doc) in SUBCOMMANDS.items():
-        module = importlib.import_module(module_name)
-        p = sub.add_parser(name, help=doc, description=module.__doc__,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-        module.add_cli_args(p)
-        p.set_defaults(run_parsed=module.run_parsed)
+        p = sub.add_parser(name, help=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+        if name in steps:
+            module = importlib.import_module(module_name)
+            p.description = module.__doc__
+            module.add_cli_args(p)
+            p.set_defaults(run_parsed=module.run_parsed)
 
 
 @exits_on_bad_input("calibrate")
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    # The step is the first word (the command itself has no options but --help).
+    step = next((a for a in args if not a.startswith("-")), None)
     parser = argparse.ArgumentParser(prog="python -m trnspec_tools calibrate", description=__doc__)
-    add_cli_args(parser)
-    args = parser.parse_args(argv)
-    return int(args.run_parsed(args))
+    add_cli_args(parser, steps={step} & SUBCOMMANDS.keys())
+    parsed = parser.parse_args(args)
+    return int(parsed.run_parsed(parsed))

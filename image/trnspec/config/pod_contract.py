@@ -14,6 +14,10 @@ engine (staging, boto3), and the Dockerfile test reads it without a Docker engin
 #: The image's entrypoint; `serve` (SERVE_COMMAND) is the serving pod's subcommand.
 ENTRYPOINT = ("python", "-m", "trnspec")
 SERVE_COMMAND = "serve"
+#: The calibration Job's command in the same image (trnspec_tools is installed beside trnspec):
+#: TOOLS_ENTRYPOINT overrides the image's entrypoint, CALIBRATE_COMMAND starts its arguments.
+TOOLS_ENTRYPOINT = ("python", "-m", "trnspec_tools")
+CALIBRATE_COMMAND = ("calibrate", "run")
 
 #: The non-root user the image creates (`ARG TRNSPEC_UID`) and the pod runs as.
 IMAGE_UID = 10001

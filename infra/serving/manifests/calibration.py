@@ -27,7 +27,7 @@ import hashlib
 from typing import Any
 
 from trnspec.boundary.problems import Problem
-from trnspec.config.pod_contract import ENV_API_KEY_SECRET
+from trnspec.config.pod_contract import CALIBRATE_COMMAND, ENV_API_KEY_SECRET, TOOLS_ENTRYPOINT
 from trnspec.hardware.pricing import PRICES
 from trnspec.hardware.topology import instance
 
@@ -221,7 +221,7 @@ def runner_args(
     cal = _calibration(settings)
     prompts = f"s3://{spec.bucket_name}/{cal.prompts_key}" if cal.prompts_key else "default"
     args = [
-        "calibrate", "run",
+        *CALIBRATE_COMMAND,
         "--plain", service_url(spec), "--speculative", service_url(arm),
         "--concurrency", ",".join(str(c) for c in cal.concurrency),
         "--rounds", str(cal.rounds),
@@ -289,7 +289,7 @@ def calibration_job(
                             "name": "calibrate",
                             "image": spec.image_uri,
                             "imagePullPolicy": "IfNotPresent",
-                            "command": ["python", "-m", "trnspec_tools"],
+                            "command": list(TOOLS_ENTRYPOINT),
                             "args": runner_args(spec, arm, settings, k),
                             "env": _job_env(spec),
                             "resources": {

@@ -7,6 +7,7 @@ these tests do not depend on the platform stack's choices.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -290,18 +291,49 @@ def test_outputs_name_the_bucket_and_the_endpoints(synth) -> None:
         assert name in outputs
 
 
-def test_image_asset_builds_from_image_dir_on_the_pinned_base(synth) -> None:
+def test_image_asset_builds_image_dockerfile_from_the_repository_root_on_the_pinned_base(
+    synth,
+) -> None:
     from trnspec.config.images import image_spec
 
     manifest = json.loads(
         next(Path(synth["assembly"].directory).glob("*serving.assets.json")).read_text()
     )
     (image,) = manifest["dockerImages"].values()
+    assert image["source"]["dockerFile"] == "image/Dockerfile"
     assert image["source"]["dockerBuildArgs"]["BASE_IMAGE"].startswith(
         image_spec("neuron-plugin").uri
     )
     (dest,) = image["destinations"].values()
     assert dest["imageTag"].startswith("neuron-plugin-")  # the default profile's image
+
+
+#: Never in the image's build context: the venv, caches, node_modules, synth output, reports,
+#: git, tests, docs, the CDK app, bytecode.
+HEAVY = {".venv", ".cache", "node_modules", "cdk.out", "reports", ".git", "tests", "docs", "infra"}
+
+
+def test_image_build_context_is_only_the_dockerfile_and_what_it_copies(synth) -> None:
+    """The staged context `cdk deploy` hands to docker build (cdk.out/asset.<hash>/)."""
+    assembly = Path(synth["assembly"].directory)
+    manifest = json.loads(next(assembly.glob("*serving.assets.json")).read_text())
+    (image,) = manifest["dockerImages"].values()
+    staged = assembly / image["source"]["directory"]
+    files = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
+    dockerfile = (staged / image["source"]["dockerFile"]).read_text()
+    copied = re.findall(r"^COPY\s+(\S+)\s", dockerfile, flags=re.MULTILINE)
+    assert "trnspec_tools" in copied and "image/trnspec" in copied
+
+    def under(path: str, root: str) -> bool:
+        return path == root or path.startswith(root + "/")
+
+    allowed = [image["source"]["dockerFile"], ".dockerignore", *copied]
+    assert sorted(f for f in files if not any(under(f, root) for root in allowed)) == []
+    assert [src for src in copied if not any(under(f, src) for f in files)] == []
+    assert "trnspec_tools/calibration/run.py" in files
+    parts = {part for f in files for part in f.split("/")}
+    assert not parts & (HEAVY | {"__pycache__"})
+    assert not [f for f in files if f.endswith((".pyc", ".egg-info"))]
 
 
 def test_template_passes_cfn_lint(synth) -> None:

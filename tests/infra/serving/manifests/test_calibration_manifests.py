@@ -7,6 +7,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+from trnspec.config import pod_contract
 from workload_cases import BUCKET, build
 
 from infra.serving.manifests.calibration import calibration_manifests
@@ -85,7 +86,11 @@ def test_the_job_measures_both_arms_bounded_and_never_retried() -> None:
     def flag(name: str) -> str:
         return args[args.index(name) + 1]
 
-    assert args[:2] == ["calibrate", "run"]
+    # The serving image's command (tests/trnspec/test_dockerfile.py runs it from the image's
+    # packages), not the image's serve entrypoint.
+    assert container["command"] == ["python", "-m", "trnspec_tools"]
+    assert container["command"] == list(pod_contract.TOOLS_ENTRYPOINT)
+    assert args[:2] == ["calibrate", "run"] == list(pod_contract.CALIBRATE_COMMAND)
     assert flag("--plain") == f"http://{spec.name}.trnspec.svc.cluster.local:80"
     assert flag("--speculative") == f"http://{spec.name}-spec.trnspec.svc.cluster.local:80"
     assert (flag("--concurrency"), flag("--rounds")) == ("1,2,4", "4")
