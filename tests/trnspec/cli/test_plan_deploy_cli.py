@@ -140,9 +140,26 @@ def test_the_plan_prints_the_ramp_and_warns_when_the_queue_breaks_the_ttft_targe
 ) -> None:
     code, out, _ = plan(capsys, *DEFAULT_GOAL, "--ttft-ms", "2000", "--pod-start-minutes", "20")
     assert code == 0
-    assert "ramp: 1 -> 16 replicas in 15 step(s) at 1 pod(s) per 300 s: 75 min" in out
-    assert "+ 20 min pod start = 95 min" in out
+    # the deployed scaleUp policy: ceil((16 - 1) / 3) pods per 60 s
+    assert "ramp: 1 -> 16 replicas in 3 step(s) at 5 pod(s) per 60 s: 3 min" in out
+    assert "+ 20 min pod start = 23 min" in out
     assert "WARNING: 15 streams wait for a slot" in out and "2000 ms TTFT target" in out
+
+
+def test_a_policy_given_on_the_command_line_times_the_ramp_and_is_recorded(capsys) -> None:
+    code, out, _ = plan(
+        capsys,
+        *DEFAULT_GOAL,
+        "--format",
+        "json",
+        "--scale-up-pods",
+        "1",
+        "--scale-up-period-s",
+        "300",
+    )
+    assert code == 0
+    assert "in 15 step(s) at 1 pod(s) per 300 s: 75 min" in out
+    assert "--scale-up-pods 1 --scale-up-period-s 300" in out
 
 
 @pytest.mark.parametrize(
