@@ -9,6 +9,7 @@ target) for a latency target and a peak load, say how sure the choice is, and wr
 (`trnspec.plan.deploy_plan`). It prints, per profile, the cheapest speculative and the cheapest
 plain variant that meet the TPOT target, each with the held-out error band of its regime, the
 cost per 1M output tokens at peak (what the nodes bill), the idle cost per hour at min_replicas,
+what the plan costs at zero load kept at min_replicas and scaled to zero (trnspec.plan.idle_cost),
 every variant left out with its reason, and the verdict (trnspec.plan.decision): confident, with
 the margin at the bands' edges, or "undecided at this confidence: measure", whose plan file is a
 calibration plan (the plain twin serves, `serving.calibration` names the speculative arm).
@@ -56,6 +57,7 @@ from trnspec.plan.deploy_plan import (
 )
 from trnspec.plan.document import PLAN_KIND, plan_document
 from trnspec.plan.fetch import get_json, http_url, read_rows_text
+from trnspec.plan.idle_cost import IdleCost, idle_cost
 from trnspec.plan.measured import MeasuredEvidence, measured_evidence
 from trnspec.plan.pools import Pool, max_nodes, read_pools
 from trnspec.plan.predict import DEFAULT_BATCHES, int_list
@@ -163,6 +165,8 @@ class Planned:
     ramp: Ramp | None = None
     #: The scale-up policy the ramp was timed with (None: no plan, no ramp).
     policy: ScaleUpPolicy | None = None
+    #: What the plan costs at zero load, kept at min_replicas and scaled to zero.
+    idle: IdleCost | None = None
 
 
 def _instance_overrides(cfg: ServingConfig, pools: Sequence[Pool]) -> list[tuple[str, ...]]:
@@ -233,9 +237,11 @@ def build_plans(args: argparse.Namespace) -> Planned:
     usable = [p for p in plans if p.in_pools is not False]
     decision = decide(usable)
     unrestricted = decide(plans) if len(usable) < len(plans) else None
-    ramp_of, policy = None, None
+    ramp_of, policy, idle = None, None, None
     if decision is not None:
         v = decision.serving
+        arm = decision.speculative if decision.calibrate else None
+        idle = idle_cost(v, arm, args.min_replicas)
         policy = _policy(args, v.replicas_at_peak)
         ramp_of = ramp(
             args.min_replicas,
@@ -269,7 +275,7 @@ def build_plans(args: argparse.Namespace) -> Planned:
             for p in pools
         ]
     meta["command"] = _command_line(args, acceptance)
-    return Planned(plans, meta, decision, unrestricted, pools, ramp_of, policy)
+    return Planned(plans, meta, decision, unrestricted, pools, ramp_of, policy, idle)
 
 
 def _policy(args: argparse.Namespace, peak_replicas: int) -> ScaleUpPolicy:
@@ -435,6 +441,8 @@ def format_plans(planned: Planned) -> str:
     lines += _pool_advice(planned)
     if planned.ramp is not None and planned.policy is not None:
         lines += planned.ramp.describe(planned.policy)
+    if planned.idle is not None:
+        lines += planned.idle.lines()
     return "\n".join(lines)
 
 
@@ -471,6 +479,7 @@ def main(args: argparse.Namespace) -> int:
             "profiles": [_plan_json(p) for p in planned.plans],
             "decision": _decision_json(planned.decision),
             "ramp": _ramp_lines(planned),
+            "idle_cost": planned.idle.record() if planned.idle is not None else None,
         }
         print(json.dumps(doc, indent=2))
     else:
@@ -481,6 +490,8 @@ def main(args: argparse.Namespace) -> int:
         extra = {}
         if (ramp_lines := _ramp_lines(planned)) is not None:
             extra["ramp"] = ramp_lines
+        if planned.idle is not None:
+            extra["idle_cost"] = planned.idle.record()
         advice = _pool_advice(planned)
         if advice:
             extra["pool_to_add"] = advice[0]
