@@ -9,6 +9,7 @@ target) for a latency target and a peak load, say how sure the choice is, and wr
 (`trnspec.plan.deploy_plan`). It prints, per profile, the cheapest speculative and the cheapest
 plain variant that meet the TPOT target, each with the held-out error band of its regime, the
 cost per 1M output tokens at peak (what the nodes bill), the idle cost per hour at min_replicas,
+what the plan costs at zero load kept at min_replicas and scaled to zero (trnspec.plan.idle_cost),
 every variant left out with its reason, and the verdict (trnspec.plan.decision): confident, with
 the margin at the bands' edges, or "undecided at this confidence: measure", whose plan file is a
 calibration plan (the plain twin serves, `serving.calibration` names the speculative arm).
@@ -25,7 +26,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.files import read_json
 from trnspec.boundary.numbers import finite_in, float_arg, int_arg
 from trnspec.boundary.write import output_clash, write_file
+from trnspec.config.scale_up import RAMP_STEPS, SCALE_UP_PERIOD_SECONDS
 from trnspec.config.serving import ConfigError, Problem, ServingConfig, load_profile
 from trnspec.perf.model import decode_context_tokens
 from trnspec.plan.acceptance import acceptance_rate
@@ -55,16 +57,11 @@ from trnspec.plan.deploy_plan import (
 )
 from trnspec.plan.document import PLAN_KIND, plan_document
 from trnspec.plan.fetch import get_json, http_url, read_rows_text
+from trnspec.plan.idle_cost import IdleCost, idle_cost
 from trnspec.plan.measured import MeasuredEvidence, measured_evidence
 from trnspec.plan.pools import Pool, max_nodes, read_pools
 from trnspec.plan.predict import DEFAULT_BATCHES, int_list
-from trnspec.plan.ramp import (
-    DEFAULT_SCALE_UP_PERIOD_S,
-    DEFAULT_SCALE_UP_PODS,
-    Ramp,
-    ScaleUpPolicy,
-    ramp,
-)
+from trnspec.plan.ramp import Ramp, ScaleUpPolicy, deployed_policy, ramp
 from trnspec.plan.served_acceptance import ServedAcceptance, served_acceptance, window
 
 __all__ = ["DESCRIPTION", "HELP", "PLAN_KIND", "add_arguments", "build_plans", "main"]
@@ -166,7 +163,10 @@ class Planned:
     unrestricted: Decision | None = None
     pools: tuple[Pool, ...] = ()
     ramp: Ramp | None = None
-    policy: ScaleUpPolicy = field(default_factory=ScaleUpPolicy)
+    #: The scale-up policy the ramp was timed with (None: no plan, no ramp).
+    policy: ScaleUpPolicy | None = None
+    #: What the plan costs at zero load, kept at min_replicas and scaled to zero.
+    idle: IdleCost | None = None
 
 
 def _instance_overrides(cfg: ServingConfig, pools: Sequence[Pool]) -> list[tuple[str, ...]]:
@@ -237,14 +237,12 @@ def build_plans(args: argparse.Namespace) -> Planned:
     usable = [p for p in plans if p.in_pools is not False]
     decision = decide(usable)
     unrestricted = decide(plans) if len(usable) < len(plans) else None
-    policy = ScaleUpPolicy(
-        args.scale_up_pods,
-        args.scale_up_period_s,
-        args.pod_start_minutes * 60 if args.pod_start_minutes is not None else None,
-    )
-    ramp_of = None
+    ramp_of, policy, idle = None, None, None
     if decision is not None:
         v = decision.serving
+        arm = decision.speculative if decision.calibrate else None
+        idle = idle_cost(v, arm, args.min_replicas)
+        policy = _policy(args, v.replicas_at_peak)
         ramp_of = ramp(
             args.min_replicas,
             v.replicas_at_peak,
@@ -277,7 +275,19 @@ def build_plans(args: argparse.Namespace) -> Planned:
             for p in pools
         ]
     meta["command"] = _command_line(args, acceptance)
-    return Planned(plans, meta, decision, unrestricted, pools, ramp_of, policy)
+    return Planned(plans, meta, decision, unrestricted, pools, ramp_of, policy, idle)
+
+
+def _policy(args: argparse.Namespace, peak_replicas: int) -> ScaleUpPolicy:
+    """The policy the plan's ScaledObject renders (trnspec.config.scale_up), with what
+    --scale-up-pods / --scale-up-period-s give instead, and the pod start when known."""
+    start = args.pod_start_minutes * 60 if args.pod_start_minutes is not None else None
+    deployed = deployed_policy(args.min_replicas, peak_replicas, start)
+    return ScaleUpPolicy(
+        args.scale_up_pods if args.scale_up_pods is not None else deployed.pods,
+        args.scale_up_period_s if args.scale_up_period_s is not None else deployed.period_s,
+        start,
+    )
 
 
 # ------------------------------------------------------------------------------------ printing
@@ -429,8 +439,10 @@ def format_plans(planned: Planned) -> str:
     if planned.decision is not None:
         lines += decision_lines(planned.decision)
     lines += _pool_advice(planned)
-    if planned.ramp is not None:
+    if planned.ramp is not None and planned.policy is not None:
         lines += planned.ramp.describe(planned.policy)
+    if planned.idle is not None:
+        lines += planned.idle.lines()
     return "\n".join(lines)
 
 
@@ -466,7 +478,8 @@ def main(args: argparse.Namespace) -> int:
             "inputs": planned.meta,
             "profiles": [_plan_json(p) for p in planned.plans],
             "decision": _decision_json(planned.decision),
-            "ramp": planned.ramp.describe(planned.policy) if planned.ramp else None,
+            "ramp": _ramp_lines(planned),
+            "idle_cost": planned.idle.record() if planned.idle is not None else None,
         }
         print(json.dumps(doc, indent=2))
     else:
@@ -475,8 +488,10 @@ def main(args: argparse.Namespace) -> int:
         raise _nothing_fits(planned, args)
     if args.out:
         extra = {}
-        if planned.ramp is not None:
-            extra["ramp"] = planned.ramp.describe(planned.policy)
+        if (ramp_lines := _ramp_lines(planned)) is not None:
+            extra["ramp"] = ramp_lines
+        if planned.idle is not None:
+            extra["idle_cost"] = planned.idle.record()
         advice = _pool_advice(planned)
         if advice:
             extra["pool_to_add"] = advice[0]
@@ -490,6 +505,12 @@ def main(args: argparse.Namespace) -> int:
         write_file(Path(args.out), text)
         print(f"wrote {args.out}")
     return 0
+
+
+def _ramp_lines(planned: Planned) -> list[str] | None:
+    if planned.ramp is None or planned.policy is None:
+        return None
+    return planned.ramp.describe(planned.policy)
 
 
 def _outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
@@ -525,12 +546,10 @@ def _command_line(args: argparse.Namespace, acceptance: Acceptance) -> str:
         parts += [f"--set {s}" for s in args.overrides]
     if args.ttft_ms is not None:
         parts.append(f"--ttft-ms {args.ttft_ms:g}")
-    if (args.scale_up_pods, args.scale_up_period_s) != (
-        DEFAULT_SCALE_UP_PODS,
-        DEFAULT_SCALE_UP_PERIOD_S,
-    ):
-        parts += [f"--scale-up-pods {args.scale_up_pods}"]
-        parts += [f"--scale-up-period-s {args.scale_up_period_s}"]
+    if args.scale_up_pods is not None:
+        parts.append(f"--scale-up-pods {args.scale_up_pods}")
+    if args.scale_up_period_s is not None:
+        parts.append(f"--scale-up-period-s {args.scale_up_period_s}")
     if args.pod_start_minutes is not None:
         parts.append(f"--pod-start-minutes {args.pod_start_minutes:g}")
     return "python -m trnspec plan-deploy " + " ".join(parts)
@@ -680,14 +699,13 @@ def _add_evidence_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--scale-up-pods",
         type=int_arg(1, MAX_REPLICAS),
-        default=DEFAULT_SCALE_UP_PODS,
-        help=f"pods the autoscaler adds per period (default {DEFAULT_SCALE_UP_PODS})",
+        help="pods the autoscaler adds per period (default: the deployed policy's,"
+        f" ceil((replicas at peak - min_replicas) / {RAMP_STEPS}))",
     )
     p.add_argument(
         "--scale-up-period-s",
         type=int_arg(1, 3600),
-        default=DEFAULT_SCALE_UP_PERIOD_S,
-        help=f"seconds per scale-up step (default {DEFAULT_SCALE_UP_PERIOD_S})",
+        help=f"seconds per scale-up step (default: the deployed {SCALE_UP_PERIOD_SECONDS})",
     )
     p.add_argument(
         "--pod-start-minutes",

@@ -260,7 +260,16 @@ def _judge(p: _Planning, k: int, batch: int) -> Variant | Skip:
     cost = cost_per_1m_output_tokens(p.price_per_hour * nodes, tps * replicas)
     assert cost is not None  # tps > 0 for every predicted point
     idle_nodes = math.ceil(p.inputs.min_replicas / per_node)
-    band = band_for(p.cal, model.group_for(k), model.method, k, batch)
+    band = band_for(
+        p.cal,
+        model.group_for(k),
+        model.method,
+        k,
+        batch,
+        tp=variant_cfg.tensor_parallel_size,
+        context_tokens=p.inputs.context_tokens,
+        target=model.target,
+    )
     return Variant(
         profile=p.cfg.name,
         speculative=k > 0,

@@ -320,11 +320,22 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
             p,
             pricing,
             cfg.max_num_seqs,
-            band_for(cal, model.group_for(p.k), model.method, p.k, p.batch),
+            band_for(
+                cal,
+                model.group_for(p.k),
+                model.method,
+                p.k,
+                p.batch,
+                tp=cfg.tensor_parallel_size,
+                context_tokens=context,
+                target=model.target,
+            ),
         )
         for p in points
     ]
-    outside = outside_data(cal, model.group, model.target, cfg.tensor_parallel_size, axes.batches)
+    outside = outside_data(
+        cal, model.group, model.target, cfg.tensor_parallel_size, axes.batches, context
+    )
     best = best_k_per_batch(points)
     return PredictReport(
         profile=cfg.name,
@@ -337,7 +348,8 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
         caveats=[
             "HBM fit at these batches is not checked here; run `trnspec plan`.",
             "error_band: the largest held-out error (leave one source out) of published rows in"
-            f" the same stack, method and batch range; see docs/performance.md and"
+            " the same stack and method and in the same TP, batch, context and model-size ranges;"
+            f" see docs/performance.md and"
             f" trnspec/{DATA_FILE}.",
         ],
     )

@@ -4,10 +4,14 @@ what queueing on the way does to the first token.
 Time to peak: the scale-up policy adds `pods` replicas every `period_s` (KEDA's HPA behaviour,
 the serving manifest's scaleUp policy), so reaching R replicas from m takes ceil((R - m) / pods)
 periods, plus the start of the last pod (node, weights, compile cache: `pod_start_s`, when
-known). Queueing: with the peak's streams arriving at once and each replica decoding at most b
-of them, the streams beyond the running slots wait; in a closed loop they share the slots, so a
-request waits about (streams / slots - 1) x output_len x TPOT for its first token while the slots
-are fewest (at the start of the ramp). TPOT itself holds: no replica runs more than b streams.
+known). The deployed policy is trnspec.config.scale_up's, the one the ScaledObject renders:
+ceil((max_replicas - floor) / RAMP_STEPS) pods per SCALE_UP_PERIOD_SECONDS, with the plan's
+min_replicas as the floor and its replicas at peak as max_replicas (`deployed_policy`).
+
+Queueing: with the peak's streams arriving at once and each replica decoding at most b of them,
+the streams beyond the running slots wait; in a closed loop they share the slots, so a request
+waits about (streams / slots - 1) x output_len x TPOT for its first token while the slots are
+fewest (at the start of the ramp). TPOT itself holds: no replica runs more than b streams.
 """
 
 from __future__ import annotations
@@ -15,18 +19,28 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-#: The serving manifest's scale-up policy (infra/serving/manifests/autoscaling.py): one pod per
-#: five minutes. Give the deployed policy with --scale-up-pods / --scale-up-period-s.
-DEFAULT_SCALE_UP_PODS = 1
-DEFAULT_SCALE_UP_PERIOD_S = 300
+from trnspec.config.scale_up import SCALE_UP_PERIOD_SECONDS, scale_up_rate
+
+#: The period of the deployed scale-up policy (trnspec.config.scale_up); its pods per period
+#: depend on the plan's min_replicas and replicas at peak (`deployed_policy`).
+DEFAULT_SCALE_UP_PERIOD_S = SCALE_UP_PERIOD_SECONDS
 
 
 @dataclass(frozen=True)
 class ScaleUpPolicy:
-    pods: int = DEFAULT_SCALE_UP_PODS
+    pods: int
     period_s: int = DEFAULT_SCALE_UP_PERIOD_S
     #: Seconds from a pod's creation to Ready (None: not known, not counted).
     pod_start_s: float | None = None
+
+
+def deployed_policy(
+    min_replicas: int, peak_replicas: int, pod_start_s: float | None = None
+) -> ScaleUpPolicy:
+    """The policy the serving ScaledObject renders for a plan: its floor is the plan's
+    min_replicas, its max_replicas the replicas at peak (trnspec.plan.document)."""
+    rate = scale_up_rate(min_replicas, peak_replicas)
+    return ScaleUpPolicy(rate.pods, rate.period_s, pod_start_s)
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,14 @@ no replica asked to run a batch larger than the one its plan was chosen at. Wait
 let the HPA shrink a fleet whose every replica is busy as soon as the queue empties. CPU and
 NeuronCore utilisation are poor signals on Trn2 (a saturated batch and a nearly idle one both
 keep the cores busy) and request rate ignores how long each generation is. The node autoscaler
-then adds the Trn2 node a new pod asks for.
+then adds the Trn2 node a new pod asks for. The scale-up rate is trnspec.config.scale_up's, the
+one `plan-deploy` times its ramp with.
 """
 
 from __future__ import annotations
 
-import math
+from trnspec.config import scale_up
+from trnspec.config.scale_up import scale_up_floor, scale_up_rate
 
 from infra.contracts import (
     KUBE_PROMETHEUS_STACK_FULLNAME,
@@ -25,28 +27,22 @@ from infra.settings.serving import ServingSettings
 
 #: vLLM's gauges of requests in execution batches and waiting for a slot.
 IN_FLIGHT_METRICS = ("vllm:num_requests_running", "vllm:num_requests_waiting")
-#: The HPA's scale-up period, and in how many such periods it may go from the floor to
-#: max_replicas: the peak's replicas are asked for within minutes. Each replica then needs its
-#: node and its load (tens of minutes, the same for all of them, in parallel); adding them one by
-#: one every 5 minutes took 75 minutes to reach 16 while requests queued behind one replica.
-SCALE_UP_PERIOD_SECONDS = 60
-RAMP_STEPS = 3
+
+
+def _floor(settings: ServingSettings) -> int:
+    return scale_up_floor(settings.min_replicas, settings.scale_to_zero)
 
 
 def scale_up_pods_per_period(settings: ServingSettings) -> int:
     """Pods the HPA may add per period so that RAMP_STEPS periods reach max_replicas from the
-    floor (0 with scale to zero). The in-flight metric already says how many replicas the load
-    needs (ceil(streams / streams_per_replica)), so this only bounds the rate, not the count."""
-    floor = 0 if settings.scale_to_zero else settings.min_replicas
-    return max(1, math.ceil((settings.max_replicas - floor) / RAMP_STEPS))
+    floor (0 with scale to zero): trnspec.config.scale_up, the policy plan-deploy's ramp uses."""
+    return scale_up_rate(_floor(settings), settings.max_replicas).pods
 
 
 def time_to_peak_seconds(settings: ServingSettings) -> int:
     """How long the HPA's policy takes to ask for max_replicas from the floor (node launch and
     model load come on top, in parallel for every new replica)."""
-    floor = 0 if settings.scale_to_zero else settings.min_replicas
-    steps = math.ceil((settings.max_replicas - floor) / scale_up_pods_per_period(settings))
-    return steps * SCALE_UP_PERIOD_SECONDS
+    return scale_up.time_to_peak_seconds(_floor(settings), settings.max_replicas)
 
 
 def prometheus_url(settings: ServingSettings) -> str:
@@ -68,7 +64,8 @@ def in_flight_query(spec: WorkloadSpec) -> str:
 
 
 def scaled_object(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
-    min_replicas = 0 if settings.scale_to_zero else settings.min_replicas
+    min_replicas = _floor(settings)
+    rate = scale_up_rate(min_replicas, settings.max_replicas)
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -93,8 +90,8 @@ def scaled_object(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
                             "policies": [
                                 {
                                     "type": "Pods",
-                                    "value": scale_up_pods_per_period(settings),
-                                    "periodSeconds": SCALE_UP_PERIOD_SECONDS,
+                                    "value": rate.pods,
+                                    "periodSeconds": rate.period_s,
                                 }
                             ],
                         },

@@ -27,6 +27,7 @@ import hashlib
 from typing import Any
 
 from trnspec.boundary.problems import Problem
+from trnspec.config.calibration_arm import CALIBRATION_ARM_REPLICAS
 from trnspec.config.pod_contract import CALIBRATE_COMMAND, ENV_API_KEY_SECRET, TOOLS_ENTRYPOINT
 from trnspec.hardware.pricing import PRICES
 from trnspec.hardware.topology import instance
@@ -185,7 +186,8 @@ def arm_manifests(
 ) -> list[Manifest]:
     """The speculative arm: policies first, then its config, weights, server and Service."""
     server = _as_arm_identity(deployment(arm, settings), spec, SERVE_COMPONENT)
-    server["spec"]["replicas"] = 1  # no autoscaler: one replica beside the main one
+    # no autoscaler: its replicas beside the main one at every load
+    server["spec"]["replicas"] = CALIBRATION_ARM_REPLICAS
     out = [serve_policy(arm, settings)]
     if arm.hub_copies:
         out.append(weights_policy(arm, settings))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from trnspec.cli.main import main
+from trnspec.hardware.pricing import PRICES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plan"))
 from rows_fixture import rows_text
@@ -140,9 +141,48 @@ def test_the_plan_prints_the_ramp_and_warns_when_the_queue_breaks_the_ttft_targe
 ) -> None:
     code, out, _ = plan(capsys, *DEFAULT_GOAL, "--ttft-ms", "2000", "--pod-start-minutes", "20")
     assert code == 0
-    assert "ramp: 1 -> 16 replicas in 15 step(s) at 1 pod(s) per 300 s: 75 min" in out
-    assert "+ 20 min pod start = 95 min" in out
+    # the deployed scaleUp policy: ceil((16 - 1) / 3) pods per 60 s
+    assert "ramp: 1 -> 16 replicas in 3 step(s) at 5 pod(s) per 60 s: 3 min" in out
+    assert "+ 20 min pod start = 23 min" in out
     assert "WARNING: 15 streams wait for a slot" in out and "2000 ms TTFT target" in out
+
+
+def test_the_plan_prints_and_records_its_idle_cost_in_both_modes(capsys, tmp_path: Path) -> None:
+    out_file = tmp_path / "plan.yaml"
+    code, out, _ = plan(capsys, *DEFAULT_GOAL, "--min-replicas", "2", "--out", str(out_file))
+    assert code == 0
+    doc = yaml.safe_load(out_file.read_text())
+    chosen, idle = doc["plan"]["chosen"], doc["plan"]["idle_cost"]
+    arm = 1 if "calibration" in doc["serving"] else 0
+    replicas = 2 + arm
+    nodes = -(-replicas // chosen["replicas_per_node"])
+    price = PRICES[chosen.get("instance_type", "trn2.48xlarge")].usd_per_hour
+    assert price is not None
+    kept = idle["min_replicas"]
+    assert (kept["serving_replicas"], kept["calibration_arm_replicas"]) == (2, arm)
+    assert kept["nodes"] == nodes and kept["usd_per_hour"] == pytest.approx(nodes * price)
+    assert kept["usd_per_30_day_month"] == pytest.approx(nodes * price * 720)
+    zero = idle["scale_to_zero"]
+    assert zero["serving_replicas"] == 0 and zero["nodes"] == (1 if arm else 0)
+    assert "idle, min_replicas 2 as planned: 2 replica(s)" in out
+    assert f"= ${nodes * price:,.2f}/h, ${nodes * price * 720:,.2f} per 30-day month" in out
+    assert "idle, scale to zero" in out and "not priced by the plan" in out
+
+
+def test_a_policy_given_on_the_command_line_times_the_ramp_and_is_recorded(capsys) -> None:
+    code, out, _ = plan(
+        capsys,
+        *DEFAULT_GOAL,
+        "--format",
+        "json",
+        "--scale-up-pods",
+        "1",
+        "--scale-up-period-s",
+        "300",
+    )
+    assert code == 0
+    assert "in 15 step(s) at 1 pod(s) per 300 s: 75 min" in out
+    assert "--scale-up-pods 1 --scale-up-period-s 300" in out
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,25 @@ def _plan_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str,
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def test_every_variant_carries_the_band_of_its_whole_regime() -> None:
+    """TP, batch, context and model size each bound a variant's band or are named as outside the
+    data: a band over fewer axes mixes in rows of other regimes."""
+    from trnspec.perf.model import alpha_from_tokens_per_step
+
+    cfg = load_profile("qwen3-4b-dflash")
+    alpha = alpha_from_tokens_per_step(2.1, 15)
+    plan = plan_profile(cfg, alpha, [15], PRICE, _inputs())
+    assert plan.speculative is not None and plan.plain is not None
+    for v in (plan.speculative, plan.plain):
+        for axis in ("tensor parallel size", "batch", "context (mean KV tokens)", "model size"):
+            assert axis in v.band_note, v.band_note
+    # no plugin row has a mean context of 1024-8191 tokens: a long context is outside the data
+    long = plan_profile(cfg, alpha, [15], PRICE, replace(_inputs(), context_tokens=3000))
+    assert long.plain is not None
+    _, outside = long.plain.band_note.split("outside the data in ")
+    assert "context (mean KV tokens)" in outside
 
 
 def test_the_committed_default_plan_is_what_the_command_writes_today(

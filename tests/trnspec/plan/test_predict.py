@@ -142,15 +142,29 @@ def test_bad_input_exits_2_naming_the_flag(capsys, argv, needle):
 def test_every_row_carries_the_held_out_band_of_its_regime_or_says_there_is_none(capsys):
     args = ("--profile", "qwen3-32b-draft", "--acceptance-rate", "0.7", "--batch", "1")
     rows = {r["k"]: r for r in as_json(capsys, *args, "--k", "0,4")["rows"]}
-    # plain decoding at batch 1 on the fork: the TP-64 rows, each predicted without its source
+    # plain decoding at batch 1 on the fork, in the profile's whole regime: TP 64, the default
+    # context (512 + 256 / 2 mean KV tokens) and the 32B target's size; each row predicted
+    # without its source
     held_out = [
         abs(h.error)
         for h in trn2_calibration().validation
-        if (h.stack_group, h.method, h.batch) == ("nxdi-fork", "none", 1) and h.error is not None
+        if (h.stack_group, h.method, h.batch) == ("nxdi-fork", "none", 1)
+        and h.error is not None
+        and h.tp >= 17
+        and h.context_tokens <= 1023
+        and 10 <= h.model_params_b < 40
     ]
-    assert len(held_out) == 3
+    assert held_out
     assert rows[0]["error_band"] == pytest.approx(max(held_out), abs=5e-4)
-    assert "3 rows: nxdi-fork, none, batch 1" in rows[0]["error_band_note"]
+    note = rows[0]["error_band_note"]
+    assert f"{len(held_out)} row" in note and "nxdi-fork, none" in note
+    for regime in (
+        "tensor parallel size >= 17",
+        "batch 1",
+        "context (mean KV tokens) 0-1023",
+        "model size (billion parameters read per step) 10-39.99",
+    ):
+        assert regime in note
     # no fork row publishes an acceptance: the draft-model regime has no band, and says so
     assert rows[4]["error_band"] is None and "no held-out error" in rows[4]["error_band_note"]
 
@@ -164,6 +178,13 @@ def test_a_batch_far_from_every_published_row_is_flagged_as_outside_the_data(cap
         capsys, "--profile", "qwen3-32b-draft", "--acceptance-rate", "0.7", "--batch", "1,64"
     )
     assert code == 0 and "outside the published data: batch 64" in out
+
+
+def test_a_context_far_from_every_published_row_is_flagged_as_outside_the_data(capsys):
+    args = ("--profile", "qwen3-32b-draft", "--acceptance-rate", "0.7", "--batch", "1")
+    doc = as_json(capsys, *args, "--input-len", "3000")  # the fork has no 1024-8191 row
+    assert any(o.startswith("context") for o in doc["outside_data"]), doc["outside_data"]
+    assert "context" not in " ".join(as_json(capsys, *args)["outside_data"])
 
 
 def test_replicas_per_instance_is_the_deploys_packing_not_chips_alone(capsys):

@@ -4,7 +4,7 @@ that queue while it runs (trnspec.plan.ramp)."""
 from __future__ import annotations
 
 import pytest
-from trnspec.plan.ramp import ScaleUpPolicy, ramp
+from trnspec.plan.ramp import ScaleUpPolicy, deployed_policy, ramp
 
 
 def test_one_pod_per_five_minutes_takes_seventy_five_minutes_from_one_to_sixteen() -> None:
@@ -19,14 +19,25 @@ def test_a_faster_policy_and_a_known_pod_start_give_the_time_to_peak() -> None:
     assert (r.steps, r.to_peak_s) == (4, 4 * 60 + 600)
 
 
+def test_the_deployed_policy_asks_for_the_peak_within_three_minutes() -> None:
+    # the ScaledObject's scaleUp: ceil((max_replicas - min_replicas) / 3) pods per 60 s (pinned
+    # to the rendered object in tests/infra/serving/manifests/test_autoscaling_plan_ramp.py)
+    assert deployed_policy(1, 16) == ScaleUpPolicy(5, 60)
+    assert deployed_policy(4, 5) == ScaleUpPolicy(1, 60)
+    r = ramp(1, 16, 1, 16, 10.0, 256, deployed_policy(1, 16))
+    assert (r.steps, r.scale_up_s) == (3, 180)
+    assert "in 3 step(s) at 5 pod(s) per 60 s: 3 min" in r.describe(deployed_policy(1, 16))[0]
+
+
 def test_streams_beyond_the_first_replicas_slots_share_them_and_wait() -> None:
     # 16 streams on 1 replica of batch 4: 12 wait; each waits ~(16/4 - 1) requests of 256 tokens
-    r = ramp(1, 4, 4, 16, 20.0, 256, ScaleUpPolicy(), ttft_target_ms=5000)
+    policy = deployed_policy(1, 4)
+    r = ramp(1, 4, 4, 16, 20.0, 256, policy, ttft_target_ms=5000)
     assert r.queued_streams == 12
     assert r.queue_wait_s == pytest.approx(3 * 256 * 0.020)
-    assert r.breaks_ttft and "WARNING" in r.describe(ScaleUpPolicy())[-1]
+    assert r.breaks_ttft and "WARNING" in r.describe(policy)[-1]
 
 
 def test_nothing_queues_when_min_replicas_cover_the_peak() -> None:
-    r = ramp(4, 4, 4, 16, 20.0, 256, ScaleUpPolicy(), ttft_target_ms=100)
+    r = ramp(4, 4, 4, 16, 20.0, 256, deployed_policy(4, 4), ttft_target_ms=100)
     assert (r.steps, r.queued_streams, r.queue_wait_s, r.breaks_ttft) == (0, 0, 0.0, False)

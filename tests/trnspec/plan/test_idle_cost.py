@@ -1,0 +1,68 @@
+"""What a plan costs at zero load, kept at min_replicas and scaled to zero: whole nodes at the
+plan's price, a calibration's arm kept in both modes, and what the plan does not price named
+(trnspec.plan.idle_cost)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from trnspec.config.calibration_arm import CALIBRATION_ARM_REPLICAS
+from trnspec.plan.deploy_plan import Variant
+from trnspec.plan.idle_cost import HOURS_PER_MONTH, idle_cost
+
+PLAIN = Variant(
+    profile="plain",
+    speculative=False,
+    k=0,
+    max_num_seqs=1,
+    overrides=(),
+    tpot_ms=10.0,
+    tokens_per_s_per_replica=100.0,
+    min_speedup=1.0,
+    replicas_per_node=4,
+    packing_reason="chips",
+    replicas_at_peak=16,
+    nodes_at_peak=4,
+    price_per_hour_usd=10.0,
+    cost_per_1m_output_tokens_usd=1.0,
+    idle_nodes=1,
+    idle_cost_per_hour_usd=10.0,
+    instance_type="trn2.48xlarge",
+)
+ARM = replace(PLAIN, profile="spec", speculative=True, k=15)
+
+
+def test_min_replicas_keep_their_whole_nodes_and_scale_to_zero_keeps_none() -> None:
+    idle = idle_cost(PLAIN, None, 5)  # 5 replicas at 4 per node: 2 nodes
+    kept, zero = idle.min_replicas, idle.scale_to_zero
+    assert (kept.nodes, kept.usd_per_hour) == (2, 20.0)
+    assert kept.usd_per_month == pytest.approx(20.0 * 24 * 30) and HOURS_PER_MONTH == 720
+    assert (zero.serving_replicas, zero.nodes, zero.usd_per_hour) == (0, 0, 0.0)
+    first, second = idle.lines()
+    assert "min_replicas 5" in first and "$20.00/h, $14,400.00 per 30-day month" in first
+    assert "0 nodes = $0.00/h" in second
+    assert "EKS control plane" in second and "not priced by the plan" in second
+
+
+def test_a_calibrations_arm_has_no_autoscaler_and_keeps_its_node_at_scale_to_zero() -> None:
+    idle = idle_cost(PLAIN, ARM, 1)
+    assert idle.scale_to_zero.arm_replicas == CALIBRATION_ARM_REPLICAS
+    assert (idle.min_replicas.nodes, idle.scale_to_zero.nodes) == (1, 1)
+    assert idle.scale_to_zero.usd_per_hour == 10.0
+    assert "calibration-arm" in idle.lines()[1]
+    # the arm shares the main replicas' nodes: a full node of them puts it on another
+    assert idle_cost(PLAIN, ARM, 4).min_replicas.nodes == 2
+
+
+def test_an_arm_of_another_size_is_counted_on_nodes_of_its_own_as_an_upper_bound() -> None:
+    idle = idle_cost(PLAIN, replace(ARM, replicas_per_node=2), 1)
+    assert (idle.min_replicas.nodes, idle.min_replicas.exact) == (2, False)
+    assert "at most 2 node(s)" in idle.lines()[0]
+
+
+def test_the_record_carries_the_figures_printed() -> None:
+    record = idle_cost(PLAIN, ARM, 1).record()
+    assert record["min_replicas"]["usd_per_hour"] == 10.0
+    assert record["scale_to_zero"]["usd_per_30_day_month"] == 7200.0
+    assert "EKS control plane" in record["not_priced"]
