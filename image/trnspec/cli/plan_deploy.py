@@ -62,6 +62,7 @@ from trnspec.plan.measured import MeasuredEvidence, measured_evidence
 from trnspec.plan.pools import Pool, max_nodes, read_pools
 from trnspec.plan.predict import DEFAULT_BATCHES, int_list
 from trnspec.plan.ramp import Ramp, ScaleUpPolicy, deployed_policy, ramp
+from trnspec.plan.request_fit import request_fit_problems
 from trnspec.plan.served_acceptance import ServedAcceptance, served_acceptance, window
 
 __all__ = ["DESCRIPTION", "HELP", "PLAN_KIND", "add_arguments", "build_plans", "main"]
@@ -204,6 +205,9 @@ def build_plans(args: argparse.Namespace) -> Planned:
     if args.overrides and not args.config:
         raise ConfigError([Problem("--set", args.overrides[0], "--set applies to --config FILE")])
     cfgs = [load_profile(name) for name in args.profile]
+    too_long = [p for c in cfgs for p in request_fit_problems(args.input_len, args.output_len, c)]
+    if too_long:
+        raise ConfigError(too_long)
     speculative = [c for c in cfgs if c.speculation.method != "none"]
     acceptance = _alpha(
         args, (speculative or cfgs)[0].speculation.num_speculative_tokens, bool(speculative)

@@ -32,6 +32,7 @@ from trnspec.perf.model import (
 from trnspec.perf.profile_model import ProfileModel, profile_model
 from trnspec.perf.validation import ErrorBand
 from trnspec.plan.acceptance import acceptance_rate
+from trnspec.plan.request_fit import request_fit_problems
 
 __all__ = [
     "DEFAULT_BATCHES",
@@ -306,8 +307,9 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
     inputs = Inputs({})
     axes = _axes(query, cfg, model.method)
     alpha, acc_problems = _acceptance(query, cfg, inputs)
-    if axes.problems or acc_problems:
-        raise ConfigError([*axes.problems, *acc_problems])
+    fit_problems = request_fit_problems(query.input_len, query.output_len, cfg)
+    if axes.problems or acc_problems or fit_problems:
+        raise ConfigError([*axes.problems, *acc_problems, *fit_problems])
     try:
         points = model.grid(alpha, axes.ks, axes.batches)
     except ModelInputError as err:
