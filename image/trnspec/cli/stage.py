@@ -194,30 +194,17 @@ def _cmd_cache_key(args: argparse.Namespace) -> int:
 
 def _transfer_flags(p: argparse.ArgumentParser) -> None:
     d = TransferSettings()
-    p.add_argument(
-        "--workers",
-        type=int_arg(1, 10_000),
-        default=d.workers,
-        help="files in flight (%(default)s)",
+    part_mib = d.multipart_chunksize // MiB
+    counts = (
+        ("--workers", d.workers, "files in flight"),
+        ("--parts-in-flight", d.max_concurrency, "parallel parts per large file"),
+        ("--part-size-mib", part_mib, "multipart threshold and part size in MiB"),
+        ("--attempts", d.max_attempts, "attempts per file before failing"),
     )
-    p.add_argument(
-        "--parts-in-flight",
-        type=int_arg(1, 10_000),
-        default=d.max_concurrency,
-        help="parallel parts per large file (%(default)s)",
-    )
-    p.add_argument(
-        "--part-size-mib",
-        type=int_arg(1, 10_000),
-        default=d.multipart_chunksize // MiB,
-        help="multipart threshold and part size in MiB (%(default)s)",
-    )
-    p.add_argument(
-        "--attempts",
-        type=int_arg(1, 10_000),
-        default=d.max_attempts,
-        help="attempts per file before failing (%(default)s)",
-    )
+    for flag, default, meaning in counts:
+        p.add_argument(
+            flag, type=int_arg(1, 10_000), default=default, help=f"{meaning} (%(default)s)"
+        )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

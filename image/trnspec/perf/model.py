@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from trnspec.hardware.drafters import drafter_for
 from trnspec.hardware.model_shapes import ModelShape
@@ -141,23 +141,14 @@ class Efficiency:
     overlaps_host: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("memory", "compute"):
-            value = getattr(self, name)
-            if not 0 < value <= 1:
-                raise ModelInputError(f"efficiency.{name}={value}: must lie in (0, 1]")
-        for name in (
-            "step_overhead_s",
-            "collective_latency_s",
-            "draft_pass_overhead_s",
-            "spec_overhead_s",
-            "sequence_overhead_s",
-            "token_overhead_s",
-            "context_token_s",
-            "logit_pair_s",
-            "host_share_s",
-        ):
-            if getattr(self, name) < 0:
-                raise ModelInputError(f"efficiency.{name}={getattr(self, name)}: must be >= 0")
+        """`memory` and `compute` are fractions of a peak; every field named `*_s` is a cost in
+        seconds (a field added later is checked by its name)."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("memory", "compute") and not 0 < value <= 1:
+                raise ModelInputError(f"efficiency.{f.name}={value}: must lie in (0, 1]")
+            if f.name.endswith("_s") and value < 0:
+                raise ModelInputError(f"efficiency.{f.name}={value}: must be >= 0")
 
 
 #: Host vCPUs of a trn2.3xlarge (one chip): the unit of the host-share term.

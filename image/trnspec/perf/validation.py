@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.fit import ModelTerms, fit_constants, fit_rows
-from trnspec.perf.model import weight_elements_read
+from trnspec.perf.model import Efficiency, weight_elements_read
 from trnspec.perf.published import Measurement, predicted_step_ms
 
 
@@ -68,55 +68,44 @@ def leave_one_source_out(
     for source in sources:
         train = [m for m in fittable if m.held_out_unit != source]
         effs = fit_constants(train, shapes, terms).efficiency if train else {}
-        for m in measurements:
-            if m.held_out_unit != source:
-                continue
-            if m.role == "speculative" and m.acceptance_length is None:
-                continue
-            eff = effs.get(m.stack_group)
-            reason = "" if eff else f"no row of stack {m.stack_group!r} left in the fit"
-            where = _coordinates(m, shapes)
-            if m.role == "baseline":
-                pred = predicted_step_ms(m, shapes, eff) if eff else None
-                out.append(
-                    HeldOutRow(
-                        m.id,
-                        source,
-                        m.stack_group,
-                        m.method,
-                        m.batch,
-                        "step_ms",
-                        m.published_step_ms,
-                        pred,
-                        reason,
-                        *where,
-                    )
-                )
-                continue
-            base = by_id[m.baseline or ""]
-            base_eff = effs.get(base.stack_group)
-            if eff and not base_eff:
-                reason = f"no row of stack {base.stack_group!r} left in the fit"
-            pred = None
-            if eff and base_eff and m.acceptance_length is not None:
-                t_base = predicted_step_ms(base, shapes, base_eff)
-                pred = m.acceptance_length * t_base / predicted_step_ms(m, shapes, eff)
-            pub = published_speedup(m, base)
-            out.append(
-                HeldOutRow(
-                    m.id,
-                    source,
-                    m.stack_group,
-                    m.method,
-                    m.batch,
-                    "speedup",
-                    pub,
-                    pred,
-                    reason,
-                    *where,
-                )
-            )
+        out.extend(
+            _held_out_row(m, source, by_id, effs, shapes)
+            for m in measurements
+            if m.held_out_unit == source
+            and not (m.role == "speculative" and m.acceptance_length is None)
+        )
     return tuple(out)
+
+
+def _held_out_row(
+    m: Measurement,
+    source: str,
+    by_id: Mapping[str, Measurement],
+    effs: Mapping[str, Efficiency],
+    shapes: Mapping[str, ModelShape],
+) -> HeldOutRow:
+    """`m` predicted with the constants `effs` fitted without `source`: a baseline's step time,
+    or a speculative row's speedup over its published baseline; `reason` says why not."""
+    eff = effs.get(m.stack_group)
+    reason = "" if eff else f"no row of stack {m.stack_group!r} left in the fit"
+    where = _coordinates(m, shapes)
+    pred: float | None = None
+    if m.role == "baseline":
+        if eff:
+            pred = predicted_step_ms(m, shapes, eff)
+        quantity, published = "step_ms", m.published_step_ms
+    else:
+        base = by_id[m.baseline or ""]
+        base_eff = effs.get(base.stack_group)
+        if eff and not base_eff:
+            reason = f"no row of stack {base.stack_group!r} left in the fit"
+        if eff and base_eff and m.acceptance_length is not None:
+            t_base = predicted_step_ms(base, shapes, base_eff)
+            pred = m.acceptance_length * t_base / predicted_step_ms(m, shapes, eff)
+        quantity, published = "speedup", published_speedup(m, base)
+    return HeldOutRow(
+        m.id, source, m.stack_group, m.method, m.batch, quantity, published, pred, reason, *where
+    )
 
 
 def _coordinates(m: Measurement, shapes: Mapping[str, ModelShape]) -> tuple[int, int, float]:

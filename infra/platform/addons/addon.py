@@ -79,6 +79,7 @@ class AddonScope:
         values: dict[str, Any],
         *,
         create_namespace: bool = False,
+        skip_crds: bool = False,
     ) -> HelmReleaseProps:
         """A release of `pin` on this cluster, waited for as long as the settings say."""
         return HelmReleaseProps(
@@ -89,6 +90,7 @@ class AddonScope:
             values=values,
             timeout_minutes=self.timeout_minutes,
             create_namespace=create_namespace,
+            skip_crds=skip_crds,
         )
 
 
@@ -117,3 +119,21 @@ ONE_NODE_AUTOSCALER = "both launch Trn2 nodes for the same pending pods; `autosc
 def always(settings: DeploymentSettings, needs: WorkloadNeeds) -> bool:
     """Installed by every profile."""
     return True
+
+
+def node_autoscaler(
+    name: str, setting: str, build: Callable[[AddonScope], Construct], other: str
+) -> Addon:
+    """The add-on `name`, one of the two node autoscalers: installed when the profile's
+    `autoscaler` is `setting`, never beside the `other` one."""
+
+    def installed(settings: DeploymentSettings, needs: WorkloadNeeds) -> bool:
+        return settings.autoscaler == setting
+
+    return Addon(
+        name=name,
+        installed=installed,
+        build=build,
+        excludes=frozenset({other}),
+        reason=ONE_NODE_AUTOSCALER,
+    )

@@ -2,7 +2,8 @@
 get a role of their own for their service account through EKS Pod Identity, installed by one
 helper (`controller_chart`): the role and its association, the role's statements, and the
 controller's chart, which waits for the association (and for a standalone policy when there is
-one) so the controller never starts without its credentials."""
+one) so the controller never starts without its credentials. Each controller declares its
+`ControllerIdentity` once; `ControllerAddon` is an add-on that is nothing but that chart."""
 
 from __future__ import annotations
 
@@ -20,25 +21,20 @@ from infra.platform.cluster.pod_identity import PodIdentityRole, PodIdentityRole
 KUBE_SYSTEM = "kube-system"
 
 
-def controller_identity(
-    scope: Construct,
-    construct_id: str,
-    cluster: eks.ICluster,
-    service_account: str,
-    description: str,
-) -> PodIdentityRole:
-    """The role the controller's service account (in kube-system) assumes; the controller's
-    chart must wait for its `association`."""
-    return PodIdentityRole(
-        scope,
-        construct_id,
-        PodIdentityRoleProps(
-            cluster=cluster,
-            namespace=KUBE_SYSTEM,
-            service_account=service_account,
-            description=description,
-        ),
-    )
+@dataclass(frozen=True)
+class ControllerIdentity:
+    """Who a controller is to AWS: the service account its chart creates in kube-system and the
+    role bound to it."""
+
+    service_account: str
+    """The service account the chart creates and the role is bound to."""
+    description: str
+    """IAM role description."""
+    construct_id: str = "PodIdentity"
+    """Construct id of the role and its association."""
+    policy_id: str | None = None
+    """Construct id of a standalone policy holding the role's statements (the chart then waits
+    for it too); None puts them in the role's own default policy."""
 
 
 @dataclass(frozen=True)
@@ -47,17 +43,10 @@ class ControllerChartProps:
 
     release: HelmReleaseProps
     """The chart's release (in kube-system)."""
-    service_account: str
-    """The service account the chart creates and the role is bound to."""
-    description: str
-    """IAM role description."""
+    identity: ControllerIdentity
+    """Its service account and role."""
     statements: Sequence[iam.PolicyStatement]
     """The role's permissions."""
-    identity_id: str = "PodIdentity"
-    """Construct id of the role and its association."""
-    policy_id: str | None = None
-    """Construct id of a standalone policy holding `statements` (the chart then waits for it
-    too); None puts them in the role's own default policy."""
 
 
 @dataclass(frozen=True)
@@ -75,19 +64,42 @@ class ControllerChart:
 def controller_chart(scope: Construct, props: ControllerChartProps) -> ControllerChart:
     """Pod Identity role + its statements + the chart (construct id "Chart") that waits for the
     role's association, all under `scope`."""
-    identity = controller_identity(
-        scope, props.identity_id, props.release.cluster, props.service_account, props.description
+    spec = props.identity
+    if props.release.namespace != KUBE_SYSTEM:
+        raise ValueError(
+            f"{spec.service_account}: release in {props.release.namespace}, but the role is "
+            f"bound to the service account in {KUBE_SYSTEM}; install the chart in {KUBE_SYSTEM}"
+        )
+    identity = PodIdentityRole(
+        scope,
+        spec.construct_id,
+        PodIdentityRoleProps(
+            cluster=props.release.cluster,
+            namespace=KUBE_SYSTEM,
+            service_account=spec.service_account,
+            description=spec.description,
+        ),
     )
     policy: iam.Policy | None = None
-    if props.policy_id is None:
+    if spec.policy_id is None:
         for statement in props.statements:
             identity.role.add_to_policy(statement)
     else:
         policy = iam.Policy(
-            scope, props.policy_id, statements=list(props.statements), roles=[identity.role]
+            scope, spec.policy_id, statements=list(props.statements), roles=[identity.role]
         )
     chart = helm_release(scope, "Chart", props.release)
     chart.node.add_dependency(identity.association)
     if policy is not None:
         chart.node.add_dependency(policy)
     return ControllerChart(identity=identity, chart=chart, policy=policy)
+
+
+class ControllerAddon(Construct):
+    """An add-on that is one controller chart with its own role (attributes: `identity`,
+    `chart`, `policy`)."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: ControllerChartProps) -> None:
+        super().__init__(scope, construct_id)
+        built = controller_chart(self, props)
+        self.identity, self.chart, self.policy = built.identity, built.chart, built.policy

@@ -129,19 +129,9 @@ def placement_problems(
     value and the fix (or the engine setting to change instead, in every one of
     `engine_overrides`)."""
     problems: list[Problem] = []
-    # Pods that ask for the same thing fail for the same reason: one line names them all.
-    groups: dict[str, tuple[list[str], dict[str, Any]]] = {}
-    for name, pod in neuron_pods(manifests):
-        ask = (
-            sorted(pod.get("nodeSelector", {}).items()),
-            pod_request(pod, NEURON_DEVICE_RESOURCE),
-            pod_request(pod, "ephemeral-storage"),
-        )
-        groups.setdefault(repr(ask), ([], pod))[0].append(name)
     # A selector no pool's labels satisfy is one reason whatever the pods ask for: one line.
     unmatched: dict[str, tuple[list[str], dict[str, str]]] = {}
-    for names, pod in groups.values():
-        owner = " and ".join(names)
+    for names, pod in _pods_by_ask(manifests):
         selector: dict[str, str] = pod.get("nodeSelector", {})
         matching = [
             (i, p)
@@ -151,56 +141,82 @@ def placement_problems(
         if not matching:
             unmatched.setdefault(repr(sorted(selector.items())), ([], selector))[0].extend(names)
             continue
-        devices = pod_request(pod, NEURON_DEVICE_RESOURCE)
-        storage = pod_request(pod, "ephemeral-storage")
         if any(pool_packing(p, pod).replicas >= 1 for _, p in matching):
             continue
+        owner = " and ".join(names)
         for i, p in matching:
-            chips = node_resources(p)[NEURON_DEVICE_RESOURCE]
-            if devices > chips:
-                problems.append(
-                    Problem(
-                        f"trn2_pools.{i}.instance_type",
-                        p.instance_type,
-                        f"its nodes have {chips} {NEURON_DEVICE_RESOURCE} devices and {owner} "
-                        f"ask for {devices:g} (tensor_parallel_size at hardware.lnc): use an "
-                        "instance type with more chips, or a smaller tensor_parallel_size in "
-                        "serving.overrides",
-                    )
-                )
-            allocatable = node_ephemeral_storage_gib(p)
-            if storage > allocatable and uses_instance_store(p):
-                problems.append(
-                    Problem(
-                        f"trn2_pools.{i}.instance_type",
-                        p.instance_type,
-                        f"its nodes offer {allocatable} GiB of ephemeral storage (instance store) "
-                        f"and {owner} ask for {storage:g} GiB: lower serving.weights_volume_gib, "
-                        "or use weights_storage ebs",
-                    )
-                )
-            elif storage > allocatable:
-                problems.append(
-                    Problem(
-                        f"trn2_pools.{i}.root_volume_gib",
-                        root_volume(p).size_gib,
-                        f"its nodes offer {allocatable} GiB of ephemeral storage and {owner} "
-                        f"ask for {storage:g} GiB (serving.weights_volume_gib with "
-                        f"weights_storage node-local): set root_volume_gib to at least "
-                        f"{min_root_volume_gib(storage)}, or lower serving.weights_volume_gib",
-                    )
-                )
-            packing = pool_packing(p, pod)
-            if packing.replicas < 1 and packing.limit in ("cpu", "memory"):
-                problems.append(
-                    Problem(
-                        f"trn2_pools.{i}.instance_type",
-                        p.instance_type,
-                        f"{owner} do not fit its nodes: {packing.reason}",
-                    )
-                )
+            problems.extend(_pool_problems(i, p, pod, owner))
     for names, selector in unmatched.values():
         problems.extend(_selector_problems(" and ".join(names), selector, pools, engine_overrides))
+    return problems
+
+
+def _pods_by_ask(manifests: Iterable[dict[str, Any]]) -> list[tuple[list[str], dict[str, Any]]]:
+    """The Neuron pods grouped by what they ask for (node selector, devices, ephemeral
+    storage): pods that ask for the same thing fail for the same reason, so one line names
+    them all. Each group: its kind/names and one of its pod specs."""
+    groups: dict[str, tuple[list[str], dict[str, Any]]] = {}
+    for name, pod in neuron_pods(manifests):
+        ask = (
+            sorted(pod.get("nodeSelector", {}).items()),
+            pod_request(pod, NEURON_DEVICE_RESOURCE),
+            pod_request(pod, "ephemeral-storage"),
+        )
+        groups.setdefault(repr(ask), ([], pod))[0].append(name)
+    return list(groups.values())
+
+
+def _pool_problems(
+    i: int, pool: Trn2PoolSettings, pod: dict[str, Any], owner: str
+) -> list[Problem]:
+    """Why pool `i`, whose labels the pod selects, cannot hold one of `owner`'s pods: too few
+    devices, too little ephemeral storage (instance store or root volume), CPU or memory."""
+    problems: list[Problem] = []
+    devices = pod_request(pod, NEURON_DEVICE_RESOURCE)
+    storage = pod_request(pod, "ephemeral-storage")
+    chips = node_resources(pool)[NEURON_DEVICE_RESOURCE]
+    if devices > chips:
+        problems.append(
+            Problem(
+                f"trn2_pools.{i}.instance_type",
+                pool.instance_type,
+                f"its nodes have {chips} {NEURON_DEVICE_RESOURCE} devices and {owner} "
+                f"ask for {devices:g} (tensor_parallel_size at hardware.lnc): use an "
+                "instance type with more chips, or a smaller tensor_parallel_size in "
+                "serving.overrides",
+            )
+        )
+    allocatable = node_ephemeral_storage_gib(pool)
+    if storage > allocatable and uses_instance_store(pool):
+        problems.append(
+            Problem(
+                f"trn2_pools.{i}.instance_type",
+                pool.instance_type,
+                f"its nodes offer {allocatable} GiB of ephemeral storage (instance store) "
+                f"and {owner} ask for {storage:g} GiB: lower serving.weights_volume_gib, "
+                "or use weights_storage ebs",
+            )
+        )
+    elif storage > allocatable:
+        problems.append(
+            Problem(
+                f"trn2_pools.{i}.root_volume_gib",
+                root_volume(pool).size_gib,
+                f"its nodes offer {allocatable} GiB of ephemeral storage and {owner} "
+                f"ask for {storage:g} GiB (serving.weights_volume_gib with "
+                f"weights_storage node-local): set root_volume_gib to at least "
+                f"{min_root_volume_gib(storage)}, or lower serving.weights_volume_gib",
+            )
+        )
+    packing = pool_packing(pool, pod)
+    if packing.replicas < 1 and packing.limit in ("cpu", "memory"):
+        problems.append(
+            Problem(
+                f"trn2_pools.{i}.instance_type",
+                pool.instance_type,
+                f"{owner} do not fit its nodes: {packing.reason}",
+            )
+        )
     return problems
 
 

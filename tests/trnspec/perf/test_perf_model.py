@@ -187,6 +187,37 @@ def test_bad_efficiency_names_the_field():
         Efficiency(memory=0.5, compute=1.5, step_overhead_s=0.0, collective_latency_s=0.0)
 
 
+SECONDS_FIELDS = [
+    "step_overhead_s",
+    "collective_latency_s",
+    "draft_pass_overhead_s",
+    "spec_overhead_s",
+    "sequence_overhead_s",
+    "token_overhead_s",
+    "context_token_s",
+    "logit_pair_s",
+    "host_share_s",
+]
+
+
+def test_the_seconds_fields_are_every_cost_of_efficiency():
+    names = [f.name for f in dataclasses.fields(Efficiency)]
+    assert [n for n in names if n.endswith("_s")] == SECONDS_FIELDS
+
+
+@pytest.mark.parametrize("name", SECONDS_FIELDS)
+def test_a_negative_cost_names_the_field(name):
+    base = Efficiency(memory=0.5, compute=0.5, step_overhead_s=0.0, collective_latency_s=0.0)
+    with pytest.raises(ModelInputError, match=rf"efficiency\.{name}=-0\.001: must be >= 0"):
+        dataclasses.replace(base, **{name: -0.001})
+
+
+@pytest.mark.parametrize("memory", [0.0, 1.01])
+def test_a_memory_efficiency_outside_0_1_names_the_field(memory):
+    with pytest.raises(ModelInputError, match=r"efficiency\.memory=.*must lie in \(0, 1\]"):
+        Efficiency(memory=memory, compute=0.5, step_overhead_s=0.0, collective_latency_s=0.0)
+
+
 def test_the_speculation_overhead_is_paid_only_when_speculating():
     eff = Efficiency(0.5, 0.5, 0.004, 0.0, spec_overhead_s=0.003)
     plain = step_cost(QWEN32, "none", None, 0, 1, dep(), eff)

@@ -6,47 +6,47 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Stack
-from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from infra.platform.addons.addon import ONE_NODE_AUTOSCALER, Addon, AddonScope, WorkloadNeeds
+from infra.platform.addons.addon import AddonScope, node_autoscaler
 from infra.platform.addons.cluster_autoscaler.iam import autoscaler_statements
-from infra.platform.addons.controller import KUBE_SYSTEM, ControllerChartProps, controller_chart
+from infra.platform.addons.controller import (
+    KUBE_SYSTEM,
+    ControllerChartProps,
+    ControllerIdentity,
+    controller_chart,
+)
 from infra.platform.addons.helm import HelmReleaseProps
 from infra.platform.addons.pins import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGE
 from infra.platform.cluster.asg_tags import AsgNodeTemplateTags, AsgNodeTemplateTagsProps
 from infra.platform.cluster.control_plane import SYSTEM_LABEL
 from infra.platform.cluster.neuron_node import node_template_tags
 from infra.platform.cluster.trn2_nodegroup import Trn2Nodegroup
-from infra.settings import DeploymentSettings
 
 SERVICE_ACCOUNT = "cluster-autoscaler"
+IDENTITY = ControllerIdentity(SERVICE_ACCOUNT, "Cluster Autoscaler (Pod Identity)")
 
 
 @dataclass(frozen=True)
 class ClusterAutoscalerProps:
     """Inputs of the Cluster Autoscaler."""
 
-    cluster: eks.Cluster
-    """Cluster to install into."""
+    release: HelmReleaseProps
+    """The chart's release (in kube-system, values from `chart_values`)."""
     cluster_name: str
     """Literal name: auto-discovery tag and IAM condition."""
-    kubernetes_version: str
-    """Picks the matching autoscaler image."""
     nodegroups: tuple[Trn2Nodegroup, ...]
     """Trn2 groups whose ASGs get node-template tags."""
-    timeout_minutes: int = 15
-    """How long the deploy waits for the autoscaler to be ready."""
 
 
-def chart_values(props: ClusterAutoscalerProps, region: str) -> dict[str, Any]:
+def chart_values(cluster_name: str, kubernetes_version: str, region: str) -> dict[str, Any]:
     """Auto-discovery of this cluster's groups, the image of the cluster's minor (the
     autoscaler's scheduler simulation is vendored per minor), on the system nodes."""
     return {
         "cloudProvider": "aws",
         "awsRegion": region,
-        "autoDiscovery": {"clusterName": props.cluster_name},
-        "image": {"tag": CLUSTER_AUTOSCALER_IMAGE.tags[props.kubernetes_version]},
+        "autoDiscovery": {"clusterName": cluster_name},
+        "image": {"tag": CLUSTER_AUTOSCALER_IMAGE.tags[kubernetes_version]},
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
         "nodeSelector": dict(SYSTEM_LABEL),
         "extraArgs": {
@@ -65,22 +65,9 @@ class ClusterAutoscaler(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, props: ClusterAutoscalerProps) -> None:
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
+        statements = autoscaler_statements(Stack.of(self), props.cluster_name)
         controller = controller_chart(
-            self,
-            ControllerChartProps(
-                release=HelmReleaseProps(
-                    cluster=props.cluster,
-                    pin=CLUSTER_AUTOSCALER_CHART,
-                    release="cluster-autoscaler",
-                    namespace=KUBE_SYSTEM,
-                    values=chart_values(props, stack.region),
-                    timeout_minutes=props.timeout_minutes,
-                ),
-                service_account=SERVICE_ACCOUNT,
-                description="Cluster Autoscaler (Pod Identity)",
-                statements=autoscaler_statements(stack, props.cluster_name),
-            ),
+            self, ControllerChartProps(props.release, IDENTITY, statements)
         )
         self.identity, self.role, self.chart = (
             controller.identity,
@@ -106,28 +93,14 @@ class ClusterAutoscaler(Construct):
         return tagger
 
 
-def installed(settings: DeploymentSettings, needs: WorkloadNeeds) -> bool:
-    """The node autoscaler unless the profile picks Karpenter (`autoscaler`)."""
-    return settings.autoscaler == "cluster-autoscaler"
-
-
 def build(scope: AddonScope) -> ClusterAutoscaler:
     """The autoscaler over the platform's managed Trn2 node groups."""
-    props = ClusterAutoscalerProps(
-        cluster=scope.cluster,
-        cluster_name=scope.settings.cluster_name,
-        kubernetes_version=scope.settings.kubernetes_version,
-        nodegroups=scope.nodegroups,
-        timeout_minutes=scope.timeout_minutes,
-    )
+    name, version = scope.settings.cluster_name, scope.settings.kubernetes_version
+    values = chart_values(name, version, Stack.of(scope.stack).region)
+    release = scope.release(CLUSTER_AUTOSCALER_CHART, "cluster-autoscaler", KUBE_SYSTEM, values)
+    props = ClusterAutoscalerProps(release=release, cluster_name=name, nodegroups=scope.nodegroups)
     return ClusterAutoscaler(scope.stack, "ClusterAutoscaler", props)
 
 
 #: When it is installed, how it is built, its relations (infra/platform/addons/registry.py).
-ADDON = Addon(
-    name="cluster_autoscaler",
-    installed=installed,
-    build=build,
-    excludes=frozenset({"karpenter"}),
-    reason=ONE_NODE_AUTOSCALER,
-)
+ADDON = node_autoscaler("cluster_autoscaler", "cluster-autoscaler", build, other="karpenter")

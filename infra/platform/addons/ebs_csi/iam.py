@@ -8,70 +8,51 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 
+from infra.platform.addons.statements import allow, regional_arn
+
 #: Tag the driver sets on every volume it creates (the published policy scopes creation and
 #: deletion by it).
 CLUSTER_TAG = "ebs.csi.aws.com/cluster"
+
+#: The published policy's read-only actions (on every resource).
+DESCRIBE = (
+    "ec2:DescribeAvailabilityZones",
+    "ec2:DescribeInstances",
+    "ec2:DescribeSnapshots",
+    "ec2:DescribeTags",
+    "ec2:DescribeVolumes",
+    "ec2:DescribeVolumesModifications",
+    "ec2:DescribeVolumeStatus",
+)
+#: What EC2 does with the volume key on the driver's behalf.
+VOLUME_KEY_USE = (
+    "kms:Encrypt",
+    "kms:Decrypt",
+    "kms:ReEncryptFrom",
+    "kms:ReEncryptTo",
+    "kms:GenerateDataKey",
+    "kms:GenerateDataKeyWithoutPlaintext",
+    "kms:DescribeKey",
+)
 
 
 def driver_statements(stack: Stack, key: kms.IKey) -> list[iam.PolicyStatement]:
     """The driver's published example policy without snapshots (nothing here takes them),
     scoped to this region and account, plus KMS use of the volume key only through EC2."""
-    ec2 = f"arn:{stack.partition}:ec2:{stack.region}:{stack.account}"
+    ec2 = regional_arn(stack, "ec2")
     volume, instance = f"{ec2}:volume/*", f"{ec2}:instance/*"
+    requested = {"StringLike": {f"aws:RequestTag/{CLUSTER_TAG}": "true"}}
+    tagged = {"StringLike": {f"ec2:ResourceTag/{CLUSTER_TAG}": "true"}}
+    on_create = {"StringEquals": {"ec2:CreateAction": ["CreateVolume"]}}
+    for_aws = {"Bool": {"kms:GrantIsForAWSResource": "true"}}
+    attach = ["ec2:AttachVolume", "ec2:DetachVolume", "ec2:ModifyVolume"]
+    grants = ["kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"]
     return [
-        iam.PolicyStatement(
-            sid="Describe",
-            actions=[
-                "ec2:DescribeAvailabilityZones",
-                "ec2:DescribeInstances",
-                "ec2:DescribeSnapshots",
-                "ec2:DescribeTags",
-                "ec2:DescribeVolumes",
-                "ec2:DescribeVolumesModifications",
-                "ec2:DescribeVolumeStatus",
-            ],
-            resources=["*"],
-        ),
-        iam.PolicyStatement(
-            sid="CreateTaggedVolumes",
-            actions=["ec2:CreateVolume"],
-            resources=[volume],
-            conditions={"StringLike": {f"aws:RequestTag/{CLUSTER_TAG}": "true"}},
-        ),
-        iam.PolicyStatement(
-            sid="TagOnCreate",
-            actions=["ec2:CreateTags"],
-            resources=[volume],
-            conditions={"StringEquals": {"ec2:CreateAction": ["CreateVolume"]}},
-        ),
-        iam.PolicyStatement(
-            sid="AttachAndModify",
-            actions=["ec2:AttachVolume", "ec2:DetachVolume", "ec2:ModifyVolume"],
-            resources=[volume, instance],
-        ),
-        iam.PolicyStatement(
-            sid="DeleteOwnVolumes",
-            actions=["ec2:DeleteVolume"],
-            resources=[volume],
-            conditions={"StringLike": {f"ec2:ResourceTag/{CLUSTER_TAG}": "true"}},
-        ),
-        iam.PolicyStatement(
-            sid="VolumeKeyGrants",
-            actions=["kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"],
-            resources=[key.key_arn],
-            conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
-        ),
-        iam.PolicyStatement(
-            sid="VolumeKeyUse",
-            actions=[
-                "kms:Encrypt",
-                "kms:Decrypt",
-                "kms:ReEncryptFrom",
-                "kms:ReEncryptTo",
-                "kms:GenerateDataKey",
-                "kms:GenerateDataKeyWithoutPlaintext",
-                "kms:DescribeKey",
-            ],
-            resources=[key.key_arn],
-        ),
+        allow("Describe", DESCRIBE),
+        allow("CreateTaggedVolumes", ["ec2:CreateVolume"], [volume], requested),
+        allow("TagOnCreate", ["ec2:CreateTags"], [volume], on_create),
+        allow("AttachAndModify", attach, [volume, instance]),
+        allow("DeleteOwnVolumes", ["ec2:DeleteVolume"], [volume], tagged),
+        allow("VolumeKeyGrants", grants, [key.key_arn], for_aws),
+        allow("VolumeKeyUse", VOLUME_KEY_USE, [key.key_arn]),
     ]

@@ -9,24 +9,35 @@ from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from infra.platform.addons.addon import ONE_NODE_AUTOSCALER, Addon, AddonScope, WorkloadNeeds
-from infra.platform.addons.controller import KUBE_SYSTEM, ControllerChartProps, controller_chart
+from infra.platform.addons.addon import AddonScope, node_autoscaler
+from infra.platform.addons.controller import (
+    KUBE_SYSTEM,
+    ControllerChartProps,
+    ControllerIdentity,
+    controller_chart,
+)
 from infra.platform.addons.helm import HelmReleaseProps, helm_release
 from infra.platform.addons.karpenter.iam import controller_statements
 from infra.platform.addons.karpenter.node_pools import node_class, node_pool
 from infra.platform.addons.pins import KARPENTER_CHART, KARPENTER_CRD_CHART
 from infra.platform.cluster.control_plane import SYSTEM_LABEL, node_role
-from infra.settings import DeploymentSettings, Trn2PoolSettings
+from infra.settings import Trn2PoolSettings
 
 SERVICE_ACCOUNT = "karpenter"
+IDENTITY = ControllerIdentity(
+    SERVICE_ACCOUNT, "Karpenter controller (Pod Identity)", construct_id="ControllerIdentity"
+)
 
 
 @dataclass(frozen=True)
 class KarpenterProps:
     """Inputs of Karpenter."""
 
-    cluster: eks.Cluster
-    """Cluster to install into."""
+    crds: HelmReleaseProps
+    """Release of Karpenter's CRDs (in kube-system)."""
+    controller: HelmReleaseProps
+    """Release of the controller (in kube-system, without the CRDs, values from
+    `controller_values`)."""
     cluster_name: str
     """Literal name: discovery tags, IAM conditions."""
     pools: tuple[Trn2PoolSettings, ...]
@@ -35,15 +46,13 @@ class KarpenterProps:
     """Tags for the instances Karpenter launches."""
     ami_alias: str
     """AL2023 alias (`al2023@v<release>`): Karpenter picks its Neuron variant for trn2 types."""
-    timeout_minutes: int = 15
-    """How long the deploy waits for each of Karpenter's releases to be ready."""
 
 
-def controller_values(props: KarpenterProps, region: str) -> dict[str, Any]:
+def controller_values(cluster_name: str, region: str) -> dict[str, Any]:
     """The controller's chart values: this cluster, reserved capacity, on the system nodes."""
     return {
         "settings": {
-            "clusterName": props.cluster_name,
+            "clusterName": cluster_name,
             "featureGates": {"reservedCapacity": True},
         },
         # Explicit region: otherwise the controller asks instance metadata, which depends on
@@ -60,57 +69,32 @@ class Karpenter(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, props: KarpenterProps) -> None:
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
+        cluster = props.controller.cluster
         self.node_role = node_role(self, "NodeRole")
         self.node_access = eks.AccessEntry(
             self,
             "NodeAccess",
-            cluster=props.cluster,
+            cluster=cluster,
             principal=self.node_role.role_arn,
             access_entry_type=eks.AccessEntryType.EC2_LINUX,
             access_policies=[],
         )
-        self._releases(props, stack)
+        self._releases(props)
         self.node_pools = eks.KubernetesManifest(
-            self, "NodePools", cluster=props.cluster, manifest=self._pool_manifests(props)
+            self, "NodePools", cluster=cluster, manifest=self._pool_manifests(props)
         )
         # The CRDs arrive with their chart; the controller validates and reconciles the pools.
         self.node_pools.node.add_dependency(self.crds)
         self.node_pools.node.add_dependency(self.chart)
 
-    def _releases(self, props: KarpenterProps, stack: Stack) -> None:
+    def _releases(self, props: KarpenterProps) -> None:
         """The CRDs as their own release, so `helm upgrade` moves them with the controller (Helm
         installs a chart's crds/ directory once and never upgrades it), then the controller
         with its Pod Identity role."""
-        self.crds = helm_release(
-            self,
-            "Crds",
-            HelmReleaseProps(
-                cluster=props.cluster,
-                pin=KARPENTER_CRD_CHART,
-                release="karpenter-crd",
-                namespace=KUBE_SYSTEM,
-                values={},
-                timeout_minutes=props.timeout_minutes,
-            ),
-        )
+        self.crds = helm_release(self, "Crds", props.crds)
+        statements = controller_statements(Stack.of(self), props.cluster_name, self.node_role)
         controller = controller_chart(
-            self,
-            ControllerChartProps(
-                release=HelmReleaseProps(
-                    cluster=props.cluster,
-                    pin=KARPENTER_CHART,
-                    release="karpenter",
-                    namespace=KUBE_SYSTEM,
-                    skip_crds=True,
-                    values=controller_values(props, stack.region),
-                    timeout_minutes=props.timeout_minutes,
-                ),
-                service_account=SERVICE_ACCOUNT,
-                description="Karpenter controller (Pod Identity)",
-                statements=controller_statements(stack, props.cluster_name, self.node_role),
-                identity_id="ControllerIdentity",
-            ),
+            self, ControllerChartProps(props.controller, IDENTITY, statements)
         )
         self.controller_identity = controller.identity
         self.controller_role = controller.identity.role
@@ -130,30 +114,20 @@ class Karpenter(Construct):
         ]
 
 
-def installed(settings: DeploymentSettings, needs: WorkloadNeeds) -> bool:
-    """The node autoscaler when the profile picks it (`autoscaler: karpenter`)."""
-    return settings.autoscaler == "karpenter"
-
-
 def build(scope: AddonScope) -> Karpenter:
     """The controller and one NodePool + EC2NodeClass per Trn2 pool."""
     settings = scope.settings
+    values = controller_values(settings.cluster_name, Stack.of(scope.stack).region)
     props = KarpenterProps(
-        cluster=scope.cluster,
+        crds=scope.release(KARPENTER_CRD_CHART, "karpenter-crd", KUBE_SYSTEM, {}),
+        controller=scope.release(KARPENTER_CHART, "karpenter", KUBE_SYSTEM, values, skip_crds=True),
         cluster_name=settings.cluster_name,
         pools=settings.trn2_pools,
         tags=dict(settings.tags),
         ami_alias=settings.karpenter_ami_alias,
-        timeout_minutes=scope.timeout_minutes,
     )
     return Karpenter(scope.stack, "Karpenter", props)
 
 
 #: When it is installed, how it is built, its relations (infra/platform/addons/registry.py).
-ADDON = Addon(
-    name="karpenter",
-    installed=installed,
-    build=build,
-    excludes=frozenset({"cluster_autoscaler"}),
-    reason=ONE_NODE_AUTOSCALER,
-)
+ADDON = node_autoscaler("karpenter", "karpenter", build, other="cluster_autoscaler")

@@ -24,16 +24,12 @@ from infra.settings import NeuronSettings
 class NeuronProps:
     """Inputs of the Neuron components."""
 
-    cluster: eks.Cluster
-    """Cluster to install into."""
-    settings: NeuronSettings
-    """Which optional components to install."""
+    release: HelmReleaseProps
+    """The Neuron chart's release (in kube-system, values from `chart_values`)."""
+    monitor: bool
+    """Install neuron-monitor (`neuron.monitor`)."""
     instance_types: tuple[str, ...]
-    """Trn2 types the pools use; the chart's node affinity must include each."""
-    kubernetes_version: str
-    """Cluster minor: picks the scheduler extension's kube-scheduler build."""
-    timeout_minutes: int
-    """How long the deploy waits for the chart's pods to be ready."""
+    """Trn2 types the pools use; neuron-monitor's node affinity must include each."""
 
 
 def chart_values(
@@ -72,24 +68,13 @@ class Neuron(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, props: NeuronProps) -> None:
         super().__init__(scope, construct_id)
-        self.chart = helm_release(
-            self,
-            "Chart",
-            HelmReleaseProps(
-                cluster=props.cluster,
-                pin=NEURON_CHART,
-                release="neuron",
-                namespace=KUBE_SYSTEM,
-                values=chart_values(props.settings, props.instance_types, props.kubernetes_version),
-                timeout_minutes=props.timeout_minutes,
-            ),
-        )
+        self.chart = helm_release(self, "Chart", props.release)
         self.monitor: eks.KubernetesManifest | None = None
-        if props.settings.monitor:
+        if props.monitor:
             self.monitor = eks.KubernetesManifest(
                 self,
                 "Monitor",
-                cluster=props.cluster,
+                cluster=props.release.cluster,
                 manifest=[monitor_manifest(props.instance_types)],
             )
 
@@ -97,17 +82,11 @@ class Neuron(Construct):
 def build(scope: AddonScope) -> Neuron:
     """The Neuron chart and neuron-monitor for every Trn2 type the pools use."""
     settings = scope.settings
-    return Neuron(
-        scope.stack,
-        "Neuron",
-        NeuronProps(
-            cluster=scope.cluster,
-            settings=settings.neuron,
-            instance_types=tuple(p.instance_type for p in settings.trn2_pools),
-            kubernetes_version=settings.kubernetes_version,
-            timeout_minutes=scope.timeout_minutes,
-        ),
-    )
+    instance_types = tuple(p.instance_type for p in settings.trn2_pools)
+    values = chart_values(settings.neuron, instance_types, settings.kubernetes_version)
+    release = scope.release(NEURON_CHART, "neuron", KUBE_SYSTEM, values)
+    props = NeuronProps(release, settings.neuron.monitor, instance_types)
+    return Neuron(scope.stack, "Neuron", props)
 
 
 #: When it is installed, how it is built, its relations (infra/platform/addons/registry.py).
