@@ -90,6 +90,7 @@ def arm_settings(settings: ServingSettings, spec: WorkloadSpec) -> ServingSettin
             "overrides": cal.speculative.overrides,
             "name": arm_name(spec),
             "calibration": None,
+            "plan_figures": None,
         }
     )
 
