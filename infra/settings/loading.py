@@ -14,6 +14,7 @@ from trnspec.boundary.user_input import InputReadError, load_yaml, parse_value, 
 
 from infra.settings.cross_checks import deployment_cross_checks
 from infra.settings.models import DeploymentSettings
+from infra.settings.plan_figures import PLAN_FIGURES_FIELD
 from infra.settings.plan_file import (
     PLAN_KEY,
     PLAN_OVERRIDE,
@@ -161,6 +162,9 @@ def _profile_and_plan(
         # A whole new serving section replaces the profile's, the plan it names included.
         data = apply_overrides(data, {"serving": overrides.pop("serving")})
     data, overrides = _drop_no_plan(data, overrides)
+    problems = _hand_set_figures(data, overrides)
+    if problems:
+        raise SettingsError(problems, f"profile {profile}")
     plan = None
     named = plan_path(data, overrides)
     overrides.pop(PLAN_OVERRIDE, None)
@@ -176,6 +180,20 @@ def _profile_and_plan(
         if problems:
             raise SettingsError(problems, f"profile {profile}")
     return merged, plan
+
+
+def _hand_set_figures(data: dict[str, Any], overrides: dict[str, Any]) -> list[Problem]:
+    """`serving.plan_figures` comes from the plan file only: a figure shown as predicted that
+    the plan did not predict would be wrong."""
+    field = f"serving.{PLAN_FIGURES_FIELD}"
+    serving = data.get("serving")
+    given = {k: v for k, v in overrides.items() if k == field or k.startswith(f"{field}.")}
+    if isinstance(serving, dict) and PLAN_FIGURES_FIELD in serving:
+        given[field] = serving[PLAN_FIGURES_FIELD]
+    return [
+        Problem(key, value, "set from the plan file only (serving.plan); remove it")
+        for key, value in sorted(given.items())
+    ]
 
 
 def _is_no_plan(value: Any) -> bool:

@@ -18,6 +18,8 @@ from typing import Any
 from trnspec.boundary.problems import Problem
 from trnspec.boundary.user_input import InputReadError, load_yaml, read_text_file
 
+from infra.settings.plan_figures import PLAN_FIGURES_FIELD, PlanFigures, read_plan_figures
+
 #: The key that names a plan file, in the serving section or as a dotted override.
 PLAN_KEY = "plan"
 PLAN_OVERRIDE = f"serving.{PLAN_KEY}"
@@ -32,11 +34,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 @dataclass(frozen=True)
 class DeploymentPlan:
-    """The deployed part of a plan file and the node count it was priced with."""
+    """The deployed part of a plan file, the node count it was priced with and the figures it
+    predicted for what it deploys (None when it records none)."""
 
     path: str
     serving: dict[str, Any]
     nodes_at_peak: int | None
+    figures: PlanFigures | None = None
 
 
 def read_plan(path: str, root: Path = REPO_ROOT) -> tuple[DeploymentPlan | None, list[Problem]]:
@@ -65,9 +69,11 @@ def read_plan(path: str, root: Path = REPO_ROOT) -> tuple[DeploymentPlan | None,
         )
     nodes, record_problems = _nodes_at_peak(doc.get("plan"))
     problems += [bad(fix) for fix in record_problems]
+    figures, figure_problems = read_plan_figures(doc.get("plan"))
+    problems += [bad(fix) for fix in figure_problems]
     if problems or not isinstance(serving, dict):
         return None, problems
-    return DeploymentPlan(path, dict(serving), nodes), []
+    return DeploymentPlan(path, dict(serving), nodes, figures), []
 
 
 def _nodes_at_peak(record: object) -> tuple[int | None, list[str]]:
@@ -106,11 +112,14 @@ def plan_path(data: dict[str, Any], overrides: dict[str, Any]) -> str | None:
 
 
 def merge_plan(data: dict[str, Any], plan: DeploymentPlan) -> dict[str, Any]:
-    """A copy of `data` whose serving section carries the plan's fields (and no `plan` key)."""
+    """A copy of `data` whose serving section carries the plan's fields and predicted figures
+    (and no `plan` key)."""
     out = copy.deepcopy(data)
     serving = dict(out.get("serving") or {})
     serving.pop(PLAN_KEY, None)
     serving.update(copy.deepcopy(plan.serving))
+    if plan.figures is not None:
+        serving[PLAN_FIGURES_FIELD] = plan.figures.model_dump()
     out["serving"] = serving
     return out
 

@@ -17,6 +17,7 @@ from trnspec.boundary.problems import InputError, Problem, problems_from_validat
 from trnspec.boundary.user_input import Int, Text
 
 from infra.settings.calibration import CalibrationSettings
+from infra.settings.plan_figures import PlanFigures
 from infra.settings.wake import WakeSettings
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -152,6 +153,11 @@ class ServingSettings(BaseModel):
         None,
         description="Measure a speculative arm beside this (plain) Deployment with a Job "
         "(infra/settings/calibration.py); unset: no arm, no Job.",
+    )
+    plan_figures: PlanFigures | None = Field(
+        None,
+        description="What the deployed plan predicted (plan.chosen, plan.speculative_arm): set "
+        "from the plan file (serving.plan) only; the dashboard shows it beside the measured.",
     )
 
     @property

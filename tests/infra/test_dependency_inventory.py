@@ -27,6 +27,7 @@ from dependency_inventory import (
 )
 from platform_synth import PROFILES, Synth, synth_profile
 
+from infra.serving.manifests.arm_panels import Arm, arm_queries
 from infra.serving.manifests.dashboard import QUERIES
 
 #: Serving settings that pull in the optional providers (EBS weights volume, internal NLB).
@@ -110,6 +111,16 @@ def test_every_dashboard_panel_reads_series_an_exporter_emits(title: str) -> Non
     emitted = set(vllm_series()) | NEURON_MONITOR_SERIES
     for query, _legend in QUERIES[title]:
         assert query_is_served(query, emitted), f"{title}: {query}"
+
+
+def test_the_per_arm_panels_measure_from_series_vllm_exports() -> None:
+    """A calibration dashboard's measured TPOT and cost (its predictions are constants)."""
+    arm = Arm("plain", "svc", "ns", "model", "profile", 2.0, None)
+    queries = arm_queries((arm,))
+    assert all(queries.values())
+    for title, rows in queries.items():
+        for query, _legend in rows:
+            assert query_is_served(query, set(vllm_series())), f"{title}: {query}"
 
 
 def test_metric_names_ignore_functions_labels_and_ranges() -> None:

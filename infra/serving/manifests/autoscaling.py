@@ -21,6 +21,7 @@ from infra.contracts import (
     KUBE_PROMETHEUS_STACK_FULLNAME,
     PROMETHEUS_PORT,
 )
+from infra.serving.manifests.monitoring import SERVICE_TARGET_LABEL
 from infra.serving.manifests.pod import SERVE_COMPONENT, Manifest, metadata
 from infra.serving.manifests.spec import WorkloadSpec
 from infra.settings.serving import ServingSettings
@@ -55,10 +56,21 @@ def prometheus_url(settings: ServingSettings) -> str:
     )
 
 
-def in_flight_query(spec: WorkloadSpec) -> str:
-    """Requests running or waiting in this workload (vLLM labels every series with model_name
-    and exports both gauges together); 0 when there is no series."""
-    selector = f'{{namespace="{spec.namespace}",model_name="{spec.served_model_name}"}}'
+def in_flight_selector(spec: WorkloadSpec, settings: ServingSettings) -> str:
+    """The series of this Deployment's pods: vLLM labels every series with model_name; the
+    in-cluster ServiceMonitor adds `service`, which keeps out a calibration's speculative arm
+    (same model name, its own Service). An existing Prometheus scrapes by the pods'
+    annotations, which the arm does not carry (calibration.py), so there the arm is not scraped."""
+    matchers = [f'namespace="{spec.namespace}"', f'model_name="{spec.served_model_name}"']
+    if settings.prometheus == "in-cluster":
+        matchers.append(f'{SERVICE_TARGET_LABEL}="{spec.name}"')
+    return "{" + ",".join(matchers) + "}"
+
+
+def in_flight_query(spec: WorkloadSpec, settings: ServingSettings) -> str:
+    """Requests running or waiting in this workload (vLLM exports both gauges together); 0 when
+    there is no series."""
+    selector = in_flight_selector(spec, settings)
     total = " + ".join(f"sum({name}{selector})" for name in IN_FLIGHT_METRICS)
     return f"({total}) or vector(0)"
 
@@ -108,7 +120,7 @@ def scaled_object(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
                     "metricType": "AverageValue",
                     "metadata": {
                         "serverAddress": prometheus_url(settings),
-                        "query": in_flight_query(spec),
+                        "query": in_flight_query(spec, settings),
                         "threshold": str(spec.streams_per_replica),
                         "activationThreshold": "0",
                     },

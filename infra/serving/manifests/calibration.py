@@ -74,6 +74,8 @@ WRITE_MARGIN_MINUTES = 5
 CPU_REQUEST, CPU_LIMIT = "1", "2"
 MEMORY_REQUEST, MEMORY_LIMIT = "1Gi", "2Gi"
 _FIELD = "serving.calibration"
+#: The annotations an annotation-driven Prometheus scrapes by (the main server's, server.py).
+PROMETHEUS_ANNOTATION_PREFIX = "prometheus.io/"
 
 
 def arm_name(spec: WorkloadSpec) -> str:
@@ -89,6 +91,7 @@ def arm_settings(settings: ServingSettings, spec: WorkloadSpec) -> ServingSettin
             "overrides": cal.speculative.overrides,
             "name": arm_name(spec),
             "calibration": None,
+            "plan_figures": None,
         }
     )
 
@@ -188,6 +191,12 @@ def arm_manifests(
     server = _as_arm_identity(deployment(arm, settings), spec, SERVE_COMPONENT)
     # no autoscaler: its replicas beside the main one at every load
     server["spec"]["replicas"] = CALIBRATION_ARM_REPLICAS
+    # Not scraped by annotation: such a scrape labels it only by namespace and model name, which
+    # it shares with the main Deployment, whose KEDA query would count its requests. In-cluster,
+    # its own ServiceMonitor scrapes it under `service=<arm>` (monitoring.py).
+    annotations = server["spec"]["template"]["metadata"]["annotations"]
+    for key in [k for k in annotations if k.startswith(PROMETHEUS_ANNOTATION_PREFIX)]:
+        del annotations[key]
     out = [serve_policy(arm, settings)]
     if arm.hub_copies:
         out.append(weights_policy(arm, settings))
@@ -346,13 +355,21 @@ def calibration_policies(
     return [job, admit]
 
 
-def calibration_manifests(spec: WorkloadSpec, settings: ServingSettings) -> list[Manifest]:
-    """Everything `serving.calibration` adds (nothing when it is unset)."""
+def calibration_arm(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadSpec | None:
+    """The speculative arm's WorkloadSpec, None without `serving.calibration`."""
+    return arm_spec(spec, settings) if settings.calibration is not None else None
+
+
+def calibration_manifests(
+    spec: WorkloadSpec, settings: ServingSettings, arm: WorkloadSpec | None = None
+) -> list[Manifest]:
+    """Everything `serving.calibration` adds (nothing when it is unset); `arm` is the arm's
+    spec when the caller derived it already."""
     if settings.calibration is None:
         return []
     from trnspec.config.serving import apply_overrides, load_profile
 
-    arm = arm_spec(spec, settings)
+    arm = arm if arm is not None else arm_spec(spec, settings)
     cfg = apply_overrides(
         load_profile(settings.calibration.speculative.profile),
         list(settings.calibration.speculative.overrides),

@@ -120,15 +120,23 @@ _UNITS = {
 }
 
 
-def _panel(index: int, title: str) -> dict[str, Any]:
+def timeseries_panel(
+    index: int,
+    title: str,
+    queries: list[tuple[str, str]] | None = None,
+    unit: str | None = None,
+) -> dict[str, Any]:
+    """A time series panel at grid cell `index` (two per row); `queries` and `unit` default to
+    the QUERIES and _UNITS rows of `title`."""
     width = 12
+    queries = QUERIES[title] if queries is None else queries
     return {
         "id": index + 1,
         "type": "timeseries",
         "title": title,
         "datasource": {"type": "prometheus", "uid": "${datasource}"},
         "gridPos": {"h": 8, "w": width, "x": (index % 2) * width, "y": (index // 2) * 8},
-        "fieldConfig": {"defaults": {"unit": _UNITS[title]}, "overrides": []},
+        "fieldConfig": {"defaults": {"unit": unit or _UNITS[title]}, "overrides": []},
         "options": {"legend": {"displayMode": "list", "placement": "bottom"}},
         "targets": [
             {
@@ -137,7 +145,7 @@ def _panel(index: int, title: str) -> dict[str, Any]:
                 "expr": expr,
                 "legendFormat": legend,
             }
-            for i, (expr, legend) in enumerate(QUERIES[title])
+            for i, (expr, legend) in enumerate(queries)
         ],
     }
 
@@ -145,7 +153,7 @@ def _panel(index: int, title: str) -> dict[str, Any]:
 def _not_exported_panel(index: int, title: str, generation: ImageGeneration) -> dict[str, Any]:
     spec = image_spec(generation)
     missing = sorted(PANEL_SIGNALS[title] - spec.spec_decode_signals)
-    panel = _panel(index, title)
+    panel = timeseries_panel(index, title)
     del panel["targets"], panel["fieldConfig"], panel["datasource"]
     panel["type"] = "text"
     panel["options"] = {
@@ -174,7 +182,7 @@ def build_dashboard(generation: ImageGeneration | None = None) -> dict[str, Any]
     def panel(index: int, title: str) -> dict[str, Any]:
         needs = PANEL_SIGNALS.get(title, frozenset())
         if needs <= signals or shown_for is None:
-            return _panel(index, title)
+            return timeseries_panel(index, title)
         return _not_exported_panel(index, title, shown_for)
 
     def query_var(name: str, query: str) -> dict[str, Any]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from infra.serving.manifests.arm_panels import calibration_arms, with_arm_panels
 from infra.serving.manifests.autoscaling import scaled_object
-from infra.serving.manifests.calibration import calibration_manifests
+from infra.serving.manifests.calibration import calibration_arm, calibration_manifests
 from infra.serving.manifests.config_map import serving_config_map
 from infra.serving.manifests.dashboard import dashboard_for_config_yaml
 from infra.serving.manifests.disruption import pod_disruption_budget
@@ -44,6 +45,7 @@ class WorkloadManifests:
 
 
 def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadManifests:
+    arm = calibration_arm(spec, settings)
     core = [
         # Policies first: the pods never run a moment without them.
         *network_policies(spec, settings),
@@ -55,7 +57,7 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
         cluster_service(spec),
         pod_disruption_budget(spec),
         # serving.calibration: the speculative arm beside this (plain) one and the Job.
-        *calibration_manifests(spec, settings),
+        *calibration_manifests(spec, settings, arm),
     ]
     if settings.internal_nlb:
         # Who may reach the NLB: the configured ranges, else the VPC (explicit, not the
@@ -63,13 +65,19 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
         sources = settings.nlb_source_cidrs or ((spec.vpc_cidr,) if spec.vpc_cidr else ())
         core.append(internal_nlb_service(spec, sources))
     monitoring: list[Manifest] = []
+    dashboard = dashboard_for_config_yaml(spec.config_yaml)
+    if arm is not None:
+        # Per deployment: each arm's measured TPOT and cost beside the plan's predictions.
+        dashboard = with_arm_panels(dashboard, calibration_arms(spec, arm, settings))
     if settings.prometheus == "in-cluster":
         # With an existing Prometheus the pods' prometheus.io/* annotations are the contract;
         # Prometheus Operator CRDs and the Grafana sidecar may not exist there.
         monitoring = [
             server_service_monitor(spec),
+            # The speculative arm under its own `service` label (never counted by KEDA).
+            *([server_service_monitor(arm)] if arm is not None else []),
             neuron_monitor_pod_monitor(settings),
-            dashboard_config_map(settings, dashboard_for_config_yaml(spec.config_yaml)),
+            dashboard_config_map(settings, dashboard),
         ]
     # With scale_to_zero: the interceptor's route, the wake Service and policies (wake.py).
     wake = wake_path(spec, settings)

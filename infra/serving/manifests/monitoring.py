@@ -1,4 +1,13 @@
-"""Scrape targets for Prometheus Operator: vLLM's /metrics and neuron-monitor's exporter."""
+"""Scrape targets for Prometheus Operator: vLLM's /metrics and neuron-monitor's exporter.
+
+Each serving Deployment (the main one and, in a calibration deployment, the speculative arm) has
+its own ServiceMonitor that keeps only the targets of its ClusterIP Service (named like the
+Deployment): the internal NLB Service selects the same pods, and without the `keep` every pod
+would be scraped once per Service, doubling every sum. Prometheus Operator labels each target
+with `service` (the Service's name), `pod` and `namespace`; both arms serve the same model name,
+so `service` is what tells their series apart (the KEDA query and the per-arm panels select on
+it).
+"""
 
 from __future__ import annotations
 
@@ -22,7 +31,12 @@ DASHBOARD_CONFIG_MAP = "trnspec-grafana-dashboard"
 DASHBOARD_KEY = "trnspec-grafana.json"
 
 
+#: The target label Prometheus Operator sets to the scraped Service's name.
+SERVICE_TARGET_LABEL = "service"
+
+
 def server_service_monitor(spec: WorkloadSpec) -> Manifest:
+    """vLLM's /metrics of `spec`'s pods, through its ClusterIP Service `spec.name` only."""
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
@@ -30,7 +44,20 @@ def server_service_monitor(spec: WorkloadSpec) -> Manifest:
         "spec": {
             "selector": {"matchLabels": selector_labels(spec, SERVE_COMPONENT)},
             "namespaceSelector": {"matchNames": [spec.namespace]},
-            "endpoints": [{"port": "http", "path": METRICS_PATH, "interval": SCRAPE_INTERVAL}],
+            "endpoints": [
+                {
+                    "port": "http",
+                    "path": METRICS_PATH,
+                    "interval": SCRAPE_INTERVAL,
+                    "relabelings": [
+                        {
+                            "sourceLabels": ["__meta_kubernetes_service_name"],
+                            "regex": spec.name,
+                            "action": "keep",
+                        }
+                    ],
+                }
+            ],
         },
     }
 
