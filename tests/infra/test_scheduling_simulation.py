@@ -132,11 +132,10 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
                 "trn2_pools.0.instance_type": "trn2.3xlarge",
                 "serving.plan": "none",
                 "serving.profile": "qwen3-4b-dflash-3xl",
-                "serving.weights_volume_gib": "300",
-                "trn2_pools.0.root_volume_gib": "300",
+                "serving.weights_volume_gib": "500",
             },
-            "its nodes offer 269 GiB of ephemeral storage",
-            "Insufficient ephemeral-storage (requests 300.00Gi, allocatable 269.00Gi)",
+            "its nodes offer 392 GiB of ephemeral storage",
+            "Insufficient ephemeral-storage (requests 500.00Gi, allocatable 392.",
             2,  # the weights Job keeps its scratch on its own EBS volume: it still fits
         ),
         (
@@ -148,14 +147,13 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
             6,
         ),
     ],
-    ids=["root-volume-300", "pool-lnc-1"],
+    ids=["scratch-above-instance-store", "pool-lnc-1"],
 )
 def test_what_synth_refuses_the_simulation_of_its_templates_refuses_too(
     tmp_path: Path, overrides: dict[str, str], refusal: str, failure: str, failing: int
 ) -> None:
-    """On a type without a known instance store, a 300 GiB root volume leaves the kubelet
-    269 GiB, too little for a 300 GiB scratch volume; a pool at LNC=1 lacks the label the pods
-    select. Synth refuses both profiles (infra/platform/cluster/placement.py); built without that
+    """On a trn2.3xlarge the kubelet's disk is the 470 GB instance store (392 GiB allocatable),
+    too little for a 500 GiB scratch volume; a pool at LNC=1 lacks the label the pods select. Synth refuses both profiles (infra/platform/cluster/placement.py); built without that
     check, the
     autoscalers' template node and the booted node refuse the pods for the same reason."""
     with pytest.raises(SettingsError, match=refusal):
