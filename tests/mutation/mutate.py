@@ -125,7 +125,10 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "autoscaling",
         "infra/serving/manifests/autoscaling.py",
-        ("tests/infra/serving/manifests/test_workload_exposure.py",),
+        (
+            "tests/infra/serving/manifests/test_workload_exposure.py",
+            "tests/infra/serving/manifests/test_autoscaling_properties.py",
+        ),
     ),
 )
 
