@@ -86,7 +86,14 @@ TARGETS: tuple[Target, ...] = (
         ("tests/trnspec/plan/test_deploy_plan.py", "tests/trnspec/plan/test_decision.py"),
     ),
     Target("predict", "image/trnspec/plan/predict.py", ("tests/trnspec/plan/test_predict.py",)),
-    Target("render", "image/trnspec/engine/render.py", ("tests/trnspec/engine/test_render.py",)),
+    Target(
+        "render",
+        "image/trnspec/engine/render.py",
+        (
+            "tests/trnspec/engine/test_render.py",
+            "tests/trnspec/engine/test_render_properties.py",
+        ),
+    ),
     Target(
         "metrics",
         "trnspec_tools/client/metrics.py",
