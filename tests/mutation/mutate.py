@@ -70,10 +70,16 @@ TARGETS: tuple[Target, ...] = (
         (
             "tests/trnspec/hardware/test_pricing.py",
             "tests/trnspec/hardware/test_regional_prices.py",
+            "tests/trnspec/hardware/test_pricing_properties.py",
         ),
     ),
     Target(
-        "sizing", "image/trnspec/hardware/sizing.py", ("tests/trnspec/hardware/test_sizing.py",)
+        "sizing",
+        "image/trnspec/hardware/sizing.py",
+        (
+            "tests/trnspec/hardware/test_sizing.py",
+            "tests/trnspec/hardware/test_sizing_properties.py",
+        ),
     ),
     Target(
         "k_schedule",
@@ -108,6 +114,7 @@ TARGETS: tuple[Target, ...] = (
         (
             "tests/trnspec_tools/bench/test_bench_stats.py",
             "tests/trnspec_tools/bench/test_run_result.py",
+            "tests/trnspec_tools/bench/test_bench_stats_properties.py",
         ),
     ),
     Target(
@@ -121,14 +128,24 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "cache_key",
         "image/trnspec/staging/cache_key.py",
-        ("tests/trnspec/staging/test_cache_key.py",),
+        (
+            "tests/trnspec/staging/test_cache_key.py",
+            "tests/trnspec/staging/test_cache_key_properties.py",
+        ),
     ),
     Target(
         "manifest",
         "image/trnspec/staging/manifest.py",
         ("tests/trnspec/staging/test_manifest.py", "tests/trnspec/staging/test_staging.py"),
     ),
-    Target("api_key", "image/trnspec/serve/api_key.py", ("tests/trnspec/serve/test_api_key.py",)),
+    Target(
+        "api_key",
+        "image/trnspec/serve/api_key.py",
+        (
+            "tests/trnspec/serve/test_api_key.py",
+            "tests/trnspec/serve/test_api_key_properties.py",
+        ),
+    ),
     Target(
         "autoscaling",
         "infra/serving/manifests/autoscaling.py",

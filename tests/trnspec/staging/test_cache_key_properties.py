@@ -6,9 +6,18 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trnspec.staging.cache_key import CompileIdentity, _slug, cache_key
+from trnspec.config.images import image_spec
+from trnspec.config.serving import list_profiles, load_profile
+from trnspec.staging.cache_key import (
+    CompileIdentity,
+    _slug,
+    cache_key,
+    compile_cache_key,
+    identity_from_config,
+)
 
 SETTINGS = settings(max_examples=150, deadline=None)
 SAFE = re.compile(r"[a-z0-9.-]+")
@@ -102,3 +111,16 @@ def test_a_source_with_and_without_its_trailing_slash_reads_the_same_in_the_pref
     slashed = dataclasses.replace(identity, target=identity.target.rstrip("/") + "/")
     bare = dataclasses.replace(identity, target=identity.target.rstrip("/"))
     assert cache_key(slashed).rsplit("-", 1)[0] == cache_key(bare).rsplit("-", 1)[0]
+
+
+@pytest.mark.parametrize("profile", list_profiles())
+def test_a_profiles_identity_names_its_image_generation_and_the_prefix_shows_sdk_or_generation(
+    profile,
+):
+    cfg = load_profile(profile)
+    spec = image_spec(cfg.image)
+    identity = identity_from_config(cfg, spec.uri, spec.neuron_sdk)
+    assert identity.image_generation == cfg.image.value
+    key = compile_cache_key(cfg)
+    marker = f"-sdk{spec.neuron_sdk}-" if spec.neuron_sdk else f"-{cfg.image.value}-"
+    assert marker in key
