@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from trnspec.config.pod_contract import ENV_API_KEY_SECRET
 from trnspec.config.serving import ConfigError
@@ -30,6 +30,8 @@ padding = st.sampled_from(["", " ", "\n", " \t", "\r\n"])
 
 @SETTINGS
 @given(st.text(echo_free, min_size=1, max_size=2 * MIN_KEY_LENGTH), padding, padding)
+@example("#" * MIN_KEY_LENGTH, " ", "\n")
+@example("#" * (MIN_KEY_LENGTH - 1), "", "")
 def test_a_key_is_accepted_exactly_from_the_minimum_length(key, before, after):
     asked: list[str] = []
 
@@ -89,6 +91,8 @@ def test_requests_carry_the_key_as_a_bearer_token(key):
     st.integers(1, 80),
     st.booleans(),
 )
+@example("ab", 1, 0, 2, True)  # a two-byte key split over two two-byte reads
+@example("X", 0, 3, 1, False)  # nothing read yet must match nothing
 def test_a_file_holds_the_key_wherever_it_sits_against_the_chunks(key, lead, trail, chunk, whole):
     needle = key.encode() if whole else key.encode()[:-1]
     with tempfile.TemporaryDirectory() as tmp:
@@ -101,3 +105,13 @@ def test_a_file_holds_the_key_wherever_it_sits_against_the_chunks(key, lead, tra
 def test_an_empty_key_is_in_no_file(tmp_path: Path):
     (tmp_path / "f").write_bytes(b"anything")
     assert files_holding_key(tmp_path, "") == []
+
+
+def test_without_a_client_the_default_credential_chain_reads_the_secret(fake_aws_env):
+    import boto3
+    from moto import mock_aws
+
+    key = "#" * MIN_KEY_LENGTH
+    with mock_aws():
+        arn = boto3.client("secretsmanager").create_secret(Name="k", SecretString=key)["ARN"]
+        assert load_api_key({ENV_API_KEY_SECRET: arn}, secrets_manager_fetch()) == key
