@@ -70,6 +70,13 @@ def test_without_a_draft_shape_there_is_no_draft_and_no_k():
     assert plan.tokens_per_sequence == CFG.max_model_len
 
 
+def test_a_baseline_given_a_draft_shape_still_plans_no_draft_and_no_k():
+    baseline = load_profile("qwen3-32b-baseline")
+    plan = make_plan(baseline, TARGET, DRAFT)
+    assert [f.role for f in plan.footprints] == ["target"]
+    assert plan.tokens_per_sequence == baseline.max_model_len
+
+
 @SETTINGS
 @given(st.sampled_from([4, 8, 16, 32, 64]), st.integers(1, 64))
 def test_headroom_is_a_tenth_of_the_hbm_used_and_fit_is_need_within_hbm(tp, seqs):
@@ -105,6 +112,17 @@ def test_a_cpu_plan_has_no_hbm_and_fits_while_kv_is_within_the_cpu_space():
     tiny = ModelShape("tiny", 2, 64, 4, 2, 16, 128, 1000, True)
     plan = make_plan(cfg, tiny, tiny)
     assert (plan.chips, plan.hbm_bytes, plan.headroom_bytes, plan.utilisation) == (0, 0, 0, 0.0)
+    assert (plan.lnc, plan.tensor_parallel_size, plan.logical_cores_used) == (
+        cfg.hardware.lnc,
+        cfg.tensor_parallel_size,
+        0,
+    )
+    assert plan.tokens_per_sequence == cfg.max_model_len + cfg.speculation.num_speculative_tokens
+    target, draft = plan.footprints
+    assert (target.shape, target.params) == (tiny, tiny.params)
+    assert target.kv_bytes_per_token == tiny.kv_bytes_per_token(BYTES_PER_DTYPE[cfg.dtype])
+    # the CPU engine runs the draft whole, on one shard, like everything else
+    assert draft.weight_bytes_per_shard == draft.weight_bytes
     assert plan.fits == (plan.kv_bytes <= CPU_KVCACHE_GIB * GIB)
     assert plan.fits
     huge = dataclasses.replace(tiny, layers=10_000, kv_heads=64, head_dim=256)
