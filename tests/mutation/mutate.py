@@ -62,7 +62,12 @@ class Target:
 TARGETS: tuple[Target, ...] = (
     Target("model", "image/trnspec/perf/model.py", ("tests/trnspec/perf/test_perf_model.py",)),
     Target(
-        "packing", "image/trnspec/hardware/packing.py", ("tests/trnspec/hardware/test_packing.py",)
+        "packing",
+        "image/trnspec/hardware/packing.py",
+        (
+            "tests/trnspec/hardware/test_packing.py",
+            "tests/trnspec/hardware/test_packing_properties.py",
+        ),
     ),
     Target(
         "pricing",
