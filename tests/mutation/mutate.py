@@ -141,7 +141,11 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "manifest",
         "image/trnspec/staging/manifest.py",
-        ("tests/trnspec/staging/test_manifest.py", "tests/trnspec/staging/test_staging.py"),
+        (
+            "tests/trnspec/staging/test_manifest.py",
+            "tests/trnspec/staging/test_staging.py",
+            "tests/trnspec/staging/test_manifest_properties.py",
+        ),
     ),
     Target(
         "api_key",
