@@ -81,3 +81,43 @@ def test_storage_allocatable_is_ninety_percent_of_the_disk_less_a_gib_in_whole_g
     got = ephemeral_storage_allocatable_gib(disk)
     assert got == math.floor(disk * 0.9 + 1e-9) - 1
     assert ephemeral_storage_allocatable_gib(disk + 10) == got + 9
+
+
+@pytest.mark.parametrize(
+    ("pod", "says"),
+    [
+        (
+            Resources(4, 1.0, 1.0, 1.0),
+            "aws.amazon.com/neuron: 4 x 4 per replica within 16 allocatable",
+        ),
+        (Resources(1, 50.0, 1.0, 1.0), "cpu: 3 x 50 per replica within 170 allocatable"),
+        (
+            Resources(1, 1.0, 150.0, 1.0),
+            "memory: 2 x 150 GiB per replica within 300 GiB allocatable",
+        ),
+        (
+            Resources(1, 1.0, 1.0, 90.0),
+            "ephemeral-storage: 1 x 90 GiB per replica within 100 GiB allocatable",
+        ),
+    ],
+)
+def test_the_reason_gives_the_figures_with_gib_for_memory_and_storage_only(pod, says):
+    node = Resources(chips=16, cpu=170.0, memory_gib=300.0, ephemeral_gib=100.0)
+    assert replicas_per_node(pod, node).reason == says
+
+
+@pytest.mark.parametrize("instance_type", ["trn2.48xlarge", "trn2.3xlarge"])
+def test_booted_memory_is_less_the_vm_overhead_and_the_kubelets_reservation(instance_type):
+    """AL2023 nodeadm: 11 MiB per pod (110 pods) + 255 MiB reserved + 100 MiB eviction, after
+    7.5 % VM overhead."""
+    from trnspec.hardware.packing import node_allocatable
+    from trnspec.hardware.topology import instance
+
+    expected = instance(instance_type).memory_gib * 0.925 - (11 * 110 + 255 + 100) / 1024
+    assert node_allocatable(instance_type).memory_gib == pytest.approx(expected, abs=1e-9)
+
+
+@SETTINGS
+@given(st.integers(2, 20_000))
+def test_storage_allocatable_is_whole_gib(disk):
+    assert isinstance(ephemeral_storage_allocatable_gib(disk), int)
