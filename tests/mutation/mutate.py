@@ -111,6 +111,7 @@ TARGETS: tuple[Target, ...] = (
         (
             "tests/trnspec_tools/client/test_metrics.py",
             "tests/trnspec_tools/client/test_metrics_invariants.py",
+            "tests/trnspec_tools/client/test_metrics_properties.py",
         ),
     ),
     Target(
