@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from prometheus_client.parser import text_string_to_metric_families
 from trnspec.boundary.text import printable
@@ -275,7 +275,10 @@ def checked_delta(
         return CheckedDelta(
             None, f"inconsistent counters: acceptances at position {beyond[0]} >= k={window}"
         )
-    return CheckedDelta(delta)
+    # Series for positions past the window that did not move say nothing about it (a server
+    # exports them for its own k): kept, they would size the per-position figures beyond k.
+    inside = {p: v for p, v in delta.accepted_per_position.items() if p < window}
+    return CheckedDelta(replace(delta, accepted_per_position=inside))
 
 
 def acceptance(delta: SpecDecodeCounters) -> Acceptance:

@@ -115,3 +115,15 @@ def scrape_pairs(draw):
 @given(scrape_pairs(), st.one_of(st.none(), st.integers(1, 8)))
 def test_figures_near_the_physical_limits_are_possible_or_absent(pair, k):
     assert_absent_or_possible(*pair, k)
+
+
+def test_positions_past_k_that_did_not_move_give_no_figure_beyond_k():
+    """A server exports a series per position of its own k; with k=1 asked, position 1 standing
+    still is consistent, and the figures still stop at position 0."""
+    before = exposition("0", "0", "0", [("0", "0"), ("1", "0")])
+    after = exposition("4", "4", "2", [("0", "1"), ("1", "0")])
+    checked = checked_delta(
+        SpecDecodeCounters.from_text(before), SpecDecodeCounters.from_text(after), 1
+    )
+    assert checked.delta is not None
+    assert acceptance(checked.delta).per_position == [0.25]

@@ -1,0 +1,71 @@
+"""Properties of the KEDA autoscaling policy on any replica bounds: the scale-up rate is the
+smallest that reaches max_replicas from the floor (0 with scale to zero) within RAMP_STEPS
+periods, and the in-flight query adds running and waiting requests."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from workload_cases import build
+
+from infra.serving.manifests.autoscaling import (
+    RAMP_STEPS,
+    SCALE_UP_PERIOD_SECONDS,
+    in_flight_query,
+    scale_up_pods_per_period,
+    time_to_peak_seconds,
+)
+from infra.settings.serving import ServingSettings
+
+SETTINGS = settings(max_examples=150, deadline=None)
+
+
+@st.composite
+def replica_bounds(draw: st.DrawFn) -> ServingSettings:
+    low = draw(st.integers(1, 64))
+    high = draw(st.integers(low, 64))
+    return ServingSettings(min_replicas=low, max_replicas=high, scale_to_zero=draw(st.booleans()))
+
+
+@SETTINGS
+@given(replica_bounds())
+def test_the_rate_is_the_smallest_that_reaches_the_peak_within_the_ramp(s: ServingSettings):
+    floor = 0 if s.scale_to_zero else s.min_replicas
+    rate = scale_up_pods_per_period(s)
+    assert rate >= 1
+    assert floor + RAMP_STEPS * rate >= s.max_replicas
+    assert rate == 1 or floor + RAMP_STEPS * (rate - 1) < s.max_replicas
+
+
+@SETTINGS
+@given(replica_bounds())
+def test_time_to_peak_is_the_periods_the_rate_needs_from_the_floor(s: ServingSettings):
+    floor = 0 if s.scale_to_zero else s.min_replicas
+    periods = math.ceil((s.max_replicas - floor) / scale_up_pods_per_period(s))
+    assert time_to_peak_seconds(s) == periods * SCALE_UP_PERIOD_SECONDS
+    assert periods <= RAMP_STEPS
+
+
+def _evaluate(query: str, running: int, waiting: int) -> int:
+    """The query's value when the workload's gauges read `running` and `waiting` (a series of
+    another workload would not match the selector; `or vector(0)` only applies without series)."""
+    values = {"running": running, "waiting": waiting}
+    arithmetic = re.sub(
+        r"sum\(vllm:num_requests_(running|waiting)\{[^}]*\}\)",
+        lambda m: str(values[m.group(1)]),
+        query,
+    )
+    left, _, fallback = arithmetic.partition(" or ")
+    assert fallback == "vector(0)"
+    assert re.fullmatch(r"[\d\s()+]+", left), left
+    return sum(int(n) for n in re.findall(r"\d+", left))  # only + between the sums
+
+
+@given(st.integers(0, 1000), st.integers(0, 1000))
+@SETTINGS
+def test_the_in_flight_query_is_running_plus_waiting(running: int, waiting: int):
+    query = in_flight_query(build()[1])
+    assert _evaluate(query, running, waiting) == running + waiting

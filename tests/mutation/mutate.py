@@ -1,0 +1,292 @@
+"""Mutation testing of the core pure modules, one module at a time (`make mutate`).
+
+mutmut (pinned in the `dev` extra) writes mutants into `mutants/` under its working directory and
+derives module names from paths (only a `src/` prefix is stripped), so every module is run in a
+staged copy of the repo under .cache/mutate/<name>: the three packages under `src/` (`image/trnspec`
+becomes `src/trnspec`), the tests and the repo files they read beside them. The real tree is never
+touched. Each module runs only the test files that cover it (TARGETS), so a score says how well
+those tests pin that module down.
+
+    python tests/mutation/mutate.py [WORD]   # the modules whose name contains WORD (all: none)
+
+Prints killed/survived/score per module and its wall time; exits 1 when a module scores below
+THRESHOLD. A mutant counts as killed when a test failed or timed out on it; every other outcome
+(survived, no test reached it, suspicious) counts against the score.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+STAGE_ROOT = REPO / ".cache" / "mutate"
+THRESHOLD = 85.0
+MAX_CHILDREN = 2
+#: Where each package sits in the stage (mutmut strips `src.` from module names).
+PACKAGES = {
+    "image/trnspec": "src/trnspec",
+    "trnspec_tools": "src/trnspec_tools",
+    "infra": "src/infra",
+}
+#: Repo files the tests read by path, copied next to them (`image/` for its data and profiles).
+ALSO_COPY = ("tests", "conftest.py", "pyproject.toml", "image", "config", "docs", "README.md")
+#: mutmut's exit codes that mean a test caught the mutant (failed, pytest error, timeout).
+KILLED_CODES = frozenset({1, 3, 24, -24, 36, 152, 255})
+PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not e2e and not slow", "-q"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One module under mutation and the test files that cover it (repo-relative paths)."""
+
+    name: str
+    source: str
+    tests: tuple[str, ...]
+
+    def staged_source(self) -> str:
+        """The module's path in the stage, where mutmut sees it."""
+        for repo_dir, stage_dir in PACKAGES.items():
+            if self.source.startswith(repo_dir + "/"):
+                return stage_dir + self.source[len(repo_dir) :]
+        raise ValueError(f"{self.source} is in none of {sorted(PACKAGES)}")
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("model", "image/trnspec/perf/model.py", ("tests/trnspec/perf/test_perf_model.py",)),
+    Target(
+        "packing",
+        "image/trnspec/hardware/packing.py",
+        (
+            "tests/trnspec/hardware/test_packing.py",
+            "tests/trnspec/hardware/test_packing_properties.py",
+        ),
+    ),
+    Target(
+        "pricing",
+        "image/trnspec/hardware/pricing.py",
+        (
+            "tests/trnspec/hardware/test_pricing.py",
+            "tests/trnspec/hardware/test_regional_prices.py",
+            "tests/trnspec/hardware/test_pricing_properties.py",
+        ),
+    ),
+    Target(
+        "sizing",
+        "image/trnspec/hardware/sizing.py",
+        (
+            "tests/trnspec/hardware/test_sizing.py",
+            "tests/trnspec/hardware/test_sizing_properties.py",
+        ),
+    ),
+    Target(
+        "k_schedule",
+        "image/trnspec/config/k_schedule.py",
+        ("tests/trnspec/config/test_k_schedule.py",),
+    ),
+    Target(
+        "deploy_plan",
+        "image/trnspec/plan/deploy_plan.py",
+        ("tests/trnspec/plan/test_deploy_plan.py", "tests/trnspec/plan/test_decision.py"),
+    ),
+    Target("predict", "image/trnspec/plan/predict.py", ("tests/trnspec/plan/test_predict.py",)),
+    Target(
+        "render",
+        "image/trnspec/engine/render.py",
+        (
+            "tests/trnspec/engine/test_render.py",
+            "tests/trnspec/engine/test_render_properties.py",
+        ),
+    ),
+    Target(
+        "metrics",
+        "trnspec_tools/client/metrics.py",
+        (
+            "tests/trnspec_tools/client/test_metrics.py",
+            "tests/trnspec_tools/client/test_metrics_invariants.py",
+            "tests/trnspec_tools/client/test_metrics_properties.py",
+        ),
+    ),
+    Target(
+        "bench_stats",
+        "trnspec_tools/bench/bench_stats.py",
+        (
+            "tests/trnspec_tools/bench/test_bench_stats.py",
+            "tests/trnspec_tools/bench/test_run_result.py",
+            "tests/trnspec_tools/bench/test_bench_stats_properties.py",
+        ),
+    ),
+    Target(
+        "sse",
+        "trnspec_tools/inbound/sse.py",
+        (
+            "tests/trnspec_tools/inbound/test_inbound_sse.py",
+            "tests/trnspec_tools/inbound/test_sse_properties.py",
+        ),
+    ),
+    Target(
+        "cache_key",
+        "image/trnspec/staging/cache_key.py",
+        (
+            "tests/trnspec/staging/test_cache_key.py",
+            "tests/trnspec/staging/test_cache_key_properties.py",
+        ),
+    ),
+    Target(
+        "manifest",
+        "image/trnspec/staging/manifest.py",
+        (
+            "tests/trnspec/staging/test_manifest.py",
+            "tests/trnspec/staging/test_staging.py",
+            "tests/trnspec/staging/test_manifest_properties.py",
+        ),
+    ),
+    Target(
+        "api_key",
+        "image/trnspec/serve/api_key.py",
+        (
+            "tests/trnspec/serve/test_api_key.py",
+            "tests/trnspec/serve/test_api_key_properties.py",
+        ),
+    ),
+    Target(
+        "autoscaling",
+        "infra/serving/manifests/autoscaling.py",
+        (
+            "tests/infra/serving/manifests/test_workload_exposure.py",
+            "tests/infra/serving/manifests/test_autoscaling_properties.py",
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Score:
+    """The outcome of one module's mutants."""
+
+    name: str
+    killed: int
+    total: int
+    seconds: float
+
+    @property
+    def survived(self) -> int:
+        return self.total - self.killed
+
+    @property
+    def percent(self) -> float:
+        """Killed mutants in percent; a module without mutants has nothing left alive (100)."""
+        return 100.0 * self.killed / self.total if self.total else 100.0
+
+    def line(self) -> str:
+        return (
+            f"{self.name:<12} killed {self.killed:>4}  survived {self.survived:>4}"
+            f"  score {self.percent:5.1f}%  {self.seconds:6.0f} s"
+        )
+
+
+def selected(word: str | None, targets: Iterable[Target] = TARGETS) -> list[Target]:
+    """The targets whose name contains `word` (all of them when it is empty or None)."""
+    return [t for t in targets if not word or word in t.name]
+
+
+def score_of(name: str, exit_codes: Mapping[str, int | None], seconds: float) -> Score:
+    """Count mutmut's per-mutant exit codes: killed ones against all."""
+    killed = sum(1 for code in exit_codes.values() if code in KILLED_CODES)
+    return Score(name, killed, len(exit_codes), seconds)
+
+
+def mutmut_config(target: Target) -> str:
+    """The [tool.mutmut] table for this target's stage (TOML)."""
+
+    def toml_list(items: Iterable[str]) -> str:
+        return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+    return "\n".join(
+        [
+            "",
+            "[tool.mutmut]",
+            'source_paths = ["src"]',
+            f"only_mutate = {toml_list([target.staged_source()])}",
+            f"also_copy = {toml_list(ALSO_COPY)}",
+            f"pytest_add_cli_args = {toml_list(PYTEST_ARGS)}",
+            f"pytest_add_cli_args_test_selection = {toml_list(target.tests)}",
+            "use_git_change_detection = false",
+            # Each mutant forks from a process that has only collected the tests: forked from
+            # mutmut's own (which ran them), it would inherit caches filled by unmutated code.
+            'process_isolation = "forkserver"',
+            "",
+        ]
+    )
+
+
+def stage(target: Target) -> Path:
+    """A fresh copy of what this target's run needs, under .cache/mutate/<name>."""
+    root = STAGE_ROOT / target.name
+    shutil.rmtree(root, ignore_errors=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", "__snapshots__.bak")
+    for repo_dir, stage_dir in PACKAGES.items():
+        shutil.copytree(REPO / repo_dir, root / stage_dir, ignore=ignore)
+    for name in ALSO_COPY:
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, root / name, ignore=ignore)
+        elif path.exists():
+            shutil.copy2(path, root / name)
+    with (root / "pyproject.toml").open("a", encoding="utf-8") as toml:
+        toml.write(mutmut_config(target))
+    return root
+
+
+def run(target: Target) -> Score:
+    root = stage(target)
+    mutants = root / "mutants"
+    (mutants / "src").mkdir(parents=True)  # on PYTHONPATH (for subprocesses) before mutmut fills it
+    env = {**os.environ, "PYTHONPATH": f"{mutants / 'src'}{os.pathsep}{mutants}"}
+    started = time.monotonic()
+    with (root / "mutmut.log").open("w", encoding="utf-8") as log:
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("mutmut")),
+                "run",
+                f"--max-children={MAX_CHILDREN}",
+            ],
+            cwd=root,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    seconds = time.monotonic() - started
+    if done.returncode != 0:
+        sys.exit(f"mutmut failed on {target.name} (exit {done.returncode}): see {root}/mutmut.log")
+    meta = json.loads((mutants / (target.staged_source() + ".meta")).read_text(encoding="utf-8"))
+    return score_of(target.name, meta["exit_code_by_key"], seconds)
+
+
+def main(argv: list[str]) -> int:
+    targets = selected(argv[0] if argv else None)
+    if not targets:
+        print(f"no module matches {argv[0]!r}: {', '.join(t.name for t in TARGETS)}")
+        return 2
+    scores = []
+    for target in targets:
+        print(f"== {target.name}: {target.source}", flush=True)
+        scores.append(run(target))
+        print(scores[-1].line(), flush=True)
+    print("\n".join(["", "mutation scores:", *(s.line() for s in scores)]))
+    low = [s.name for s in scores if s.percent < THRESHOLD]
+    if low:
+        print(f"below {THRESHOLD:.0f}%: {', '.join(low)}")
+    return 1 if low else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

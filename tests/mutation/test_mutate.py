@@ -1,0 +1,77 @@
+"""The pure parts of the mutation driver (tests/mutation/mutate.py): its module table points at
+real files, its score arithmetic, the selection by word and the staged paths. The mutation run
+itself is `make mutate`, not part of `make test`."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("mutate_driver", HERE / "mutate.py")
+assert _spec is not None and _spec.loader is not None
+mutate = importlib.util.module_from_spec(_spec)
+sys.modules["mutate_driver"] = mutate  # dataclasses look their module up while being built
+_spec.loader.exec_module(mutate)
+
+
+def test_every_target_names_an_existing_module_and_existing_test_files():
+    for target in mutate.TARGETS:
+        assert (mutate.REPO / target.source).is_file(), target.source
+        assert target.tests, f"{target.name} runs no test"
+        for test in target.tests:
+            assert (mutate.REPO / test).is_file(), test
+
+
+def test_target_names_are_unique():
+    names = [t.name for t in mutate.TARGETS]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize(
+    ("source", "staged"),
+    [
+        ("image/trnspec/hardware/packing.py", "src/trnspec/hardware/packing.py"),
+        ("trnspec_tools/inbound/sse.py", "src/trnspec_tools/inbound/sse.py"),
+        ("infra/serving/manifests/autoscaling.py", "src/infra/serving/manifests/autoscaling.py"),
+    ],
+)
+def test_a_module_is_staged_under_src_with_its_import_path(source, staged):
+    assert mutate.Target("x", source, ("t",)).staged_source() == staged
+
+
+def test_a_module_outside_the_three_packages_is_refused():
+    with pytest.raises(ValueError, match=r"scripts/x\.py"):
+        mutate.Target("x", "scripts/x.py", ("t",)).staged_source()
+
+
+def test_the_score_counts_failures_and_timeouts_as_killed_and_everything_else_against():
+    codes = {"a": 1, "b": 0, "c": 36, "d": 33, "e": None, "f": 3, "g": 0, "h": 35}
+    score = mutate.score_of("m", codes, 12.0)
+    assert (score.killed, score.survived, score.total) == (3, 5, 8)
+    assert score.percent == pytest.approx(37.5)
+    assert "37.5%" in score.line() and "12 s" in score.line()
+
+
+def test_a_module_without_mutants_scores_full():
+    assert mutate.score_of("m", {}, 0.0).percent == 100.0
+
+
+def test_selection_by_word_matches_names_containing_it():
+    assert [t.name for t in mutate.selected("key")] == ["cache_key", "api_key"]
+    assert mutate.selected(None) == list(mutate.TARGETS)
+    assert mutate.selected("") == list(mutate.TARGETS)
+    assert mutate.selected("no-such-module") == []
+
+
+def test_the_mutmut_table_mutates_only_the_target_and_runs_only_its_tests():
+    target = mutate.Target("sse", "trnspec_tools/inbound/sse.py", ("tests/a.py", "tests/b.py"))
+    table = tomllib.loads(mutate.mutmut_config(target))["tool"]["mutmut"]
+    assert table["only_mutate"] == ["src/trnspec_tools/inbound/sse.py"]
+    assert table["pytest_add_cli_args_test_selection"] == ["tests/a.py", "tests/b.py"]
+    assert table["source_paths"] == ["src"]
+    assert "not e2e and not slow" in table["pytest_add_cli_args"]

@@ -1,0 +1,60 @@
+"""Properties of the rendered command on every profile (every image generation) when the models
+are staged from S3: the engine reads them under the models_root it was given, and never gets a
+--revision for them (a staged copy is one revision; a hub revision flag would make vLLM ask the
+hub)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from trnspec.config.images import CommandForm, image_spec
+from trnspec.config.serving import ServingConfig, apply_overrides, list_profiles, load_profile
+from trnspec.engine.render import render
+
+ROOT = "/data/elsewhere"
+
+
+def staged(profile: str) -> ServingConfig:
+    """The profile with its target (and draft model, if it has one) staged from S3, each with a
+    hub revision that must not reach the engine."""
+    cfg = load_profile(profile)
+    overrides = ["target.source=s3://bkt/models/target/", "target.revision=abc123"]
+    if cfg.speculation.draft is not None:
+        overrides += [
+            "speculation.draft.source=s3://bkt/models/draft",
+            "speculation.draft.revision=def456",
+        ]
+    return apply_overrides(cfg, overrides)
+
+
+def speculative_config(argv: list[str]) -> dict | None:
+    if "--speculative-config" not in argv:
+        return None
+    return json.loads(argv[argv.index("--speculative-config") + 1])
+
+
+def model_paths(cfg: ServingConfig) -> list[str]:
+    argv = render(cfg, models_root=ROOT).argv
+    target = argv[argv.index("--model") + 1] if "--model" in argv else argv[2]
+    spec = speculative_config(argv)
+    return [target] + ([spec["model"]] if spec and "model" in spec else [])
+
+
+def _xfail_cpu(profile: str) -> list:
+    if image_spec(load_profile(profile).image).command_form is CommandForm.CPU:
+        return [pytest.mark.xfail(strict=True, reason="the CPU render ignores models_root")]
+    return []
+
+
+@pytest.mark.parametrize("profile", [pytest.param(p, marks=_xfail_cpu(p)) for p in list_profiles()])
+def test_s3_staged_models_are_read_under_the_given_models_root(profile):
+    paths = model_paths(staged(profile))
+    assert paths and all(p.startswith(ROOT + "/bkt/models/") for p in paths), paths
+
+
+@pytest.mark.parametrize("profile", list_profiles())
+def test_no_revision_is_passed_for_s3_staged_models(profile):
+    argv = render(staged(profile), models_root=ROOT).argv
+    assert "--revision" not in argv
+    assert "revision" not in (speculative_config(argv) or {})
