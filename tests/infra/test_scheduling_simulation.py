@@ -153,9 +153,9 @@ def test_what_synth_refuses_the_simulation_of_its_templates_refuses_too(
     tmp_path: Path, overrides: dict[str, str], refusal: str, failure: str, failing: int
 ) -> None:
     """On a trn2.3xlarge the kubelet's disk is the 470 GB instance store (392 GiB allocatable),
-    too little for a 500 GiB scratch volume; a pool at LNC=1 lacks the label the pods select. Synth refuses both profiles (infra/platform/cluster/placement.py); built without that
-    check, the
-    autoscalers' template node and the booted node refuse the pods for the same reason."""
+    too little for a 500 GiB scratch volume; a pool at LNC=1 lacks the label the pods select.
+    Synth refuses both profiles (infra/platform/cluster/placement.py); built without that check,
+    the autoscalers' template node and the booted node refuse the pods for the same reason."""
     with pytest.raises(SettingsError, match=refusal):
         compose(App(), load_settings("default", {**ADMIN, **overrides}))
     synth = synth_profile("default", tmp_path, overrides, check_placement=False)

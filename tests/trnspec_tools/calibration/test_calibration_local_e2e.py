@@ -17,7 +17,7 @@ from trnspec_tools.calibration.local import main
 from trnspec_tools.local_engine.tiny_models import TinyModels
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
-ADMIN = "[arn:aws:iam::123456789012:role/TrnspecAdmin]"
+ADMIN = "arn:aws:iam::123456789012:role/TrnspecAdmin"
 
 
 def test_the_loop_measures_both_arms_writes_the_results_and_a_plan_that_deploys(
