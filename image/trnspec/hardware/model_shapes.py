@@ -78,6 +78,8 @@ KNOWN_SHAPES: dict[str, ModelShape] = {
     s.name.lower(): s
     for s in (
         _shape("Qwen3-32B", 64, 5120, 64, 8, 128, 25600, 151936, tied=False),
+        # huggingface.co/Qwen/Qwen3-14B config.json
+        _shape("Qwen3-14B", 40, 5120, 40, 8, 128, 17408, 151936, tied=False),
         _shape("Qwen3-8B", 36, 4096, 32, 8, 128, 12288, 151936, tied=False),
         # huggingface.co/Qwen/Qwen3-4B config.json
         _shape("Qwen3-4B", 36, 2560, 32, 8, 128, 9728, 151936, tied=True),
@@ -85,6 +87,8 @@ KNOWN_SHAPES: dict[str, ModelShape] = {
         _shape("Qwen3-0.6B", 28, 1024, 16, 8, 128, 3072, 151936, tied=True),
         _shape("Llama-3.1-70B", 80, 8192, 64, 8, 128, 28672, 128256, tied=False),
         _shape("Llama-3.1-8B", 32, 4096, 32, 8, 128, 14336, 128256, tied=False),
+        # huggingface.co/meta-llama/Llama-3.2-3B config.json
+        _shape("Llama-3.2-3B", 28, 3072, 24, 8, 128, 8192, 128256, tied=True),
         _shape("Llama-3.2-1B", 16, 2048, 32, 8, 64, 8192, 128256, tied=True),
         _shape(
             "EAGLE3-LLaMA3.1-Instruct-8B",
