@@ -61,14 +61,33 @@ class Violation:
         return f"{self.path}:{self.line} ({self.function}) {self.rule}: {self.code}"
 
 
-def _is_attr_call(node: ast.Call, owner: str, names: set[str]) -> bool:
+def _is_attr_call(
+    node: ast.Call, owner: str, names: set[str], imported: dict[str, str] | None = None
+) -> bool:
+    """`owner.name(...)` for a name in `names`, also through the file's imports: `import json as
+    j; j.loads(...)` and `from json import loads as parse; parse(...)` are the same call."""
     f = node.func
-    return (
-        isinstance(f, ast.Attribute)
-        and f.attr in names
-        and isinstance(f.value, ast.Name)
-        and f.value.id == owner
-    )
+    imported = imported or {}
+    if isinstance(f, ast.Attribute) and f.attr in names and isinstance(f.value, ast.Name):
+        return imported.get(f.value.id, f.value.id) == owner
+    if isinstance(f, ast.Name) and f.id in imported:
+        module, _, name = imported[f.id].rpartition(".")
+        return module == owner and name in names
+    return False
+
+
+def _imports(tree: ast.AST) -> dict[str, str]:
+    """Local name -> what it imports: `import json as j` gives {"j": "json"}, `from yaml import
+    safe_load as sl` gives {"sl": "yaml.safe_load"}."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                out[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return out
 
 
 def _write_mode(node: ast.Call, mode_index: int) -> bool:
@@ -106,11 +125,11 @@ def _text_like(arg: ast.expr) -> bool:
     return False
 
 
-def _rule(node: ast.Call) -> str | None:
+def _rule(node: ast.Call, imported: dict[str, str] | None = None) -> str | None:
     f = node.func
-    if _is_attr_call(node, "json", _JSON):
+    if _is_attr_call(node, "json", _JSON, imported):
         return "json-parse"
-    if _is_attr_call(node, "yaml", _YAML):
+    if _is_attr_call(node, "yaml", _YAML, imported):
         return "yaml-parse"
     if isinstance(f, ast.Attribute) and f.attr in {"write_text", "write_bytes"}:
         return "raw-write"
@@ -163,8 +182,9 @@ def _calls(tree: ast.AST) -> Iterator[tuple[str, ast.Call]]:
 def scan(path: Path, rel: str) -> list[Violation]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
     out = []
+    imported = _imports(tree)
     for where, call in _calls(tree):
-        rule = _rule(call)
+        rule = _rule(call, imported)
         if rule is not None:
             out.append(Violation(rel, where, rule, call.lineno, ast.unparse(call)[:100]))
     return out
@@ -335,3 +355,33 @@ def test_the_walk_finds_each_kind_of_bypass_planted_in_a_module(tmp_path: Path) 
         ("timeout", "number-of-text"),
         ("timeout", "number-of-text"),
     ]
+
+
+ALIASED = """
+import json as j
+from json import loads as parse
+from yaml import safe_load
+
+
+def a(text):
+    return j.loads(text)
+
+
+def b(text):
+    return parse(text)
+
+
+def c(text):
+    return safe_load(text)
+
+
+def d(text):
+    return loads_of_my_own(text)
+"""
+
+
+def test_an_import_alias_does_not_hide_a_parse(tmp_path: Path) -> None:
+    module = tmp_path / "aliased.py"
+    module.write_text(ALIASED, encoding="utf-8")
+    rules = sorted((v.function, v.rule) for v in scan(module, "aliased.py"))
+    assert rules == [("a", "json-parse"), ("b", "json-parse"), ("c", "yaml-parse")]
