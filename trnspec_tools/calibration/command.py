@@ -37,12 +37,18 @@ def add_cli_args(
             p.set_defaults(run_parsed=module.run_parsed)
 
 
+def build_parser(steps: Collection[str] = tuple(SUBCOMMANDS)) -> argparse.ArgumentParser:
+    """The command's parser with the flags of `steps` (all of them by default: for --help of
+    every step and the flag fuzzer; `main` loads only the step that runs)."""
+    parser = argparse.ArgumentParser(prog="python -m trnspec_tools calibrate", description=__doc__)
+    add_cli_args(parser, steps)
+    return parser
+
+
 @exits_on_bad_input("calibrate")
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     # The step is the first word (the command itself has no options but --help).
     step = next((a for a in args if not a.startswith("-")), None)
-    parser = argparse.ArgumentParser(prog="python -m trnspec_tools calibrate", description=__doc__)
-    add_cli_args(parser, steps={step} & SUBCOMMANDS.keys())
-    parsed = parser.parse_args(args)
+    parsed = build_parser({step} & SUBCOMMANDS.keys()).parse_args(args)
     return int(parsed.run_parsed(parsed))
