@@ -7,7 +7,7 @@ becomes `src/trnspec`), the tests and the repo files they read beside them. The 
 touched. Each module runs only the test files that cover it (TARGETS), so a score says how well
 those tests pin that module down.
 
-    python tests/mutation/mutate.py [WORD]   # the modules whose name contains WORD (all: none)
+    python tests/mutation/mutate.py [WORD] [--max-children N]   # modules whose name contains WORD
 
 Prints killed/survived/score per module and its wall time; exits 1 when a module scores below
 THRESHOLD. A mutant counts as killed when a test failed or timed out on it; every other outcome
@@ -16,6 +16,7 @@ THRESHOLD. A mutant counts as killed when a test failed or timed out on it; ever
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -245,7 +246,7 @@ def stage(target: Target) -> Path:
     return root
 
 
-def run(target: Target) -> Score:
+def run(target: Target, max_children: int = MAX_CHILDREN) -> Score:
     root = stage(target)
     mutants = root / "mutants"
     (mutants / "src").mkdir(parents=True)  # on PYTHONPATH (for subprocesses) before mutmut fills it
@@ -256,7 +257,7 @@ def run(target: Target) -> Score:
             [
                 str(Path(sys.executable).with_name("mutmut")),
                 "run",
-                f"--max-children={MAX_CHILDREN}",
+                f"--max-children={max_children}",
             ],
             cwd=root,
             env=env,
@@ -271,15 +272,31 @@ def run(target: Target) -> Score:
     return score_of(target.name, meta["exit_code_by_key"], seconds)
 
 
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Mutation scores of the core modules.")
+    parser.add_argument("word", nargs="?", default=None, help="modules whose name contains it")
+    parser.add_argument(
+        "--max-children",
+        type=int,
+        default=MAX_CHILDREN,
+        help=f"mutants tested at once (default {MAX_CHILDREN}; 1 on a shared machine)",
+    )
+    args = parser.parse_args(argv)
+    if args.max_children < 1:
+        parser.error(f"--max-children must be at least 1, got {args.max_children}")
+    return args
+
+
 def main(argv: list[str]) -> int:
-    targets = selected(argv[0] if argv else None)
+    args = parse_args(argv)
+    targets = selected(args.word)
     if not targets:
-        print(f"no module matches {argv[0]!r}: {', '.join(t.name for t in TARGETS)}")
+        print(f"no module matches {args.word!r}: {', '.join(t.name for t in TARGETS)}")
         return 2
     scores = []
     for target in targets:
         print(f"== {target.name}: {target.source}", flush=True)
-        scores.append(run(target))
+        scores.append(run(target, args.max_children))
         print(scores[-1].line(), flush=True)
     print("\n".join(["", "mutation scores:", *(s.line() for s in scores)]))
     low = [s.name for s in scores if s.percent < THRESHOLD]

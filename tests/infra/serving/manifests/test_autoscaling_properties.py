@@ -9,11 +9,10 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trnspec.config.scale_up import RAMP_STEPS, SCALE_UP_PERIOD_SECONDS
 from workload_cases import build
 
 from infra.serving.manifests.autoscaling import (
-    RAMP_STEPS,
-    SCALE_UP_PERIOD_SECONDS,
     in_flight_query,
     scale_up_pods_per_period,
     time_to_peak_seconds,
@@ -67,5 +66,6 @@ def _evaluate(query: str, running: int, waiting: int) -> int:
 @given(st.integers(0, 1000), st.integers(0, 1000))
 @SETTINGS
 def test_the_in_flight_query_is_running_plus_waiting(running: int, waiting: int):
-    query = in_flight_query(build()[1])
+    _, spec, _, serving = build()
+    query = in_flight_query(spec, serving)
     assert _evaluate(query, running, waiting) == running + waiting
