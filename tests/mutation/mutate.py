@@ -163,6 +163,7 @@ TARGETS: tuple[Target, ...] = (
         (
             "tests/infra/serving/manifests/test_workload_exposure.py",
             "tests/infra/serving/manifests/test_autoscaling_properties.py",
+            "tests/infra/serving/manifests/test_autoscaling_schema.py",
         ),
     ),
 )
