@@ -44,16 +44,26 @@ def unknown_custom_fields(objects: list[dict[str, Any]]) -> list[list[str]]:
     return _run(UNKNOWN_FIELDS_SCRIPT, objects)
 
 
+def _packages_root() -> Path:
+    """The nearest directory above this file with the npm packages, where Node.js resolves the
+    scripts' imports from (the repo; also from a staged copy of the tests below it, as the
+    mutation runs' under .cache/mutate are)."""
+    for directory in Path(__file__).resolve().parents:
+        if (directory / "node_modules" / "@kubernetes-models").is_dir():
+            return directory
+    raise AssertionError(f"no node_modules/@kubernetes-models above {REPO}: run `make setup`")
+
+
 def _run(script: Path, objects: list[dict[str, Any]]) -> list[list[str]]:
     node = shutil.which("node")
     assert node, "node is needed (the CDK CLI needs it too): install Node.js 20"
-    assert (REPO / "node_modules" / "@kubernetes-models").is_dir(), "run `make setup` (npm ci)"
+    root = _packages_root()
     done = subprocess.run(
         [node, str(script)],
         input=json.dumps(objects),
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=root,
         timeout=120,
         check=False,
     )
