@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -229,6 +229,19 @@ def mutmut_config(target: Target) -> str:
     )
 
 
+def _without_packages(ignore: Callable[[str, list[str]], set[str]]) -> Callable[..., set[str]]:
+    """`ignore`, and the packages themselves where a copied directory holds them (`image/trnspec`):
+    pytest's `pythonpath = ["image", "."]` puts that copy ahead of the mutated one under `src/`,
+    and the tests would import unmutated code."""
+    packages = {REPO / repo_dir for repo_dir in PACKAGES}
+
+    def both(directory: str, names: list[str]) -> set[str]:
+        inside = {n for n in names if Path(directory) / n in packages}
+        return set(ignore(directory, names)) | inside
+
+    return both
+
+
 def stage(target: Target) -> Path:
     """A fresh copy of what this target's run needs, under .cache/mutate/<name>."""
     root = STAGE_ROOT / target.name
@@ -239,7 +252,7 @@ def stage(target: Target) -> Path:
     for name in ALSO_COPY:
         path = REPO / name
         if path.is_dir():
-            shutil.copytree(path, root / name, ignore=ignore)
+            shutil.copytree(path, root / name, ignore=_without_packages(ignore))
         elif path.exists():
             shutil.copy2(path, root / name)
     with (root / "pyproject.toml").open("a", encoding="utf-8") as toml:

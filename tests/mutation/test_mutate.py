@@ -83,3 +83,11 @@ def test_max_children_defaults_to_the_driver_constant_and_can_be_lowered():
     assert (args.word, args.max_children) == ("render", 1)
     with pytest.raises(SystemExit):
         mutate.parse_args(["--max-children", "0"])
+
+
+def test_the_stage_copies_of_repo_dirs_leave_the_packages_to_src():
+    """`image/` is copied for its data; its `trnspec` would shadow the mutated `src/trnspec`."""
+    ignore = mutate._without_packages(lambda _d, _n: set())
+    image = str(mutate.REPO / "image")
+    assert ignore(image, ["trnspec", "Dockerfile", "tools"]) == {"trnspec"}
+    assert ignore(str(mutate.REPO / "tests"), ["trnspec", "infra"]) == set()
