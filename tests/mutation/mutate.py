@@ -61,7 +61,14 @@ class Target:
 
 
 TARGETS: tuple[Target, ...] = (
-    Target("model", "image/trnspec/perf/model.py", ("tests/trnspec/perf/test_perf_model.py",)),
+    Target(
+        "model",
+        "image/trnspec/perf/model.py",
+        (
+            "tests/trnspec/perf/test_perf_model.py",
+            "tests/trnspec/perf/test_perf_model_properties.py",
+        ),
+    ),
     Target(
         "packing",
         "image/trnspec/hardware/packing.py",
