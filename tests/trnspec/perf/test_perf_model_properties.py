@@ -11,6 +11,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trnspec.hardware.drafters import drafter_for
 from trnspec.hardware.model_shapes import KNOWN_SHAPES
 from trnspec.perf.model import (
     TRN2,
@@ -289,3 +290,66 @@ def test_the_plain_point_of_a_grid_runs_on_the_plain_stack_when_one_is_given():
     assert plain.step == step_cost(shape, "none", None, 0, 1, dep, fast)
     assert spec.step == step_cost(shape, "eagle3", None, 3, 1, dep, slow)
     assert spec.speedup == pytest.approx(spec.output_tokens_per_s / plain.output_tokens_per_s)
+
+
+def test_an_unknown_method_is_refused_with_the_methods_the_model_costs():
+    with pytest.raises(ModelInputError, match=r"costs draft_model, eagle3, dflash \(or none\)"):
+        draft_cost_s("medusa", None, KNOWN_SHAPES["llama-3.1-8b"], 3, 1, deployment(), IDEAL)
+
+
+def test_a_negative_window_is_refused_by_name():
+    with pytest.raises(ModelInputError, match=r"^k=-1: the window must be >= 0$"):
+        step_cost(KNOWN_SHAPES["llama-3.1-8b"], "none", None, -1, 1, deployment(), IDEAL)
+
+
+@given(st.integers(1, 15), st.integers(1, 16))
+def test_dflash_drafts_in_one_pass_over_the_block_of_k_plus_one_positions(k: int, batch: int):
+    target, dep = KNOWN_SHAPES["llama-3.1-8b"], deployment()
+    drafter = drafter_for("dflash", None, target)
+    assert drafter is not None
+    one_pass = pass_cost(drafter, batch * (k + 1), batch, dep, IDEAL, dep.draft_weight_bytes)
+    assert draft_cost_s("dflash", None, target, k, batch, dep, IDEAL) == one_pass.total_s
+
+
+@pytest.mark.parametrize("method", ["draft_model", "eagle3", "dflash"])
+def test_a_window_of_one_already_drafts_and_pays_the_speculation_overhead(method: str):
+    target = KNOWN_SHAPES["llama-3.1-8b"]
+    draft = KNOWN_SHAPES["llama-3.2-1b"] if method == "draft_model" else None
+    eff = Efficiency(1.0, 1.0, 0.0, 0.0, spec_overhead_s=0.003)
+    step = step_cost(target, method, draft, 1, 1, deployment(), eff)
+    assert step.draft_s == draft_cost_s(method, draft, target, 1, 1, deployment(), eff) > 0
+    assert step.overhead_s == pytest.approx(0.003)
+
+
+@given(st.integers(1, 7))
+def test_plain_decoding_verifying_several_positions_drafts_nothing(k: int):
+    """ "none" with a window: a published "verify k + 1 tokens" step, with no drafter to run."""
+    eff = Efficiency(1.0, 1.0, 0.0, 0.0, spec_overhead_s=0.003)
+    step = step_cost(KNOWN_SHAPES["llama-3.1-8b"], "none", None, k, 1, deployment(), eff)
+    assert (step.draft_s, step.overhead_s) == (0.0, 0.0)
+
+
+@given(st.integers(1, 15), st.floats(0.0, 1.0))
+def test_a_measured_acceptance_curve_gives_the_tokens_per_step_of_its_window(k: int, gain: float):
+    curve = lambda window: 1.0 + gain * window  # noqa: E731
+    p = predict_point(
+        KNOWN_SHAPES["llama-3.1-8b"], "eagle3", None, curve, k, 1, deployment(), IDEAL
+    )
+    assert p.tokens_per_step == pytest.approx(1.0 + gain * k)
+
+
+@given(st.integers(1, 15))
+def test_a_full_window_of_acceptance_is_a_rate_of_one(k: int):
+    assert alpha_from_tokens_per_step(float(k + 1), k) == pytest.approx(1.0)
+
+
+def test_an_acceptance_length_beyond_the_window_names_the_bound():
+    with pytest.raises(
+        ModelInputError, match=r"acceptance length 4\.5: must lie in \[1, k \+ 1 = 4\]"
+    ):
+        alpha_from_tokens_per_step(4.5, 3)
+
+
+def test_a_window_of_one_is_speculation_too_when_finding_where_it_stops_paying():
+    points = [_point(1, 0, 100.0), _point(1, 1, 150.0), _point(8, 0, 600.0), _point(8, 1, 500.0)]
+    assert speculation_stops_paying(points) == 8
