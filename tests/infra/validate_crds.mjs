@@ -1,18 +1,10 @@
 // Validates custom resources (KEDA, Karpenter, Prometheus Operator) with the validators that the
 // @kubernetes-models packages generate from those projects' CRD schemas (pinned in package.json).
 // Reads a JSON array of objects on stdin; writes a JSON array with one error list per object.
-import { ScaledObject } from "@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject";
-import { NodePool } from "@kubernetes-models/karpenter/karpenter.sh/v1/NodePool";
-import { EC2NodeClass } from "@kubernetes-models/karpenter/karpenter.k8s.aws/v1/EC2NodeClass";
-import { ServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor";
-import { PodMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor";
+import { modelOf, readStdinJson } from "./crd_models.mjs";
 
-const MODELS = [ScaledObject, NodePool, EC2NodeClass, ServiceMonitor, PodMonitor];
-
-let input = "";
-for await (const chunk of process.stdin) input += chunk;
-const results = JSON.parse(input).map((obj) => {
-  const Model = MODELS.find((m) => m.apiVersion === obj.apiVersion && m.kind === obj.kind);
+const results = (await readStdinJson()).map((obj) => {
+  const Model = modelOf(obj);
   if (!Model) return [`no validator for ${obj.apiVersion} ${obj.kind}`];
   try {
     new Model(obj).validate();

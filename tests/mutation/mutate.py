@@ -7,7 +7,7 @@ becomes `src/trnspec`), the tests and the repo files they read beside them. The 
 touched. Each module runs only the test files that cover it (TARGETS), so a score says how well
 those tests pin that module down.
 
-    python tests/mutation/mutate.py [WORD]   # the modules whose name contains WORD (all: none)
+    python tests/mutation/mutate.py [WORD] [--max-children N]   # modules whose name contains WORD
 
 Prints killed/survived/score per module and its wall time; exits 1 when a module scores below
 THRESHOLD. A mutant counts as killed when a test failed or timed out on it; every other outcome
@@ -16,13 +16,14 @@ THRESHOLD. A mutant counts as killed when a test failed or timed out on it; ever
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +61,14 @@ class Target:
 
 
 TARGETS: tuple[Target, ...] = (
-    Target("model", "image/trnspec/perf/model.py", ("tests/trnspec/perf/test_perf_model.py",)),
+    Target(
+        "model",
+        "image/trnspec/perf/model.py",
+        (
+            "tests/trnspec/perf/test_perf_model.py",
+            "tests/trnspec/perf/test_perf_model_properties.py",
+        ),
+    ),
     Target(
         "packing",
         "image/trnspec/hardware/packing.py",
@@ -162,6 +170,7 @@ TARGETS: tuple[Target, ...] = (
         (
             "tests/infra/serving/manifests/test_workload_exposure.py",
             "tests/infra/serving/manifests/test_autoscaling_properties.py",
+            "tests/infra/serving/manifests/test_autoscaling_schema.py",
         ),
     ),
 )
@@ -227,6 +236,19 @@ def mutmut_config(target: Target) -> str:
     )
 
 
+def _without_packages(ignore: Callable[[str, list[str]], set[str]]) -> Callable[..., set[str]]:
+    """`ignore`, and the packages themselves where a copied directory holds them (`image/trnspec`):
+    pytest's `pythonpath = ["image", "."]` puts that copy ahead of the mutated one under `src/`,
+    and the tests would import unmutated code."""
+    packages = {REPO / repo_dir for repo_dir in PACKAGES}
+
+    def both(directory: str, names: list[str]) -> set[str]:
+        inside = {n for n in names if Path(directory) / n in packages}
+        return set(ignore(directory, names)) | inside
+
+    return both
+
+
 def stage(target: Target) -> Path:
     """A fresh copy of what this target's run needs, under .cache/mutate/<name>."""
     root = STAGE_ROOT / target.name
@@ -237,7 +259,7 @@ def stage(target: Target) -> Path:
     for name in ALSO_COPY:
         path = REPO / name
         if path.is_dir():
-            shutil.copytree(path, root / name, ignore=ignore)
+            shutil.copytree(path, root / name, ignore=_without_packages(ignore))
         elif path.exists():
             shutil.copy2(path, root / name)
     with (root / "pyproject.toml").open("a", encoding="utf-8") as toml:
@@ -245,7 +267,7 @@ def stage(target: Target) -> Path:
     return root
 
 
-def run(target: Target) -> Score:
+def run(target: Target, max_children: int = MAX_CHILDREN) -> Score:
     root = stage(target)
     mutants = root / "mutants"
     (mutants / "src").mkdir(parents=True)  # on PYTHONPATH (for subprocesses) before mutmut fills it
@@ -256,7 +278,7 @@ def run(target: Target) -> Score:
             [
                 str(Path(sys.executable).with_name("mutmut")),
                 "run",
-                f"--max-children={MAX_CHILDREN}",
+                f"--max-children={max_children}",
             ],
             cwd=root,
             env=env,
@@ -271,15 +293,31 @@ def run(target: Target) -> Score:
     return score_of(target.name, meta["exit_code_by_key"], seconds)
 
 
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Mutation scores of the core modules.")
+    parser.add_argument("word", nargs="?", default=None, help="modules whose name contains it")
+    parser.add_argument(
+        "--max-children",
+        type=int,
+        default=MAX_CHILDREN,
+        help=f"mutants tested at once (default {MAX_CHILDREN}; 1 on a shared machine)",
+    )
+    args = parser.parse_args(argv)
+    if args.max_children < 1:
+        parser.error(f"--max-children must be at least 1, got {args.max_children}")
+    return args
+
+
 def main(argv: list[str]) -> int:
-    targets = selected(argv[0] if argv else None)
+    args = parse_args(argv)
+    targets = selected(args.word)
     if not targets:
-        print(f"no module matches {argv[0]!r}: {', '.join(t.name for t in TARGETS)}")
+        print(f"no module matches {args.word!r}: {', '.join(t.name for t in TARGETS)}")
         return 2
     scores = []
     for target in targets:
         print(f"== {target.name}: {target.source}", flush=True)
-        scores.append(run(target))
+        scores.append(run(target, args.max_children))
         print(scores[-1].line(), flush=True)
     print("\n".join(["", "mutation scores:", *(s.line() for s in scores)]))
     low = [s.name for s in scores if s.percent < THRESHOLD]

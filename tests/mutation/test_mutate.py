@@ -75,3 +75,19 @@ def test_the_mutmut_table_mutates_only_the_target_and_runs_only_its_tests():
     assert table["pytest_add_cli_args_test_selection"] == ["tests/a.py", "tests/b.py"]
     assert table["source_paths"] == ["src"]
     assert "not e2e and not slow" in table["pytest_add_cli_args"]
+
+
+def test_max_children_defaults_to_the_driver_constant_and_can_be_lowered():
+    assert mutate.parse_args([]).max_children == mutate.MAX_CHILDREN
+    args = mutate.parse_args(["render", "--max-children", "1"])
+    assert (args.word, args.max_children) == ("render", 1)
+    with pytest.raises(SystemExit):
+        mutate.parse_args(["--max-children", "0"])
+
+
+def test_the_stage_copies_of_repo_dirs_leave_the_packages_to_src():
+    """`image/` is copied for its data; its `trnspec` would shadow the mutated `src/trnspec`."""
+    ignore = mutate._without_packages(lambda _d, _n: set())
+    image = str(mutate.REPO / "image")
+    assert ignore(image, ["trnspec", "Dockerfile", "tools"]) == {"trnspec"}
+    assert ignore(str(mutate.REPO / "tests"), ["trnspec", "infra"]) == set()

@@ -1,12 +1,14 @@
 """Properties of the KEDA autoscaling policy on any replica bounds: the scale-up rate is the
 smallest that reaches max_replicas from the floor (0 with scale to zero) within RAMP_STEPS
-periods, and the in-flight query adds running and waiting requests."""
+periods, the in-flight query adds running and waiting requests, and its selector picks the
+workload's own series."""
 
 from __future__ import annotations
 
 import math
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from trnspec.config.scale_up import RAMP_STEPS, SCALE_UP_PERIOD_SECONDS
@@ -14,9 +16,11 @@ from workload_cases import build
 
 from infra.serving.manifests.autoscaling import (
     in_flight_query,
+    in_flight_selector,
     scale_up_pods_per_period,
     time_to_peak_seconds,
 )
+from infra.serving.manifests.monitoring import SERVICE_TARGET_LABEL
 from infra.settings.serving import ServingSettings
 
 SETTINGS = settings(max_examples=150, deadline=None)
@@ -69,3 +73,23 @@ def test_the_in_flight_query_is_running_plus_waiting(running: int, waiting: int)
     _, spec, _, serving = build()
     query = in_flight_query(spec, serving)
     assert _evaluate(query, running, waiting) == running + waiting
+
+
+def _matchers(selector: str) -> dict[str, str]:
+    """The label matchers of a PromQL selector `{a="x",b="y"}`, refusing any other syntax."""
+    matcher = r'[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"'
+    assert re.fullmatch(r"\{" + matcher + r"(," + matcher + r")*\}", selector), selector
+    return dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"', selector))
+
+
+@pytest.mark.parametrize("prometheus", ["in-cluster", "existing"])
+def test_the_selector_picks_this_workload_s_series_and_in_cluster_only_its_service(prometheus):
+    """In-cluster, the ServiceMonitor labels series with the Service, which keeps a calibration's
+    speculative arm (same model name, its own Service) out; an existing Prometheus does not
+    scrape the arm, and labels nothing `service`."""
+    url = {"prometheus_url": "http://prom.example:9090"} if prometheus == "existing" else {}
+    _, spec, _, serving = build(prometheus=prometheus, **url)
+    expected = {"namespace": spec.namespace, "model_name": spec.served_model_name}
+    if prometheus == "in-cluster":
+        expected[SERVICE_TARGET_LABEL] = spec.name
+    assert _matchers(in_flight_selector(spec, serving)) == expected

@@ -2,7 +2,8 @@
 
 Built-in kinds: kubernetes-validate --strict for every Kubernetes minor the platform deploys.
 KEDA and Prometheus Operator objects: the validators generated from those projects' CRD schemas
-(crd_validation: types, required fields, enums; unknown fields are not rejected there).
+(crd_validation: types, required fields, enums), and no field those schemas do not declare (what
+`kubectl apply --validate=strict` refuses and the API server otherwise drops silently).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from crd_validation import CUSTOM_KINDS, OTHER_CUSTOM_KINDS, validate_custom
+from crd_validation import CUSTOM_KINDS, OTHER_CUSTOM_KINDS, unknown_custom_fields, validate_custom
 from workload_cases import TRN2_PROFILES, build
 
 from infra.settings import SUPPORTED_KUBERNETES_VERSIONS
@@ -71,6 +72,13 @@ def test_every_custom_resource_validates_against_its_crd_schema() -> None:
         ("monitoring.coreos.com/v1", "ServiceMonitor"),
         ("monitoring.coreos.com/v1", "PodMonitor"),
     }
+
+
+def test_no_custom_resource_carries_a_field_its_crd_schema_does_not_declare() -> None:
+    custom = [(label, m) for label, m in _all() if (m["apiVersion"], m["kind"]) in CUSTOM_KINDS]
+    results = unknown_custom_fields([m for _, m in custom])
+    pairs = zip(custom, results, strict=True)
+    assert [f"{label}: {paths}" for (label, _), paths in pairs if paths] == []
 
 
 def test_crd_validation_rejects_a_field_of_the_wrong_type() -> None:
