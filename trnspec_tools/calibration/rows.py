@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-import yaml
 from trnspec.perf.published import Measurement
 
 from trnspec_tools.bench.run_result import ArmRun
@@ -76,4 +75,4 @@ def rows_document(plain: Conditions, speculative: Conditions, rows: Sequence[Mea
     for shape in trn2_rows.rows_document(plain, [])["shapes"]:
         if shape["name"] not in names:
             doc["shapes"].append(shape)
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    return trn2_rows.document_yaml(doc)

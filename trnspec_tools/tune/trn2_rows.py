@@ -178,6 +178,11 @@ def rows_document(cond: Conditions, rows: Sequence[Measurement]) -> dict[str, li
     return {"shapes": [_shape_entry(s) for s in shapes], "measurements": measurements}
 
 
+def document_yaml(doc: dict[str, list[dict[str, Any]]]) -> str:
+    """A rows document as the data file's text (keys in their order, text as written)."""
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
 def rows_yaml(cond: Conditions, rows: Sequence[Measurement]) -> str:
     """The rows (and the shapes they need) in the data file's format."""
-    return yaml.safe_dump(rows_document(cond, rows), sort_keys=False, allow_unicode=True)
+    return document_yaml(rows_document(cond, rows))
