@@ -68,8 +68,11 @@ def calibration_rows(
     return base_rows + spec_rows, skipped
 
 
-def rows_document(plain: Conditions, speculative: Conditions, rows: Sequence[Measurement]) -> str:
-    """The rows with the shapes they need (target, and the draft when it is a separate model)."""
+def combined_rows_yaml(
+    plain: Conditions, speculative: Conditions, rows: Sequence[Measurement]
+) -> str:
+    """The Trn2 data file's YAML text of the rows with the shapes they need (target, and the
+    draft when it is a separate model)."""
     doc = trn2_rows.rows_document(speculative, rows)
     names = {s["name"] for s in doc["shapes"]}
     for shape in trn2_rows.rows_document(plain, [])["shapes"]:

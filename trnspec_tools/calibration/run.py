@@ -201,7 +201,7 @@ def trn2_rows_text(
         return None, {"rows": 0, "note": "no rows: give --plain-profile and --speculative-profile"}
     from trnspec.config.serving import ConfigError, load_profile
 
-    from trnspec_tools.calibration.rows import calibration_rows, rows_document
+    from trnspec_tools.calibration.rows import calibration_rows, combined_rows_yaml
     from trnspec_tools.tune.trn2_rows import conditions_for
 
     source = f"trnspec calibrate run {run_stamp}"
@@ -216,7 +216,7 @@ def trn2_rows_text(
     rows, skipped = calibration_rows(summary, runs, plain, spec, k, endpoints)
     if not rows:
         return None, {"rows": 0, "note": "no rows", "skipped": skipped}
-    return rows_document(plain, spec, rows), {"rows": len(rows), "skipped": skipped}
+    return combined_rows_yaml(plain, spec, rows), {"rows": len(rows), "skipped": skipped}
 
 
 def input_len_estimate(prompts: Sequence[str]) -> int:
