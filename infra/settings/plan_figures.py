@@ -15,6 +15,10 @@ from trnspec.boundary.user_input import Int, Text
 
 #: The serving field the figures are carried in (set by the plan file only).
 PLAN_FIGURES_FIELD = "plan_figures"
+#: The largest error band a plan may carry. A held-out relative error (predicted / measured - 1)
+#: has no upper limit: a model twice too slow is off by 100 %, and `plan-deploy` writes such bands
+#: (its decision treats a band of 1 or more as "undecided"); 100 (10,000 %) refuses only garbage.
+MAX_ERROR_BAND = 100.0
 #: The plan records this module reads, under `plan:`.
 RECORDS = ("chosen", "speculative_arm")
 
@@ -39,9 +43,9 @@ class PlannedVariant(BaseModel):
     error_band: float | None = Field(
         None,
         ge=0,
-        lt=1,
+        le=MAX_ERROR_BAND,
         strict=True,
-        description="Held-out relative error of its regime (None: unknown).",
+        description="Held-out relative error of its regime, 0.25 for 25 % (None: unknown).",
     )
     error_band_note: Text | None = Field(None, description="Which rows the band comes from.")
 

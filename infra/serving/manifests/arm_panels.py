@@ -115,13 +115,13 @@ def _number(value: float) -> str:
 
 def _predicted_series(arm: Arm, value: float, unit: str) -> list[tuple[str, str]]:
     """The prediction and, with a known band, its edges (value x (1 -/+ band), as the plan's
-    decision takes them)."""
+    decision takes them; a band of 100 % or more puts the lower edge at 0, not below)."""
     assert arm.predicted is not None
     name = f"{arm.role} predicted by the plan"
     out = [(f"vector({_number(value)})", f"{name} ({_number(value)} {unit})")]
     band = arm.predicted.error_band
     if band is not None:
-        for sign, edge in (("-", value * (1 - band)), ("+", value * (1 + band))):
+        for sign, edge in (("-", value * max(0.0, 1 - band)), ("+", value * (1 + band))):
             out.append((f"vector({_number(edge)})", f"{name}, {sign}{band:.0%} band edge"))
     return out
 

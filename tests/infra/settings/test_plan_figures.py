@@ -65,9 +65,10 @@ def test_figures_set_by_hand_are_refused(overrides: dict[str, str]) -> None:
         ({"tpot_ms": -1.0}, "plan.chosen.tpot_ms=-1.0: input should be greater than 0"),
         ({"tpot_ms": True}, "plan.chosen.tpot_ms=True"),
         ({"cost_per_1m_output_tokens_usd": None}, "plan.chosen.cost_per_1m_output_tokens_usd"),
-        ({"error_band": 1.5}, "plan.chosen.error_band=1.5"),
+        ({"error_band": -0.1}, "plan.chosen.error_band=-0.1"),
+        ({"error_band": 1e6}, "plan.chosen.error_band=1000000.0"),
     ],
-    ids=["negative", "bool", "missing-cost", "band"],
+    ids=["negative", "bool", "missing-cost", "negative-band", "band-past-any-error"],
 )
 def test_a_bad_figure_is_named(tmp_path: Path, chosen: dict[str, Any], message: str) -> None:
     figures, problems = read_plan_figures({"chosen": {**CHOSEN, **chosen}})
@@ -83,6 +84,14 @@ def test_a_bad_figure_is_named(tmp_path: Path, chosen: dict[str, Any], message: 
     with pytest.raises(SettingsError) as err:
         load_settings("default", {"serving.plan": str(path)})
     assert any(message in p.fix for p in err.value.problems), err.value.problems
+
+
+def test_a_band_of_100_percent_or_more_is_read_as_plan_deploy_writes_it() -> None:
+    """A model off by more than 2x has a band above 1 (a local calibration on CPU rows wrote
+    1.609): the plan is still readable, its decision already said undecided."""
+    figures, problems = read_plan_figures({"chosen": {**CHOSEN, "error_band": 1.609}})
+    assert problems == [] and figures is not None
+    assert figures.chosen.error_band == 1.609
 
 
 def test_a_record_without_figures_predicted_nothing() -> None:

@@ -229,3 +229,24 @@ def test_arm_panels_sit_on_a_row_of_their_own_without_overlap() -> None:
     assert tpot["gridPos"]["y"] == cost["gridPos"]["y"]
     assert tpot["gridPos"]["y"] >= max(p["gridPos"]["y"] + 8 for p in base["panels"])
     assert with_arm_panels(base, ())["panels"][: len(base["panels"])] == base["panels"]
+
+
+def test_a_band_above_100_percent_draws_its_lower_edge_at_zero_not_below() -> None:
+    """A cost or a TPOT is never negative: a band of 1.6 draws [0, value x 2.6]."""
+    wide = PlannedVariant(
+        profile=PLAIN,
+        max_num_seqs=4,
+        tpot_ms=10.0,
+        output_tokens_per_s_per_replica=300.0,
+        cost_per_1m_output_tokens_usd=2.5,
+        error_band=1.6,
+    )
+    figures = PlanFigures(chosen=wide)
+    _, _, m, _ = build(PLAIN, calibration=CALIBRATION, plan_figures=figures.model_dump())
+    tpot = _panel(_installed_dashboard(m.all()), TPOT_TITLE)
+    edges = sorted(
+        float(_VECTOR.match(t["expr"]).group(1))  # type: ignore[union-attr]
+        for t in tpot["targets"]
+        if t["legendFormat"].startswith("plain") and "band edge" in t["legendFormat"]
+    )
+    assert edges == pytest.approx([0.0, 26.0])
