@@ -1,6 +1,6 @@
-"""End to end on the local engine: `tune` alternates the plain server with each window and never
-recommends a window it measured slower than plain (random words: low acceptance). Deselect with
-`-m "not e2e"`."""
+"""End to end on the local engine: `tune` alternates the plain server with each window, never
+recommends a window it measured slower than plain (random words: low acceptance), and writes an
+override line the profile accepts. Deselect with `-m "not e2e"`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import pytest
 
 from trnspec_tools.local_engine.tiny_models import TinyModels
+from trnspec_tools.tune.override_check import check_override
 from trnspec_tools.tune.tune import main
 from trnspec_tools.tune.versus_plain import PLAIN_OVERRIDE
 
@@ -31,3 +32,5 @@ def test_tune_on_the_local_engine_recommends_only_what_beat_plain(
     else:
         assert low <= 1.0 and rec["override"] == PLAIN_OVERRIDE
         assert out.with_suffix(".override").read_text() == PLAIN_OVERRIDE + "\n"
+    # whichever it recommends, the line it wrote is one the local profile takes
+    assert check_override(out.with_suffix(".override").read_text().strip(), "local-tiny") is None
