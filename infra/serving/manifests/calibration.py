@@ -83,13 +83,17 @@ def arm_name(spec: WorkloadSpec) -> str:
 
 
 def arm_settings(settings: ServingSettings, spec: WorkloadSpec) -> ServingSettings:
-    """The main settings with the speculative arm's profile, overrides and name."""
+    """The main settings with the speculative arm's profile, overrides and name. The arm is one
+    replica with no autoscaler, so the main Deployment's KEDA target (streams_per_replica, bounded
+    by the main's max_num_seqs) is not the arm's: a plan whose arm batches less than the main
+    (max_num_seqs=1 beside 32) must still deploy."""
     cal = _calibration(settings)
     return settings.model_copy(
         update={
             "profile": cal.speculative.profile,
             "overrides": cal.speculative.overrides,
             "name": arm_name(spec),
+            "streams_per_replica": None,
             "calibration": None,
             "plan_figures": None,
         }

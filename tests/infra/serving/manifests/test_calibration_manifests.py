@@ -76,6 +76,29 @@ def test_the_speculative_arm_runs_beside_the_plain_deployment_behind_its_own_ser
     assert repos and all("DFlash" in r for r in repos)
 
 
+def test_an_arm_that_batches_less_than_the_main_keda_target_still_deploys() -> None:
+    """plan-deploy wrote this: plain at max_num_seqs=32 with a KEDA target of 32 streams, the
+    arm at max_num_seqs=1 (the only batch meeting the TPOT target); the arm has no autoscaler,
+    so the main's target is not its bound."""
+    _, spec, manifests, settings = build(
+        PLAIN,
+        overrides=["max_num_seqs=32"],
+        streams_per_replica=32,
+        calibration={
+            "speculative": {"profile": "qwen3-4b-dflash", "overrides": ["max_num_seqs=1"]},
+            "concurrency": [1],
+        },
+    )
+    assert settings.streams_per_replica == 32
+    arm = _named(manifests.all(), "Deployment", "-spec")
+    assert arm["spec"]["replicas"] == 1
+    assert not [
+        o
+        for o in manifests.all()
+        if o["kind"] == "ScaledObject" and o["spec"]["scaleTargetRef"]["name"].endswith("-spec")
+    ]
+
+
 def test_the_job_measures_both_arms_bounded_and_never_retried() -> None:
     spec, objects = _built(prompts_key="calibration/prompts.jsonl")
     job = _named(objects, "Job", "-calibration-")
