@@ -170,39 +170,84 @@ def nnls(columns: Sequence[Sequence[float]], b: Sequence[float]) -> list[float]:
     return [xi / nrm if nrm > 0 else 0.0 for xi, nrm in zip(x, norms, strict=True)]
 
 
+@dataclass(frozen=True)
+class _RowAt:
+    """One row's predicted step (ms) at one grid point: with every linear constant at zero
+    (`base`), with one draft pass costing 1 s (`passes`), and with each shared constant at 1."""
+
+    base: float
+    passes: float
+    units: tuple[float, ...]
+
+
+class StepTable:
+    """Every row's `_RowAt` at every grid point, computed once for a set of rows and read by
+    every fit of a subset of them: leave one source out fits nearly the same rows once per
+    source, and the predictions, not the solve, were most of its time. A fit read from the table
+    is bit for bit the fit computed row by row (the same expressions on the same floats)."""
+
+    def __init__(
+        self,
+        rows: Sequence[Measurement],
+        shapes: Mapping[str, ModelShape],
+        terms: ModelTerms,
+        hw: Hardware = TRN2,
+    ) -> None:
+        self.terms = terms
+        self._rows = list(rows)  # keeps the ids below valid
+        self._at: dict[tuple[float, float, int], _RowAt] = {}
+        for compute in COMPUTE_GRID:
+            for memory in MEMORY_GRID:
+                zero = Efficiency(
+                    memory=memory, compute=compute, step_overhead_s=0.0, collective_latency_s=0.0
+                )
+                passes = replace(zero, draft_pass_overhead_s=1.0)
+                units = [replace(zero, **{name: 1.0}) for name in terms.shared]
+                for m in self._rows:
+                    self._at[(memory, compute, id(m))] = _RowAt(
+                        predicted_step_ms(m, shapes, zero, hw),
+                        predicted_step_ms(m, shapes, passes, hw)
+                        if terms.draft_pass_per_stack
+                        else 0.0,
+                        tuple(predicted_step_ms(m, shapes, u, hw) for u in units),
+                    )
+
+    def at(self, memory: float, compute: float, m: Measurement) -> _RowAt:
+        """Row `m` (one of the table's rows) at grid point (memory, compute)."""
+        return self._at[(memory, compute, id(m))]
+
+
 def _fit_at(
     rows: Sequence[Measurement],
-    shapes: Mapping[str, ModelShape],
+    table: StepTable,
     groups: Sequence[str],
-    terms: ModelTerms,
     memory: float,
     compute: float,
-    hw: Hardware,
 ) -> tuple[float, dict[str, Efficiency]]:
+    terms = table.terms
     zero = Efficiency(memory=memory, compute=compute, step_overhead_s=0.0, collective_latency_s=0.0)
     ys = [m.fitted_step_ms or 0.0 for m in rows]
-    base = [predicted_step_ms(m, shapes, zero, hw) for m in rows]
+    at = [table.at(memory, compute, m) for m in rows]
+    base = [a.base for a in at]
     columns = [
         [1000.0 / y if m.stack_group == g else 0.0 for m, y in zip(rows, ys, strict=True)]
         for g in groups
     ]
-    passes = replace(zero, draft_pass_overhead_s=1.0)
     if terms.draft_pass_per_stack:
         columns += [
             [
-                (predicted_step_ms(m, shapes, passes, hw) - b0) / y if m.stack_group == g else 0.0
-                for m, b0, y in zip(rows, base, ys, strict=True)
+                (a.passes - a.base) / y if m.stack_group == g else 0.0
+                for m, a, y in zip(rows, at, ys, strict=True)
             ]
             for g in groups
         ]
-    for name in terms.shared:
-        unit = replace(zero, **{name: 1.0})
+    for j, name in enumerate(terms.shared):
         columns.append(
             [
                 0.0
                 if name == "host_share_s" and m.stack_group in ASYNC_GROUPS
-                else (predicted_step_ms(m, shapes, unit, hw) - b0) / y
-                for m, b0, y in zip(rows, base, ys, strict=True)
+                else (a.units[j] - a.base) / y
+                for m, a, y in zip(rows, at, ys, strict=True)
             ]
         )
     target = [(y - b0) / y for y, b0 in zip(ys, base, strict=True)]
@@ -230,16 +275,23 @@ def fit_constants(
     shapes: Mapping[str, ModelShape],
     terms: ModelTerms = THIRD_PASS,
     hw: Hardware = TRN2,
+    table: StepTable | None = None,
 ) -> Fit:
-    """The constants of `terms` that fit `rows` best (see the module docstring)."""
+    """The constants of `terms` that fit `rows` best (see the module docstring); `table`, when
+    given, holds the rows' predictions for these shapes, terms and hardware (a StepTable of a
+    superset of `rows`)."""
     if not rows:
         raise ValueError("no rows to fit")
+    if table is None:
+        table = StepTable(rows, shapes, terms, hw)
+    elif table.terms != terms:
+        raise ValueError(f"the table was computed for {table.terms.name!r}, not {terms.name!r}")
     groups = sorted({m.stack_group for m in rows})
     best: tuple[float, float, float, dict[str, Efficiency]] | None = None
     profile: dict[float, float] = {}
     for compute in COMPUTE_GRID:
         for memory in reversed(MEMORY_GRID):
-            rms, effs = _fit_at(rows, shapes, groups, terms, memory, compute, hw)
+            rms, effs = _fit_at(rows, table, groups, memory, compute)
             profile[compute] = min(profile.get(compute, math.inf), rms)
             if best is None or rms < best[0] - 1e-12:
                 best = (rms, compute, memory, effs)

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from trnspec.hardware.model_shapes import ModelShape
-from trnspec.perf.fit import ModelTerms, fit_constants, fit_rows
+from trnspec.perf.fit import ModelTerms, StepTable, fit_constants, fit_rows
 from trnspec.perf.model import Efficiency, weight_elements_read
 from trnspec.perf.published import Measurement, predicted_step_ms
 
@@ -63,11 +63,12 @@ def leave_one_source_out(
     """Every predictable row, each predicted by the fit without its source (see the module)."""
     by_id = {m.id: m for m in measurements}
     fittable = fit_rows(measurements, terms)
+    table = StepTable(fittable, shapes, terms)
     sources = list(dict.fromkeys(m.held_out_unit for m in measurements))
     out: list[HeldOutRow] = []
     for source in sources:
         train = [m for m in fittable if m.held_out_unit != source]
-        effs = fit_constants(train, shapes, terms).efficiency if train else {}
+        effs = fit_constants(train, shapes, terms, table=table).efficiency if train else {}
         out.extend(
             _held_out_row(m, source, by_id, effs, shapes)
             for m in measurements
