@@ -169,6 +169,19 @@ class Measurements:
 
 def run(opts: TuneOptions, check_override: Any) -> int:
     """The whole `tune --schedule` run (called by tune.main)."""
+    sweep = sweep_of(opts)
+    load = os.getloadavg()
+    statics = [static(k) for k in opts.k or ()]
+    if opts.from_json:
+        found = load_rounds(opts.from_json, sweep.levels)
+    else:
+        found = Measurements([Candidate(PLAIN), *statics])
+        measure_all(sweep, statics, found)
+    return write(opts, schedule_result(sweep, found, load, check_override))
+
+
+def sweep_of(opts: TuneOptions) -> Sweep:
+    """What the run measures, its flags checked before any server starts (UsageError)."""
     if opts.endpoints or opts.baseline:
         raise UsageError("--schedule: local launcher only (each candidate needs its own server)")
     if not opts.k:
@@ -182,16 +195,7 @@ def run(opts: TuneOptions, check_override: Any) -> int:
     except ValueError as exc:
         shown = ",".join(map(str, opts.levels))
         raise UsageError(f"--concurrency={shown}: {exc}") from None
-    specs = opts.workload.specs()
-    sweep = Sweep(opts, specs, levels, bands, max_num_seqs)
-    load = os.getloadavg()
-    statics = [static(k) for k in opts.k]
-    if opts.from_json:
-        found = load_rounds(opts.from_json, levels)
-    else:
-        found = Measurements([Candidate(PLAIN), *statics])
-        measure_all(sweep, statics, found)
-    return write(opts, schedule_result(sweep, found, load, check_override))
+    return Sweep(opts, opts.workload.specs(), levels, bands, max_num_seqs)
 
 
 def load_rounds(path: Path, levels: Sequence[int]) -> Measurements:
