@@ -283,7 +283,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], tuned: str, path: Path) -> Path:
     from matplotlib.figure import Figure
 
     from trnspec_tools.bench.bench_report import save_figure
-    from trnspec_tools.tune.schedule_tune import concurrency_axes
+    from trnspec_tools.tune.schedule_report import concurrency_axes
 
     fig = Figure(figsize=(6, 4))
     ax = fig.subplots()

@@ -186,14 +186,28 @@ def schedule_candidates(
 
 
 @dataclass(frozen=True)
+class LevelChoice:
+    """At one level: the candidate measured best, its ratio to plain and the chosen one's."""
+
+    best: str
+    best_spread: Spread
+    chosen_spread: Spread
+
+    @property
+    def chosen_over_best(self) -> float:
+        """The chosen candidate's median as a fraction of the best's (1.0: it is the best)."""
+        return self.chosen_spread.median / self.best_spread.median
+
+
+@dataclass(frozen=True)
 class Choice:
     """The recommendation and why."""
 
     candidate: Candidate
     #: its worst median ratio to the best median measured at any level
     worst_relative: float
-    #: per level: (best candidate name, its spread, the chosen one's spread)
-    per_level: dict[int, tuple[str, Spread, Spread]]
+    #: per level measured, in order
+    per_level: Mapping[int, LevelChoice]
     #: other candidates within the measured spread of the leader at every level
     ties: tuple[str, ...]
     #: the candidate with the highest worst_relative before tie-breaking
@@ -243,17 +257,17 @@ def choose(
     # wins; within a kind, the best worst-case median.
     chosen = min([leader, *tied], key=lambda cand: (cand.kind_rank, -worst(cand), cand.window))
     per_level = {
-        c: (
+        c: LevelChoice(
             best_at[c].name,
-            _at(measured, best_at[c].name, c),
-            _at(measured, chosen.name, c),
+            _at(measured, best_at[c].name, c),  # type: ignore[arg-type]
+            _at(measured, chosen.name, c),  # type: ignore[arg-type]
         )
         for c in ordered
     }
     return Choice(
         candidate=chosen,
         worst_relative=worst(chosen),
-        per_level=per_level,  # type: ignore[arg-type]
+        per_level=per_level,
         ties=tuple(cand.name for cand in tied),
         leader=leader.name,
     )

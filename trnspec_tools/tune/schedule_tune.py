@@ -37,7 +37,6 @@ from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.config.serving import apply_overrides, load_profile
 
 from trnspec_tools.bench.bench_options import UsageError
-from trnspec_tools.bench.bench_report import save_figure
 from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.json_fields import Fields
 from trnspec_tools.client.request_spec import RequestSpec
@@ -51,14 +50,19 @@ from trnspec_tools.tune.schedule_choice import (
     Spread,
     ZeroBand,
     choose,
-    deploy_line,
     level_bands,
     schedule_candidates,
     scheduled,
-    set_line,
     spreads,
     static,
     zero_bands,
+)
+from trnspec_tools.tune.schedule_report import markdown, plot
+from trnspec_tools.tune.schedule_result import (
+    MeasuredCandidate,
+    Recommendation,
+    ScheduleResult,
+    ScheduleWorkload,
 )
 from trnspec_tools.tune.tune_options import TuneOptions
 
@@ -123,131 +127,6 @@ def k_used_of(rounds: Rounds) -> dict[int, float | None]:
     return out
 
 
-def _spread_json(s: Spread) -> dict[str, Any]:
-    return dataclasses.asdict(s)
-
-
-def choice_json(choice: Choice, base: Sequence[str]) -> dict[str, Any]:
-    items = [*base, *choice.candidate.overrides()]
-    return {
-        "candidate": choice.candidate.name,
-        "candidate_overrides": choice.candidate.overrides(),
-        "overrides": items,
-        "set_line": set_line(items),
-        "deploy_line": deploy_line(items),
-        "worst_ratio_to_best": choice.worst_relative,
-        "leader": choice.leader,
-        "ties_within_spread": list(choice.ties),
-        "per_level": {
-            str(c): {
-                "best": best,
-                "best_ratio_to_plain": _spread_json(best_s),
-                "chosen_ratio_to_plain": _spread_json(chosen_s),
-                "chosen_over_best": chosen_s.median / best_s.median,
-            }
-            for c, (best, best_s, chosen_s) in choice.per_level.items()
-        },
-    }
-
-
-def markdown(result: dict[str, Any]) -> str:
-    levels = result["levels"]
-    names = list(result["candidates"])
-    lines = [
-        "# Batch-aware speculation: candidates per concurrency band",
-        "",
-        f"- workload: {result['dataset']}, output {result['output_len']} tokens,"
-        f" prompts per arm and round {result['prompts_per_level']}, {result['rounds']} alternated"
-        f" rounds (ABBA), max_num_seqs {result['max_num_seqs']}",
-        f"- bands (batches per level): {result['bands']}",
-        f"- host load at start / end: {result['load_average']} / {result['load_average_after']}",
-        "- each cell: median ratio to plain (same rounds, back to back) [spread], k used",
-        "",
-        "| candidate | " + " | ".join(f"c={c}" for c in levels) + " |",
-        "|---|" + "---:|" * len(levels),
-    ]
-    plain_tps = result["plain_tokens_per_s"]
-    lines.append(
-        f"| {PLAIN} (tok/s) | "
-        + " | ".join(f"1.00x ({plain_tps[str(c)]:.0f} tok/s)" for c in levels)
-        + " |"
-    )
-    for name in names:
-        if name == PLAIN:
-            continue
-        cells = []
-        for c in levels:
-            s = result["spreads"].get(name, {}).get(str(c))
-            k = result["k_used"].get(name, {}).get(str(c))
-            cells.append(
-                "-"
-                if s is None
-                else f"{s['median']:.2f}x [{s['low']:.2f}-{s['high']:.2f}]"
-                + (f", k {k:.2f}" if k is not None else "")
-            )
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    rec = result["recommendation"]
-    lines += ["", "## Recommendation", "", f"**{rec['candidate']}**", ""]
-    for c, entry in rec["per_level"].items():
-        lines.append(
-            f"- c={c}: {entry['chosen_ratio_to_plain']['median']:.2f}x plain;"
-            f" best measured {entry['best']} {entry['best_ratio_to_plain']['median']:.2f}x;"
-            f" chosen / best = {entry['chosen_over_best']:.3f}"
-        )
-    if rec["ties_within_spread"]:
-        lines.append(
-            f"- within the measured spread of {rec['leader']} at every level: "
-            f"{', '.join(rec['ties_within_spread'])}; the simplest of them is recommended"
-            " (the data cannot tell them apart)"
-        )
-    lines += [f"- {note}" for note in result["zero_band_notes"]]
-    lines += [
-        "",
-        f"render / bench --local: `{rec['set_line']}`",
-        "",
-        f"deploy: `{rec['deploy_line']}`",
-        "",
-        f"check against profile {result['profile']}: {rec['override_check']}",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def plot(result: dict[str, Any], path: Path) -> Path:
-    """Ratio to plain per level, one line per candidate, with the spread as error bars."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6.5, 4.2))
-    ax = fig.subplots()
-    levels = result["levels"]
-    for name, by_c in result["spreads"].items():
-        xs = [c for c in levels if str(c) in by_c]
-        med = [by_c[str(c)]["median"] for c in xs]
-        lo = [by_c[str(c)]["median"] - by_c[str(c)]["low"] for c in xs]
-        hi = [by_c[str(c)]["high"] - by_c[str(c)]["median"] for c in xs]
-        width = 2.2 if name == result["recommendation"]["candidate"] else 1.0
-        ax.errorbar(xs, med, yerr=[lo, hi], marker="o", capsize=3, lw=width, label=name)
-    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    concurrency_axes(
-        ax,
-        levels,
-        "output tok/s relative to plain (alternated rounds)",
-        "Candidates per concurrency band (bold: recommended)",
-    )
-    save_figure(fig, path)
-    return path
-
-
-def concurrency_axes(ax: Any, levels: Sequence[int], ylabel: str, title: str) -> None:
-    """A log2 concurrency axis with the measured levels as ticks, labels, grid and legend."""
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(levels), [str(c) for c in levels])
-    ax.set_xlabel("concurrency")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-
-
 def analyse(
     rounds_by_cand: dict[str, Rounds],
     candidates: Sequence[Candidate],
@@ -290,6 +169,19 @@ class Measurements:
 
 def run(opts: TuneOptions, check_override: Any) -> int:
     """The whole `tune --schedule` run (called by tune.main)."""
+    sweep = sweep_of(opts)
+    load = os.getloadavg()
+    statics = [static(k) for k in opts.k or ()]
+    if opts.from_json:
+        found = load_rounds(opts.from_json, sweep.levels)
+    else:
+        found = Measurements([Candidate(PLAIN), *statics])
+        measure_all(sweep, statics, found)
+    return write(opts, schedule_result(sweep, found, load, check_override))
+
+
+def sweep_of(opts: TuneOptions) -> Sweep:
+    """What the run measures, its flags checked before any server starts (UsageError)."""
     if opts.endpoints or opts.baseline:
         raise UsageError("--schedule: local launcher only (each candidate needs its own server)")
     if not opts.k:
@@ -303,16 +195,7 @@ def run(opts: TuneOptions, check_override: Any) -> int:
     except ValueError as exc:
         shown = ",".join(map(str, opts.levels))
         raise UsageError(f"--concurrency={shown}: {exc}") from None
-    specs = opts.workload.specs()
-    sweep = Sweep(opts, specs, levels, bands, max_num_seqs)
-    load = os.getloadavg()
-    statics = [static(k) for k in opts.k]
-    if opts.from_json:
-        found = load_rounds(opts.from_json, levels)
-    else:
-        found = Measurements([Candidate(PLAIN), *statics])
-        measure_all(sweep, statics, found)
-    return report(sweep, found, load, check_override)
+    return Sweep(opts, opts.workload.specs(), levels, bands, max_num_seqs)
 
 
 def load_rounds(path: Path, levels: Sequence[int]) -> Measurements:
@@ -375,53 +258,49 @@ def measure_all(sweep: Sweep, statics: Sequence[Candidate], found: Measurements)
             measure(cand)
 
 
-def report(
+def schedule_result(
     sweep: Sweep, found: Measurements, load: tuple[float, float, float], check_override: Any
-) -> int:
-    """Analyse, write the JSON, Markdown, plot and override line, print the summary."""
-    opts, levels, max_num_seqs, specs = sweep.options, sweep.levels, sweep.max_num_seqs, sweep.specs
-    w = opts.workload
-    candidates, rounds_by_cand = found.candidates, found.rounds
-    measured, choice, zeros = analyse(rounds_by_cand, candidates, levels, max_num_seqs)
-    rec = choice_json(choice, list(opts.overrides))
-    problem = check_override(rec["overrides"], opts.profile)
-    rec["override_check"] = problem or "ok"
+) -> ScheduleResult:
+    """The run's result, analysed from its rounds; the override line checked on the profile."""
+    opts, levels, w = sweep.options, sweep.levels, sweep.options.workload
+    measured, choice, zeros = analyse(found.rounds, found.candidates, levels, sweep.max_num_seqs)
+    overrides = (*opts.overrides, *choice.candidate.overrides())
+    problem = check_override(list(overrides), opts.profile)
     load_after = os.getloadavg()
-    result = {
-        "profile": opts.profile,
-        "dataset": w.dataset or f"synthetic ({w.input_len} tokens)",
-        "output_len": w.output_len,
-        "levels": levels,
-        "max_num_seqs": max_num_seqs,
-        "bands": [list(b) for b in sweep.bands],
-        "rounds": opts.rounds,
-        "prompts_per_level": {str(c): len(prompts_for_level(specs, c)) for c in levels},
-        "base_overrides": list(opts.overrides),
-        "candidates": {c.name: {"overrides": c.overrides()} for c in candidates},
-        "plain_tokens_per_s": {str(c): found.plain_tokens_per_s(c) for c in levels},
-        "spreads": {
-            name: {str(c): _spread_json(s) for c, s in by_c.items()}
-            for name, by_c in measured.items()
-        },
-        "k_used": {
-            name: {str(c): v for c, v in k_used_of(r).items()} for name, r in rounds_by_cand.items()
-        },
-        "zero_band_notes": [z.note() for z in zeros],
-        "recommendation": rec,
-        "runs": {
-            name: {str(c): [p.to_json() for p in pairs] for c, pairs in r.items()}
-            for name, r in rounds_by_cand.items()
-        },
-        "load_average": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cpus)",
-        "load_average_after": f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",
-    }
+    by_name = {c.name: c for c in found.candidates}
+    return ScheduleResult(
+        profile=opts.profile,
+        workload=ScheduleWorkload(
+            dataset=w.dataset or f"synthetic ({w.input_len} tokens)",
+            output_len=w.output_len,
+            prompts_per_level={c: len(prompts_for_level(sweep.specs, c)) for c in levels},
+            rounds=opts.rounds,
+        ),
+        levels=tuple(levels),
+        max_num_seqs=sweep.max_num_seqs,
+        bands=tuple(sweep.bands),
+        base_overrides=tuple(opts.overrides),
+        measured=tuple(
+            MeasuredCandidate(by_name[name], measured[name], k_used_of(rounds), rounds)
+            for name, rounds in found.rounds.items()
+        ),
+        plain_tokens_per_s={c: found.plain_tokens_per_s(c) for c in levels},
+        zero_bands=tuple(zeros),
+        recommendation=Recommendation(choice, overrides, problem or "ok"),
+        load_average=f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cpus)",
+        load_average_after=f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",
+    )
+
+
+def write(opts: TuneOptions, result: ScheduleResult) -> int:
+    """The JSON, the Markdown, the override line and the plot; the summary printed."""
     md = markdown(result)
     written = write_outputs(
         "tune",
         [
-            (opts.out, json_io.dumps(result)),
+            (opts.out, json_io.dumps(result.to_json())),
             (opts.out.with_suffix(".md"), md),
-            (opts.override_out, rec["set_line"] + "\n"),
+            (opts.override_out, result.recommendation.set_line + "\n"),
         ],
     )
     print(md)

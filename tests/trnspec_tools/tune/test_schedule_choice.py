@@ -95,8 +95,9 @@ def test_the_recommendation_is_best_at_every_level_not_on_average():
     assert choice.candidate == sched
     assert choice.worst_relative == pytest.approx(1.60 / 1.61)  # c=1, against k=4
     assert choice.ties == ()
-    best, _, chosen = choice.per_level[1]
-    assert best == "k=4" and chosen.median == pytest.approx(1.60)
+    at_1 = choice.per_level[1]
+    assert at_1.best == "k=4" and at_1.chosen_spread.median == pytest.approx(1.60)
+    assert at_1.chosen_over_best == pytest.approx(1.60 / 1.61)
 
 
 def test_a_schedule_within_the_spread_of_a_static_k_everywhere_loses_to_the_static_k():
