@@ -15,6 +15,7 @@ from aws_cdk import Stage
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
+from trnspec.boundary.write import write_file
 
 from infra.serving.bundle.archive import REPO_DIR, build_bundle
 
@@ -41,7 +42,7 @@ class ServingBundle(Construct):
         outdir.mkdir(parents=True, exist_ok=True)
         path = outdir / bundle.file_name
         if not path.is_file() or path.read_bytes() != bundle.data:
-            path.write_bytes(bundle.data)
+            write_file(path, bundle.data)
         self.sha256 = bundle.sha256
         self.asset = s3_assets.Asset(self, "Asset", path=str(path), display_name="trnspec bundle")
         self.uri = self.asset.s3_object_url
