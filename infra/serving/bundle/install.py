@@ -128,8 +128,9 @@ def check_requirement(argument: str) -> str | None:
         raise InstallError(f"--require {argument!r}: not module=distribution>=x,<y")
     distribution, specifier = match.groups()
     fix = (
-        f"fix: run a Neuron image that ships {requirement} (trnspec.config.images) or a custom "
-        f"image FROM it with `pip install '{requirement}'` (docs/platform.md, 'Custom image')"
+        f"fix: run a Neuron image that ships {requirement}: its generation in "
+        "trnspec.config.images, or an image built FROM it with that package "
+        "(docs/platform.md, 'How trnspec reaches the pods')"
     )
     try:
         importlib.import_module(module)
