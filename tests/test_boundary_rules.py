@@ -265,6 +265,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "a local model's config.json; every error becomes a ShapeError naming the file"
         " (unowned this round: to move to boundary.files.read_json)"
     ),
+    # --- the pods' bundle installer: runs before trnspec is importable (stdlib and boto3 only) ---
+    ("infra/serving/bundle/install.py", "_release", "number-of-text"): (
+        "the digits of an installed package's version (importlib.metadata), matched by \\d+ "
+        "first; the init container runs before trnspec.boundary is on the path"
+    ),
     # --- tools' own artefacts and test-support engines (owner: tools) ---------------------------
     ("trnspec_tools/bench/bench_reference.py", "ReferenceRunner.run", "json-parse"): (
         "the result file vLLM's own `vllm bench serve` just wrote in a temporary directory"

@@ -15,7 +15,8 @@ same rules on plain manifests (dicts), pure and offline:
   workload's selector selects its own pod template;
 - no container requests more than its limit, and an extended resource (aws.amazon.com/neuron)
   is requested exactly at its limit;
-- no Python rendering of None, True, False, nan or inf sits in any string;
+- no Python rendering of None, True, False, nan or inf sits in any string (except the source of
+  a program a container runs with `python -c`, which is code, not a rendered value);
 - every ConfigMap, Secret, PersistentVolumeClaim, ServiceAccount and StorageClass a pod names,
   and the workload a KEDA ScaledObject scales, is among the manifests, or in `provided` (created
   by the app beside them or by a chart it installs), unless the reference is `optional`.
@@ -190,6 +191,18 @@ def _walk(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ..
             yield from _walk(v, (*path, str(i)))
 
 
+def _python_programs(manifest: dict[str, Any]) -> frozenset[tuple[str, ...]]:
+    """Paths of the strings that are Python source: the argument after `-c` in a container
+    command that starts with a python interpreter."""
+    out = set()
+    for path, node in _walk(manifest):
+        if not (path and path[-1] == "command" and isinstance(node, list) and node):
+            continue
+        if isinstance(node[0], str) and node[0].rpartition("/")[2].startswith("python"):
+            out |= {(*path, str(i + 1)) for i, a in enumerate(node[:-1]) if a == "-c"}
+    return frozenset(out)
+
+
 def _is_quantity_path(path: tuple[str, ...]) -> bool:
     if not path:
         return False
@@ -324,9 +337,10 @@ def _object_findings(manifest: dict[str, Any]) -> Iterator[Finding]:
         problem := _name_problem("Namespace", namespace)
     ):
         yield Finding(obj, "metadata.namespace", namespace, problem)
+    programs = _python_programs(manifest)
     for path, node in _walk(manifest):
         dotted = ".".join(path)
-        if isinstance(node, str) and (leak := _LEAK.search(node)):
+        if isinstance(node, str) and path not in programs and (leak := _LEAK.search(node)):
             yield Finding(
                 obj,
                 dotted,

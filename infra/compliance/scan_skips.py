@@ -22,12 +22,13 @@ NEURON_POD_SKIPS: dict[str, str] = {
         "latency; the request reserves the pod's share of the node and memory is limited"
     ),
     "CKV_K8S_15": (
-        "the tag is the CDK asset hash of the image's build context, so it never names another "
-        "image; IfNotPresent cannot run a stale image and spares a registry call per start"
+        "the image is AWS's public Neuron DLC under its versioned release tag "
+        "(trnspec.config.images), which AWS does not move; IfNotPresent pulls the multi-GB image "
+        "once per node, not on every start"
     ),
     "CKV_K8S_43": (
-        "the image is built and pushed by cdk-assets at deploy time: its digest does not exist "
-        "at synth; the content-addressed asset tag pins it instead"
+        "the public Neuron DLC is pinned by its versioned release tag; trnspec.config.images "
+        "appends its digest once one is recorded (none verified from here)"
     ),
 }
 

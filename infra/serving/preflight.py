@@ -27,6 +27,8 @@ from infra.serving.manifests.manifests import WorkloadManifests, build_manifests
 from infra.serving.manifests.placeholders import (
     API_KEY_SECRET_PLACEHOLDER,
     BUCKET_PLACEHOLDER,
+    BUNDLE_SHA256_PLACEHOLDER,
+    BUNDLE_URI_PLACEHOLDER,
     HF_TOKEN_SECRET_PLACEHOLDER,
     IMAGE_PLACEHOLDER,
     REGION_PLACEHOLDER,
@@ -72,6 +74,8 @@ def workload_preflight(checked: CheckedServing) -> WorkloadPreflight:
             API_KEY_SECRET_PLACEHOLDER if checked.settings.api_key_enabled else None
         ),
         hf_token_secret_arn=HF_TOKEN_SECRET_PLACEHOLDER,
+        bundle_uri=BUNDLE_URI_PLACEHOLDER,
+        bundle_sha256=BUNDLE_SHA256_PLACEHOLDER,
     )
     manifests = build_manifests(spec, checked.settings)
     problems = api_server_problems(manifests, spec, checked.settings)

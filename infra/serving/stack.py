@@ -1,10 +1,10 @@
-"""The serving stack: model bucket, image, pod identities and the workload on the platform cluster.
+"""The serving stack: model bucket, trnspec bundle, pod identities and the workload on the platform
+cluster.
 
 A separate stack rather than constructs inside the platform stack, because:
-- the workload changes often (profile, k, replicas, image) and the cluster rarely; a separate
-  stack deploys and rolls back without CloudFormation touching the cluster or its node groups;
-- the image tag is derived from the image generation through this stack's synthesizer
-  (`docker_tag_prefix`), which is per stack;
+- the workload changes often (profile, k, replicas, image, bundle) and the cluster rarely; a
+  separate stack deploys and rolls back without CloudFormation touching the cluster or its node
+  groups;
 - the snapshot, nag and cfn-lint tests of the platform stay independent of serving choices.
 The cost is cross-stack references (cluster name, kubectl provider) exported by the platform stack,
 so that stack must be deployed first (`add_serving` declares the dependency).
@@ -20,7 +20,6 @@ from aws_cdk import (
     Aws,
     CfnOutput,
     CfnResource,
-    DefaultStackSynthesizer,
     Environment,
     Stack,
     Token,
@@ -34,6 +33,8 @@ from infra.contracts import COMPILE_CACHE_PREFIX, MODELS_PREFIX
 from infra.outputs import ServingOutputs
 from infra.serving.api_key import ApiKeySecret, ApiKeySecretProps
 from infra.serving.bucket import ModelBucket, ModelBucketProps
+from infra.serving.bundle.archive import REPO_DIR
+from infra.serving.bundle.asset import ServingBundle, ServingBundleProps
 from infra.serving.calibration_identity import CALIBRATION_PREFIX, calibration_statements
 from infra.serving.identity import (
     ServingIdentity,
@@ -42,7 +43,7 @@ from infra.serving.identity import (
     serve_statements,
     weights_statements,
 )
-from infra.serving.image import REPO_DIR, ServingImage, ServingImageProps, docker_tag_prefix
+from infra.serving.image import base_image_reference
 from infra.serving.manifests.calibration import service_account_name_for_calibration
 from infra.serving.manifests.placeholders import DeployValues, bind
 from infra.serving.manifests.pod import (
@@ -60,13 +61,15 @@ from infra.serving.workload import ServingWorkload, ServingWorkloadProps
 
 class ServingStack(Stack):
     """One serving profile on an existing cluster (read-only attributes: spec, model_bucket,
-    image, api_key, hf_token, serve_identity, compile_identity, weights_identity, workload,
-    serving_config, settings).
+    image_uri, bundle, api_key, hf_token, serve_identity, compile_identity, weights_identity,
+    workload, serving_config, settings).
 
     Takes the workload as the preflight derived it (engine config, spec and manifests, the
     weights Job's included, checked before any construct: infra/serving/preflight.py) and binds
-    this stack's bucket, image, region, VPC CIDR, API key and Hugging Face token secret into
-    them; nothing is resolved or derived again here.
+    this stack's bucket, image, bundle, region, VPC CIDR, API key and Hugging Face token secret
+    into them; nothing is resolved or derived again here. The image is the profile's public
+    Neuron image as published; trnspec reaches the pods as the bundle (a file asset of
+    `bundle_root`'s packages) that an init container installs (infra/serving/manifests/bundle.py).
     """
 
     def __init__(
@@ -76,13 +79,10 @@ class ServingStack(Stack):
         *,
         cluster: eks.ICluster,
         preflight: WorkloadPreflight,
-        image_context: Path = REPO_DIR,
+        bundle_root: Path = REPO_DIR,
         **kwargs: Any,
     ) -> None:
         settings, cfg = preflight.settings, preflight.config
-        kwargs.setdefault(
-            "synthesizer", DefaultStackSynthesizer(docker_tag_prefix=docker_tag_prefix(cfg.image))
-        )
         kwargs.setdefault("description", f"trnspec serving workload ({settings.profile})")
         super().__init__(scope, id, **kwargs)
         self.settings = settings
@@ -94,18 +94,19 @@ class ServingStack(Stack):
             ModelBucketProps(compile_cache_retention_days=settings.compile_cache_retention_days),
         )
         bucket = self.model_bucket.bucket
-        self.image = ServingImage(
-            self, "Image", ServingImageProps(generation=cfg.image, directory=image_context)
-        )
+        self.image_uri = base_image_reference(cfg.image)
+        self.bundle = ServingBundle(self, "Bundle", ServingBundleProps(repo_dir=bundle_root))
         self.api_key, self.hf_token = self._secrets()
 
         values = DeployValues(
             bucket_name=bucket.bucket_name,
-            image_uri=self.image.image_uri,
+            image_uri=self.image_uri,
             region=Aws.REGION,
             vpc_cidr=cluster.vpc.vpc_cidr_block,
             api_key_secret_arn=self.api_key.secret_arn if self.api_key else None,
             hf_token_secret_arn=self.hf_token.secret_arn,
+            bundle_uri=self.bundle.uri,
+            bundle_sha256=self.bundle.sha256,
         )
         self.spec = bind(preflight.spec, values)
         manifests = bind(preflight.manifests, values)
@@ -145,19 +146,28 @@ class ServingStack(Stack):
 
     def _identities(self, cluster: eks.ICluster) -> tuple[ServingIdentity, ...]:
         """One service account per component (serve, precompile, weights), each bound to a role
-        with exactly what that component does with the bucket, its key and the secrets."""
+        with exactly what that component does with the bucket, its key and the secrets; every
+        one of them runs trnspec, so each also reads the bundle's object (and nothing else of
+        the assets bucket)."""
         bucket, key = self.model_bucket.bucket, self.model_bucket.key
+        bundle = [self.bundle.read_statement()]
         self.serve_identity = self._identity(
-            cluster, "ServeIdentity", SERVE_COMPONENT, serve_statements(bucket, key, self.api_key)
+            cluster,
+            "ServeIdentity",
+            SERVE_COMPONENT,
+            [*serve_statements(bucket, key, self.api_key), *bundle],
         )
         self.compile_identity = self._identity(
-            cluster, "CompileIdentity", PRECOMPILE_COMPONENT, compile_statements(bucket, key)
+            cluster,
+            "CompileIdentity",
+            PRECOMPILE_COMPONENT,
+            [*compile_statements(bucket, key), *bundle],
         )
         self.weights_identity = self._identity(
             cluster,
             "WeightsIdentity",
             WEIGHTS_COMPONENT,
-            weights_statements(bucket, key, self.hf_token),
+            [*weights_statements(bucket, key, self.hf_token), *bundle],
         )
         identities = (self.serve_identity, self.compile_identity, self.weights_identity)
         if self.settings.calibration is not None:  # the calibration Job (serving.calibration)
@@ -168,8 +178,11 @@ class ServingStack(Stack):
                     cluster=cluster,
                     name=service_account_name_for_calibration(self.spec),
                     namespace=self.settings.namespace,
-                    statements=tuple(
-                        calibration_statements(bucket, key, self.settings.calibration, self.api_key)
+                    statements=(
+                        *calibration_statements(
+                            bucket, key, self.settings.calibration, self.api_key
+                        ),
+                        *bundle,
                     ),
                 ),
             )
@@ -212,7 +225,7 @@ class ServingStack(Stack):
             value=f"s3://{self.model_bucket.bucket.bucket_name}/{MODELS_PREFIX}",
             description="Upload weights to <this><served model name>/",
         )
-        CfnOutput(self, ServingOutputs.IMAGE_URI, value=self.image.image_uri)
+        CfnOutput(self, ServingOutputs.IMAGE_URI, value=self.image_uri)
         if self.api_key is not None:
             CfnOutput(
                 self,

@@ -17,7 +17,7 @@ LAYERS = ("", "settings", "compliance", "platform", "serving", "app")
 #: Within a layer, the subpackages in the same order.
 SUBLAYERS = {
     "platform": ("cluster", "addons", ""),
-    "serving": ("manifests", ""),
+    "serving": ("bundle", "manifests", ""),
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,25 @@ def test_synth_passes_cdk_builtin_cloudformation_validation(
 
 def _masked(raw: dict[str, Any]) -> dict[str, Any]:
     return json.loads(_HASH.sub("<asset-hash>", json.dumps(raw, sort_keys=True)))
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_no_profile_builds_a_docker_image_only_the_trnspec_bundle_zip(
+    platform_synth: Any, profile: str
+) -> None:
+    """Every pod runs the public Neuron image as published: no stack of the app has a Docker
+    image asset; the trnspec bundle is one zip file asset."""
+    synth: Synth = platform_synth(profile)
+    manifests = [json.loads(p.read_text()) for p in synth.outdir.glob("*.assets.json")]
+    assert manifests
+    assert [m["dockerImages"] for m in manifests if m.get("dockerImages")] == []
+    zips = [
+        f["source"]["path"]
+        for m in manifests
+        for f in m.get("files", {}).values()
+        if f["source"]["path"].endswith(".zip")
+    ]
+    bundles = [
+        z for z in zips if "trnspec_tools/cli.py" in zipfile.ZipFile(synth.outdir / z).namelist()
+    ]
+    assert len(bundles) == 1, zips

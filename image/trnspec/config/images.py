@@ -54,7 +54,7 @@ class ImageSpec:
     command_form: CommandForm
     #: Pinned image URI (registry/repository:tag); for "cpu" the PyPI requirement instead.
     uri: str
-    #: Digest of `uri`, when known; appended as @sha256:... by the Dockerfile.
+    #: Digest of `uri`, when known; appended as @sha256:... to the image the pods run.
     digest: str | None
     vllm_version: str
     neuron_sdk: str | None

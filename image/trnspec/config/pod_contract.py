@@ -1,30 +1,31 @@
 """The pod contract: what the serving pod and the engine inside it must agree on.
 
-The engine (trnspec.serve, trnspec.engine.render, trnspec.serve.api_key), the workload builders
-(infra/serving/manifests) and the image (image/Dockerfile, checked by
-tests/trnspec/test_dockerfile.py)
+The engine (trnspec.serve, trnspec.engine.render, trnspec.serve.api_key) and the workload
+builders (infra/serving/manifests, which also set what an image would: the user, the data dir,
+the ready file; the pods run the public Neuron image with trnspec installed by an init container)
 read these names from here, so a path, an environment variable or a port cannot differ between
 the side that sets it and the side that reads it. A mismatch would not fail a synth: the pod would
 stage into the wrong place or never turn ready.
 
 Constants only, and no imports: infra imports this module at synth time without pulling in the
-engine (staging, boto3), and the Dockerfile test reads it without a Docker engine.
+engine (staging, boto3).
 """
 
 #: The image's entrypoint; `serve` (SERVE_COMMAND) is the serving pod's subcommand.
 ENTRYPOINT = ("python", "-m", "trnspec")
 SERVE_COMMAND = "serve"
-#: The calibration Job's command in the same image (trnspec_tools is installed beside trnspec):
+#: The calibration Job's command in the same image (trnspec_tools is bundled beside trnspec):
 #: TOOLS_ENTRYPOINT overrides the image's entrypoint, CALIBRATE_COMMAND starts its arguments.
 TOOLS_ENTRYPOINT = ("python", "-m", "trnspec_tools")
 CALIBRATE_COMMAND = ("calibrate", "run")
 
-#: The non-root user the image creates (`ARG TRNSPEC_UID`) and the pod runs as.
+#: The non-root user the pods run as (no passwd entry in the image: the pod sets USER and HOME).
 IMAGE_UID = 10001
 
-#: Scratch space for staged weights and compiled artifacts (the pod mounts its data volume here;
-#: the image creates it, owned by IMAGE_UID). Models go under MODELS_SUBDIR, one directory per
-#: S3 bucket/prefix; compiled Neuron artifacts under COMPILED_SUBDIR, one directory per cache key.
+#: Scratch space for staged weights and compiled artifacts (the pod mounts its data volume here,
+#: writable by IMAGE_UID through the pod's fsGroup). Models go under MODELS_SUBDIR, one directory
+#: per S3 bucket/prefix; compiled Neuron artifacts under COMPILED_SUBDIR, one directory per cache
+#: key.
 DATA_DIR = "/var/lib/trnspec"
 MODELS_SUBDIR = "models"
 COMPILED_SUBDIR = "compiled"

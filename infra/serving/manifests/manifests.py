@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 
 from infra.serving.manifests.arm_panels import calibration_arms, with_arm_panels
 from infra.serving.manifests.autoscaling import scaled_object
+from infra.serving.manifests.bundle import with_bundle
 from infra.serving.manifests.calibration import calibration_arm, calibration_manifests
 from infra.serving.manifests.config_map import serving_config_map
 from infra.serving.manifests.dashboard import dashboard_for_config_yaml
@@ -81,9 +82,12 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
         ]
     # With scale_to_zero: the interceptor's route, the wake Service and policies (wake.py).
     wake = wake_path(spec, settings)
+    keda = [wake.scaled(scaled_object(spec, settings)), *wake.keda]
+    # Every pod that runs trnspec installs the bundle first (bundle.py): applied here, to every
+    # manifest, so no builder can leave it out.
     return WorkloadManifests(
         namespace=namespace(spec.namespace),
-        core=core + wake.core,
-        keda=[wake.scaled(scaled_object(spec, settings)), *wake.keda],
-        monitoring=monitoring,
+        core=[with_bundle(m, spec) for m in core + wake.core],
+        keda=[with_bundle(m, spec) for m in keda],
+        monitoring=[with_bundle(m, spec) for m in monitoring],
     )

@@ -1,5 +1,6 @@
 """Stand-ins for the values only the deployed stacks know (bucket name, image URI, region, VPC
-CIDR, API key and Hugging Face token secret ARNs: CloudFormation tokens), so that one synth
+CIDR, API key and Hugging Face token secret ARNs: CloudFormation tokens; the trnspec bundle's S3
+URI and sha256: the serving stack's file asset), so that one synth
 derives the workload and builds its manifests once, before any construct exists
 (infra/serving/preflight.py), and the serving stack then binds the real values into them.
 
@@ -21,6 +22,8 @@ REGION_PLACEHOLDER = "trnspec-region-placeholder"
 VPC_CIDR_PLACEHOLDER = "trnspec-vpc-cidr-placeholder"
 API_KEY_SECRET_PLACEHOLDER = "trnspec-api-key-secret-arn-placeholder"
 HF_TOKEN_SECRET_PLACEHOLDER = "trnspec-hf-token-secret-arn-placeholder"
+BUNDLE_URI_PLACEHOLDER = "trnspec-bundle-uri-placeholder"
+BUNDLE_SHA256_PLACEHOLDER = "trnspec-bundle-sha256-placeholder"
 
 T = TypeVar("T")
 
@@ -37,6 +40,10 @@ class DeployValues:
     """None when the API key is off: then no API key placeholder may be left to bind."""
     hf_token_secret_arn: str
     """The Hugging Face token's secret, which every serving stack creates (empty)."""
+    bundle_uri: str
+    """s3://bucket/key of the trnspec bundle (infra/serving/bundle/asset.py)."""
+    bundle_sha256: str
+    """Its sha256 (hex), which the init container checks."""
 
     def by_placeholder(self) -> Mapping[str, str | None]:
         return {
@@ -46,6 +53,8 @@ class DeployValues:
             VPC_CIDR_PLACEHOLDER: self.vpc_cidr,
             API_KEY_SECRET_PLACEHOLDER: self.api_key_secret_arn,
             HF_TOKEN_SECRET_PLACEHOLDER: self.hf_token_secret_arn,
+            BUNDLE_URI_PLACEHOLDER: self.bundle_uri,
+            BUNDLE_SHA256_PLACEHOLDER: self.bundle_sha256,
         }
 
 

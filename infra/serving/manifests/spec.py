@@ -19,6 +19,7 @@ from trnspec.hardware.packing import NODE_SHARE, pod_requests, staged_storage_gi
 from trnspec.hardware.topology import INSTANCE_TYPES, instance
 
 from infra.contracts import MODELS_PREFIX
+from infra.serving.manifests.placeholders import BUNDLE_SHA256_PLACEHOLDER, BUNDLE_URI_PLACEHOLDER
 from infra.settings.serving import (
     ServingSettings,
     ServingSettingsError,
@@ -86,6 +87,10 @@ class WorkloadSpec:
     hub_copies: tuple[HubCopy, ...] = ()
     #: ARN of the secret holding a Hub token for gated models (a token), with hub_copies.
     hf_token_secret_arn: str | None = None
+    #: s3://bucket/key of the trnspec bundle the pods install, and its sha256: the serving
+    #: stack's file asset (infra/serving/bundle/asset.py), bound over these placeholders.
+    bundle_uri: str = BUNDLE_URI_PLACEHOLDER
+    bundle_sha256: str = BUNDLE_SHA256_PLACEHOLDER
 
     @property
     def short_hash(self) -> str:

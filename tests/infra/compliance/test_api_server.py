@@ -157,6 +157,18 @@ def test_a_leaked_python_value_in_a_string_is_refused(leak: str) -> None:
     assert f"Python's {leak}" in finding
 
 
+def test_the_source_of_a_python_c_program_is_code_not_a_leak() -> None:
+    """`python -c <program>`: the program may say None; its arguments may not."""
+    job = _job()
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    container["command"] = ["python", "-c", "x = None\nprint(x is None)", "--k", "None"]
+    (finding,) = _findings(job, CONFIG_MAP)
+    assert "containers.0.command.4='None'" in finding
+    container["command"] = ["sh", "-c", "echo None"]  # not a Python program
+    (finding,) = _findings(job, CONFIG_MAP)
+    assert "containers.0.command.2='echo None'" in finding
+
+
 def test_words_that_contain_those_letters_are_not_leaks() -> None:
     job = _job()
     words = "Nonetheless: info, nanoseconds, inference, true, none, null, Infinity"

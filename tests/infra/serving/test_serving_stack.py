@@ -6,10 +6,11 @@ these tests do not depend on the platform stack's choices.
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from infra.contracts import (
     NEURON_DEVICE_RESOURCE,
     NEURON_SCHEDULER_NAME,
 )
+from infra.serving.image import base_image_reference
 from infra.serving.manifests.placeholders import BUCKET_PLACEHOLDER, IMAGE_PLACEHOLDER
 from infra.serving.manifests.spec import check_serving
 from infra.serving.preflight import workload_preflight
@@ -58,6 +60,8 @@ class MiniPlatform(Stack):
 
 
 SERVING = {"internal_nlb": True, "max_replicas": 3}
+#: The statement that lets a pod role read the trnspec bundle (infra/serving/bundle/asset.py).
+BUNDLE_SID = "ReadTrnspecBundle"
 
 
 def _serving_stack(app: App, platform: MiniPlatform) -> ServingStack:
@@ -168,6 +172,8 @@ def test_serve_role_reads_only_models_and_cache_and_writes_nothing(synth) -> Non
             assert not action.startswith(
                 ("s3:Put", "s3:Delete", "kms:Encrypt", "kms:GenerateDataKey")
             )
+        if s.get("Sid") == BUNDLE_SID:
+            continue  # the trnspec bundle's object (test_every_pod_role_reads_the_bundle...)
         if any(a.startswith("s3:GetObject") for a in _actions(s)):
             assert sorted(_suffixes(s)) == sorted(
                 [f"/{MODELS_PREFIX}*", f"/{COMPILE_CACHE_PREFIX}*"]
@@ -291,49 +297,43 @@ def test_outputs_name_the_bucket_and_the_endpoints(synth) -> None:
         assert name in outputs
 
 
-def test_image_asset_builds_image_dockerfile_from_the_repository_root_on_the_pinned_base(
+def _assets(synth) -> dict[str, Any]:
+    assembly = Path(synth["assembly"].directory)
+    return json.loads(next(assembly.glob("*serving.assets.json")).read_text())
+
+
+def test_the_stack_builds_no_image_and_stages_the_bundle_as_one_zip(synth) -> None:
+    """No Docker image asset: the pods run the public image; `cdk deploy` uploads the bundle."""
+    stack: ServingStack = synth["stack"]
+    manifest = _assets(synth)
+    assert manifest.get("dockerImages", {}) == {}
+    (entry,) = [f for f in manifest["files"].values() if f["source"]["path"].endswith(".zip")]
+    staged = Path(synth["assembly"].directory) / entry["source"]["path"]
+    assert hashlib.sha256(staged.read_bytes()).hexdigest() == stack.bundle.sha256
+    names = zipfile.ZipFile(staged).namelist()
+    assert {n.split("/")[0] for n in names} == {"trnspec", "trnspec_tools"}
+    assert synth["raw"]["Outputs"]["ImageUri"]["Value"] == base_image_reference("neuron-plugin")
+
+
+def test_every_pod_role_reads_the_bundle_object_and_nothing_else_of_the_assets_bucket(
     synth,
 ) -> None:
-    from trnspec.config.images import image_spec
-
-    manifest = json.loads(
-        next(Path(synth["assembly"].directory).glob("*serving.assets.json")).read_text()
-    )
-    (image,) = manifest["dockerImages"].values()
-    assert image["source"]["dockerFile"] == "image/Dockerfile"
-    assert image["source"]["dockerBuildArgs"]["BASE_IMAGE"].startswith(
-        image_spec("neuron-plugin").uri
-    )
-    (dest,) = image["destinations"].values()
-    assert dest["imageTag"].startswith("neuron-plugin-")  # the default profile's image
+    stack: ServingStack = synth["stack"]
+    key = stack.bundle.asset.s3_object_key
+    for role, statements in _policies(synth["raw"]).items():
+        (bundle,) = [s for s in statements if s.get("Sid") == BUNDLE_SID]
+        assert _actions(bundle) == ["s3:GetObject"], role
+        assert _suffixes(bundle) == [f"/{key}"], role
 
 
-#: Never in the image's build context: the venv, caches, node_modules, synth output, reports,
-#: git, tests, docs, the CDK app, bytecode.
-HEAVY = {".venv", ".cache", "node_modules", "cdk.out", "reports", ".git", "tests", "docs", "infra"}
-
-
-def test_image_build_context_is_only_the_dockerfile_and_what_it_copies(synth) -> None:
-    """The staged context `cdk deploy` hands to docker build (cdk.out/asset.<hash>/)."""
-    assembly = Path(synth["assembly"].directory)
-    manifest = json.loads(next(assembly.glob("*serving.assets.json")).read_text())
-    (image,) = manifest["dockerImages"].values()
-    staged = assembly / image["source"]["directory"]
-    files = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
-    dockerfile = (staged / image["source"]["dockerFile"]).read_text()
-    copied = re.findall(r"^COPY\s+(\S+)\s", dockerfile, flags=re.MULTILINE)
-    assert "trnspec_tools" in copied and "image/trnspec" in copied
-
-    def under(path: str, root: str) -> bool:
-        return path == root or path.startswith(root + "/")
-
-    allowed = [image["source"]["dockerFile"], ".dockerignore", *copied]
-    assert sorted(f for f in files if not any(under(f, root) for root in allowed)) == []
-    assert [src for src in copied if not any(under(f, src) for f in files)] == []
-    assert "trnspec_tools/calibration/run.py" in files
-    parts = {part for f in files for part in f.split("/")}
-    assert not parts & (HEAVY | {"__pycache__"})
-    assert not [f for f in files if f.endswith((".pyc", ".egg-info"))]
+def test_the_rendered_pods_install_the_staged_bundle(synth) -> None:
+    """The init container of the applied Deployment names the asset's object and sha256."""
+    stack: ServingStack = synth["stack"]
+    text = json.dumps(synth["raw"])
+    assert f'\\"--sha256\\",\\"{stack.bundle.sha256}\\"' in text
+    assert stack.bundle.asset.s3_object_key in text
+    assert "trnspec-bundle-" + "uri-placeholder" not in text
+    assert ".dkr.ecr." not in text
 
 
 def test_template_passes_cfn_lint(synth) -> None:

@@ -42,8 +42,9 @@ def test_the_command_lists_every_step(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_run_imports_neither_the_other_steps_nor_what_they_need() -> None:
-    """The calibration Job's `calibrate run` (tests/trnspec/test_dockerfile.py runs it from the
-    image's packages): `fetch` needs the CDK app's outputs, `local` moto and the local engine."""
+    """The calibration Job's `calibrate run` (tests/infra/serving/bundle/test_bundle_in_image.py
+    runs it from the bundle's packages): `fetch` needs the CDK app's outputs, `local` moto and the
+    local engine."""
     result = subprocess.run(
         [sys.executable, "-c", IMPORTED_BY_HELP.format(step="run")],
         capture_output=True,

@@ -14,6 +14,8 @@ from infra.serving.manifests.manifests import build_manifests
 from infra.serving.manifests.placeholders import (
     API_KEY_SECRET_PLACEHOLDER,
     BUCKET_PLACEHOLDER,
+    BUNDLE_SHA256_PLACEHOLDER,
+    BUNDLE_URI_PLACEHOLDER,
     HF_TOKEN_SECRET_PLACEHOLDER,
     IMAGE_PLACEHOLDER,
     REGION_PLACEHOLDER,
@@ -31,6 +33,8 @@ PLACEHOLDERS = (
     VPC_CIDR_PLACEHOLDER,
     API_KEY_SECRET_PLACEHOLDER,
     HF_TOKEN_SECRET_PLACEHOLDER,
+    BUNDLE_URI_PLACEHOLDER,
+    BUNDLE_SHA256_PLACEHOLDER,
 )
 VALUES = DeployValues(
     bucket_name="trnspec-models-real",
@@ -39,6 +43,8 @@ VALUES = DeployValues(
     vpc_cidr=VPC_CIDR,
     api_key_secret_arn="arn:aws:secretsmanager:us-east-2:123456789012:secret:trnspec-key",
     hf_token_secret_arn="arn:aws:secretsmanager:us-east-2:123456789012:secret:trnspec-hf",
+    bundle_uri="s3://cdk-hnb659fds-assets-123456789012-us-east-2/0123abcd.zip",
+    bundle_sha256="ab" * 32,
 )
 SECTIONS: list[dict[str, Any]] = [
     *({"profile": p} for p in TRN2_PROFILES),
@@ -73,6 +79,8 @@ def _spec_from_real_values(preflight: WorkloadPreflight) -> WorkloadSpec:
         bucket_name=VALUES.bucket_name,
         api_key_secret_arn=VALUES.api_key_secret_arn if enabled else None,
         hf_token_secret_arn=VALUES.hf_token_secret_arn,
+        bundle_uri=VALUES.bundle_uri,
+        bundle_sha256=VALUES.bundle_sha256,
     )
 
 
@@ -103,6 +111,10 @@ def test_the_preflight_marks_every_deploy_time_value_and_keeps_the_config_hash()
     )
     assert spec.api_key_secret_arn == API_KEY_SECRET_PLACEHOLDER
     assert spec.hf_token_secret_arn == HF_TOKEN_SECRET_PLACEHOLDER
+    assert (spec.bundle_uri, spec.bundle_sha256) == (
+        BUNDLE_URI_PLACEHOLDER,
+        BUNDLE_SHA256_PLACEHOLDER,
+    )
     assert bind(spec, VALUES).config_sha256 == spec.config_sha256
 
 

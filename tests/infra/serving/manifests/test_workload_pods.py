@@ -4,7 +4,6 @@ Scheduling, storage, probes, shutdown and security."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -191,9 +190,17 @@ def test_serving_and_compile_pods_use_different_service_accounts() -> None:
     assert _pod("Job")["serviceAccountName"].endswith("-compile")
 
 
-def test_pods_run_as_the_user_the_image_creates() -> None:
-    dockerfile = (Path(__file__).parents[4] / "image" / "Dockerfile").read_text()
-    assert f"ARG TRNSPEC_UID={IMAGE_UID}" in dockerfile
+@pytest.mark.parametrize("kind", ["Deployment", "Job"])
+def test_pods_run_as_the_contracts_user_with_a_writable_home_and_workdir(kind: str) -> None:
+    """The public image has no such user: its name, home and working directory come from the
+    pod spec, each on a volume the pod mounts (the root filesystem is read-only)."""
+    pod = _pod(kind)
+    assert pod["securityContext"]["runAsUser"] == IMAGE_UID
+    (c,) = pod["containers"]
+    env = {e["name"]: e["value"] for e in c["env"]}
+    mounts = [m["mountPath"] for m in c["volumeMounts"]]
+    assert env["USER"] and env["HOME"].startswith("/tmp/") and "/tmp" in mounts
+    assert c["workingDir"] == DATA_DIR and DATA_DIR in mounts
 
 
 @pytest.mark.parametrize("kind", ["Deployment", "Job"])

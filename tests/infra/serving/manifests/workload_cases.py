@@ -7,12 +7,14 @@ from typing import Any
 
 from trnspec.config.serving import ServingConfig, list_profiles, load_profile
 
+from infra.serving.image import base_image_reference
 from infra.serving.manifests.manifests import WorkloadManifests, build_manifests
 from infra.serving.manifests.spec import WorkloadSpec, derive_workload, resolve_serving_config
 from infra.settings.serving import ServingSettings
 
 BUCKET = "trnspec-models-test"
-IMAGE = "123456789012.dkr.ecr.us-east-2.amazonaws.com/cdk-assets:neuron-fork-abc"
+#: What the serving stack renders: the public Neuron image of the default generation, as published.
+IMAGE = base_image_reference("neuron-plugin")
 #: The platform default (infra.settings.VpcSettings.cidr); the stack passes the real one.
 VPC_CIDR = "10.0.0.0/16"
 
