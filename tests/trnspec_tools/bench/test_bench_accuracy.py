@@ -48,8 +48,11 @@ def test_reported_latency_medians_match_what_the_server_did(concurrency, num_pro
     loopback transport. Closed loop with equal requests sends in synchronized bursts: each wave's
     requests leave one client at the same instant and queue for its CPU and the server's before
     the server's handler (where its record starts) runs: real, load-dependent time the server
-    cannot see (10 ms at c=4 under load 4.6 on 2 cores). There TTFT is held to never
-    under-reporting; its accuracy is asserted without bursts (c=1, Poisson up to 16 in flight)."""
+    cannot see (10 ms at c=4 under load 4.6 on 2 cores). The same holds with 16 streams in
+    flight on one client process: on a loaded host the client is descheduled between the
+    server's write and its read (a CI run under 4 test workers failed c16's TTFT median this
+    way). There TTFT and end-to-end are held to never under-reporting; their accuracy is asserted
+    where neither bursts nor many streams load the client (c=1, Poisson with c=4)."""
     output_len = 12  # one token per chunk: 1 from prefill + 11 steps
     specs = synthetic_prompts(num_prompts, 16, output_len, seed=1)
     with running(
@@ -62,7 +65,7 @@ def test_reported_latency_medians_match_what_the_server_did(concurrency, num_pro
     assert r["completed"] == num_prompts
     assert r["itl_ms"]["count"] == len(ms["itl"]) == num_prompts * (output_len - 1)
     assert r["ttft_ms"]["p50"] >= statistics.median(ms["ttft"]) - 0.5  # never under-reports
-    if rate != INF or concurrency == 1:
+    if concurrency == 1 or (rate != INF and concurrency <= 4):
         assert close(r["ttft_ms"]["p50"], statistics.median(ms["ttft"]), abs_ms=2.0), r["ttft_ms"]
         assert close(r["e2e_ms"]["p50"], statistics.median(ms["e2e"]), abs_ms=2.0), r["e2e_ms"]
     assert close(r["itl_ms"]["p50"], statistics.median(ms["itl"])), r["itl_ms"]
@@ -75,8 +78,11 @@ def test_reported_latency_medians_match_what_the_server_did(concurrency, num_pro
     assert r["cost_per_1m_output_tokens_usd"] == pytest.approx(
         36.0 / (r["output_tokens_per_s"] * 3600) * 1e6
     )
-    # and the fake server kept its inter-token schedule (medians are robust to late wake-ups)
-    assert close(statistics.median(ms["itl"]), ITL_MS)
+    assert r["e2e_ms"]["p50"] >= statistics.median(ms["e2e"]) - 0.5
+    # and the delays were real: the server writes on an absolute schedule that a loaded host can
+    # only make late, never early (so the comparisons above are not of zeros)
+    assert min(ms["ttft"]) >= TTFT_MS - 1.0
+    assert min(ms["e2e"]) >= TTFT_MS + (output_len - 1) * ITL_MS - 1.0
 
 
 def expected_counters(num_requests: int, output_len: int, pattern: list[int], k: int) -> dict:
@@ -191,8 +197,11 @@ def test_chat_api_is_timed_like_completions():
     specs = synthetic_prompts(4, 8, 6, seed=4)
     with running("--ttft-ms", "40", "--itl-ms", "20", "--tokens-per-step", "1", "--k", "1") as url:
         r = run(url, specs, 2, api="chat")
+        truth = actual(url, skip=2)  # the warm-up is one request per slot
     assert r["completed"] == 4 and r["usage_reported"]
-    assert close(r["itl_ms"]["p50"], 20.0)
+    # against what the server did (a loaded host makes its 20 ms schedule late, never early)
+    assert close(r["itl_ms"]["p50"], statistics.median(truth["itl"]) * 1000.0)
+    assert min(truth["e2e"]) * 1000.0 >= 40.0 + 5 * 20.0 - 1.0  # 6 tokens, 1 per chunk
     assert r["output_tokens"] == 4 * 6
 
 
