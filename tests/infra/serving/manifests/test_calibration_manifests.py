@@ -80,7 +80,7 @@ def test_an_arm_that_batches_less_than_the_main_keda_target_still_deploys() -> N
     """plan-deploy wrote this: plain at max_num_seqs=32 with a KEDA target of 32 streams, the
     arm at max_num_seqs=1 (the only batch meeting the TPOT target); the arm has no autoscaler,
     so the main's target is not its bound."""
-    _, spec, manifests, settings = build(
+    _, _, manifests, settings = build(
         PLAIN,
         overrides=["max_num_seqs=32"],
         streams_per_replica=32,
