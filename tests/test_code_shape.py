@@ -1,0 +1,143 @@
+"""The product code stays readable by construction: no function longer than a screen and a half,
+and no import cycle between its modules (what runs at import time, so a cycle would be a
+half-initialised module at run time, not a style matter).
+
+Product code is the three packages: infra (the CDK app), image/trnspec (the serving package) and
+trnspec_tools (the client tools); tests and scripts are not held to it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Each package's directory, keyed by its import name.
+PACKAGES = {
+    "infra": ROOT / "infra",
+    "trnspec": ROOT / "image" / "trnspec",
+    "trnspec_tools": ROOT / "trnspec_tools",
+}
+#: The longest function allowed (issue 32: "no function over 80 lines").
+MAX_FUNCTION_LINES = 80
+
+
+def modules() -> dict[str, Path]:
+    """Every product module by its dotted name (a package by its __init__.py)."""
+    found: dict[str, Path] = {}
+    for name, directory in PACKAGES.items():
+        for path in sorted(directory.rglob("*.py")):
+            parts = [name, *path.relative_to(directory).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _runs_at_import(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a module body that run when it is imported: branches of `if` and `try`
+    included, `if TYPE_CHECKING:` and `if __name__ == "__main__":` left out."""
+    for node in body:
+        if isinstance(node, ast.If):
+            test = ast.unparse(node.test)
+            if "TYPE_CHECKING" in test or "__main__" in test:
+                continue
+            yield from _runs_at_import(node.body)
+            yield from _runs_at_import(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody):
+                yield from _runs_at_import(block)
+            for handler in node.handlers:
+                yield from _runs_at_import(handler.body)
+        else:
+            yield node
+
+
+def imported_at_import_time(source: str, known: Mapping[str, Path]) -> set[str]:
+    """The product modules a module imports when it is itself imported (absolute imports; a
+    `from package import name` counts `package.name` when that is a module)."""
+    names: set[str] = set()
+    for node in _runs_at_import(ast.parse(source).body):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in names if name in known}
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Each cycle a depth-first walk meets, as the modules along it (first repeated last)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+    found: list[list[str]] = []
+
+    def walk(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                walk(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            walk(node)
+    return found
+
+
+def long_functions(source: str, limit: int) -> list[tuple[str, int]]:
+    """(name, lines) of every function or method longer than `limit` lines, decorators aside."""
+    return [
+        (node.name, node.end_lineno - node.lineno + 1)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > limit
+    ]
+
+
+def test_no_product_module_imports_itself_back_at_import_time() -> None:
+    known = modules()
+    graph = {name: imported_at_import_time(path.read_text(), known) for name, path in known.items()}
+    assert sum(len(v) for v in graph.values()) > len(known), "the import graph came out empty"
+    assert cycles(graph) == []
+
+
+def test_no_product_function_is_longer_than_80_lines() -> None:
+    too_long = {
+        f"{path.relative_to(ROOT)}:{name}": lines
+        for path in modules().values()
+        for name, lines in long_functions(path.read_text(), MAX_FUNCTION_LINES)
+    }
+    assert too_long == {}
+
+
+def test_an_import_inside_a_main_guard_or_type_checking_block_is_not_a_cycle() -> None:
+    known = {"pkg.a": Path("a.py"), "pkg.b": Path("b.py")}
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from pkg import b\n"
+        "if __name__ == '__main__':\n    import pkg.b\n"
+    )
+    assert imported_at_import_time(source, known) == set()
+    assert imported_at_import_time(
+        "try:\n    from pkg import b\nexcept ImportError:\n    pass\n", known
+    ) == {"pkg.b"}
+
+
+def test_a_cycle_through_three_modules_is_found() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_a_function_of_81_lines_is_too_long_and_one_of_80_is_not() -> None:
+    def function(lines: int) -> str:
+        return "def f():\n" + "    x = 1\n" * (lines - 1)
+
+    assert long_functions(function(81), 80) == [("f", 81)]
+    assert long_functions(function(80), 80) == []
