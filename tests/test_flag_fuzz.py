@@ -74,6 +74,11 @@ BASE: dict[str, list[str]] = {
     "tools smoke": ["--endpoint", "http://127.0.0.1:9"],
     "tools calibrate run": ["--plain", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:8"],
     "tools calibrate fetch": ["--stack", "trnspec-serving"],
+    "tools manifests": [
+        "--plan",
+        str(Path(__file__).parents[1] / "config/plans/default.yaml"),
+        "--check",
+    ],
 }
 #: Commands run after the parse (pure: a config, the model, a file in the temporary directory).
 RUNS = {
@@ -95,6 +100,8 @@ STOP_AT: dict[str, tuple[str, ...]] = {
     "tools bench": ("trnspec_tools.bench.bench.run",),
     "tools tune": ("trnspec_tools.tune.tune._measure", "trnspec_tools.tune.tune._schedule_main"),
     "tools smoke": ("trnspec_tools.smoke.run_smoke",),
+    # Pure apart from its files: runs whole (--check prints; an export stops at the writer).
+    "tools manifests": ("trnspec_tools.manifests.write_outputs",),
 }
 
 

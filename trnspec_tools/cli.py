@@ -1,4 +1,5 @@
-"""`python -m trnspec_tools bench|tune|smoke|demo|capacity|models`: one command over the tools.
+"""`python -m trnspec_tools bench|tune|smoke|demo|capacity|models|calibrate|manifests`: one command
+over the tools.
 
 Each subcommand is the module's own command line (its parser and `main`), as `vllm bench serve`
 hands its argv to the benchmark's parser: `python -m trnspec_tools bench --help` and
@@ -22,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "build (or find cached) the tiny target/draft pair",
     ),
     "calibrate": ("trnspec_tools.calibration.command", "measure speculation against plain"),
+    "manifests": (
+        "trnspec_tools.manifests",
+        "a plan's Kubernetes manifests, or what an existing cluster must have (--check)",
+    ),
 }
 
 

@@ -1,5 +1,10 @@
 """The whole CDK app in one place: platform stack, serving stack on its cluster, cdk-nag.
 
+With `cluster.existing` set (infra/settings/existing_cluster.py) there is no platform: the serving
+stack alone, on the imported cluster, and none of the platform's checks (add-ons, pins, pools,
+offerings, cluster admins) run; the nodes are checked on the cluster instead
+(`python -m trnspec_tools manifests --check`).
+
 A profile is checked and its serving workload derived once (`Preflight`: the engine config, the
 workload spec and its manifests), before any construct; both stacks are built from it
 (`build_stacks`). `app.py` and the tests go through the same two steps (`check_profile` or
@@ -12,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import App
+from aws_cdk import App, Environment
 from trnspec.boundary.problems import Problem
 from trnspec.config.serving import ConfigError
 
@@ -20,6 +25,7 @@ from infra.compliance.nag import acknowledge, attach_nag
 from infra.platform.addons.addon import WorkloadNeeds, workload_needs
 from infra.platform.addons.pins import PINS, ChartPin, ImagePin, compatibility_problems
 from infra.platform.addons.registry import addon_problems, installed_addons
+from infra.platform.cluster.existing import ExistingClusterProps
 from infra.platform.cluster.offerings import offering_problems
 from infra.platform.cluster.placement import (
     CALIBRATION_ENGINE_OVERRIDES,
@@ -31,7 +37,12 @@ from infra.serving.manifests.placeholders import BUCKET_PLACEHOLDER, IMAGE_PLACE
 from infra.serving.manifests.spec import ClusterWorkloadError, check_serving
 from infra.serving.neuron_runtime import runtime_problems
 from infra.serving.preflight import WorkloadPreflight, workload_preflight
-from infra.serving.stack import ServingStack, add_serving
+from infra.serving.stack import (
+    ServingStack,
+    add_serving,
+    add_serving_on_existing,
+    serving_stack_name,
+)
 from infra.settings import DeploymentSettings, SettingsError, load_settings, profile_data
 from infra.settings.serving import ServingSettingsError
 
@@ -55,7 +66,8 @@ class Preflight:
 class Composition:
     """The stacks of one deployment profile, and the cdk-nag findings acknowledged on them."""
 
-    platform: PlatformStack
+    platform: PlatformStack | None
+    """None on an existing cluster (`cluster.existing`)."""
     serving: ServingStack
     acknowledged: list[str]
 
@@ -72,8 +84,21 @@ def compose(app: App, settings: DeploymentSettings, *, check_placement: bool = T
 
 def build_stacks(app: App, checked: Preflight) -> Composition:
     """The platform stack, the serving stack on its cluster, cdk-nag; the acknowledgements run
-    last so they see every construct of both stacks."""
+    last so they see every construct of both stacks. On an existing cluster: the serving stack
+    alone, on the imported cluster."""
     attach_nag(app)
+    existing = checked.settings.cluster.existing
+    if existing is not None:
+        account, region = checked.settings.account, checked.settings.region
+        serving = add_serving_on_existing(
+            app,
+            serving_stack_name(checked.settings.stack_name),
+            checked.workload,
+            ExistingClusterProps(existing.name, existing.kubectl_role_arn),
+            existing.vpc_cidr,
+            Environment(account=account, region=region) if (account or region) else None,
+        )
+        return Composition(None, serving, acknowledge(serving))
     platform = PlatformStack(
         app, checked.settings.stack_name, settings=checked.settings, needs=checked.needs
     )
@@ -142,8 +167,9 @@ def _workload(serving_raw: dict[str, Any] | None) -> WorkloadPreflight:
 def access_problems(settings: DeploymentSettings) -> list[Problem]:
     """Who administers the cluster must be named: the EKS access entry of the cluster's creator
     goes to CloudFormation's execution role, not to the person running `cdk deploy`, so without
-    an entry of their own kubectl and `smoke.py --stack` are refused (docs/platform.md)."""
-    if settings.admin_principal_arns:
+    an entry of their own kubectl and `smoke.py --stack` are refused (docs/platform.md). An
+    existing cluster's access is its owner's business."""
+    if settings.admin_principal_arns or settings.cluster.existing is not None:
         return []
     return [
         Problem(
@@ -162,7 +188,10 @@ def platform_problems(checked: Preflight, *, check_placement: bool = True) -> li
     """The platform against the workload, in one pass: the add-ons it needs (relations, pins
     for the cluster's Kubernetes version), an image whose Neuron runtime the nodes' driver runs
     (infra/serving/neuron_runtime.py) and a Trn2 pool whose node fits its pods (read from the
-    manifests the serving stack applies)."""
+    manifests the serving stack applies). On an existing cluster only the image's runtime: the
+    platform is not this app's."""
+    if checked.settings.cluster.existing is not None:
+        return runtime_problems(checked.workload.config)
     problems = addon_check_problems(checked.settings, checked.needs)
     problems += offering_problems(checked.settings)
     problems += runtime_problems(checked.workload.config)

@@ -26,6 +26,7 @@ from constructs import Construct
 from infra.contracts import COMPILE_CACHE_PREFIX, MODELS_PREFIX
 from infra.platform.cluster.pod_identity import PodIdentityRole, PodIdentityRoleProps
 from infra.serving.api_key import ApiKeySecret
+from infra.serving.manifests.service_account import service_account
 
 READ_OBJECT_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
 #: DeleteObject lets the engine replace a corrupt cache entry (trnspec.staging.transfer); the
@@ -163,18 +164,5 @@ class ServingIdentity(Construct):
             self,
             "ServiceAccount",
             cluster=cluster,
-            manifest=[
-                {
-                    "apiVersion": "v1",
-                    "kind": "ServiceAccount",
-                    "metadata": {
-                        "name": name,
-                        "namespace": namespace,
-                        "labels": {"app.kubernetes.io/name": name},
-                    },
-                    # No API token for pods of this account unless a pod asks for one; EKS Pod
-                    # Identity mounts its own token (infra/serving/manifests/pod.py).
-                    "automountServiceAccountToken": False,
-                }
-            ],
+            manifest=[service_account(name, namespace)],
         )

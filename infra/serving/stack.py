@@ -30,7 +30,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.contracts import COMPILE_CACHE_PREFIX, MODELS_PREFIX
-from infra.outputs import ServingOutputs
+from infra.outputs import PlatformOutputs, ServingOutputs, update_kubeconfig_command
+from infra.platform.cluster.existing import ExistingCluster, ExistingClusterProps
 from infra.serving.api_key import ApiKeySecret, ApiKeySecretProps
 from infra.serving.bucket import ModelBucket, ModelBucketProps
 from infra.serving.bundle.archive import REPO_DIR
@@ -70,6 +71,10 @@ class ServingStack(Stack):
     into them; nothing is resolved or derived again here. The image is the profile's public
     Neuron image as published; trnspec reaches the pods as the bundle (a file asset of
     `bundle_root`'s packages) that an init container installs (infra/serving/manifests/bundle.py).
+
+    The cluster is the platform stack's (`cluster`), or, with `existing`, an EKS cluster made
+    elsewhere that this stack imports with a kubectl provider of its own
+    (infra/platform/cluster/existing.py; `existing_cluster`), whose VPC CIDR is then `vpc_cidr`.
     """
 
     def __init__(
@@ -77,16 +82,25 @@ class ServingStack(Stack):
         scope: Construct,
         id: str,
         *,
-        cluster: eks.ICluster,
         preflight: WorkloadPreflight,
+        cluster: eks.ICluster | None = None,
+        existing: ExistingClusterProps | None = None,
+        vpc_cidr: str | None = None,
         bundle_root: Path = REPO_DIR,
         **kwargs: Any,
     ) -> None:
         settings, cfg = preflight.settings, preflight.config
         kwargs.setdefault("description", f"trnspec serving workload ({settings.profile})")
+        if (cluster is None) == (existing is None) or (existing is not None and not vpc_cidr):
+            raise ValueError("ServingStack takes a cluster, or existing= with its vpc_cidr")
         super().__init__(scope, id, **kwargs)
         self.settings = settings
         self.serving_config = cfg
+        self.existing_cluster: ExistingCluster | None = None
+        if existing is not None:
+            self.existing_cluster = ExistingCluster(self, "Cluster", existing)
+            cluster = self.existing_cluster.cluster
+        assert cluster is not None
 
         self.model_bucket = ModelBucket(
             self,
@@ -102,7 +116,7 @@ class ServingStack(Stack):
             bucket_name=bucket.bucket_name,
             image_uri=self.image_uri,
             region=Aws.REGION,
-            vpc_cidr=cluster.vpc.vpc_cidr_block,
+            vpc_cidr=vpc_cidr or cluster.vpc.vpc_cidr_block,
             api_key_secret_arn=self.api_key.secret_arn if self.api_key else None,
             hf_token_secret_arn=self.hf_token.secret_arn,
             bundle_uri=self.bundle.uri,
@@ -118,6 +132,10 @@ class ServingStack(Stack):
                 cluster=cluster, manifests=manifests, service_accounts=self._identities(cluster)
             ),
         )
+        if self.existing_cluster is not None:
+            # Every kubectl call waits for the provider's access to the cluster (the namespace
+            # comes first; everything else the stack applies waits for it).
+            self.workload.namespace.node.add_dependency(self.existing_cluster.ready)
         self._outputs(cluster)
         self._acknowledge()
 
@@ -212,6 +230,14 @@ class ServingStack(Stack):
         spec = self.spec
         # What the tools' stack_endpoint needs to reach the service from outside the cluster.
         CfnOutput(self, ServingOutputs.PLATFORM_STACK, value=Stack.of(cluster).stack_name)
+        if self.existing_cluster is not None:
+            # No platform stack: this stack is the one whose outputs name the cluster.
+            CfnOutput(self, PlatformOutputs.CLUSTER_NAME, value=cluster.cluster_name)
+            CfnOutput(
+                self,
+                PlatformOutputs.UPDATE_KUBECONFIG_COMMAND,
+                value=update_kubeconfig_command(cluster.cluster_name, Aws.REGION),
+            )
         CfnOutput(self, ServingOutputs.REGION, value=Aws.REGION)
         CfnOutput(self, ServingOutputs.NAMESPACE, value=spec.namespace)
         CfnOutput(self, ServingOutputs.SERVICE_NAME, value=spec.name)
@@ -330,10 +356,31 @@ def add_serving(
     env = Environment(account=account, region=region) if (account or region) else None
     stack = ServingStack(
         scope,
-        f"{platform_stack.stack_name}-serving",
+        serving_stack_name(platform_stack.stack_name),
         cluster=cluster,
         preflight=preflight,
         env=env,
     )
     stack.add_stack_dependency(platform_stack)
     return stack
+
+
+def serving_stack_name(platform_stack_name: str) -> str:
+    """The serving stack's name: the platform stack's plus `-serving` (the tools' convention),
+    also when there is no platform stack (an existing cluster)."""
+    return f"{platform_stack_name}-serving"
+
+
+def add_serving_on_existing(
+    scope: Construct,
+    stack_name: str,
+    preflight: WorkloadPreflight,
+    existing: ExistingClusterProps,
+    vpc_cidr: str,
+    env: Environment | None = None,
+) -> ServingStack:
+    """The serving stack alone, on an EKS cluster made elsewhere (docs/platform.md, "Existing
+    cluster"): no platform stack to follow, the cluster imported inside this stack."""
+    return ServingStack(
+        scope, stack_name, preflight=preflight, existing=existing, vpc_cidr=vpc_cidr, env=env
+    )

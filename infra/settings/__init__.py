@@ -7,6 +7,7 @@ profile reader and the override grammar.
 """
 
 from infra.settings.cross_checks import deployment_cross_checks
+from infra.settings.existing_cluster import ClusterSettings, ExistingClusterSettings
 from infra.settings.loading import (
     CONFIG_DIR,
     RESERVED_CONTEXT_KEYS,
@@ -39,7 +40,9 @@ __all__ = [
     "SUPPORTED_KUBERNETES_VERSIONS",
     "AddonSettings",
     "CapacitySettings",
+    "ClusterSettings",
     "DeploymentSettings",
+    "ExistingClusterSettings",
     "NeuronSettings",
     "SettingsError",
     "SystemNodeGroupSettings",

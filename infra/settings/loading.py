@@ -268,7 +268,9 @@ def load_settings(
     once (and that the pools allow the nodes the plan was priced with)."""
     merged, plan = _profile_and_plan(profile, overrides, config_dir)
     settings = parse_settings(merged, source=f"profile {profile}")
-    if plan is not None:
+    # The pools size only the platform's own cluster; an existing cluster's nodes are checked
+    # on the cluster (`python -m trnspec_tools manifests --check`).
+    if plan is not None and settings.cluster.existing is None:
         problems = node_problems(plan, [p.max_size for p in settings.trn2_pools])
         if problems:
             raise SettingsError(problems, f"profile {profile}")

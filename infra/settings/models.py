@@ -12,6 +12,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from trnspec.boundary.user_input import Int, Text, as_text, refuse_bool
 from trnspec.hardware.topology import INSTANCE_TYPES
 
+from infra.settings.existing_cluster import ClusterSettings
+
 #: Kubernetes minors this app deploys: aws-cdk-lib 2.275 `aws_eks_v2.KubernetesVersion` has them
 #: and the kubectl-v36 layer drives them (a test keeps this list in step with the library).
 #: Not 1.34: it leaves EKS standard support on 2026-12-02 (EKS user guide, "Kubernetes version
@@ -238,6 +240,9 @@ class DeploymentSettings(_Frozen):
     """Tags on every taggable resource (AWS limits: key 1-128, value 0-256 characters)."""
     serving: dict[str, Any] | None = None
     """The workload's section, validated by infra.settings.serving, not here."""
+    cluster: ClusterSettings = ClusterSettings()
+    """The platform's own cluster (default), or `cluster.existing`: an EKS cluster made elsewhere
+    onto which only the serving stack deploys."""
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod

@@ -231,6 +231,8 @@ def test_platform_doc_lists_every_setting() -> None:
     from infra.settings import (
         AddonSettings,
         CapacitySettings,
+        ClusterSettings,
+        ExistingClusterSettings,
         NeuronSettings,
         SystemNodeGroupSettings,
         Trn2PoolSettings,
@@ -246,6 +248,8 @@ def test_platform_doc_lists_every_setting() -> None:
         SystemNodeGroupSettings,
         NeuronSettings,
         AddonSettings,
+        ClusterSettings,
+        ExistingClusterSettings,
     )
     missing = [
         f"{m.__name__}.{f}"

@@ -1,0 +1,208 @@
+"""What the workload needs of an existing cluster, read from its manifests, and the node-side
+part evaluated on `kubectl get nodes -o json` objects (pure: no cluster, no mocks)."""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from typing import Any
+
+import pytest
+from trnspec.boundary.errors import BoundaryError
+
+from infra.serving.manifests.placeholders import BUCKET_PLACEHOLDER, IMAGE_PLACEHOLDER
+from infra.serving.manifests.spec import check_serving
+from infra.serving.preflight import workload_preflight
+from trnspec_tools.cluster_requirements import (
+    evaluate,
+    parse_nodes,
+    pod_ask,
+    requirements,
+    tolerates,
+)
+
+NEURON_TAINT = {"key": "aws.amazon.com/neuron", "value": "true", "effect": "NoSchedule"}
+
+
+@cache
+def _manifests(items: tuple[tuple[str, Any], ...] = ()) -> tuple[dict[str, Any], ...]:
+    serving = {"profile": "qwen3-4b-baseline", **dict(items)}
+    checked = check_serving(serving, bucket_name=BUCKET_PLACEHOLDER, image_uri=IMAGE_PLACEHOLDER)
+    return tuple(workload_preflight(checked).manifests.all())
+
+
+def manifests(**serving: Any) -> list[dict[str, Any]]:
+    return list(_manifests(tuple(sorted(serving.items()))))
+
+
+def keys(**serving: Any) -> list[str]:
+    return [r.key for r in requirements(manifests(**serving), serving.get("ebs_storage_class"))]
+
+
+def trn2_node(name: str = "ip-10-0-1-5", **changes: Any) -> dict[str, Any]:
+    """A Trn2 node as EKS shows it with the workload's labels, taint and device plugin."""
+    node = {
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"node.kubernetes.io/instance-type": "trn2.48xlarge", "trnspec.io/lnc": "2"},
+        },
+        "spec": {"taints": [dict(NEURON_TAINT)]},
+        "status": {"allocatable": {"aws.amazon.com/neuron": "16", "cpu": "191450m"}},
+    }
+    for path, value in changes.items():
+        *parents, last = path.split("__")
+        target = node
+        for part in parents:
+            target = target[part]
+        target[last] = value
+    return node
+
+
+def verdicts(*nodes: dict[str, Any]) -> dict[str, bool]:
+    found = evaluate(manifests(), parse_nodes({"items": list(nodes)}))
+    return {v.requirement.key: v.passed for v in found}
+
+
+def test_the_pods_ask_is_read_from_the_manifests_not_restated() -> None:
+    objects = manifests()
+    deployment = next(m for m in objects if m["kind"] == "Deployment")
+    ask = pod_ask(objects)
+    assert ask.node_selector == deployment["spec"]["template"]["spec"]["nodeSelector"]
+    assert ask.neuron_devices == 1
+    assert ask.scheduler_names == ("my-scheduler",)
+    assert NEURON_TAINT["key"] in {t["key"] for t in ask.tolerations}
+
+
+def test_every_requirement_of_the_default_workload_has_a_kubectl_command() -> None:
+    needs = requirements(manifests(), None)
+    assert [r.key for r in needs] == [
+        "neuron-device",
+        "node-labels",
+        "node-taints",
+        "scheduler:my-scheduler",
+        "crd:podmonitors.monitoring.coreos.com",
+        "crd:scaledobjects.keda.sh",
+        "crd:servicemonitors.monitoring.coreos.com",
+        "prometheus",
+        "pod-identity-agent",
+    ]
+    assert all(r.command.startswith("kubectl ") for r in needs)
+    labels = next(r for r in needs if r.key == "node-labels")
+    assert labels.command == (
+        "kubectl get nodes -l node.kubernetes.io/instance-type=trn2.48xlarge,trnspec.io/lnc=2"
+    )
+    prometheus = next(r for r in needs if r.key == "prometheus")
+    assert prometheus.command == (
+        "kubectl get --raw "
+        "'/api/v1/namespaces/monitoring/services/kps-prometheus:9090/proxy/-/ready'"
+    )
+
+
+def test_requirements_follow_the_settings_that_add_or_remove_objects() -> None:
+    existing = keys(prometheus="existing", prometheus_url="https://prom.example.com:9090")
+    assert not [k for k in existing if "monitoring.coreos.com" in k]  # no ServiceMonitor
+    assert "prometheus" in existing
+    assert "storageclass:gp3" in keys(weights_storage="ebs", ebs_storage_class="gp3")
+    assert "load-balancer-controller" in keys(internal_nlb=True)
+    assert "load-balancer-controller" not in keys()
+    assert "crd:interceptorroutes.http.keda.sh" in keys(scale_to_zero=True)
+
+
+def test_an_outside_prometheus_is_asked_from_a_pod_in_the_cluster() -> None:
+    objects = manifests(prometheus="existing", prometheus_url="https://prom.example.com:9090")
+    (need,) = [r for r in requirements(objects, None) if r.key == "prometheus"]
+    assert need.command.endswith("curl -sf https://prom.example.com:9090/-/ready")
+
+
+def test_a_trn2_node_as_the_workload_expects_passes_every_node_requirement() -> None:
+    assert verdicts(trn2_node()) == {
+        "neuron-device": True,
+        "node-labels": True,
+        "node-taints": True,
+    }
+
+
+def test_a_node_without_the_lnc_label_fails_the_labels_and_so_the_rest() -> None:
+    node = trn2_node()
+    del node["metadata"]["labels"]["trnspec.io/lnc"]
+    assert verdicts(node) == {"neuron-device": False, "node-labels": False, "node-taints": False}
+
+
+def test_a_node_whose_device_plugin_advertises_nothing_fails_the_device_only() -> None:
+    zero = trn2_node(status__allocatable={"cpu": "8"})
+    assert verdicts(zero) == {"neuron-device": False, "node-labels": True, "node-taints": True}
+    (device,) = [
+        v
+        for v in evaluate(manifests(), parse_nodes({"items": [zero]}))
+        if v.requirement.key == "neuron-device"
+    ]
+    assert "at most 0" in device.detail
+
+
+def test_one_good_node_among_bad_ones_passes() -> None:
+    bad = trn2_node("a", status__allocatable={"aws.amazon.com/neuron": "0"})
+    assert verdicts(bad, trn2_node("b"))["neuron-device"]
+
+
+@pytest.mark.parametrize(
+    ("taint", "passes"),
+    [
+        ({"key": "nvidia.com/gpu", "effect": "NoSchedule"}, False),
+        ({"key": "dedicated", "value": "ml", "effect": "NoExecute"}, False),
+        ({"key": "dedicated", "value": "ml", "effect": "PreferNoSchedule"}, True),
+        ({"key": "aws.amazon.com/neuron", "value": "other", "effect": "NoSchedule"}, True),
+    ],
+)
+def test_an_extra_taint_blocks_only_when_it_repels_and_is_not_tolerated(
+    taint: dict[str, str], passes: bool
+) -> None:
+    node = trn2_node(spec__taints=[dict(NEURON_TAINT), taint])
+    assert verdicts(node)["node-taints"] is passes
+
+
+@pytest.mark.parametrize(
+    ("toleration", "taint", "tolerated"),
+    [
+        ({"operator": "Exists"}, NEURON_TAINT, True),  # no key: every taint
+        ({"key": "aws.amazon.com/neuron", "operator": "Exists"}, NEURON_TAINT, True),
+        (
+            {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoExecute"},
+            NEURON_TAINT,
+            False,
+        ),
+        (
+            {"key": "aws.amazon.com/neuron", "operator": "Equal", "value": "true"},
+            NEURON_TAINT,
+            True,
+        ),
+        ({"key": "aws.amazon.com/neuron", "value": "false"}, NEURON_TAINT, False),
+        ({"key": "other", "operator": "Exists"}, NEURON_TAINT, False),
+    ],
+)
+def test_tolerations_follow_kubernetes_matching(
+    toleration: dict[str, str], taint: dict[str, str], tolerated: bool
+) -> None:
+    assert tolerates([toleration], taint) is tolerated
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        [],
+        {"items": "nodes"},
+        {"items": [{"metadata": {}}]},
+        {"items": [trn2_node(status__allocatable={"aws.amazon.com/neuron": "lots"})]},
+        {"items": [trn2_node(status__allocatable={"aws.amazon.com/neuron": "-1"})]},
+        {"items": [trn2_node(spec__taints="aws.amazon.com/neuron")]},
+    ],
+)
+def test_a_document_that_is_not_nodes_is_one_boundary_error(document: object) -> None:
+    with pytest.raises(BoundaryError) as err:
+        parse_nodes(copy.deepcopy(document))
+    assert str(err.value).startswith("--nodes")
+
+
+def test_one_node_object_is_read_as_a_list_of_one() -> None:
+    (node,) = parse_nodes(trn2_node())
+    assert (node.name, node.neuron_devices) == ("ip-10-0-1-5", 16)

@@ -1,0 +1,97 @@
+"""`python -m trnspec_tools manifests`: export and preflight from the command line, with real
+files (exit codes: 0 ok, 1 a node requirement fails, 2 bad input)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trnspec_tools import cli
+from trnspec_tools import manifests as command
+
+PLAN = str(Path(__file__).resolve().parents[2] / "config" / "plans" / "default.yaml")
+TRN2 = {
+    "kind": "Node",
+    "metadata": {
+        "name": "trn2-a",
+        "labels": {"node.kubernetes.io/instance-type": "trn2.48xlarge", "trnspec.io/lnc": "2"},
+    },
+    "spec": {"taints": [{"key": "aws.amazon.com/neuron", "value": "true", "effect": "NoSchedule"}]},
+    "status": {"allocatable": {"aws.amazon.com/neuron": "16"}},
+}
+
+
+def nodes_file(tmp_path: Path, *nodes: dict[str, object]) -> str:
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps({"kind": "List", "items": list(nodes)}))
+    return str(path)
+
+
+def test_the_command_is_registered_with_the_other_tools() -> None:
+    assert cli.COMMANDS["manifests"][0] == "trnspec_tools.manifests"
+
+
+def test_check_without_nodes_prints_a_command_per_requirement_and_exits_0(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert command.main(["--plan", PLAN, "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "check neuron-device:" in out and "check pod-identity-agent:" in out
+    assert out.count("      $ kubectl ") == out.count("\ncheck ") + 1
+
+
+def test_check_with_good_nodes_passes_each_node_requirement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert command.main(["--plan", PLAN, "--check", "--nodes", nodes_file(tmp_path, TRN2)]) == 0
+    out = capsys.readouterr().out
+    assert "pass  neuron-device" in out and "pass  node-taints" in out
+    assert "3 of 3 node requirements pass" in out
+
+
+def test_check_with_nodes_missing_the_lnc_label_exits_1_naming_the_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = json.loads(json.dumps(TRN2))
+    del node["metadata"]["labels"]["trnspec.io/lnc"]
+    assert command.main(["--plan", PLAN, "--check", "--nodes", nodes_file(tmp_path, node)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  node-labels" in out
+    assert "no node carries node.kubernetes.io/instance-type=trn2.48xlarge,trnspec.io/lnc=2" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--check", "--nodes", "/dev/zero"], "--nodes=/dev/zero"),
+        (["--out", "x"], "--vpc-cidr=None: required with --out"),
+        (["--out", "x", "--vpc-cidr", "10.0.0.1/16"], "not an IPv4 network"),
+        (["--out", "x", "--nodes", "n.json", "--vpc-cidr", "10.0.0.0/16"], "--nodes goes with"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    argv: list[str],
+    says: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = command.main(["--plan", PLAN, *argv])
+    except SystemExit as exit_:  # argparse's own refusal of a flag's value
+        code = exit_.code
+    assert code == 2
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_plan_that_is_not_a_plan_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "plan.yaml"
+    bad.write_text("kind: something-else\n")
+    assert command.main(["--plan", str(bad), "--check"]) == 2
+    assert "not a plan file" in capsys.readouterr().err
