@@ -64,9 +64,17 @@ synth: setup-cdk
 
 # Two passes: the fast lane on FAST_WORKERS pytest-xdist workers, then the end-to-end servers and
 # the slow builds in one process (their fixtures build shared caches: the tiny models, the vLLM
-# parser environments, the checkov scans). Together they are every test, once.
+# parser environments, the checkov scans). Together they are every test, once. On a whole run
+# the parser environments (minutes of downloads and installs on a fresh clone) are built in the
+# background meanwhile (tests/trnspec/vllm_parsers/prebuild.py, log in .cache/logs); their file
+# locks make the parser test wait for a build in progress, and it rebuilds one that failed.
 test: setup
-	$(BIN)/python -m pytest -n $(FAST_WORKERS) -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+	@mkdir -p .cache/logs; \
+	if [ -z "$(PYTEST_ARGS)" ]; then \
+		$(BIN)/python tests/trnspec/vllm_parsers/prebuild.py > .cache/logs/parser-envs.log 2>&1 & \
+		prebuild=$$!; trap 'kill $$prebuild 2>/dev/null' EXIT; \
+	fi; \
+	$(BIN)/python -m pytest -n $(FAST_WORKERS) -m "$(FAST_MARKERS)" $(PYTEST_ARGS) && \
 	$(BIN)/python -m pytest -m "not ($(FAST_MARKERS))" $(PYTEST_ARGS)
 
 # The suite without end-to-end servers and slow builds, for the edit-test loop: on FAST_WORKERS

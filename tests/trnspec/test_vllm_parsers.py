@@ -20,51 +20,10 @@ from trnspec.checks.all_checks import check
 from trnspec.config.images import ImageGeneration
 from trnspec.config.serving import ServingConfig, apply_overrides, list_profiles, load_profile
 from trnspec.engine.render import RenderedCommand, render
-from vllm_parsers.toolenv import ParserRelease, ToolEnv, ensure_env, parse_argvs
+from vllm_parsers.releases import RELEASES
+from vllm_parsers.toolenv import ToolEnv, ensure_env, parse_argvs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
-
-#: Import-path dependencies of 0.24.0's `vllm serve` parser, found by trial; the same list
-#: builds 0.29.0's (with it installed, importing 0.29.0's parser finds no further missing module).
-PLUGIN_PARSER_PACKAGES = (
-    *("aiohttp", "cachetools", "cbor2", "cloudpickle", "fastapi", "filelock"),
-    *("huggingface-hub", "llguidance", "model-hosting-container-standards", "msgspec"),
-    *("numpy", "openai", "openai-harmony", "packaging", "partial-json-parser", "pillow"),
-    *("prometheus-client", "psutil", "py-cpuinfo", "pybase64", "pydantic"),
-    *("python-multipart", "pyyaml", "pyzmq", "regex", "requests", "safetensors"),
-    *("sentencepiece", "setuptools", "tiktoken", "tokenizers", "tqdm", "transformers"),
-    *("typing-extensions", "uvicorn", "uvloop", "watchfiles", "xgrammar"),
-)
-
-#: The vLLM release inside each Trn2 image, and what importing its `vllm serve` parser needs.
-RELEASES: dict[ImageGeneration, ParserRelease] = {
-    # Base of the Neuron fork in the 0.9.1-neuronx-py311-sdk2.26.1 DLC; wheel uploaded 2025-06-10.
-    ImageGeneration.NEURON_FORK: ParserRelease(
-        vllm="0.9.1",
-        uploaded_prior_to="2025-06-11T00:00:00Z",
-        packages=(
-            *("aiohttp", "blake3", "cachetools", "cloudpickle", "fastapi", "filelock", "gguf"),
-            *("huggingface-hub", "msgspec", "numpy", "openai", "partial-json-parser", "pillow"),
-            *("prometheus-client", "prometheus-fastapi-instrumentator", "psutil", "py-cpuinfo"),
-            *("pydantic", "python-multipart", "pyyaml", "pyzmq", "regex", "requests"),
-            *("safetensors", "sentencepiece", "setuptools", "tokenizers", "tqdm"),
-            *("transformers", "typing-extensions", "uvicorn", "uvloop", "watchfiles"),
-        ),
-    ),
-    # Base of the plugin image 0.24.0.1.1.0-neuronx-py313-sdk2.32.0; wheel uploaded 2026-06-30.
-    ImageGeneration.NEURON_PLUGIN_SDK232: ParserRelease(
-        vllm="0.24.0",
-        uploaded_prior_to="2026-07-01T00:00:00Z",
-        packages=PLUGIN_PARSER_PACKAGES,
-    ),
-    # Base of the plugin image 0.29.0.1.2.0-neuronx-py314-sdk2.33.0; wheel uploaded 2026-09-09
-    # (Requires-Python >=3.10,<3.15, so it installs on this project's 3.11).
-    ImageGeneration.NEURON_PLUGIN: ParserRelease(
-        vllm="0.29.0",
-        uploaded_prior_to="2026-09-10T00:00:00Z",
-        packages=PLUGIN_PARSER_PACKAGES,
-    ),
-}
 
 #: An image no shipped profile names is checked with the profiles of its twin, re-imaged: the
 #: SDK 2.32 plugin image renders the same command as the default plugin image.
