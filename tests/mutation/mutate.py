@@ -106,6 +106,11 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target("predict", "image/trnspec/plan/predict.py", ("tests/trnspec/plan/test_predict.py",)),
     Target(
+        "request_fit",
+        "image/trnspec/plan/request_fit.py",
+        ("tests/trnspec/plan/test_request_fit.py",),
+    ),
+    Target(
         "render",
         "image/trnspec/engine/render.py",
         (
