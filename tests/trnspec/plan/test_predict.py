@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields, replace
 
 import pytest
 from trnspec.cli.main import main
 from trnspec.config.images import image_spec
-from trnspec.config.serving import list_profiles, load_profile
+from trnspec.config.serving import ServingConfig, list_profiles, load_profile
 from trnspec.hardware.pricing import PRICES
+from trnspec.hardware.sizing import BYTES_PER_DTYPE
 from trnspec.perf.calibrate import trn2_calibration
+from trnspec.perf.model import Deployment, Efficiency, Hardware, predict_grid
+from trnspec.perf.profile_model import profile_model
+from trnspec.plan.predict import PLAIN_ROW, PredictQuery, PredictReport, build
 
 TRN2_PROFILES = [p for p in list_profiles() if image_spec(load_profile(p).image).runs_on_trn2]
 ROW_KEYS = {"batch", "k", "tpot_ms", "output_tokens_per_s", "speedup"}
@@ -224,3 +229,62 @@ def test_the_cost_is_the_whole_instance_with_every_replica_on_it_busy(capsys, pr
     for r in doc["rows"]:
         hours_per_1m = 1e6 / (r["output_tokens_per_s"] * replicas * 3600)
         assert r["cost_per_1m_output_tokens_usd"] == pytest.approx(price * hours_per_1m, rel=1e-3)
+
+
+def _report(profile: str, **query: object) -> tuple[PredictReport, ServingConfig]:
+    cfg = load_profile(profile)
+    speculative = cfg.speculation.method != "none"
+    asked = {"acceptance_rate": 0.7 if speculative else None, **query}
+    return build(PredictQuery(**asked), cfg), cfg  # type: ignore[arg-type]
+
+
+def _listed(report: PredictReport) -> dict[str, object]:
+    return {name: entry.value for name, entry in report.inputs.items()}
+
+
+@pytest.mark.parametrize("profile", TRN2_PROFILES)
+def test_the_listed_inputs_reproduce_every_row(profile):
+    """The document lists every constant the rows used: the model run again from the listed
+    values alone (and the shapes named there) gives the same rows. A constant the model uses
+    but the list leaves out (the host share, the vCPUs it is divided by) fails this."""
+    speculative = load_profile(profile).speculation.method != "none"
+    report, cfg = _report(profile, batch="1,3,16", k="0,1,3" if speculative else "0")
+    v = _listed(report)
+    shapes = profile_model(cfg, 0)
+    assert v["target"] == shapes.target.name
+    assert v.get("draft") == (shapes.draft.name if speculative and shapes.draft else None)
+    hw = Hardware(
+        str(v["hardware"]),
+        v["hbm_bytes_per_s_per_chip"],
+        v["peak_flops_per_chip"],
+        v["link_bytes_per_s_per_chip"],
+        v["cores_per_chip"],
+        "listed",
+    )
+    eff = Efficiency(**{f.name: v[f"efficiency.{f.name}"] for f in fields(Efficiency)})
+    plain = {n: v[f"efficiency.plain_{n}"] for n in PLAIN_ROW if f"efficiency.plain_{n}" in v}
+    width = BYTES_PER_DTYPE[v["dtype"]]
+    dep = Deployment(
+        hw,
+        v["tensor_parallel_size"],
+        v["lnc"],
+        width,
+        width,
+        width,
+        v["context_tokens"],
+        v["vcpus_per_replica"],
+    )
+    points = predict_grid(
+        shapes.target,
+        str(v.get("method", "none")),
+        shapes.draft,
+        v.get("acceptance_rate", 0.0),
+        [0, 1, 3] if speculative else [0],
+        [1, 3, 16],
+        dep,
+        eff,
+        replace(eff, **plain),
+    )
+    assert [(r.batch, r.k, r.tpot_ms, r.output_tokens_per_s) for r in report.rows] == [
+        (p.batch, p.k, round(p.tpot_s * 1e3, 3), round(p.output_tokens_per_s, 2)) for p in points
+    ]
