@@ -104,7 +104,16 @@ TARGETS: tuple[Target, ...] = (
         "image/trnspec/plan/deploy_plan.py",
         ("tests/trnspec/plan/test_deploy_plan.py", "tests/trnspec/plan/test_decision.py"),
     ),
-    Target("predict", "image/trnspec/plan/predict.py", ("tests/trnspec/plan/test_predict.py",)),
+    Target(
+        "predict",
+        "image/trnspec/plan/predict.py",
+        ("tests/trnspec/plan/test_predict.py", "tests/trnspec/plan/test_predict_properties.py"),
+    ),
+    Target(
+        "request_fit",
+        "image/trnspec/plan/request_fit.py",
+        ("tests/trnspec/plan/test_request_fit.py",),
+    ),
     Target(
         "render",
         "image/trnspec/engine/render.py",

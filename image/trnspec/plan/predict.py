@@ -11,7 +11,7 @@ trnspec.cli.predict into a PredictQuery; bad input is a ConfigError naming the f
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from trnspec.boundary.errors import BoundaryError
@@ -45,6 +45,12 @@ __all__ = [
 ]
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32)
+#: Efficiency constants each serving stack has its own of (trnspec.perf.fit); the rest are
+#: shared by every stack.
+PER_STACK = frozenset({"step_overhead_s", "draft_pass_overhead_s", "overlaps_host"})
+#: Of those, the ones a k=0 row uses (no draft pass), listed again for the plain server's stack
+#: where it differs from the profile's.
+PLAIN_ROW = ("step_overhead_s", "overlaps_host")
 
 
 @dataclass(frozen=True)
@@ -232,7 +238,9 @@ def _pricing(cfg: ServingConfig, price_per_hour: float | None) -> Pricing:
 
 
 def _add_model_inputs(inputs: Inputs, model: ProfileModel, cal: Calibration) -> None:
-    """The shapes, the hardware peaks and every fitted constant the rows used, with sources."""
+    """The shapes, the hardware's peaks and cores, the host vCPUs and every constant of the fitted
+    efficiency the rows used (each field of Efficiency, so one added later is listed), with
+    sources."""
     cfg, target, draft, hw, eff = (
         model.cfg,
         model.target,
@@ -249,29 +257,25 @@ def _add_model_inputs(inputs: Inputs, model: ProfileModel, cal: Calibration) -> 
     inputs.add("hbm_bytes_per_s_per_chip", hw.memory_bytes_per_s, hw.source)
     inputs.add("peak_flops_per_chip", hw.peak_flops, hw.source)
     inputs.add("link_bytes_per_s_per_chip", hw.link_bytes_per_s, hw.source)
-    for name in (
-        "memory",
-        "compute",
-        "collective_latency_s",
-        "token_overhead_s",
-        "sequence_overhead_s",
-        "context_token_s",
-        "logit_pair_s",
-    ):
-        inputs.add(f"efficiency.{name}", getattr(eff, name), cal.source)
-    for name in ("step_overhead_s", "draft_pass_overhead_s"):
-        inputs.add(
-            f"efficiency.{name}",
-            getattr(eff, name),
-            f"{cal.source}; stack group {model.group!r} for image {cfg.image.value}",
-        )
+    inputs.add("cores_per_chip", hw.cores_per_chip, hw.source)
+    inputs.add(
+        "vcpus_per_replica",
+        model.deployment.vcpus_per_replica,
+        f"the vCPUs of a {cfg.hardware.instance_type} over the replicas its cores hold"
+        " (trnspec.perf.profile_model); the host share is paid per vCPU",
+    )
+    stack = f"{cal.source}; stack group {model.group!r} for image {cfg.image.value}"
+    for f in fields(eff):
+        source = stack if f.name in PER_STACK else cal.source
+        inputs.add(f"efficiency.{f.name}", getattr(eff, f.name), source)
     if model.plain_group != model.group:
-        inputs.add(
-            "efficiency.plain_step_overhead_s",
-            model.plain_efficiency.step_overhead_s,
-            f"{cal.source}; stack group {model.plain_group!r}: k=0 rows are the same model without"
-            " speculation, as a plain server would run",
-        )
+        for name in PLAIN_ROW:
+            inputs.add(
+                f"efficiency.plain_{name}",
+                getattr(model.plain_efficiency, name),
+                f"{cal.source}; stack group {model.plain_group!r}: k=0 rows are the same model"
+                " without speculation, as a plain server would run",
+            )
 
 
 def _add_deployment_inputs(

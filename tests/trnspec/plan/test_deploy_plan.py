@@ -12,11 +12,23 @@ from pathlib import Path
 import pytest
 import yaml
 from trnspec.cli.main import main
-from trnspec.config.serving import load_profile
-from trnspec.hardware.packing import placement_for
+from trnspec.config.serving import ConfigError, ServingConfig, apply_overrides, load_profile
+from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PRICES
 from trnspec.perf.model import decode_context_tokens
-from trnspec.plan.deploy_plan import PlanInputs, plan_profile
+from trnspec.plan import deploy_plan
+from trnspec.plan.deploy_plan import (
+    Fleet,
+    PlanInputs,
+    Skip,
+    Variant,
+    candidate_ks,
+    plan_profile,
+    plan_profiles,
+    price_for,
+    rank,
+    with_calibration,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 PRICE = PRICES["trn2.48xlarge"].usd_per_hour
@@ -308,3 +320,202 @@ def test_the_default_plan_measures_when_undecided_and_states_its_margin_when_not
     else:
         assert "calibration" not in serving
         assert decision["margin_at_band_edges"] > 1
+
+
+# ------------------------------------------------------------------ the planner's parts
+
+
+def test_a_skip_reads_as_its_window_batch_reason_and_failing_figure() -> None:
+    assert str(Skip(3, 4, "TPOT (ms) above the 30 ms target", 41.25)) == (
+        "k=3 b=4: TPOT (ms) above the 30 ms target (41.25)"
+    )
+    assert str(Skip(0, 8, "does not fit a node (chips)")) == "k=0 b=8: does not fit a node (chips)"
+
+
+def _priced(v: Variant, cost: float, speedup: float, nodes: int = 1) -> Variant:
+    return replace(v, cost_per_1m_output_tokens_usd=cost, min_speedup=speedup, nodes_at_peak=nodes)
+
+
+def _a_variant() -> Variant:
+    plan = plan_profile(load_profile("qwen3-4b-baseline"), 0.0, [], PRICE, _inputs())
+    assert plan.plain is not None
+    return plan.plain
+
+
+@pytest.mark.parametrize("paying", [1.0, 1.5])
+def test_a_paying_variant_ranks_before_any_that_does_not_however_cheap(paying: float) -> None:
+    """Paying means never slower than plain (a min speedup of exactly 1 pays)."""
+    v = _a_variant()
+    assert rank(_priced(v, 9.0, paying)) < rank(_priced(v, 1.0, 0.99))
+
+
+def test_a_cost_tie_goes_to_fewer_nodes_and_a_cent_is_no_tie() -> None:
+    v = _a_variant()
+    assert rank(_priced(v, 5.0 + 1e-11, 1.0, nodes=1)) < rank(_priced(v, 5.0, 1.0, nodes=2))
+    assert rank(_priced(v, 5.2, 1.0, nodes=2)) < rank(_priced(v, 5.21, 1.0, nodes=1))
+
+
+def test_a_plan_priced_with_another_calibration_uses_its_constants_everywhere() -> None:
+    from trnspec.perf.calibrate import trn2_calibration
+    from trnspec.perf.profile_model import profile_model
+
+    cal = trn2_calibration()
+    other = replace(
+        cal,
+        hardware=replace(cal.hardware, memory_bytes_per_s=cal.hardware.memory_bytes_per_s / 2),
+        efficiency={
+            g: replace(e, step_overhead_s=e.step_overhead_s + 0.001)
+            for g, e in cal.efficiency.items()
+        },
+    )
+    model = with_calibration(profile_model(load_profile("qwen3-4b-dflash"), 640), other)
+    assert model.group != model.plain_group
+    assert model.efficiency == other.efficiency[model.group]
+    assert model.plain_efficiency == other.efficiency[model.plain_group]
+    assert model.deployment.hardware == other.hardware
+
+
+def test_pools_without_the_instance_type_hold_none_of_its_nodes() -> None:
+    fleet = Fleet({"trn2.3xlarge": 2})
+    assert fleet.node_limit("trn2.48xlarge") == 0 and fleet.node_limit("trn2.3xlarge") == 2
+    assert Fleet().node_limit("trn2.48xlarge") is None
+    cfg = load_profile("qwen3-4b-baseline")  # trn2.48xlarge
+    plan = plan_profile(cfg, 0.0, [], PRICE, _inputs(peak=200), fleet=fleet)
+    assert plan.in_pools is False and plan.plain is not None
+
+
+def test_the_veto_is_asked_about_every_batch_up_to_the_variants_of_its_target_and_stack() -> None:
+    asked: set[tuple[str, str, int]] = set()
+
+    def veto(target: str, group: str, batch: int) -> str | None:
+        asked.add((target, group, batch))
+        return "measured slower than plain at batch 3" if batch == 3 else None
+
+    cfg = load_profile("qwen3-32b-draft")
+    inputs = PlanInputs(200, 4, 1, (1, 3), decode_context_tokens(512, 256))
+    plan = plan_profile(cfg, 0.8, [2], PRICE, inputs, veto=veto)
+    assert asked == {("Qwen3-32B", "nxdi-fork", b) for b in (1, 2, 3)}
+    assert plan.speculative is not None and plan.speculative.max_num_seqs == 1
+    assert [(s.k, s.batch) for s in plan.skipped if "measured" in s.reason] == [(2, 3)]
+
+
+@pytest.mark.parametrize(
+    ("ephemeral_gib", "why"),
+    [(None, "storage not sizable offline"), (1_000_000, "ephemeral-storage")],
+)
+def test_a_variant_whose_replica_fits_no_node_is_left_out_saying_why(
+    monkeypatch: pytest.MonkeyPatch, ephemeral_gib: int | None, why: str
+) -> None:
+    def placed(cfg: ServingConfig) -> ReplicaPlacement | None:
+        return None if ephemeral_gib is None else placement_for(cfg, ephemeral_gib=ephemeral_gib)
+
+    monkeypatch.setattr(deploy_plan, "placement_for", placed)
+    cfg = load_profile("qwen3-4b-baseline")
+    inputs = PlanInputs(1e6, 4, 1, (1, 2), decode_context_tokens(512, 256))
+    plan = plan_profile(cfg, 0.0, [], PRICE, inputs)
+    assert plan.plain is None
+    assert [(s.k, s.batch) for s in plan.skipped] == [(0, 1), (0, 2)]
+    for skip in plan.skipped:
+        assert skip.reason.startswith("does not fit a node (") and why in skip.reason
+
+
+@pytest.mark.parametrize(
+    ("profile", "top"),
+    [("llama31-8b-eagle3", 7), ("llama31-8b-dflash", 9), ("qwen3-4b-dflash", 15)],
+)
+def test_the_candidate_windows_run_from_1_to_the_larger_of_the_images_and_the_profiles(
+    profile: str, top: int
+) -> None:
+    assert list(candidate_ks(load_profile(profile))) == list(range(1, top + 1))
+
+
+def test_a_price_is_the_one_given_else_the_tables_else_a_problem_naming_the_flag() -> None:
+    assert price_for("trn2.48xlarge", 10.0) == 10.0
+    assert price_for("trn2.48xlarge", None) == PRICE
+    with pytest.raises(ConfigError) as err:
+        price_for("trn2u.48xlarge", None)
+    (problem,) = err.value.problems
+    assert (problem.field, problem.value) == ("--price-per-hour", None)
+    assert "trn2u.48xlarge" in problem.fix
+
+
+def test_every_candidate_is_planned_at_its_windows_and_its_instances_price() -> None:
+    cfgs = [load_profile("llama31-8b-eagle3"), load_profile("qwen3-4b-baseline")]
+    inputs = PlanInputs(1e6, 4, 1, (1, 4), decode_context_tokens(512, 256))
+    plans = plan_profiles(cfgs, 0.7, None, inputs)
+    assert [p.profile for p in plans] == [c.name for c in cfgs]
+    for cfg, plan in zip(cfgs, plans, strict=True):
+        assert plan == plan_profile(
+            cfg, 0.7, candidate_ks(cfg), price_for(cfg.hardware.instance_type, None), inputs
+        )
+    spec = plans[0].speculative
+    assert spec is not None and spec.price_per_hour_usd == PRICES["trn2.3xlarge"].usd_per_hour
+    overridden = [p.plain for p in plan_profiles(cfgs, 0.7, 10.0, inputs)]
+    assert [v.price_per_hour_usd if v else None for v in overridden] == [10.0, 10.0]
+
+
+def test_a_variant_exactly_at_the_tpot_target_meets_it() -> None:
+    cfg = load_profile("qwen3-4b-baseline")
+    inputs = PlanInputs(1e6, 4, 1, (4,), decode_context_tokens(512, 256))
+    free = plan_profile(cfg, 0.0, [], PRICE, inputs).plain
+    assert free is not None
+    at = plan_profile(cfg, 0.0, [], PRICE, replace(inputs, tpot_target_ms=free.tpot_ms)).plain
+    assert at == free
+    over = plan_profile(cfg, 0.0, [], PRICE, replace(inputs, tpot_target_ms=free.tpot_ms / 2))
+    (skip,) = over.skipped
+    assert (skip.k, skip.batch, skip.figure) == (0, 4, round(free.tpot_ms, 2))
+
+
+def test_the_replica_cap_admits_exactly_its_number_of_replicas() -> None:
+    cfg = load_profile("qwen3-4b-baseline")
+    at_cap = plan_profile(cfg, 0.0, [], PRICE, PlanInputs(1e6, 64, 1, (1,), 640))
+    assert at_cap.plain is not None and at_cap.plain.replicas_at_peak == 64
+    over = plan_profile(cfg, 0.0, [], PRICE, PlanInputs(1e6, 65, 1, (1,), 640))
+    assert [(s.k, s.batch, s.figure) for s in over.skipped] == [(0, 1, 65)]
+
+
+def test_the_pools_node_bound_admits_exactly_its_number_of_nodes() -> None:
+    """16 replicas a trn2.48xlarge: 32 streams at batch 1 need 2 nodes, 33 need 3."""
+    cfg = load_profile("qwen3-4b-baseline")
+    fleet = Fleet({"trn2.48xlarge": 2})
+    fits = plan_profile(cfg, 0.0, [], PRICE, PlanInputs(1e6, 32, 1, (1,), 640), fleet=fleet)
+    assert fits.plain is not None and fits.plain.nodes_at_peak == 2 and fits.in_pools
+    over = plan_profile(cfg, 0.0, [], PRICE, PlanInputs(1e6, 33, 1, (1,), 640), fleet=fleet)
+    assert over.skipped == (
+        Skip(0, 1, "nodes at peak above the 2 the config's trn2.48xlarge pools allow", 3),
+    )
+    one = plan_profile(
+        cfg, 0.0, [], PRICE, PlanInputs(1e6, 32, 1, (1,), 640), fleet=Fleet({"trn2.48xlarge": 1})
+    )
+    assert one.plain is None and one.skipped[0].figure == 2 and one.in_pools is True
+    unbounded = plan_profile(cfg, 0.0, [], PRICE, PlanInputs(1e6, 33, 1, (1,), 640))
+    assert unbounded.in_pools is None and unbounded.plain is not None
+
+
+def test_a_variant_records_what_it_is_and_where_it_runs() -> None:
+    """k>0 is speculative and priced in the profile's stack; k=0 is the plain server."""
+    cfg = load_profile("llama31-8b-eagle3")
+    inputs = PlanInputs(1e6, 4, 3, (2,), decode_context_tokens(512, 256))
+    plan = plan_profile(
+        cfg, 0.9, [1], PRICE, inputs, base_overrides=["hardware.instance_type=trn2.48xlarge"]
+    )
+    spec, plain = plan.speculative, plan.plain
+    assert spec is not None and plain is not None
+    for v in (spec, plain):
+        placement = placement_for(apply_overrides(cfg, list(v.overrides)))
+        assert placement is not None and v.packing_reason == placement.packing.reason
+        assert v.target == "Llama-3.1-8B" and v.instance_type == "trn2.48xlarge"
+        assert v.idle_nodes == 1 and v.replicas_per_node == 16
+    assert (spec.k, spec.speculative, plain.k, plain.speculative) == (1, True, 0, False)
+    assert "plugin-sync, eagle3" in spec.band_note and "plugin, none" in plain.band_note
+    assert plan.instance_type == "trn2.48xlarge" and plan.has_speculation is True
+    plain_only = plan_profile(load_profile("qwen3-4b-baseline"), 0.0, [1], PRICE, inputs)
+    assert plain_only.has_speculation is False and plain_only.speculative is None
+
+
+def test_each_window_and_batch_is_judged_once() -> None:
+    """k=0 is always the plain twin; a 0 among the windows asked adds nothing."""
+    cfg = load_profile("llama31-8b-eagle3")
+    inputs = PlanInputs(1e-3, 4, 1, (1, 2), decode_context_tokens(512, 256))  # nothing meets it
+    plan = plan_profile(cfg, 0.7, [0, 2], PRICE, inputs)
+    assert [(s.k, s.batch) for s in plan.skipped] == [(0, 1), (2, 1), (0, 2), (2, 2)]

@@ -3,13 +3,42 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields, replace
 
 import pytest
 from trnspec.cli.main import main
 from trnspec.config.images import image_spec
-from trnspec.config.serving import list_profiles, load_profile
+from trnspec.config.serving import (
+    ConfigError,
+    Problem,
+    ServingConfig,
+    apply_overrides,
+    list_profiles,
+    load_profile,
+)
+from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PRICES
-from trnspec.perf.calibrate import trn2_calibration
+from trnspec.hardware.sizing import BYTES_PER_DTYPE
+from trnspec.perf.calibrate import DATA_FILE, trn2_calibration
+from trnspec.perf.model import (
+    Deployment,
+    Efficiency,
+    Hardware,
+    ModelInputError,
+    decode_context_tokens,
+    predict_grid,
+)
+from trnspec.perf.profile_model import ProfileModel, profile_model
+from trnspec.plan import predict as predict_module
+from trnspec.plan.predict import (
+    DEFAULT_BATCHES,
+    PER_STACK,
+    PLAIN_ROW,
+    PredictQuery,
+    PredictReport,
+    Sourced,
+    build,
+)
 
 TRN2_PROFILES = [p for p in list_profiles() if image_spec(load_profile(p).image).runs_on_trn2]
 ROW_KEYS = {"batch", "k", "tpot_ms", "output_tokens_per_s", "speedup"}
@@ -224,3 +253,271 @@ def test_the_cost_is_the_whole_instance_with_every_replica_on_it_busy(capsys, pr
     for r in doc["rows"]:
         hours_per_1m = 1e6 / (r["output_tokens_per_s"] * replicas * 3600)
         assert r["cost_per_1m_output_tokens_usd"] == pytest.approx(price * hours_per_1m, rel=1e-3)
+
+
+def _report(profile: str, **query: object) -> tuple[PredictReport, ServingConfig]:
+    """The report of a shipped profile (at acceptance 0.7 unless it has no speculation)."""
+    cfg = load_profile(profile)
+    speculative = cfg.speculation.method != "none"
+    asked = {"acceptance_rate": 0.7 if speculative else None, **query}
+    return build(PredictQuery(**asked), cfg), cfg  # type: ignore[arg-type]
+
+
+def _listed(report: PredictReport) -> dict[str, object]:
+    return {name: entry.value for name, entry in report.inputs.items()}
+
+
+@pytest.mark.parametrize("profile", TRN2_PROFILES)
+def test_the_listed_inputs_reproduce_every_row(profile):
+    """The document lists every constant the rows used: the model run again from the listed
+    values alone (and the shapes named there) gives the same rows. A constant the model uses
+    but the list leaves out (the host share, the vCPUs it is divided by) fails this."""
+    speculative = load_profile(profile).speculation.method != "none"
+    report, cfg = _report(profile, batch="1,3,16", k="0,1,3" if speculative else "0")
+    v = _listed(report)
+    shapes = profile_model(cfg, 0)
+    assert (v["target"], v["hardware"]) == (shapes.target.name, shapes.deployment.hardware.name)
+    assert v.get("draft") == (shapes.draft.name if speculative and shapes.draft else None)
+    hw = Hardware(
+        str(v["hardware"]),
+        v["hbm_bytes_per_s_per_chip"],
+        v["peak_flops_per_chip"],
+        v["link_bytes_per_s_per_chip"],
+        v["cores_per_chip"],
+        "listed",
+    )
+    eff = Efficiency(**{f.name: v[f"efficiency.{f.name}"] for f in fields(Efficiency)})
+    plain = {n: v[f"efficiency.plain_{n}"] for n in PLAIN_ROW if f"efficiency.plain_{n}" in v}
+    width = BYTES_PER_DTYPE[v["dtype"]]
+    dep = Deployment(
+        hw,
+        v["tensor_parallel_size"],
+        v["lnc"],
+        width,
+        width,
+        width,
+        v["context_tokens"],
+        v["vcpus_per_replica"],
+    )
+    points = predict_grid(
+        shapes.target,
+        str(v.get("method", "none")),
+        shapes.draft,
+        v.get("acceptance_rate", 0.0),
+        [0, 1, 3] if speculative else [0],
+        [1, 3, 16],
+        dep,
+        eff,
+        replace(eff, **plain),
+    )
+    assert [(r.batch, r.k, r.tpot_ms, r.output_tokens_per_s) for r in report.rows] == [
+        (p.batch, p.k, round(p.tpot_s * 1e3, 3), round(p.output_tokens_per_s, 2)) for p in points
+    ]
+
+
+@pytest.mark.parametrize("profile", TRN2_PROFILES)
+def test_every_input_names_where_it_came_from(profile):
+    report, cfg = _report(profile, batch="1")
+    model = profile_model(cfg, decode_context_tokens(512, 256))
+    src = {name: entry.source for name, entry in report.inputs.items()}
+    assert src["target"] == model.target.origin
+    for name in ("hardware", "hbm_bytes_per_s_per_chip", "peak_flops_per_chip"):
+        assert src[name] == model.deployment.hardware.source
+    assert src["link_bytes_per_s_per_chip"] == src["cores_per_chip"] == src["hardware"]
+    for name in ("tensor_parallel_size", "lnc", "dtype", "max_num_seqs"):
+        assert f"profile {cfg.name}" in src[name]
+    assert "recompile" in src["max_num_seqs"]
+    assert src["context_tokens"] == "--input-len 512 + half of --output-len 256"
+    placement = placement_for(cfg)
+    assert placement is not None
+    # the packing module, the kubelet's disk it counted and what limits the count
+    assert src["replicas_per_instance"].startswith("trnspec.hardware.packing (")
+    assert (
+        f"kubelet's {placement.disk}); limited by {placement.packing.reason}"
+        in (src["replicas_per_instance"])
+    )
+    if cfg.speculation.method == "none":
+        assert not {"method", "draft", "acceptance_rate"} & set(src)
+    else:
+        assert src["method"] == f"speculation.method of {cfg.name}"
+        assert src["draft"] == model.draft.origin
+        assert src["acceptance_rate"] == "--acceptance-rate (user supplied)"
+    for name in PLAIN_ROW:
+        plain = src.get(f"efficiency.plain_{name}")
+        assert (plain is not None) == (model.plain_group != model.group)
+        if plain is not None:
+            assert f"stack group {model.plain_group!r}" in plain
+            assert plain.endswith("without speculation, as a plain server would run")
+    # a constant each serving stack has its own of names the stack; a shared one does not
+    for f in fields(Efficiency):
+        per_stack = f"stack group {model.group!r}" in src[f"efficiency.{f.name}"]
+        assert per_stack == (f.name in PER_STACK), f.name
+    vcpus = src["vcpus_per_replica"]
+    assert vcpus.startswith(f"the vCPUs of a {cfg.hardware.instance_type} over the replicas")
+    assert vcpus.endswith("(trnspec.perf.profile_model); the host share is paid per vCPU")
+
+
+def test_a_given_acceptance_rate_is_listed_as_given():
+    report, _ = _report("llama31-8b-eagle3", acceptance_rate=0.55, batch="1")
+    assert report.inputs["acceptance_rate"] == Sourced(0.55, "--acceptance-rate (user supplied)")
+
+
+def test_a_rate_derived_from_a_length_cites_the_length_the_window_and_the_formula():
+    report, _ = _report(
+        "llama31-8b-eagle3", acceptance_rate=None, acceptance_length=2.5, acceptance_k=5
+    )
+    source = report.inputs["acceptance_rate"].source
+    assert source.startswith("from --acceptance-length 2.5 at k=5 by ")
+    assert "(1 - a^(k+1)) / (1 - a) = tau (Leviathan et al., 2023)" in source
+
+
+def test_a_speculative_profile_without_an_acceptance_is_refused_naming_both_ways_to_give_it():
+    cfg = load_profile("llama31-8b-eagle3")
+    with pytest.raises(ConfigError) as err:
+        build(PredictQuery(), cfg)
+    (problem,) = err.value.problems
+    assert (problem.field, problem.value) == ("--acceptance-rate", None)
+    assert problem.fix.startswith("give --acceptance-rate A (per token) or --acceptance-length TAU")
+    assert problem.fix.endswith(
+        "verification step, as published); acceptance depends on the workload"
+    )
+
+
+def test_an_acceptance_of_zero_accepts_no_draft_token():
+    """Every draft rejected: a speculative step still emits the target's one token, no more."""
+    report, _ = _report("llama31-8b-eagle3", acceptance_rate=0.0, batch="1,4", k="0,2,5")
+    assert {r.tokens_per_step for r in report.rows} == {1.0}
+
+
+def test_a_profile_without_speculation_predicts_k0_at_the_default_batches():
+    report, _ = _report("qwen3-4b-baseline")
+    assert [(r.batch, r.k) for r in report.rows] == [(b, 0) for b in DEFAULT_BATCHES]
+    assert report.speculation_stops_paying_at_batch is None
+
+
+@pytest.mark.parametrize(
+    ("profile", "top"),
+    [("llama31-8b-eagle3", 7), ("llama31-8b-dflash", 9), ("qwen3-4b-dflash", 15)],
+)
+def test_the_default_windows_run_from_0_to_the_larger_of_the_images_and_the_profiles(profile, top):
+    cfg = load_profile(profile)
+    assert top == max(
+        image_spec(cfg.image).max_speculative_tokens, cfg.speculation.num_speculative_tokens
+    )
+    report, _ = _report(profile, batch="2")
+    assert [r.k for r in report.rows] == list(range(top + 1))
+
+
+@pytest.mark.parametrize("k", ["1", "0,1", "2"])
+def test_a_window_above_0_on_a_profile_without_speculation_is_refused(k):
+    cfg = load_profile("qwen3-4b-baseline")
+    with pytest.raises(ConfigError) as err:
+        build(PredictQuery(k=k), cfg)
+    (problem,) = err.value.problems
+    assert (problem.field, problem.value) == ("--k", k)
+    assert f"profile {cfg.name} has no speculation; give --k 0" in problem.fix
+
+
+@pytest.mark.parametrize(
+    ("field", "text"), [("k", "x"), ("k", "-1"), ("batch", "0"), ("batch", ",")]
+)
+def test_a_malformed_list_is_refused_naming_its_flag_and_the_text_given(field, text):
+    cfg = load_profile("llama31-8b-eagle3")
+    with pytest.raises(ConfigError) as err:
+        build(PredictQuery(acceptance_rate=0.7, **{field: text}), cfg)
+    (problem,) = err.value.problems
+    assert (problem.field, problem.value) == (f"--{field}", text)
+    assert "integer" in problem.fix
+
+
+def test_the_lists_are_read_as_sorted_distinct_values():
+    report, _ = _report("llama31-8b-eagle3", batch="4,1,4", k="3,0,3")
+    assert [(r.batch, r.k) for r in report.rows] == [(1, 0), (1, 3), (4, 0), (4, 3)]
+
+
+def test_every_problem_of_a_query_is_reported_at_once():
+    cfg = load_profile("qwen3-4b-baseline")
+    with pytest.raises(ConfigError) as err:
+        build(PredictQuery(k="0,2", input_len=cfg.max_model_len), cfg)
+    assert [p.field for p in err.value.problems] == ["--k", "--input-len"]
+
+
+def test_a_refusal_of_the_model_is_reported_naming_the_windows_and_batches(monkeypatch):
+    def refuse(*_args: object) -> None:
+        raise ModelInputError("k=3: refused")
+
+    monkeypatch.setattr(ProfileModel, "grid", refuse)
+    with pytest.raises(ConfigError) as err:
+        _report("llama31-8b-eagle3", k="0,3", batch="1")
+    assert err.value.problems == [Problem("--k/--batch", "0,3/1", "k=3: refused")]
+
+
+def test_a_batch_is_within_max_num_seqs_up_to_and_including_it():
+    report, cfg = _report("llama31-8b-eagle3", batch="3,4,5", k="0")
+    assert cfg.max_num_seqs == 4
+    assert [r.within_max_num_seqs for r in report.rows] == [True, True, False]
+    assert report.inputs["max_num_seqs"].value == 4
+
+
+def test_each_row_carries_the_band_of_the_stack_and_method_it_ran_as():
+    """k=0 is the plain server (its own stack, no speculation); k>0 the profile's."""
+    report, _ = _report("qwen3-4b-dflash", batch="1", k="0,3")
+    notes = {r.k: r.error_band_note for r in report.rows}
+    assert "plugin, none" in notes[0] and "plugin-sync" not in notes[0]
+    assert "plugin-sync, dflash" in notes[3]
+
+
+def test_the_report_names_its_profile_and_its_caveats():
+    report, _ = _report("llama31-8b-eagle3", batch="1")
+    assert report.profile == "llama31-8b-eagle3"
+    hbm, band = report.caveats
+    assert hbm == "HBM fit at these batches is not checked here; run `trnspec plan`."
+    assert band.startswith("error_band: the largest held-out error (leave one source out)")
+    assert "published rows in the same stack and method and in the same TP, batch," in band
+    assert band.endswith(f"see docs/performance.md and trnspec/{DATA_FILE}.")
+
+
+def test_the_json_document_is_indented_two_spaces_one_field_a_line():
+    report, _ = _report("llama31-8b-eagle3", batch="1", k="0")
+    lines = report.to_json().splitlines()
+    assert lines[:2] == ["{", '  "profile": "llama31-8b-eagle3",']
+
+
+def _placed(placement: ReplicaPlacement | None):
+    return lambda _cfg: placement
+
+
+def test_unknown_packing_leaves_every_cost_empty_and_says_why(monkeypatch):
+    monkeypatch.setattr(predict_module, "placement_for", _placed(None))
+    report, cfg = _report("qwen3-4b-dflash", batch="1,4")
+    assert all(r.cost_per_1m_output_tokens_usd is None for r in report.rows)
+    assert report.cost_note == (
+        f"replicas per instance unknown: the staged storage of {cfg.target.name} cannot be"
+        " sized offline (the deploy needs serving.weights_volume_gib)"
+    )
+    replicas, price = report.inputs["replicas_per_instance"], report.inputs["price_per_hour_usd"]
+    assert replicas.value is None and replicas.source.endswith("on the kubelet's disk)")
+    assert price.value is None
+
+
+def test_a_replica_that_fits_no_node_leaves_every_cost_empty_and_says_why(monkeypatch):
+    cfg = load_profile("qwen3-4b-dflash")
+    none_fit = placement_for(cfg, ephemeral_gib=1_000_000)
+    assert none_fit is not None and none_fit.packing.replicas == 0
+    monkeypatch.setattr(predict_module, "placement_for", _placed(none_fit))
+    report, _ = _report("qwen3-4b-dflash", batch="1,4")
+    assert all(r.cost_per_1m_output_tokens_usd is None for r in report.rows)
+    assert report.cost_note == (
+        f"a replica does not fit one {cfg.hardware.instance_type}: {none_fit.packing.reason}"
+    )
+    assert report.inputs["price_per_hour_usd"].value is None
+
+
+def test_an_unpriced_instance_gives_the_reason_as_the_prices_source():
+    cfg = apply_overrides(
+        load_profile("qwen3-32b-draft"), ["hardware.instance_type=trn2u.48xlarge"]
+    )
+    report = build(PredictQuery(acceptance_rate=0.7, batch="1"), cfg)
+    price = report.inputs["price_per_hour_usd"]
+    assert price.value is None and report.cost_note
+    assert price.source == report.cost_note

@@ -38,5 +38,5 @@ def test_both_commands_exit_2_with_one_line(
         argv += ["--tpot-ms", "30", "--peak-streams", "4"]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "--input-len" in err and "max_model_len 4096" in err
+    assert "--input-len=32000:" in err and "max_model_len 4096" in err  # the value as given
     assert "Traceback" not in err
