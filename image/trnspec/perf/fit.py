@@ -113,18 +113,11 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float]:
     return x
 
 
-def _least_squares(cols: list[list[float]], b: list[float]) -> list[float]:
-    """Unconstrained least squares on unit-norm columns (normal equations, tiny ridge)."""
-    k = len(cols)
-    gram = [
-        [
-            sum(x * y for x, y in zip(cols[i], cols[j], strict=True)) + (1e-12 if i == j else 0.0)
-            for j in range(k)
-        ]
-        for i in range(k)
-    ]
-    rhs = [sum(x * y for x, y in zip(col, b, strict=True)) for col in cols]
-    return _solve(gram, rhs)
+def _least_squares(gram: list[list[float]], rhs: list[float], active: list[int]) -> list[float]:
+    """Unconstrained least squares on the `active` unit-norm columns (normal equations, tiny
+    ridge), read from every column's Gram matrix and right-hand side."""
+    sub = [[gram[i][j] + (1e-12 if i == j else 0.0) for j in active] for i in active]
+    return _solve(sub, [rhs[i] for i in active])
 
 
 def nnls(columns: Sequence[Sequence[float]], b: Sequence[float]) -> list[float]:
@@ -140,6 +133,9 @@ def nnls(columns: Sequence[Sequence[float]], b: Sequence[float]) -> list[float]:
     n, tol = len(cols), 1e-12
     x = [0.0] * n
     active: list[int] = []
+    # Every column's normal equations once (the same sums, in the same order, as per active set)
+    gram = [[sum(u * v for u, v in zip(ci, cj, strict=True)) for cj in cols] for ci in cols]
+    rhs = [sum(u * v for u, v in zip(col, b, strict=True)) for col in cols]
 
     def gradient(x: list[float]) -> list[float]:
         r = [bi - sum(cols[j][i] * x[j] for j in range(n)) for i, bi in enumerate(b)]
@@ -152,7 +148,7 @@ def nnls(columns: Sequence[Sequence[float]], b: Sequence[float]) -> list[float]:
             break
         active.append(max(free, key=lambda j: w[j]))
         while True:
-            s_active = _least_squares([cols[j] for j in active], list(b))
+            s_active = _least_squares(gram, rhs, active)
             s = [0.0] * n
             for j, v in zip(active, s_active, strict=True):
                 s[j] = v
