@@ -50,7 +50,7 @@ class State:
     attempts: Counter[str] = field(default_factory=Counter)
     generation_requests: int = 0
     #: what really happened, per completed request in arrival order: arrival and each content
-    #: write (perf_counter, CLOCK_MONOTONIC, comparable across processes on Linux)
+    #: write (perf_counter just before the write, CLOCK_MONOTONIC, comparable across processes)
     timings: list[dict[str, object]] = field(default_factory=list)
 
     def record_step(self, tokens: int) -> None:
@@ -184,16 +184,20 @@ def make_app(s: State) -> web.Application:
             else:
                 choice["text"] = text
             event = {"id": "x", "created": created, "model": s.model, "choices": [choice]}
-            await resp.write(f"data: {json.dumps(event)}\n\n".encode())
+            # stamped before the write: a client can only read the chunk after it (stamped after,
+            # a server descheduled between the write and the stamp records the chunk late and
+            # the client appears to under-report; this failed under 4 test workers)
             writes.append(time.perf_counter())
+            await resp.write(f"data: {json.dumps(event)}\n\n".encode())
         usage = {
             "prompt_tokens": len(prompt.split()),
             "completion_tokens": sum(chunks),
             "total_tokens": len(prompt.split()) + sum(chunks),
         }
         final = {"id": "x", "created": created, "model": s.model, "choices": [], "usage": usage}
+        done = time.perf_counter()  # before the write, as above
         await resp.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
-        s.timings.append({"arrival": t0, "writes": writes, "done": time.perf_counter()})
+        s.timings.append({"arrival": t0, "writes": writes, "done": done})
         await resp.write_eof()
         return resp
 
