@@ -88,7 +88,4 @@ def api_server_problems(
 ) -> list[Problem]:
     """One problem per thing the API server would refuse in `manifests` (or a pod would wait on
     forever): the object and path, the value, the rule."""
-    return [
-        Problem(f"{f.obj} {f.path}", f.value, f.rule)
-        for f in api_server_findings(manifests.all(), provided_objects(spec, settings))
-    ]
+    return api_server_findings(manifests.all(), provided_objects(spec, settings))
