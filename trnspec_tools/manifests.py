@@ -18,6 +18,7 @@ pure). Every file is read by trnspec.boundary.files and written by trnspec.bound
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
 import sys
 from collections.abc import Sequence
@@ -39,8 +40,8 @@ from infra.serving.manifests.placeholders import (
     HF_TOKEN_SECRET_PLACEHOLDER,
     IMAGE_PLACEHOLDER,
     REGION_PLACEHOLDER,
-    DeployValues,
     bind,
+    placeholder_values,
 )
 from infra.serving.manifests.pod import Manifest
 from infra.serving.manifests.service_account import service_account
@@ -123,17 +124,13 @@ def exported(
     """(file name, objects) per apply step, in the serving stack's order (infra/serving/
     workload.py): namespace, service accounts, the workload, KEDA's objects, the monitors.
     Only what is known is bound; the image is the profile's public image, as the stack binds."""
-    values = DeployValues(
-        bucket_name=bucket or BUCKET_PLACEHOLDER,
+    left = placeholder_values(workload.settings.api_key_enabled)
+    values = dataclasses.replace(
+        left,
+        bucket_name=bucket or left.bucket_name,
         image_uri=base_image_reference(workload.config.image),
-        region=region or REGION_PLACEHOLDER,
+        region=region or left.region,
         vpc_cidr=vpc_cidr,
-        api_key_secret_arn=API_KEY_SECRET_PLACEHOLDER
-        if workload.settings.api_key_enabled
-        else None,
-        hf_token_secret_arn=HF_TOKEN_SECRET_PLACEHOLDER,
-        bundle_uri=BUNDLE_URI_PLACEHOLDER,
-        bundle_sha256=BUNDLE_SHA256_PLACEHOLDER,
     )
     manifests = bind(workload.manifests, values)
     accounts = [

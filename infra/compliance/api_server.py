@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from trnspec.boundary.problems import Problem
+
 #: apimachinery `resource.ParseQuantity` (k8s.io/apimachinery/pkg/api/resource/quantity.go).
 QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -68,19 +70,11 @@ class ObjectRef:
         return f"{self.kind} {where}{self.name}"
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One thing the API server would refuse (or a pod would wait on forever)."""
-
-    obj: str
-    """Kind/name of the manifest."""
-    path: str
-    """Where in it, dotted (`spec.template.spec.volumes.0.ephemeral...`)."""
-    value: object
-    rule: str
-
-    def __str__(self) -> str:
-        return f"{self.obj} {self.path}={self.value!r}: {self.rule}"
+def finding(obj: str, path: str, value: object, rule: str) -> Problem:
+    """One thing the API server would refuse (or a pod would wait on forever), as the Problem
+    every layer reports: its field is the manifest's `Kind/name` and the dotted path in it
+    (`spec.template.spec.volumes.0.ephemeral...`), its fix the rule."""
+    return Problem(f"{obj} {path}", value, rule)
 
 
 def is_quantity(value: object) -> bool:
@@ -327,21 +321,21 @@ def _provides(manifest: dict[str, Any]) -> ObjectRef | None:
     return ObjectRef(kind, name, None if kind in _CLUSTER_SCOPED else meta.get("namespace"))
 
 
-def _object_findings(manifest: dict[str, Any]) -> Iterator[Finding]:
+def _object_findings(manifest: dict[str, Any]) -> Iterator[Problem]:
     kind = str(manifest.get("kind", "?"))
     meta = manifest.get("metadata") or {}
     obj = f"{kind}/{meta.get('name', '?')}"
     if problem := _name_problem(kind, meta.get("name")):
-        yield Finding(obj, "metadata.name", meta.get("name"), problem)
+        yield finding(obj, "metadata.name", meta.get("name"), problem)
     if (namespace := meta.get("namespace")) is not None and (
         problem := _name_problem("Namespace", namespace)
     ):
-        yield Finding(obj, "metadata.namespace", namespace, problem)
+        yield finding(obj, "metadata.namespace", namespace, problem)
     programs = _python_programs(manifest)
     for path, node in _walk(manifest):
         dotted = ".".join(path)
         if isinstance(node, str) and path not in programs and (leak := _LEAK.search(node)):
-            yield Finding(
+            yield finding(
                 obj,
                 dotted,
                 node
@@ -351,54 +345,54 @@ def _object_findings(manifest: dict[str, Any]) -> Iterator[Finding]:
                 "not finite when the manifest was built",
             )
         if _is_quantity_path(path) and not is_quantity(node):
-            yield Finding(obj, dotted, node, "not a Kubernetes Quantity (e.g. 40Gi, 500m, 2)")
+            yield finding(obj, dotted, node, "not a Kubernetes Quantity (e.g. 40Gi, 500m, 2)")
         if _is_label_map(path) and isinstance(node, dict):
             for key, value in node.items():
                 for problem in (_label_key_problem(str(key)), _label_value_problem(value)):
                     if problem:
-                        yield Finding(obj, f"{dotted}.{key}", value, problem)
+                        yield finding(obj, f"{dotted}.{key}", value, problem)
         if path and path[-1] in ("containers", "initContainers") and isinstance(node, list):
             for i, c in enumerate(node):
                 name = c.get("name") if isinstance(c, dict) else None
                 if not isinstance(name, str) or len(name) > 63 or not _DNS_LABEL.match(name):
-                    yield Finding(
+                    yield finding(
                         obj, f"{dotted}.{i}.name", name, "a container name must be a DNS-1123 label"
                     )
                 for j, port in enumerate((c.get("ports") or []) if isinstance(c, dict) else []):
                     if "name" in port and (problem := _port_name_problem(port["name"])):
-                        yield Finding(obj, f"{dotted}.{i}.ports.{j}.name", port["name"], problem)
+                        yield finding(obj, f"{dotted}.{i}.ports.{j}.name", port["name"], problem)
         if path and path[-1] in ("containers", "initContainers") and isinstance(node, list):
             for i, c in enumerate(node):
                 if isinstance(c, dict):
                     for where, value, rule in _resource_findings(c):
-                        yield Finding(obj, f"{dotted}.{i}.{where}", value, rule)
+                        yield finding(obj, f"{dotted}.{i}.{where}", value, rule)
         if path and path[-1] == "volumes" and isinstance(node, list):
             for i, vol in enumerate(node):
                 name = vol.get("name") if isinstance(vol, dict) else None
                 if not isinstance(name, str) or len(name) > 63 or not _DNS_LABEL.match(name):
-                    yield Finding(
+                    yield finding(
                         obj, f"{dotted}.{i}.name", name, "a volume name must be a DNS-1123 label"
                     )
     if kind in _WORKLOADS:
         for where, value, rule in _selector_findings(manifest):
-            yield Finding(obj, where, value, rule)
+            yield finding(obj, where, value, rule)
     if kind == "Service":
         # A Service's selector is a plain label map (a workload's has matchLabels).
         for key, value in ((manifest.get("spec") or {}).get("selector") or {}).items():
             for problem in (_label_key_problem(str(key)), _label_value_problem(value)):
                 if problem:
-                    yield Finding(obj, f"spec.selector.{key}", value, problem)
+                    yield finding(obj, f"spec.selector.{key}", value, problem)
         for i, port in enumerate((manifest.get("spec") or {}).get("ports") or []):
             if "name" in port and (problem := _port_name_problem(port["name"])):
-                yield Finding(obj, f"spec.ports.{i}.name", port["name"], problem)
+                yield finding(obj, f"spec.ports.{i}.name", port["name"], problem)
 
 
 def api_server_findings(
     manifests: Sequence[dict[str, Any]], provided: Iterable[ObjectRef] = ()
-) -> list[Finding]:
+) -> list[Problem]:
     """Everything in `manifests` the API server would refuse, and every object a pod names that
     neither `manifests` nor `provided` creates (a pod waiting on it forever)."""
-    findings: list[Finding] = []
+    findings: list[Problem] = []
     exists = set(provided)
     exists.update(ref for m in manifests if (ref := _provides(m)) is not None)
     for manifest in manifests:
@@ -409,7 +403,7 @@ def api_server_findings(
                 continue  # every namespace has one
             if ref not in exists:
                 findings.append(
-                    Finding(
+                    finding(
                         f"{manifest.get('kind')}/{meta.get('name')}",
                         path,
                         ref.name,

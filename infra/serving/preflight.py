@@ -24,16 +24,7 @@ from trnspec.boundary.problems import Problem
 from infra.compliance.api_server import ObjectRef, api_server_findings
 from infra.serving.manifests.calibration import service_account_name_for_calibration
 from infra.serving.manifests.manifests import WorkloadManifests, build_manifests
-from infra.serving.manifests.placeholders import (
-    API_KEY_SECRET_PLACEHOLDER,
-    BUCKET_PLACEHOLDER,
-    BUNDLE_SHA256_PLACEHOLDER,
-    BUNDLE_URI_PLACEHOLDER,
-    HF_TOKEN_SECRET_PLACEHOLDER,
-    IMAGE_PLACEHOLDER,
-    REGION_PLACEHOLDER,
-    VPC_CIDR_PLACEHOLDER,
-)
+from infra.serving.manifests.placeholders import BUCKET_PLACEHOLDER, placeholder_values
 from infra.serving.manifests.pod import COMPONENTS, service_account_name
 from infra.serving.manifests.spec import CheckedServing, ClusterWorkloadError, WorkloadSpec
 from infra.settings.serving import ServingSettings
@@ -64,19 +55,8 @@ def workload_preflight(checked: CheckedServing) -> WorkloadPreflight:
             f"bucket_name={checked.spec.bucket_name!r}: check_serving for a preflight takes "
             f"bucket_name={BUCKET_PLACEHOLDER!r}, the placeholder the stack binds"
         )
-    spec = dataclasses.replace(
-        checked.spec,
-        image_uri=IMAGE_PLACEHOLDER,
-        bucket_name=BUCKET_PLACEHOLDER,
-        region=REGION_PLACEHOLDER,
-        vpc_cidr=VPC_CIDR_PLACEHOLDER,
-        api_key_secret_arn=(
-            API_KEY_SECRET_PLACEHOLDER if checked.settings.api_key_enabled else None
-        ),
-        hf_token_secret_arn=HF_TOKEN_SECRET_PLACEHOLDER,
-        bundle_uri=BUNDLE_URI_PLACEHOLDER,
-        bundle_sha256=BUNDLE_SHA256_PLACEHOLDER,
-    )
+    placeholders = placeholder_values(checked.settings.api_key_enabled)
+    spec = dataclasses.replace(checked.spec, **dataclasses.asdict(placeholders))
     manifests = build_manifests(spec, checked.settings)
     problems = api_server_problems(manifests, spec, checked.settings)
     if problems:
@@ -108,7 +88,4 @@ def api_server_problems(
 ) -> list[Problem]:
     """One problem per thing the API server would refuse in `manifests` (or a pod would wait on
     forever): the object and path, the value, the rule."""
-    return [
-        Problem(f"{f.obj} {f.path}", f.value, f.rule)
-        for f in api_server_findings(manifests.all(), provided_objects(spec, settings))
-    ]
+    return api_server_findings(manifests.all(), provided_objects(spec, settings))

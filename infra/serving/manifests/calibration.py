@@ -32,9 +32,10 @@ from trnspec.config.pod_contract import CALIBRATE_COMMAND, ENV_API_KEY_SECRET, T
 from trnspec.hardware.pricing import PRICES
 from trnspec.hardware.topology import instance
 
-from infra.compliance.scan_skips import WEIGHTS_POD_SKIPS, skip_annotations
+from infra.compliance.scan_skips import WEIGHTS_POD_SKIPS
 from infra.contracts import APP_LABEL, COMPONENT_LABEL
 from infra.serving.manifests.config_map import serving_config_map
+from infra.serving.manifests.job import job, node_pod_spec
 from infra.serving.manifests.network_policy import (
     _egress_only_policy,
     egress,
@@ -48,10 +49,8 @@ from infra.serving.manifests.pod import (
     container_security_context,
     labels,
     metadata,
-    pod_security_context,
     selector_labels,
     service_account_name,
-    trn2_placement,
 )
 from infra.serving.manifests.server import deployment
 from infra.serving.manifests.service import SERVICE_PORT, cluster_service
@@ -276,50 +275,38 @@ def calibration_job(
     spec: WorkloadSpec, arm: WorkloadSpec, settings: ServingSettings, k: int
 ) -> Manifest:
     cal = _calibration(settings)
-    template_labels = {**labels(spec, CALIBRATION_COMPONENT), **settings.client_pod_labels}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            **metadata(spec, calibration_job_name(spec, arm, cal), CALIBRATION_COMPONENT),
-            "annotations": skip_annotations(WEIGHTS_POD_SKIPS),
+    runner = {
+        "name": "calibrate",
+        "image": spec.image_uri,
+        "imagePullPolicy": "IfNotPresent",
+        "command": list(TOOLS_ENTRYPOINT),
+        "args": runner_args(spec, arm, settings, k),
+        "env": _job_env(spec),
+        "resources": {
+            "requests": {"cpu": CPU_REQUEST, "memory": MEMORY_REQUEST},
+            "limits": {"cpu": CPU_LIMIT, "memory": MEMORY_LIMIT},
         },
-        "spec": {
-            # Bad input (an unreadable prompt file) fails the same way twice: never retried.
-            "backoffLimit": 0,
-            # The arms' startup budget (the runner waits for both), then the measurement.
-            "activeDeadlineSeconds": (settings.max_startup_minutes + cal.deadline_minutes) * 60,
-            "ttlSecondsAfterFinished": 7 * 24 * 3600,
-            "template": {
-                "metadata": {"labels": template_labels},
-                "spec": {
-                    "serviceAccountName": service_account_name_for_calibration(spec),
-                    "automountServiceAccountToken": False,
-                    "restartPolicy": "Never",
-                    **trn2_placement(spec),
-                    "securityContext": pod_security_context(),
-                    "enableServiceLinks": False,
-                    "containers": [
-                        {
-                            "name": "calibrate",
-                            "image": spec.image_uri,
-                            "imagePullPolicy": "IfNotPresent",
-                            "command": list(TOOLS_ENTRYPOINT),
-                            "args": runner_args(spec, arm, settings, k),
-                            "env": _job_env(spec),
-                            "resources": {
-                                "requests": {"cpu": CPU_REQUEST, "memory": MEMORY_REQUEST},
-                                "limits": {"cpu": CPU_LIMIT, "memory": MEMORY_LIMIT},
-                            },
-                            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-                            "securityContext": container_security_context(),
-                        }
-                    ],
-                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
-                },
-            },
-        },
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "securityContext": container_security_context(),
     }
+    pod = node_pod_spec(
+        spec,
+        service_account=service_account_name_for_calibration(spec),
+        containers=[runner],
+        volumes=[{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
+    )
+    template_labels = {**labels(spec, CALIBRATION_COMPONENT), **settings.client_pod_labels}
+    return job(
+        spec,
+        name=calibration_job_name(spec, arm, cal),
+        component=CALIBRATION_COMPONENT,
+        skips=WEIGHTS_POD_SKIPS,
+        # Bad input (an unreadable prompt file) fails the same way twice: never retried.
+        backoff_limit=0,
+        # The arms' startup budget (the runner waits for both), then the measurement.
+        deadline_seconds=(settings.max_startup_minutes + cal.deadline_minutes) * 60,
+        template={"metadata": {"labels": template_labels}, "spec": pod},
+    )
 
 
 def service_account_name_for_calibration(spec: WorkloadSpec) -> str:

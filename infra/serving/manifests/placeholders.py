@@ -58,6 +58,23 @@ class DeployValues:
         }
 
 
+def placeholder_values(api_key_enabled: bool) -> DeployValues:
+    """Every deploy-time value as its own placeholder, which binding leaves as it is: the values
+    a preflight derives the workload with, and what an export keeps for whatever it is not
+    given. The API key's is None when the key is off, so no API key placeholder is built.
+    The field names are WorkloadSpec's for the same values."""
+    return DeployValues(
+        bucket_name=BUCKET_PLACEHOLDER,
+        image_uri=IMAGE_PLACEHOLDER,
+        region=REGION_PLACEHOLDER,
+        vpc_cidr=VPC_CIDR_PLACEHOLDER,
+        api_key_secret_arn=API_KEY_SECRET_PLACEHOLDER if api_key_enabled else None,
+        hf_token_secret_arn=HF_TOKEN_SECRET_PLACEHOLDER,
+        bundle_uri=BUNDLE_URI_PLACEHOLDER,
+        bundle_sha256=BUNDLE_SHA256_PLACEHOLDER,
+    )
+
+
 def bind(value: T, values: DeployValues) -> T:
     """`value` (a manifest, a list of them, or a frozen dataclass such as WorkloadSpec or
     WorkloadManifests) with every placeholder in its strings replaced by its real value.

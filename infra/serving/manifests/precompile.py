@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from trnspec.config.pod_contract import SERVE_COMMAND
 
-from infra.compliance.scan_skips import NEURON_POD_SKIPS, skip_annotations
+from infra.compliance.scan_skips import NEURON_POD_SKIPS
+from infra.serving.manifests.job import job
 from infra.serving.manifests.pod import (
     PRECOMPILE_COMPONENT,
     Manifest,
     config_path,
     container,
     labels,
-    metadata,
     pod_spec,
 )
 from infra.serving.manifests.spec import WorkloadSpec
@@ -36,36 +36,30 @@ def precompile_job_name(spec: WorkloadSpec) -> str:
 def precompile_job(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     args = [a.format(config=config_path()) for a in PRECOMPILE_ARGS]
     main = container(spec, settings, args=args, name="compile")
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            **metadata(spec, precompile_job_name(spec), PRECOMPILE_COMPONENT),
-            "annotations": skip_annotations(NEURON_POD_SKIPS),
-        },
-        "spec": {
-            # Created suspended when precompile_on_deploy is off; resume it by hand
-            # (docs/workload.md) before scaling out.
-            "suspend": not settings.precompile_on_deploy,
-            "backoffLimit": PRECOMPILE_BACKOFF_LIMIT,
-            # The compile's own budget plus the weights Job's: on a first deploy it starts
-            # with an empty bucket and waits for the copy.
-            "activeDeadlineSeconds": settings.precompile_timeout_hours * 3600
-            + WEIGHTS_DEADLINE_SECONDS,
-            "ttlSecondsAfterFinished": 7 * 24 * 3600,
-            "template": {
-                "metadata": {
-                    "labels": labels(spec, PRECOMPILE_COMPONENT),
-                    "annotations": {"trnspec.io/config-sha256": spec.config_sha256},
-                },
-                "spec": pod_spec(
-                    spec,
-                    settings,
-                    component=PRECOMPILE_COMPONENT,
-                    main=main,
-                    termination_grace_seconds=60,
-                    restart_policy="Never",
-                ),
+    return job(
+        spec,
+        name=precompile_job_name(spec),
+        component=PRECOMPILE_COMPONENT,
+        skips=NEURON_POD_SKIPS,
+        # Created suspended when precompile_on_deploy is off; resume it by hand
+        # (docs/workload.md) before scaling out.
+        suspend=not settings.precompile_on_deploy,
+        backoff_limit=PRECOMPILE_BACKOFF_LIMIT,
+        # The compile's own budget plus the weights Job's: on a first deploy it starts with an
+        # empty bucket and waits for the copy.
+        deadline_seconds=settings.precompile_timeout_hours * 3600 + WEIGHTS_DEADLINE_SECONDS,
+        template={
+            "metadata": {
+                "labels": labels(spec, PRECOMPILE_COMPONENT),
+                "annotations": {"trnspec.io/config-sha256": spec.config_sha256},
             },
+            "spec": pod_spec(
+                spec,
+                settings,
+                component=PRECOMPILE_COMPONENT,
+                main=main,
+                termination_grace_seconds=60,
+                restart_policy="Never",
+            ),
         },
-    }
+    )

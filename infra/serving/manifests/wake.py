@@ -38,7 +38,7 @@ from infra.contracts import (
     NAMESPACE_NAME_LABEL,
 )
 from infra.serving.manifests.pod import SERVE_COMPONENT, Manifest, metadata, selector_labels
-from infra.serving.manifests.service import SERVICE_PORT
+from infra.serving.manifests.service import SERVICE_PORT, cluster_ip_service, service
 from infra.serving.manifests.spec import WorkloadSpec
 from infra.settings.serving import ServingSettings
 
@@ -157,16 +157,12 @@ def with_wake_trigger(scaled_object: Manifest, spec: WorkloadSpec) -> Manifest:
 
 def wake_service(spec: WorkloadSpec) -> Manifest:
     """`<name>-wake`: an alias (ExternalName) of the interceptor's proxy Service."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata(spec, wake_service_name(spec), SERVE_COMPONENT),
-        "spec": {
-            "type": "ExternalName",
-            "externalName": (f"{KEDA_HTTP_INTERCEPTOR_SERVICE}.{KEDA_NAMESPACE}.svc.cluster.local"),
-            "ports": [{"name": "http", "port": KEDA_HTTP_PROXY_PORT, "protocol": "TCP"}],
-        },
+    body = {
+        "type": "ExternalName",
+        "externalName": (f"{KEDA_HTTP_INTERCEPTOR_SERVICE}.{KEDA_NAMESPACE}.svc.cluster.local"),
+        "ports": [{"name": "http", "port": KEDA_HTTP_PROXY_PORT, "protocol": "TCP"}],
     }
+    return service(spec, wake_service_name(spec), SERVE_COMPONENT, body)
 
 
 def busy_config_map(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
@@ -249,16 +245,7 @@ def busy_deployment(spec: WorkloadSpec) -> Manifest:
 
 
 def busy_service(spec: WorkloadSpec) -> Manifest:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata(spec, busy_name(spec), BUSY_COMPONENT),
-        "spec": {
-            "type": "ClusterIP",
-            "selector": selector_labels(spec, BUSY_COMPONENT),
-            "ports": [{"name": "http", "port": BUSY_PORT, "targetPort": "http", "protocol": "TCP"}],
-        },
-    }
+    return cluster_ip_service(spec, busy_name(spec), BUSY_COMPONENT, BUSY_PORT)
 
 
 def _interceptor_peer() -> dict[str, Any]:

@@ -18,17 +18,15 @@ import hashlib
 
 from trnspec.config.pod_contract import ENTRYPOINT, ENV_HF_TOKEN_SECRET
 
-from infra.compliance.scan_skips import WEIGHTS_POD_SKIPS, skip_annotations
+from infra.compliance.scan_skips import WEIGHTS_POD_SKIPS
+from infra.serving.manifests.job import job, node_pod_spec
 from infra.serving.manifests.pod import (
     WEIGHTS_COMPONENT,
     Manifest,
     container_security_context,
     labels,
-    metadata,
-    pod_security_context,
     selector_labels,
     service_account_name,
-    trn2_placement,
 )
 from infra.serving.manifests.spec import WorkloadSpec
 from infra.settings.serving import ServingSettings
@@ -98,50 +96,31 @@ def _copy_container(spec: WorkloadSpec, index: int) -> Manifest:
 
 def weights_job(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     """The Job, or nothing to do when no model comes from the Hub (`spec.hub_copies` empty)."""
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            **metadata(spec, weights_job_name(spec), WEIGHTS_COMPONENT),
-            "annotations": skip_annotations(WEIGHTS_POD_SKIPS),
-        },
-        "spec": {
-            "backoffLimit": WEIGHTS_BACKOFF_LIMIT,
-            "activeDeadlineSeconds": WEIGHTS_DEADLINE_SECONDS,
-            "ttlSecondsAfterFinished": 7 * 24 * 3600,
-            "template": {
-                "metadata": {"labels": labels(spec, WEIGHTS_COMPONENT)},
+    work = {
+        "name": "work",
+        "ephemeral": {
+            "volumeClaimTemplate": {
+                "metadata": {"labels": selector_labels(spec, WEIGHTS_COMPONENT)},
                 "spec": {
-                    "serviceAccountName": service_account_name(spec, WEIGHTS_COMPONENT),
-                    # No API token: EKS Pod Identity mounts its own
-                    # (infra/serving/manifests/pod.py).
-                    "automountServiceAccountToken": False,
-                    "restartPolicy": "Never",
-                    **trn2_placement(spec),
-                    "securityContext": pod_security_context(),
-                    "enableServiceLinks": False,
-                    "containers": [_copy_container(spec, i) for i in range(len(spec.hub_copies))],
-                    "volumes": [
-                        {
-                            "name": "work",
-                            "ephemeral": {
-                                "volumeClaimTemplate": {
-                                    "metadata": {
-                                        "labels": selector_labels(spec, WEIGHTS_COMPONENT)
-                                    },
-                                    "spec": {
-                                        "accessModes": ["ReadWriteOnce"],
-                                        "storageClassName": settings.ebs_storage_class,
-                                        "resources": {
-                                            "requests": {"storage": f"{spec.storage_gib}Gi"}
-                                        },
-                                    },
-                                }
-                            },
-                        },
-                        {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
-                    ],
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": settings.ebs_storage_class,
+                    "resources": {"requests": {"storage": f"{spec.storage_gib}Gi"}},
                 },
-            },
+            }
         },
     }
+    pod = node_pod_spec(
+        spec,
+        service_account=service_account_name(spec, WEIGHTS_COMPONENT),
+        containers=[_copy_container(spec, i) for i in range(len(spec.hub_copies))],
+        volumes=[work, {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}}],
+    )
+    return job(
+        spec,
+        name=weights_job_name(spec),
+        component=WEIGHTS_COMPONENT,
+        skips=WEIGHTS_POD_SKIPS,
+        backoff_limit=WEIGHTS_BACKOFF_LIMIT,
+        deadline_seconds=WEIGHTS_DEADLINE_SECONDS,
+        template={"metadata": {"labels": labels(spec, WEIGHTS_COMPONENT)}, "spec": pod},
+    )

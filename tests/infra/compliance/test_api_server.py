@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 from kubernetes.utils import parse_quantity
+from trnspec.boundary.problems import Problem
 
 from infra.compliance.api_server import (
     ObjectRef,
     api_server_findings,
+    finding,
     is_quantity,
     quantity_value,
 )
@@ -71,6 +73,12 @@ def _findings(*manifests: dict[str, Any], provided: tuple[ObjectRef, ...] = PROV
     return [str(f) for f in api_server_findings(list(manifests), provided)]
 
 
+def test_a_finding_is_the_shared_problem_naming_object_and_path_value_and_rule() -> None:
+    found = finding("Job/m-weights", "spec.template.spec.volumes.0.name", "Work", "a rule")
+    assert found == Problem("Job/m-weights spec.template.spec.volumes.0.name", "Work", "a rule")
+    assert str(found) == "Job/m-weights spec.template.spec.volumes.0.name=Work: a rule"
+
+
 def test_a_sound_job_passes() -> None:
     assert _findings(_job(), CONFIG_MAP) == []
 
@@ -79,7 +87,7 @@ def test_a_planted_nonegi_quantity_is_refused() -> None:
     found = _findings(_job(storage="NoneGi"), CONFIG_MAP)
     (quantity,) = [f for f in found if "Quantity" in f]
     assert quantity.startswith("Job/model-weights-0123abcd ")
-    assert "volumeClaimTemplate.spec.resources.requests.storage='NoneGi'" in quantity
+    assert "volumeClaimTemplate.spec.resources.requests.storage=NoneGi:" in quantity
     assert any("Python's None" in f for f in found)  # and as a leak, the same place
 
 
@@ -144,7 +152,7 @@ def test_a_bad_label_value_is_refused() -> None:
     job = _job()
     job["spec"]["template"]["metadata"]["labels"]["trnspec.io/model"] = "Qwen/Qwen3-4B"
     (finding,) = _findings(job, CONFIG_MAP)
-    assert "template.metadata.labels.trnspec.io/model='Qwen/Qwen3-4B'" in finding
+    assert "template.metadata.labels.trnspec.io/model=Qwen/Qwen3-4B:" in finding
 
 
 @pytest.mark.parametrize("leak", ["None", "True", "False", "nan", "inf"])
@@ -153,7 +161,7 @@ def test_a_leaked_python_value_in_a_string_is_refused(leak: str) -> None:
     env = {"name": "TRNSPEC_K", "value": f"k={leak}"}
     job["spec"]["template"]["spec"]["containers"][0]["env"] = [env]
     (finding,) = _findings(job, CONFIG_MAP)
-    assert f"containers.0.env.0.value='k={leak}'" in finding
+    assert f"containers.0.env.0.value=k={leak}:" in finding
     assert f"Python's {leak}" in finding
 
 
@@ -163,10 +171,10 @@ def test_the_source_of_a_python_c_program_is_code_not_a_leak() -> None:
     container = job["spec"]["template"]["spec"]["containers"][0]
     container["command"] = ["python", "-c", "x = None\nprint(x is None)", "--k", "None"]
     (finding,) = _findings(job, CONFIG_MAP)
-    assert "containers.0.command.4='None'" in finding
+    assert "containers.0.command.4=None:" in finding
     container["command"] = ["sh", "-c", "echo None"]  # not a Python program
     (finding,) = _findings(job, CONFIG_MAP)
-    assert "containers.0.command.2='echo None'" in finding
+    assert "containers.0.command.2=echo None:" in finding
 
 
 def test_words_that_contain_those_letters_are_not_leaks() -> None:
@@ -180,11 +188,11 @@ def test_a_dangling_reference_is_refused() -> None:
     """The ConfigMap the pod mounts is not created; nor the service account without `provided`."""
     found = _findings(_job(), provided=())
     assert any(
-        "volumes.1.configMap.name='m-config'" in f and "ConfigMap trnspec/m-config" in f
+        "volumes.1.configMap.name=m-config:" in f and "ConfigMap trnspec/m-config" in f
         for f in found
     )
-    assert any("serviceAccountName='m-weights'" in f for f in found)
-    assert any("storageClassName='gp3'" in f and "StorageClass gp3" in f for f in found)
+    assert any("serviceAccountName=m-weights:" in f for f in found)
+    assert any("storageClassName=gp3:" in f and "StorageClass gp3" in f for f in found)
     assert len(found) == 3
 
 
@@ -206,7 +214,7 @@ def test_a_request_above_its_limit_is_refused() -> None:
     job = _job()
     job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"memory": "1536Mi"}
     (finding,) = _findings(job, CONFIG_MAP)
-    assert "containers.0.resources.requests.memory='2Gi'" in finding
+    assert "containers.0.resources.requests.memory=2Gi:" in finding
     assert "less than or equal to the limit (1536Mi)" in finding
 
 
@@ -232,7 +240,7 @@ def test_a_selector_that_does_not_select_its_template_is_refused() -> None:
         },
     }
     (finding,) = _findings(deployment, CONFIG_MAP)
-    assert "spec.selector.matchLabels.app.kubernetes.io/name='other'" in finding
+    assert "spec.selector.matchLabels.app.kubernetes.io/name=other:" in finding
 
 
 @pytest.mark.parametrize(
@@ -251,5 +259,5 @@ def test_a_scaled_object_of_a_deployment_nothing_creates_is_refused() -> None:
         "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "m"}},
     }
     (finding,) = _findings(scaled)
-    assert "spec.scaleTargetRef.name='m'" in finding
+    assert "spec.scaleTargetRef.name=m:" in finding
     assert "Deployment trnspec/m" in finding

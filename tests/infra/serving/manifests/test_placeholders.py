@@ -22,6 +22,7 @@ from infra.serving.manifests.placeholders import (
     VPC_CIDR_PLACEHOLDER,
     DeployValues,
     bind,
+    placeholder_values,
 )
 from infra.serving.manifests.spec import WorkloadSpec, check_serving, derive_workload
 from infra.serving.preflight import WorkloadPreflight, workload_preflight
@@ -116,6 +117,26 @@ def test_the_preflight_marks_every_deploy_time_value_and_keeps_the_config_hash()
         BUNDLE_SHA256_PLACEHOLDER,
     )
     assert bind(spec, VALUES).config_sha256 == spec.config_sha256
+
+
+@pytest.mark.parametrize("api_key_enabled", [True, False])
+def test_placeholder_values_name_each_value_by_its_own_placeholder(api_key_enabled: bool) -> None:
+    """Each field holds its own placeholder (binding them is the identity) and the API key's is
+    None when the key is off; the export and the preflight both start from these."""
+    values = placeholder_values(api_key_enabled)
+    text = " ".join(PLACEHOLDERS)
+    if api_key_enabled:
+        assert bind(text, values) == text
+        assert values.api_key_secret_arn == API_KEY_SECRET_PLACEHOLDER
+    else:
+        assert values.api_key_secret_arn is None
+        with pytest.raises(ValueError, match=API_KEY_SECRET_PLACEHOLDER):
+            bind(text, values)
+    rest = text.replace(API_KEY_SECRET_PLACEHOLDER, "")
+    assert bind(rest, values) == rest
+    assert set(dataclasses.astuple(values)) - {None} == set(PLACEHOLDERS) - (
+        set() if api_key_enabled else {API_KEY_SECRET_PLACEHOLDER}
+    )
 
 
 def test_an_api_key_placeholder_without_a_value_is_refused() -> None:
