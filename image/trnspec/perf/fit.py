@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import mul
 
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.model import TRN2, Efficiency, Hardware
@@ -133,13 +134,19 @@ def nnls(columns: Sequence[Sequence[float]], b: Sequence[float]) -> list[float]:
     n, tol = len(cols), 1e-12
     x = [0.0] * n
     active: list[int] = []
-    # Every column's normal equations once (the same sums, in the same order, as per active set)
-    gram = [[sum(u * v for u, v in zip(ci, cj, strict=True)) for cj in cols] for ci in cols]
-    rhs = [sum(u * v for u, v in zip(col, b, strict=True)) for col in cols]
+    # Every column's normal equations once (the same sums, in the same order, as per active
+    # set). `sum(map(mul, u, v))` adds the same products left to right as a generator would, so
+    # the results are the same floats, faster; the Gram matrix is symmetric (u*v == v*u).
+    gram = [[0.0] * n for _ in range(n)]
+    for i, ci in enumerate(cols):
+        for j in range(i, n):
+            gram[i][j] = gram[j][i] = sum(map(mul, ci, cols[j]))
+    rhs = [sum(map(mul, col, b)) for col in cols]
+    rows = list(zip(*cols, strict=True)) if cols else [()] * len(b)
 
     def gradient(x: list[float]) -> list[float]:
-        r = [bi - sum(cols[j][i] * x[j] for j in range(n)) for i, bi in enumerate(b)]
-        return [sum(c * ri for c, ri in zip(col, r, strict=True)) for col in cols]
+        r = [bi - sum(map(mul, row, x)) for row, bi in zip(rows, b, strict=True)]
+        return [sum(map(mul, col, r)) for col in cols]
 
     for _ in range(3 * n + 3):
         w = gradient(x)
