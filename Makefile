@@ -63,11 +63,14 @@ synth: setup-cdk
 	@ls cdk.out/*.template.json
 
 # Two passes: the fast lane on FAST_WORKERS pytest-xdist workers, then the end-to-end servers and
-# the slow builds in one process (their fixtures build shared caches: the tiny models, the vLLM
-# parser environments, the checkov scans). Together they are every test, once. On a whole run
-# the parser environments (minutes of downloads and installs on a fresh clone) are built in the
-# background meanwhile (tests/trnspec/vllm_parsers/prebuild.py, log in .cache/logs); their file
-# locks make the parser test wait for a build in progress, and it rebuilds one that failed.
+# the slow builds on SLOW_WORKERS (their shared caches, the tiny models and the vLLM parser
+# environments, are built under file locks: one worker builds, the other waits; the tests of one
+# shared server form one xdist group, so it starts once; each worker's vLLM servers compute on a
+# core of their own: conftest.py). Together they are every test, once. On a whole run the parser
+# environments (minutes of downloads and installs on a fresh clone) are built in the background
+# meanwhile (tests/trnspec/vllm_parsers/prebuild.py, log in .cache/logs); their file locks make
+# the parser test wait for a build in progress, and it rebuilds one that failed.
+SLOW_WORKERS ?= 2
 test: setup
 	@mkdir -p .cache/logs; \
 	if [ -z "$(PYTEST_ARGS)" ]; then \
@@ -75,11 +78,12 @@ test: setup
 		prebuild=$$!; trap 'kill $$prebuild 2>/dev/null' EXIT; \
 	fi; \
 	$(BIN)/python -m pytest -n $(FAST_WORKERS) -m "$(FAST_MARKERS)" $(PYTEST_ARGS) && \
-	$(BIN)/python -m pytest -m "not ($(FAST_MARKERS))" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(SLOW_WORKERS) --dist loadgroup -m "not ($(FAST_MARKERS))" \
+		$(PYTEST_ARGS)
 
 # The suite without end-to-end servers and slow builds, for the edit-test loop: on FAST_WORKERS
 # pytest-xdist workers, more than the cores, since half of it waits on local servers and
-# subprocesses. `make test` (the gate, with the e2e servers) stays in one process.
+# subprocesses.
 FAST_WORKERS ?= 4
 test-fast: setup
 	$(BIN)/python -m pytest -n $(FAST_WORKERS) -m "$(FAST_MARKERS)" $(PYTEST_ARGS)

@@ -3,6 +3,7 @@ sys.path, where tests/infra, tests/trnspec_tools, tests/trnspec would shadow the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,10 +34,29 @@ def fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
 SLOW_FIXTURES = frozenset({"tiny_models", "checkov_report", "scanned"})
 
 
+#: Session fixtures too costly to repeat on every pytest-xdist worker (a local vLLM server, the
+#: checkov scans): the tests using one form one xdist group (run with `--dist loadgroup`), so a
+#: parallel run computes it once.
+SHARED_FIXTURES = frozenset({"speculative_server", "checkov_report", "scanned"})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if SLOW_FIXTURES & fixtures:
             item.add_marker(pytest.mark.slow)
+        for name in sorted(SHARED_FIXTURES & fixtures):
+            item.add_marker(pytest.mark.xdist_group(name))
+
+
+def omp_bind_for_worker(worker: str | None, cpus: list[int]) -> str | None:
+    """The core a pytest-xdist worker's local vLLM servers bind their compute threads to (vLLM's
+    VLLM_CPU_OMP_THREADS_BIND): worker gwN takes the Nth allowed CPU, round robin, so two
+    workers' servers compute on different cores. None outside xdist: vLLM's own "auto" binding,
+    which puts every server on the same core."""
+    if not worker or not worker.startswith("gw") or not worker[2:].isdigit() or not cpus:
+        return None
+    return str(sorted(cpus)[int(worker[2:]) % len(cpus)])
 
 
 @pytest.fixture
@@ -55,7 +75,12 @@ def s3_bkt(fake_aws_env: None) -> Iterator[Any]:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Hypothesis without deadlines or speed health checks for every property test: a test must
-    not depend on how fast the machine is (a loaded 2-core CI host runs examples slowly)."""
+    not depend on how fast the machine is (a loaded 2-core CI host runs examples slowly). On a
+    pytest-xdist worker, the core its local vLLM servers compute on (unless the caller chose)."""
+    bind = omp_bind_for_worker(os.environ.get("PYTEST_XDIST_WORKER"), list(os.sched_getaffinity(0)))
+    if bind is not None:
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", bind)
+
     from hypothesis import HealthCheck, settings
 
     settings.register_profile(

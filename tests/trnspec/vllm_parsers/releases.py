@@ -10,8 +10,10 @@ from vllm_parsers.toolenv import ParserRelease
 
 #: Import-path dependencies of 0.24.0's `vllm serve` parser, found by trial; the same list
 #: builds 0.29.0's (with it installed, importing 0.29.0's parser finds no further missing module).
+#: xgrammar is installed without its dependencies (triton, 0.7-0.9 GB, never imported), so the
+#: one of them its import needs, apache-tvm-ffi, is named here.
 PLUGIN_PARSER_PACKAGES = (
-    *("aiohttp", "cachetools", "cbor2", "cloudpickle", "fastapi", "filelock"),
+    *("aiohttp", "apache-tvm-ffi", "cachetools", "cbor2", "cloudpickle", "fastapi", "filelock"),
     *("huggingface-hub", "llguidance", "model-hosting-container-standards", "msgspec"),
     *("numpy", "openai", "openai-harmony", "packaging", "partial-json-parser", "pillow"),
     *("prometheus-client", "psutil", "py-cpuinfo", "pybase64", "pydantic"),
@@ -40,6 +42,7 @@ RELEASES: dict[ImageGeneration, ParserRelease] = {
         vllm="0.24.0",
         uploaded_prior_to="2026-07-01T00:00:00Z",
         packages=PLUGIN_PARSER_PACKAGES,
+        without_dependencies=("xgrammar",),
     ),
     # Base of the plugin image 0.29.0.1.2.0-neuronx-py314-sdk2.33.0; wheel uploaded 2026-09-09
     # (Requires-Python >=3.10,<3.15, so it installs on this project's 3.11).
@@ -47,5 +50,6 @@ RELEASES: dict[ImageGeneration, ParserRelease] = {
         vllm="0.29.0",
         uploaded_prior_to="2026-09-10T00:00:00Z",
         packages=PLUGIN_PARSER_PACKAGES,
+        without_dependencies=("xgrammar",),
     ),
 }

