@@ -3,11 +3,29 @@ compute on a core of their own, and the tests of one costly shared fixture stay 
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from conftest import SHARED_FIXTURES, omp_bind_for_worker, pytest_collection_modifyitems
+
+def _root_conftest() -> ModuleType:
+    # by path: under a whole run, `import conftest` finds whichever conftest pytest loaded first
+    spec = importlib.util.spec_from_file_location(
+        "trnspec_root_conftest", Path(__file__).resolve().parents[1] / "conftest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_CONFTEST = _root_conftest()
+SHARED_FIXTURES = _CONFTEST.SHARED_FIXTURES
+omp_bind_for_worker = _CONFTEST.omp_bind_for_worker
+pytest_collection_modifyitems = _CONFTEST.pytest_collection_modifyitems
 
 
 def test_each_worker_binds_its_servers_to_its_own_core_round_robin() -> None:
