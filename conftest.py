@@ -40,6 +40,7 @@ SLOW_FIXTURES = frozenset({"tiny_models", "checkov_report", "scanned"})
 SHARED_FIXTURES = frozenset({"speculative_server", "checkov_report", "scanned"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
