@@ -11,7 +11,6 @@ modules they reach, lazy ones included (the port-forward's kubernetes client), i
 from __future__ import annotations
 
 import ast
-import importlib.metadata as metadata
 import re
 import subprocess
 import sys
@@ -20,6 +19,8 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+
+from tests.requirement_closure import modules_of, requirement_closure
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = ("smoke", "bench")
@@ -58,33 +59,11 @@ def _light_install() -> set[str]:
         wanted += [Requirement(r) for r in data.get("dependencies", [])]
         for extra in extras:
             wanted += [Requirement(r) for r in data["optional-dependencies"][extra]]
-    seen: set[str] = set()
-    while wanted:
-        req = wanted.pop()
-        name = re.sub(r"[-_.]+", "-", req.name).lower()
-        if name in seen:
-            continue
-        seen.add(name)
-        try:
-            requires = metadata.requires(req.name) or []
-        except metadata.PackageNotFoundError:
-            continue
-        for text in requires:
-            sub = Requirement(text)
-            if sub.marker is None or any(
-                sub.marker.evaluate({"extra": e}) for e in (req.extras or {""})
-            ):
-                wanted.append(sub)
-    return seen
+    return requirement_closure(wanted)
 
 
 def _allowed_modules() -> set[str]:
-    dists = _light_install()
-    allowed = set(LOCAL) | set(sys.stdlib_module_names)
-    for module, owners in metadata.packages_distributions().items():
-        if any(re.sub(r"[-_.]+", "-", o).lower() in dists for o in owners):
-            allowed.add(module)
-    return allowed
+    return set(LOCAL) | set(sys.stdlib_module_names) | modules_of(_light_install())
 
 
 def test_the_recipe_installs_the_tools_extra() -> None:

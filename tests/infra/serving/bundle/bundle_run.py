@@ -7,10 +7,8 @@ instead of an installed wheel's metadata. A plain module (not a test file) the b
 from __future__ import annotations
 
 import functools
-import importlib.metadata as metadata
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -19,14 +17,11 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from infra.serving.bundle.requirements import declared
+from tests.requirement_closure import modules_of, requirement_closure
 
 #: The repository's own packages: importable in the pod only from the bundle, never from here.
 BUNDLED = frozenset({"trnspec", "trnspec_tools"})
 REPO_PACKAGES = BUNDLED | {"infra", "tests"}
-
-
-def _dist(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @functools.cache
@@ -34,27 +29,7 @@ def declared_importable() -> frozenset[str]:
     """Top-level modules the image is counted on for: the standard library and the modules of
     the declared requirements, closed over those distributions' own requirements."""
     wanted = [Requirement(f"{r.distribution}{r.specifier}") for r in declared()]
-    seen: set[str] = set()
-    while wanted:
-        req = wanted.pop()
-        if _dist(req.name) in seen:
-            continue
-        seen.add(_dist(req.name))
-        try:
-            requires = metadata.requires(req.name) or []
-        except metadata.PackageNotFoundError:
-            continue
-        for text in requires:
-            sub = Requirement(text)
-            if sub.marker is None or any(
-                sub.marker.evaluate({"extra": e}) for e in (req.extras or {""})
-            ):
-                wanted.append(sub)
-    third_party = {
-        module
-        for module, owners in metadata.packages_distributions().items()
-        if any(_dist(o) in seen for o in owners)
-    }
+    third_party = modules_of(requirement_closure(wanted))
     return frozenset(sys.stdlib_module_names | (third_party - REPO_PACKAGES))
 
 
