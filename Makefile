@@ -63,10 +63,12 @@ synth: setup-cdk
 	@ls cdk.out/*.template.json
 
 # Two passes: the fast lane on FAST_WORKERS pytest-xdist workers, then the end-to-end servers and
-# the slow builds on SLOW_WORKERS (their shared caches, the tiny models and the vLLM parser
-# environments, are built under file locks: one worker builds, the other waits; the tests of one
-# shared server form one xdist group, so it starts once; each worker's vLLM servers compute on a
-# core of their own: conftest.py). Together they are every test, once. On a whole run the parser
+# the slow builds on SLOW_WORKERS, a test file to a worker (a file's module fixtures, its servers
+# and checkov scans, run once; the shared caches, the tiny models and the vLLM parser
+# environments, are built under file locks: one worker builds, the other waits; each worker's
+# vLLM servers compute on a core of their own: conftest.py). `--dist loadgroup` would group
+# across files, but pytest 9 ignores the node ids xdist 3.8 rewrites for it (checked: grouped
+# tests ran on both workers). Together they are every test, once. On a whole run the parser
 # environments (minutes of downloads and installs on a fresh clone) are built in the background
 # meanwhile (tests/trnspec/vllm_parsers/prebuild.py, log in .cache/logs); their file locks make
 # the parser test wait for a build in progress, and it rebuilds one that failed.
@@ -78,7 +80,7 @@ test: setup
 		prebuild=$$!; trap 'kill $$prebuild 2>/dev/null' EXIT; \
 	fi; \
 	$(BIN)/python -m pytest -n $(FAST_WORKERS) -m "$(FAST_MARKERS)" $(PYTEST_ARGS) && \
-	$(BIN)/python -m pytest -n $(SLOW_WORKERS) --dist loadgroup -m "not ($(FAST_MARKERS))" \
+	$(BIN)/python -m pytest -n $(SLOW_WORKERS) --dist loadfile -m "not ($(FAST_MARKERS))" \
 		$(PYTEST_ARGS)
 
 # The suite without end-to-end servers and slow builds, for the edit-test loop: on FAST_WORKERS

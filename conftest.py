@@ -34,20 +34,10 @@ def fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
 SLOW_FIXTURES = frozenset({"tiny_models", "checkov_report", "scanned"})
 
 
-#: Session fixtures too costly to repeat on every pytest-xdist worker (a local vLLM server, the
-#: checkov scans): the tests using one form one xdist group (run with `--dist loadgroup`), so a
-#: parallel run computes it once.
-SHARED_FIXTURES = frozenset({"speculative_server", "checkov_report", "scanned"})
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if SLOW_FIXTURES & fixtures:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-        for name in sorted(SHARED_FIXTURES & fixtures):
-            item.add_marker(pytest.mark.xdist_group(name))
 
 
 def omp_bind_for_worker(worker: str | None, cpus: list[int]) -> str | None:

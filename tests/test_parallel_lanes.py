@@ -1,10 +1,9 @@
 """How the slow lane runs on pytest-xdist workers (conftest.py): each worker's local vLLM servers
-compute on a core of their own, and the tests of one costly shared fixture stay on one worker."""
+compute on a core of their own."""
 
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -23,9 +22,7 @@ def _root_conftest() -> ModuleType:
 
 
 _CONFTEST = _root_conftest()
-SHARED_FIXTURES = _CONFTEST.SHARED_FIXTURES
 omp_bind_for_worker = _CONFTEST.omp_bind_for_worker
-pytest_collection_modifyitems = _CONFTEST.pytest_collection_modifyitems
 
 
 def test_each_worker_binds_its_servers_to_its_own_core_round_robin() -> None:
@@ -41,25 +38,3 @@ def test_the_cores_are_the_ones_the_process_may_use_not_their_count() -> None:
 @pytest.mark.parametrize("worker", [None, "", "master", "gwx"])
 def test_outside_xdist_vllm_keeps_its_own_binding(worker: str | None) -> None:
     assert omp_bind_for_worker(worker, [0, 1]) is None
-
-
-@dataclass
-class _Item:
-    fixturenames: tuple[str, ...]
-    markers: list[pytest.MarkDecorator] = field(default_factory=list)
-
-    def add_marker(self, marker: pytest.MarkDecorator) -> None:
-        self.markers.append(marker)
-
-
-def _groups(item: _Item) -> list[str]:
-    return [m.args[0] for m in item.markers if m.name == "xdist_group"]
-
-
-def test_every_test_of_a_shared_fixture_is_in_its_group_and_no_other_test_is() -> None:
-    users = [_Item(("tmp_path", name)) for name in sorted(SHARED_FIXTURES)]
-    other = _Item(("tmp_path", "tiny_models"))
-    pytest_collection_modifyitems([*users, other])  # type: ignore[list-item]
-    assert [_groups(i) for i in users] == [[name] for name in sorted(SHARED_FIXTURES)]
-    assert _groups(other) == []
-    assert "speculative_server" in SHARED_FIXTURES

@@ -23,9 +23,7 @@ from trnspec.engine.render import RenderedCommand, render
 from vllm_parsers.releases import RELEASES
 from vllm_parsers.toolenv import ToolEnv, ensure_env, parse_argvs
 
-#: One xdist group: each release's argvs are parsed once per process (_parsed), so the file's
-#: tests stay on one worker instead of importing each release's vLLM on both.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600), pytest.mark.xdist_group("vllm-parsers")]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 #: An image no shipped profile names is checked with the profiles of its twin, re-imaged: the
 #: SDK 2.32 plugin image renders the same command as the default plugin image.

@@ -188,6 +188,9 @@ def parse_argvs(python: Path | str, cases: list[dict]) -> dict:
     """Run parse_argvs.py under `python` (one process, vLLM imported once) for all `cases`."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)  # the tool env must not see the project's packages
+    # Installed with --no-compile: the first run writes the bytecode of what it imports, and
+    # the next ones read it (a machine that sets this would recompile on every run).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["VLLM_LOGGING_LEVEL"] = "ERROR"
     env["VLLM_CONFIGURE_LOGGING"] = "0"
     result = subprocess.run(
