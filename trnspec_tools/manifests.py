@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import ipaddress
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +47,7 @@ from infra.serving.manifests.service_account import service_account
 from infra.serving.manifests.spec import check_serving
 from infra.serving.preflight import WorkloadPreflight, provided_objects, workload_preflight
 from infra.settings import profile_data
+from infra.settings.existing_cluster import vpc_cidr_problem
 from infra.settings.plan_file import PLAN_OVERRIDE
 from trnspec_tools.cluster_requirements import evaluate, parse_nodes, requirements
 
@@ -63,16 +63,12 @@ LEFT_FOR_THE_STACK = {
 
 
 def _cidr(text: str) -> str:
-    try:
-        if "/" not in text:
-            raise ValueError(text)
-        net = ipaddress.IPv4Network(text, strict=True)
-    except ValueError:
+    if vpc_cidr_problem(text) is not None:
         raise argparse.ArgumentTypeError(
             f"{printable(text, 40)}: not an IPv4 network, e.g. 10.0.0.0/16 (the cluster VPC's "
             "CidrBlock)"
-        ) from None
-    return str(net)
+        )
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:

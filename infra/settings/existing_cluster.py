@@ -29,6 +29,23 @@ _EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 
 
+def vpc_cidr_problem(text: str) -> str | None:
+    """Why `text` is not a VPC's IPv4 CIDR block (an address, a prefix length, no host bits), or
+    None: the one rule for `cluster.existing.vpc_cidr` and `manifests --vpc-cidr`."""
+    try:
+        if "/" not in text:
+            raise ValueError(text)
+        net = ipaddress.IPv4Network(text, strict=False)
+    except ValueError:
+        return (
+            "not an IPv4 CIDR: use the VPC's CidrBlock, e.g. 10.0.0.0/16 (aws ec2 "
+            "describe-vpcs --vpc-ids VPC --query 'Vpcs[0].CidrBlock')"
+        )
+    if str(net) != text:
+        return f"has host bits set: use {net}"
+    return None
+
+
 class ExistingClusterSettings(BaseModel):
     """An EKS cluster made elsewhere (eksctl, Terraform, another CDK app) with Trn2 nodes."""
 
@@ -57,17 +74,8 @@ class ExistingClusterSettings(BaseModel):
     @field_validator("vpc_cidr")
     @classmethod
     def _cidr(cls, v: str) -> str:
-        try:
-            if "/" not in v:
-                raise ValueError(v)
-            net = ipaddress.IPv4Network(v, strict=False)
-        except ValueError:
-            raise ValueError(
-                "not an IPv4 CIDR: use the VPC's CidrBlock, e.g. 10.0.0.0/16 (aws ec2 "
-                "describe-vpcs --vpc-ids VPC --query 'Vpcs[0].CidrBlock')"
-            ) from None
-        if str(net) != v:
-            raise ValueError(f"has host bits set: use {net}")
+        if (problem := vpc_cidr_problem(v)) is not None:
+            raise ValueError(problem)
         return v
 
     @field_validator("kubectl_role_arn")

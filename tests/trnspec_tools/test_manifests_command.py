@@ -3,11 +3,13 @@ files (exit codes: 0 ok, 1 a node requirement fails, 2 bad input)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 import pytest
 
+from infra.settings import SettingsError, load_settings
 from trnspec_tools import cli
 from trnspec_tools import manifests as command
 
@@ -95,3 +97,26 @@ def test_a_plan_that_is_not_a_plan_exits_2(
     bad.write_text("kind: something-else\n")
     assert command.main(["--plan", str(bad), "--check"]) == 2
     assert "not a plan file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "cidr",
+    [
+        *("10.0.0.0/16", "10.0.0.1/16", "10.0.0.0", "vpc-0abc", "10.0.0.0/33", "::/0", "0/0"),
+        # a netmask or a zero-padded prefix: the flag used to take these and the setting not
+        *("10.0.0.0/255.255.0.0", "10.0.0.0/016"),
+    ],
+)
+def test_vpc_cidr_takes_exactly_what_the_cluster_existing_setting_takes(cidr: str) -> None:
+    """An export and a deploy onto the same cluster accept one VPC CIDR rule."""
+    try:
+        command._cidr(cidr)
+        flag_ok = True
+    except argparse.ArgumentTypeError:
+        flag_ok = False
+    try:
+        load_settings("default", {"cluster.existing.name": "c", "cluster.existing.vpc_cidr": cidr})
+        setting_ok = True
+    except SettingsError:
+        setting_ok = False
+    assert flag_ok == setting_ok
