@@ -37,7 +37,7 @@ from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.files import read_json
 from trnspec.boundary.numbers import finite_in, float_arg, int_arg
 from trnspec.boundary.write import output_clash, write_file
-from trnspec.config.scale_up import RAMP_STEPS, SCALE_UP_PERIOD_SECONDS
+from trnspec.config.scale_up import RAMP_STEPS, SCALE_UP_PERIOD_SECONDS, scale_up_floor
 from trnspec.config.serving import ConfigError, Problem, ServingConfig, load_profile
 from trnspec.perf.model import decode_context_tokens
 from trnspec.plan.acceptance import acceptance_rate
@@ -59,7 +59,7 @@ from trnspec.plan.document import PLAN_KIND, plan_document
 from trnspec.plan.fetch import get_json, http_url, read_rows_text
 from trnspec.plan.idle_cost import IdleCost, idle_cost
 from trnspec.plan.measured import MeasuredEvidence, measured_evidence
-from trnspec.plan.pools import Pool, max_nodes, read_pools
+from trnspec.plan.pools import DeploymentConfig, Pool, max_nodes, read_deployment_config
 from trnspec.plan.predict import DEFAULT_BATCHES, int_list
 from trnspec.plan.ramp import Ramp, ScaleUpPolicy, deployed_policy, ramp
 from trnspec.plan.request_fit import request_fit_problems
@@ -216,7 +216,8 @@ def build_plans(args: argparse.Namespace) -> Planned:
     evidence = _evidence(args)
     veto: Veto = evidence.veto if evidence is not None else no_veto
     cal = evidence.calibration if evidence is not None else None
-    pools = read_pools(args.config, args.overrides) if args.config else ()
+    deployment = read_deployment_config(args.config, args.overrides) if args.config else None
+    pools = deployment.pools if deployment is not None else ()
     fleet = Fleet(max_nodes(pools) if pools else None)
     plans = []
     for cfg in cfgs:
@@ -246,9 +247,10 @@ def build_plans(args: argparse.Namespace) -> Planned:
         v = decision.serving
         arm = decision.speculative if decision.calibrate else None
         idle = idle_cost(v, arm, args.min_replicas)
-        policy = _policy(args, v.replicas_at_peak)
+        floor = _floor(args, deployment)
+        policy = _policy(args, floor, v.replicas_at_peak)
         ramp_of = ramp(
-            args.min_replicas,
+            floor,
             v.replicas_at_peak,
             v.max_num_seqs,
             args.peak_streams,
@@ -273,20 +275,28 @@ def build_plans(args: argparse.Namespace) -> Planned:
             "rows": len(evidence.rows),
             "slower_than_plain": [s.describe() for s in evidence.slower],
         }
-    if pools:
+    if deployment is not None:
         meta["pools"] = [
             {"name": p.name, "instance_type": p.instance_type, "max_size": p.max_size}
             for p in pools
         ]
+        meta["scale_to_zero"] = deployment.scale_to_zero
     meta["command"] = _command_line(args, acceptance)
     return Planned(plans, meta, decision, unrestricted, pools, ramp_of, policy, idle)
 
 
-def _policy(args: argparse.Namespace, peak_replicas: int) -> ScaleUpPolicy:
+def _floor(args: argparse.Namespace, deployment: DeploymentConfig | None) -> int:
+    """The replicas the deployed autoscaler rests at: 0 when --config scales to zero (the plan
+    file keeps the config's serving.scale_to_zero), else --min-replicas."""
+    scale_to_zero = deployment is not None and deployment.scale_to_zero
+    return scale_up_floor(args.min_replicas, scale_to_zero)
+
+
+def _policy(args: argparse.Namespace, floor: int, peak_replicas: int) -> ScaleUpPolicy:
     """The policy the plan's ScaledObject renders (trnspec.config.scale_up), with what
     --scale-up-pods / --scale-up-period-s give instead, and the pod start when known."""
     start = args.pod_start_minutes * 60 if args.pod_start_minutes is not None else None
-    deployed = deployed_policy(args.min_replicas, peak_replicas, start)
+    deployed = deployed_policy(floor, peak_replicas, start)
     return ScaleUpPolicy(
         args.scale_up_pods if args.scale_up_pods is not None else deployed.pods,
         args.scale_up_period_s if args.scale_up_period_s is not None else deployed.period_s,

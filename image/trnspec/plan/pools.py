@@ -1,9 +1,11 @@
-"""The Trn2 pools of a deployment config (config/*.yaml, the infra settings format), read without
-the infra package (the engine never imports it): only `trn2_pools[].{name, instance_type,
-max_size, lnc}`, with the infra defaults (trn2.48xlarge, max_size 2, LNC 2), after `--set`
-overrides in the `cdk -c` form (`trn2_pools.0.max_size=4`, `trn2_pools.trn2.instance_type=...`).
-A plan made for these pools prices only their instance types and keeps nodes at peak within
-their max_size.
+"""What a plan reads of a deployment config (config/*.yaml, the infra settings format), without
+the infra package (the engine never imports it): the Trn2 pools, `trn2_pools[].{name,
+instance_type, max_size, lnc}`, with the infra defaults (trn2.48xlarge, max_size 2, LNC 2), and
+`serving.scale_to_zero` (default false), after `--set` overrides in the `cdk -c` form
+(`trn2_pools.0.max_size=4`, `trn2_pools.trn2.instance_type=...`). A plan made for these pools
+prices only their instance types and keeps nodes at peak within their max_size; with scale to
+zero its ramp starts from zero replicas, as the deployed autoscaler does (the plan file sets
+min and max replicas, never scale_to_zero).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import int_in
@@ -83,8 +87,34 @@ def _pool(i: int, entry: Any) -> Pool:
     )
 
 
+@dataclass(frozen=True)
+class DeploymentConfig:
+    """The parts of a deployment config a plan depends on."""
+
+    pools: tuple[Pool, ...]
+    scale_to_zero: bool
+
+
 def read_pools(path: str, sets: Sequence[str] = ()) -> tuple[Pool, ...]:
     """The config's Trn2 pools after `sets`; BoundaryError naming --config or the field."""
+    return read_deployment_config(path, sets).pools
+
+
+def _scale_to_zero(doc: Mapping[str, Any]) -> bool:
+    serving = doc.get("serving", {})
+    if not isinstance(serving, Mapping):
+        raise BoundaryError("serving", serving, "give a mapping (the serving settings)")
+    value = serving.get("scale_to_zero", False)
+    try:
+        # pydantic's bool, as infra.settings.serving reads it: the same values mean the same
+        return TypeAdapter(bool).validate_python(value)
+    except ValidationError:
+        raise BoundaryError("serving.scale_to_zero", value, "give true or false") from None
+
+
+def read_deployment_config(path: str, sets: Sequence[str] = ()) -> DeploymentConfig:
+    """The config's pools and scale-to-zero switch after `sets`; BoundaryError naming --config
+    or the field."""
     try:
         doc = load_yaml(read_text_file(Path(path)))
     except (OSError, InputReadError) as err:
@@ -98,7 +128,7 @@ def read_pools(path: str, sets: Sequence[str] = ()) -> tuple[Pool, ...]:
     entries = doc.get("trn2_pools")
     if not isinstance(entries, list) or not entries:
         raise BoundaryError("--config", path, "has no trn2_pools: list the Trn2 node pools")
-    return tuple(_pool(i, e) for i, e in enumerate(entries))
+    return DeploymentConfig(tuple(_pool(i, e) for i, e in enumerate(entries)), _scale_to_zero(doc))
 
 
 def max_nodes(pools: Sequence[Pool]) -> dict[str, int]:

@@ -147,6 +147,35 @@ def test_the_plan_prints_the_ramp_and_warns_when_the_queue_breaks_the_ttft_targe
     assert "WARNING: 15 streams wait for a slot" in out and "2000 ms TTFT target" in out
 
 
+def test_a_config_that_scales_to_zero_ramps_from_zero_and_waits_a_pod_start(
+    capsys, tmp_path: Path
+) -> None:
+    # config/first-node.yaml sets serving.scale_to_zero; the plan file keeps it, so the deployed
+    # ScaledObject rests at 0 replicas and a request then waits for a new pod
+    out_file = tmp_path / "plan.yaml"
+    first_node = ("--config", str(REPO / "config/first-node.yaml"), "--out", str(out_file))
+    code, out, err = plan(capsys, *DEFAULT_GOAL, "--ttft-ms", "2000", *first_node)
+    assert code == 0, err
+    doc = yaml.safe_load(out_file.read_text())
+    peak = doc["serving"]["max_replicas"]
+    pods = -(-peak // 3)
+    steps = -(-peak // pods)
+    assert f"ramp: 0 -> {peak} replicas in {steps} step(s) at {pods} pod(s) per 60 s" in out
+    assert "a request at zero replicas waits for a new pod's start" in out
+    assert doc["plan"]["scale_to_zero"] is True
+    code, out, _ = plan(
+        capsys, *DEFAULT_GOAL, "--ttft-ms", "2000", "--pod-start-minutes", "20", *first_node[:2]
+    )
+    assert (
+        "WARNING: scale to zero: a request at zero replicas waits for a new pod's start:"
+        " first token about 20 min later, above the 2000 ms TTFT target" in out
+    )
+    code, out, _ = plan(
+        capsys, *DEFAULT_GOAL, *first_node[:2], "--set", "serving.scale_to_zero=false"
+    )
+    assert f"ramp: 1 -> {peak} replicas" in out and "zero replicas" not in out
+
+
 def test_the_plan_prints_and_records_its_idle_cost_in_both_modes(capsys, tmp_path: Path) -> None:
     out_file = tmp_path / "plan.yaml"
     code, out, _ = plan(capsys, *DEFAULT_GOAL, "--min-replicas", "2", "--out", str(out_file))

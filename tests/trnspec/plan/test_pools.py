@@ -3,11 +3,12 @@ the infra defaults, and `--set` in the `cdk -c` form (trnspec.plan.pools)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from trnspec.boundary.errors import BoundaryError
-from trnspec.plan.pools import Pool, max_nodes, read_pools
+from trnspec.plan.pools import DeploymentConfig, Pool, max_nodes, read_deployment_config, read_pools
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -67,3 +68,32 @@ def test_a_missing_config_names_the_flag(tmp_path: Path) -> None:
     with pytest.raises(BoundaryError) as err:
         read_pools(str(tmp_path / "none.yaml"))
     assert str(err.value).startswith("--config=")
+
+
+def test_scale_to_zero_follows_set_and_defaults_to_false(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("trn2_pools:\n  - name: p\n")
+    assert read_deployment_config(str(path)).scale_to_zero is False
+    on = read_deployment_config(str(path), ["serving.scale_to_zero=true"])
+    assert on == DeploymentConfig((Pool("p", "trn2.48xlarge", 2, 2),), True)
+
+
+def test_a_serving_section_that_is_not_a_mapping_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("trn2_pools:\n  - name: p\nserving: [1]\n")
+    with pytest.raises(BoundaryError) as err:
+        read_deployment_config(str(path))
+    assert str(err.value).startswith("serving=") and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("value", ["maybe", 2, None, [1]])
+def test_a_scale_to_zero_that_is_no_boolean_is_one_line_naming_it(
+    tmp_path: Path, value: object
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        json.dumps({"trn2_pools": [{"name": "p"}], "serving": {"scale_to_zero": value}})
+    )
+    with pytest.raises(BoundaryError) as err:
+        read_deployment_config(str(path))
+    assert str(err.value).startswith("serving.scale_to_zero=") and "\n" not in str(err.value)
