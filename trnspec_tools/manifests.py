@@ -3,6 +3,11 @@ preflight of what it needs of an existing cluster.
 
     manifests --plan config/plans/default.yaml --vpc-cidr 10.0.0.0/16 --out deploy/
     manifests --plan config/plans/default.yaml --check [--nodes nodes.json]
+    manifests --plan ... --set serving.namespace=llm --set serving.scale_to_zero=true ...
+
+`--set serving.FIELD=VALUE` (repeatable) overrides a serving setting after the plan, as
+`cdk deploy -c serving.FIELD=VALUE` does (the same loader, the same checks: a field the plan
+sets is refused there too).
 
 `--out` writes the objects the serving stack applies (the same builders, the same preflight:
 infra/serving/preflight.py, with the API server's rules checked first), plus the service
@@ -71,6 +76,17 @@ def _cidr(text: str) -> str:
     return text
 
 
+def _serving_set(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    field = key.removeprefix("serving.")
+    if not sep or field == key or not field or key.strip() != key or key == PLAN_OVERRIDE:
+        raise argparse.ArgumentTypeError(
+            f"{printable(text, 80)}: give serving.FIELD=VALUE, as `cdk deploy -c` takes it, "
+            "e.g. serving.namespace=llm (the plan itself is --plan)"
+        )
+    return key, value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m trnspec_tools manifests",
@@ -104,12 +120,23 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--bucket", type=text_arg(63), help="with --out: the model bucket's name")
     parser.add_argument("--region", type=text_arg(32), help="with --out: the AWS region")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        type=_serving_set,
+        metavar="serving.FIELD=VALUE",
+        help="override a serving setting after the plan, as `cdk deploy -c` does (repeatable)",
+    )
 
 
-def plan_workload(plan: str) -> WorkloadPreflight:
-    """The workload `cdk deploy -c serving.plan=PLAN` deploys (the default profile's serving
-    section with the plan merged), checked and derived as synth does."""
-    serving = profile_data("default", {PLAN_OVERRIDE: str(Path(plan).absolute())}).get("serving")
+def plan_workload(plan: str, sets: Sequence[tuple[str, str]] = ()) -> WorkloadPreflight:
+    """The workload `cdk deploy -c serving.plan=PLAN [-c KEY=VALUE ...]` deploys (the default
+    profile's serving section with the plan merged, then `sets`), checked and derived as synth
+    does."""
+    overrides = {PLAN_OVERRIDE: str(Path(plan).absolute()), **dict(sets)}
+    serving = profile_data("default", overrides).get("serving")
     checked = check_serving(serving, bucket_name=BUCKET_PLACEHOLDER, image_uri=IMAGE_PLACEHOLDER)
     return workload_preflight(checked)
 
@@ -208,5 +235,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.nodes is not None and not args.check:
         print("manifests: error: --nodes goes with --check", file=sys.stderr)
         return 2
-    workload = plan_workload(args.plan)
+    workload = plan_workload(args.plan, args.overrides)
     return _check(args, workload) if args.check else _export(args, workload)

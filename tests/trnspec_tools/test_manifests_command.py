@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from infra.settings import SettingsError, load_settings
+from infra.settings.serving import load_serving_settings
 from trnspec_tools import cli
 from trnspec_tools import manifests as command
 
@@ -120,3 +122,43 @@ def test_vpc_cidr_takes_exactly_what_the_cluster_existing_setting_takes(cidr: st
     except SettingsError:
         setting_ok = False
     assert flag_ok == setting_ok
+
+
+SETS = (
+    ("serving.namespace", "llm"),
+    ("serving.scale_to_zero", "true"),
+    ("serving.max_replicas", "3"),
+)
+
+
+def test_set_exports_what_cdk_deploy_with_the_same_overrides_deploys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployed = load_settings("default", {"serving.plan": PLAN, **dict(SETS)}).serving
+    workload = command.plan_workload(PLAN, SETS)
+    assert workload.settings == load_serving_settings(deployed)
+    argv = ["--plan", PLAN, "--vpc-cidr", "10.0.0.0/16", "--out", str(tmp_path / "out")]
+    assert command.main([*argv, *(a for k, v in SETS for a in ("--set", f"{k}={v}"))]) == 0
+    autoscaling = yaml.safe_load_all((tmp_path / "out" / "04-autoscaling.yaml").read_text())
+    (scaled,) = [m for m in autoscaling if m["kind"] == "ScaledObject"]
+    assert scaled["metadata"]["namespace"] == "llm"
+    assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (0, 3)
+
+
+@pytest.mark.parametrize(
+    "item", ["namespace=llm", "serving.", "serving.plan=x", "serving.x", " serving.a=1"]
+)
+def test_set_takes_only_a_serving_field_and_a_value(
+    item: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        command.main(["--plan", PLAN, "--check", "--set", item])
+    assert exit_.value.code == 2
+    assert "argument --set:" in capsys.readouterr().err
+
+
+def test_a_bad_serving_value_given_by_set_exits_2_naming_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert command.main(["--plan", PLAN, "--check", "--set", "serving.min_replicas=abc"]) == 2
+    assert "serving.min_replicas=abc" in capsys.readouterr().err
