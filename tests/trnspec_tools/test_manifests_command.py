@@ -140,7 +140,11 @@ def test_set_exports_what_cdk_deploy_with_the_same_overrides_deploys(
     argv = ["--plan", PLAN, "--vpc-cidr", "10.0.0.0/16", "--out", str(tmp_path / "out")]
     assert command.main([*argv, *(a for k, v in SETS for a in ("--set", f"{k}={v}"))]) == 0
     autoscaling = yaml.safe_load_all((tmp_path / "out" / "04-autoscaling.yaml").read_text())
-    (scaled,) = [m for m in autoscaling if m["kind"] == "ScaledObject"]
+    (scaled,) = [
+        m
+        for m in autoscaling
+        if m["kind"] == "ScaledObject" and m["metadata"]["name"] == workload.spec.name
+    ]
     assert scaled["metadata"]["namespace"] == "llm"
     assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (0, 3)
 

@@ -242,23 +242,7 @@ def build_plans(args: argparse.Namespace) -> Planned:
     usable = [p for p in plans if p.in_pools is not False]
     decision = decide(usable)
     unrestricted = decide(plans) if len(usable) < len(plans) else None
-    ramp_of, policy, idle = None, None, None
-    if decision is not None:
-        v = decision.serving
-        arm = decision.speculative if decision.calibrate else None
-        idle = idle_cost(v, arm, args.min_replicas)
-        floor = _floor(args, deployment)
-        policy = _policy(args, floor, v.replicas_at_peak)
-        ramp_of = ramp(
-            floor,
-            v.replicas_at_peak,
-            v.max_num_seqs,
-            args.peak_streams,
-            v.tpot_ms,
-            args.output_len,
-            policy,
-            args.ttft_ms,
-        )
+    ramp_of, policy, idle = _ramp_and_idle(args, decision, deployment)
     meta: dict[str, Any] = {
         "acceptance_rate": round(acceptance.rate, 6),
         "acceptance_source": acceptance.source,
@@ -283,6 +267,30 @@ def build_plans(args: argparse.Namespace) -> Planned:
         meta["scale_to_zero"] = deployment.scale_to_zero
     meta["command"] = _command_line(args, acceptance)
     return Planned(plans, meta, decision, unrestricted, pools, ramp_of, policy, idle)
+
+
+def _ramp_and_idle(
+    args: argparse.Namespace, decision: Decision | None, deployment: DeploymentConfig | None
+) -> tuple[Ramp | None, ScaleUpPolicy | None, IdleCost | None]:
+    """The chosen plan's ramp, the policy it was timed with, and its idle cost (all None
+    without a plan)."""
+    if decision is None:
+        return None, None, None
+    v = decision.serving
+    arm = decision.speculative if decision.calibrate else None
+    floor = _floor(args, deployment)
+    policy = _policy(args, floor, v.replicas_at_peak)
+    ramp_of = ramp(
+        floor,
+        v.replicas_at_peak,
+        v.max_num_seqs,
+        args.peak_streams,
+        v.tpot_ms,
+        args.output_len,
+        policy,
+        args.ttft_ms,
+    )
+    return ramp_of, policy, idle_cost(v, arm, args.min_replicas)
 
 
 def _floor(args: argparse.Namespace, deployment: DeploymentConfig | None) -> int:

@@ -1,13 +1,16 @@
-"""What a planned deployment costs at zero load, in the two modes it can rest in.
+"""What a planned deployment costs at zero load, in the two modes it can rest in, and what a
+calibration holds while it runs.
 
 - min_replicas as planned: the autoscaler keeps the plan's min_replicas, so their nodes stay up;
-- scale to zero (`serving.scale_to_zero: true`): the main Deployment goes to 0 replicas.
+- scale to zero (`serving.scale_to_zero: true`): the main Deployment goes to 0 replicas;
+- while a calibration plan's Job runs: at least one plain replica and the speculative arm's
+  replicas (trnspec.config.calibration_arm), which go to 0 when the Job ends, so neither idle
+  mode counts the arm.
 
-Either way, a calibration plan's speculative arm keeps its replicas (no autoscaler:
-trnspec.config.calibration_arm). Nodes are whole nodes of the variants' instance type: replicas
-of one replicas-per-node share nodes (ceil(replicas / per node)); the arm with another
-replicas-per-node than the main variant is counted on nodes of its own, an upper bound (packing
-two pod sizes together is not modelled). Each node is billed at the price the plan used
+Nodes are whole nodes of the variants' instance type: replicas of one replicas-per-node share
+nodes (ceil(replicas / per node)); the arm with another replicas-per-node than the main variant
+is counted on nodes of its own, an upper bound (packing two pod sizes together is not
+modelled). Each node is billed at the price the plan used
 (trnspec.hardware.pricing, or --price-per-hour), per hour and per 30-day month. The plan prices
 the Trn2 nodes only: what the cluster keeps besides them is named, never given a figure.
 """
@@ -47,18 +50,15 @@ class IdleMode:
     def usd_per_month(self) -> float:
         return self.usd_per_hour * HOURS_PER_MONTH
 
-    def describe(self) -> str:
-        arm = (
-            f" + {self.arm_replicas} calibration-arm replica(s) (no autoscaler)"
-            if self.arm_replicas
-            else ""
-        )
+    def holds(self) -> str:
+        """What runs, where, and its hourly bill."""
+        arm = f" + {self.arm_replicas} calibration-arm replica(s)" if self.arm_replicas else ""
         bound = "" if self.exact else "at most "
         where = f"{bound}{self.nodes} node(s) of {self.instance_type}" if self.nodes else "0 nodes"
-        return (
-            f"idle, {self.mode}: {self.serving_replicas} replica(s){arm} on {where}"
-            f" = ${self.usd_per_hour:,.2f}/h, ${self.usd_per_month:,.2f} per 30-day month"
-        )
+        return f"{self.serving_replicas} replica(s){arm} on {where} = ${self.usd_per_hour:,.2f}/h"
+
+    def describe(self) -> str:
+        return f"idle, {self.mode}: {self.holds()}, ${self.usd_per_month:,.2f} per 30-day month"
 
     def record(self) -> dict[str, Any]:
         return {
@@ -74,24 +74,36 @@ class IdleMode:
 
 @dataclass(frozen=True)
 class IdleCost:
-    """The zero-load cost of a plan with min_replicas kept, and with scale to zero."""
+    """The zero-load cost of a plan with min_replicas kept, and with scale to zero; and for a
+    calibration plan, what runs while its Job does."""
 
     min_replicas: IdleMode
     scale_to_zero: IdleMode
+    #: While the calibration Job runs (None: the plan is no calibration).
+    calibrating: IdleMode | None = None
     not_priced: str = NOT_PRICED
 
     def lines(self) -> list[str]:
-        return [
+        lines = [
             self.min_replicas.describe(),
             f"{self.scale_to_zero.describe()}; {self.not_priced}",
         ]
+        if self.calibrating is not None:
+            lines.append(
+                f"{self.calibrating.mode}: {self.calibrating.holds()} (the arm goes to 0"
+                " replicas when the Job ends: neither idle figure counts it)"
+            )
+        return lines
 
     def record(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "min_replicas": self.min_replicas.record(),
             "scale_to_zero": self.scale_to_zero.record(),
             "not_priced": self.not_priced,
         }
+        if self.calibrating is not None:
+            out["calibrating"] = self.calibrating.record()
+        return out
 
 
 def _mode(mode: str, serving: Variant, replicas: int, arm: Variant | None) -> IdleMode:
@@ -118,9 +130,14 @@ def _mode(mode: str, serving: Variant, replicas: int, arm: Variant | None) -> Id
 
 
 def idle_cost(serving: Variant, arm: Variant | None, min_replicas: int) -> IdleCost:
-    """The zero-load cost of deploying `serving` with `min_replicas`, beside the calibration's
-    speculative `arm` when the plan is a calibration (None otherwise)."""
+    """The zero-load cost of deploying `serving` with `min_replicas`, and with a calibration's
+    speculative `arm` (None: no calibration) what its Job holds while it runs."""
+    calibrating = None
+    if arm is not None:
+        held = max(1, min_replicas)
+        calibrating = _mode("while the calibration Job runs", serving, held, arm)
     return IdleCost(
-        _mode(f"min_replicas {min_replicas} as planned", serving, min_replicas, arm),
-        _mode("scale to zero (serving.scale_to_zero: true)", serving, 0, arm),
+        _mode(f"min_replicas {min_replicas} as planned", serving, min_replicas, None),
+        _mode("scale to zero (serving.scale_to_zero: true)", serving, 0, None),
+        calibrating,
     )

@@ -2,11 +2,20 @@
 that measures both (`serving.calibration`, infra/settings/calibration.py).
 
 - The arm is the main workload's builders applied to a second WorkloadSpec (the speculative
-  profile, named `<name>-spec`): its own ConfigMap, Deployment (one replica, no autoscaler),
-  ClusterIP Service and NetworkPolicy, exactly as the main ones are built, and a weights Job for
-  the models only it needs (a drafter). Its pods run as the main workload's service accounts
-  (serve, weights): same permissions, no new role. It compiles on its own start (no precompile
-  Job: the serve role reads the cache, so its graphs are not cached).
+  profile, named `<name>-spec`): its own ConfigMap, Deployment, ClusterIP Service and
+  NetworkPolicy, exactly as the main ones are built, and a weights Job for the models only it
+  needs (a drafter). Its pods run as the main workload's service accounts (serve, weights): same
+  permissions, no new role. It compiles on its own start (no precompile Job: the serve role
+  reads the cache, so its graphs are not cached).
+- The arm runs only while a calibration Job's pod does: its ScaledObject (KEDA's
+  kubernetes-workload scaler, which counts the pods of a selector that have not Succeeded or
+  Failed) holds CALIBRATION_ARM_REPLICAS while the Job's pod is Pending or Running and 0 after
+  (cooldownPeriod ARM_COOLDOWN_SECONDS), so the finished calibration no longer keeps its chips
+  (its node, with scale to zero) billed; a new calibration (a new Job) brings it back. KEDA lists
+  the pods with its own identity: no role or network path of ours is involved. The same trigger
+  on the main ScaledObject keeps one plain replica while the Job runs, so a calibration also
+  runs with `scale_to_zero`. Neither Deployment sets `replicas` (the HPA owns the count; a
+  re-apply must not reset it).
 - Both arms must run on the same hardware (instance type, LNC and Neuron devices: one chip each
   in the default), serve the same target and admit every level; otherwise synth refuses with
   one line per problem. On a node the minimum already pays for, the arm takes one more chip.
@@ -22,6 +31,7 @@ that measures both (`serving.calibration`, infra/settings/calibration.py).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 from typing import Any
@@ -75,6 +85,10 @@ MEMORY_REQUEST, MEMORY_LIMIT = "1Gi", "2Gi"
 _FIELD = "serving.calibration"
 #: The annotations an annotation-driven Prometheus scrapes by (the main server's, server.py).
 PROMETHEUS_ANNOTATION_PREFIX = "prometheus.io/"
+#: Seconds after the Job's pod ends before KEDA takes the arm to 0 replicas.
+ARM_COOLDOWN_SECONDS = 300
+#: Seconds between KEDA's counts of the Job's pods.
+ARM_POLLING_SECONDS = 30
 
 
 def arm_name(spec: WorkloadSpec) -> str:
@@ -191,9 +205,8 @@ def arm_manifests(
     spec: WorkloadSpec, arm: WorkloadSpec, settings: ServingSettings
 ) -> list[Manifest]:
     """The speculative arm: policies first, then its config, weights, server and Service."""
+    # No `replicas` (as the main Deployment): its ScaledObject owns the count.
     server = _as_arm_identity(deployment(arm, settings), spec, SERVE_COMPONENT)
-    # no autoscaler: its replicas beside the main one at every load
-    server["spec"]["replicas"] = CALIBRATION_ARM_REPLICAS
     # Not scraped by annotation: such a scrape labels it only by namespace and model name, which
     # it shares with the main Deployment, whose KEDA query would count its requests. In-cluster,
     # its own ServiceMonitor scrapes it under `service=<arm>` (monitoring.py).
@@ -207,6 +220,46 @@ def arm_manifests(
     if arm.hub_copies:
         out.append(_as_arm_identity(weights_job(arm, settings), spec, WEIGHTS_COMPONENT))
     return [*out, server, cluster_service(arm)]
+
+
+def calibration_job_trigger(spec: WorkloadSpec) -> dict[str, Any]:
+    """KEDA's kubernetes-workload trigger on the calibration Job's pods (those not Succeeded or
+    Failed): one replica of the scaled Deployment per such pod."""
+    pods = selector_labels(spec, CALIBRATION_COMPONENT)
+    return {
+        "type": "kubernetes-workload",
+        "metricType": "AverageValue",
+        "metadata": {"podSelector": ",".join(f"{k}={v}" for k, v in pods.items()), "value": "1"},
+    }
+
+
+def arm_scaled_object(spec: WorkloadSpec, arm: WorkloadSpec) -> Manifest:
+    """The arm's replicas: CALIBRATION_ARM_REPLICAS while the Job's pod runs, else 0."""
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": metadata(arm, arm.name, SERVE_COMPONENT),
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": arm.name},
+            "minReplicaCount": 0,
+            "maxReplicaCount": CALIBRATION_ARM_REPLICAS,
+            "pollingInterval": ARM_POLLING_SECONDS,
+            "cooldownPeriod": ARM_COOLDOWN_SECONDS,
+            "triggers": [calibration_job_trigger(spec)],
+        },
+    }
+
+
+def with_calibration_trigger(
+    scaled_object: Manifest, spec: WorkloadSpec, settings: ServingSettings
+) -> Manifest:
+    """The main ScaledObject, with the Job trigger when `serving.calibration` is set (a copy):
+    at least one plain replica while the Job's pod runs, scale to zero or not."""
+    if settings.calibration is None:
+        return scaled_object
+    out = copy.deepcopy(scaled_object)
+    out["spec"]["triggers"].append(calibration_job_trigger(spec))
+    return out
 
 
 def service_url(spec: WorkloadSpec) -> str:

@@ -7,7 +7,12 @@ from dataclasses import dataclass, fields
 from infra.serving.manifests.arm_panels import calibration_arms, with_arm_panels
 from infra.serving.manifests.autoscaling import scaled_object
 from infra.serving.manifests.bundle import with_bundle
-from infra.serving.manifests.calibration import calibration_arm, calibration_manifests
+from infra.serving.manifests.calibration import (
+    arm_scaled_object,
+    calibration_arm,
+    calibration_manifests,
+    with_calibration_trigger,
+)
 from infra.serving.manifests.config_map import serving_config_map
 from infra.serving.manifests.dashboard import dashboard_for_config_yaml
 from infra.serving.manifests.disruption import pod_disruption_budget
@@ -82,7 +87,13 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
         ]
     # With scale_to_zero: the interceptor's route, the wake Service and policies (wake.py).
     wake = wake_path(spec, settings)
-    keda = [wake.scaled(scaled_object(spec, settings)), *wake.keda]
+    # serving.calibration: the Job's pods hold a plain replica and the arm (calibration.py).
+    main_scaled = with_calibration_trigger(scaled_object(spec, settings), spec, settings)
+    keda = [
+        wake.scaled(main_scaled),
+        *wake.keda,
+        *([arm_scaled_object(spec, arm)] if arm is not None else []),
+    ]
     # Every pod that runs trnspec installs the bundle first (bundle.py): applied here, to every
     # manifest, so no builder can leave it out.
     return WorkloadManifests(

@@ -54,10 +54,14 @@ def _assert_deploys(plan: dict[str, Any], objects: list[dict[str, Any]]) -> None
     deployments = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
     main = deployments.pop(name)
     expected = _assert_engine(_engine(objects, main), serving["profile"], serving["overrides"])
-    (scaled,) = [o["spec"] for o in objects if o["kind"] == "ScaledObject"]
+    (scaled,) = [
+        o["spec"]
+        for o in objects
+        if o["kind"] == "ScaledObject" and o["spec"]["scaleTargetRef"]["name"] == name
+    ]
     assert scaled["minReplicaCount"] == serving["min_replicas"]
     assert scaled["maxReplicaCount"] == serving["max_replicas"]
-    (trigger,) = scaled["triggers"]
+    (trigger,) = [t for t in scaled["triggers"] if t["type"] == "prometheus"]
     assert trigger["metadata"]["threshold"] == str(serving["streams_per_replica"])
     assert scaled["scaleTargetRef"]["name"] == name
     # The replicas per node the plan priced are what the deployed pod packs to.
@@ -73,11 +77,16 @@ def _assert_deploys(plan: dict[str, Any], objects: list[dict[str, Any]]) -> None
     if calibration is None:
         assert deployments == {} and jobs == [] and services == {name}
         return
-    # Both arms, each behind its own Service; the arm one replica, no autoscaler.
+    # Both arms, each behind its own Service; the arm one replica while the Job runs.
     arm_name = f"{name}-spec"
     assert list(deployments) == [arm_name] and services == {name, arm_name}
     arm = deployments[arm_name]
-    assert arm["spec"]["replicas"] == 1
+    (arm_scaled,) = [
+        o
+        for o in objects
+        if o["kind"] == "ScaledObject" and o["spec"]["scaleTargetRef"]["name"] == arm_name
+    ]
+    assert (arm_scaled["spec"]["minReplicaCount"], arm_scaled["spec"]["maxReplicaCount"]) == (0, 1)
     speculative = calibration["speculative"]
     _assert_engine(_engine(objects, arm), speculative["profile"], speculative["overrides"])
     # The Job measures both at the plan's levels, once (no retry), within a bound.

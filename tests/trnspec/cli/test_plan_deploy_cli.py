@@ -182,20 +182,25 @@ def test_the_plan_prints_and_records_its_idle_cost_in_both_modes(capsys, tmp_pat
     assert code == 0
     doc = yaml.safe_load(out_file.read_text())
     chosen, idle = doc["plan"]["chosen"], doc["plan"]["idle_cost"]
-    arm = 1 if "calibration" in doc["serving"] else 0
-    replicas = 2 + arm
-    nodes = -(-replicas // chosen["replicas_per_node"])
+    nodes = -(-2 // chosen["replicas_per_node"])
     price = PRICES[chosen.get("instance_type", "trn2.48xlarge")].usd_per_hour
     assert price is not None
     kept = idle["min_replicas"]
-    assert (kept["serving_replicas"], kept["calibration_arm_replicas"]) == (2, arm)
+    # at zero load no calibration Job runs, so no arm replica is counted
+    assert (kept["serving_replicas"], kept["calibration_arm_replicas"]) == (2, 0)
     assert kept["nodes"] == nodes and kept["usd_per_hour"] == pytest.approx(nodes * price)
     assert kept["usd_per_30_day_month"] == pytest.approx(nodes * price * 720)
     zero = idle["scale_to_zero"]
-    assert zero["serving_replicas"] == 0 and zero["nodes"] == (1 if arm else 0)
+    assert (zero["serving_replicas"], zero["nodes"], zero["usd_per_hour"]) == (0, 0, 0.0)
     assert "idle, min_replicas 2 as planned: 2 replica(s)" in out
     assert f"= ${nodes * price:,.2f}/h, ${nodes * price * 720:,.2f} per 30-day month" in out
     assert "idle, scale to zero" in out and "not priced by the plan" in out
+    if "calibration" in doc["serving"]:
+        running = idle["calibrating"]
+        assert (running["serving_replicas"], running["calibration_arm_replicas"]) == (2, 1)
+        assert "while the calibration Job runs: 2 replica(s) + 1 calibration-arm" in out
+    else:
+        assert "calibrating" not in idle
 
 
 def test_a_policy_given_on_the_command_line_times_the_ramp_and_is_recorded(capsys) -> None:

@@ -1,5 +1,5 @@
 """What a plan costs at zero load, kept at min_replicas and scaled to zero: whole nodes at the
-plan's price, a calibration's arm kept in both modes, and what the plan does not price named
+plan's price, a calibration's arm only while its Job runs, and what the plan does not price named
 (trnspec.plan.idle_cost)."""
 
 from __future__ import annotations
@@ -45,24 +45,37 @@ def test_min_replicas_keep_their_whole_nodes_and_scale_to_zero_keeps_none() -> N
     assert "EKS control plane" in second and "not priced by the plan" in second
 
 
-def test_a_calibrations_arm_has_no_autoscaler_and_keeps_its_node_at_scale_to_zero() -> None:
+def test_a_calibrations_arm_is_billed_while_its_job_runs_and_at_no_idle() -> None:
     idle = idle_cost(PLAIN, ARM, 1)
-    assert idle.scale_to_zero.arm_replicas == CALIBRATION_ARM_REPLICAS
-    assert (idle.min_replicas.nodes, idle.scale_to_zero.nodes) == (1, 1)
-    assert idle.scale_to_zero.usd_per_hour == 10.0
-    assert "calibration-arm" in idle.lines()[1]
+    assert idle.scale_to_zero.arm_replicas == idle.min_replicas.arm_replicas == 0
+    assert idle.scale_to_zero.usd_per_hour == 0.0 and idle.min_replicas.usd_per_hour == 10.0
+    running = idle.calibrating
+    assert running is not None
+    assert (running.serving_replicas, running.arm_replicas) == (1, CALIBRATION_ARM_REPLICAS)
+    assert "calibration-arm" in idle.lines()[2] and "goes to 0 replicas" in idle.lines()[2]
     # the arm shares the main replicas' nodes: a full node of them puts it on another
-    assert idle_cost(PLAIN, ARM, 4).min_replicas.nodes == 2
+    assert idle_cost(PLAIN, ARM, 4).calibrating == replace(
+        running, serving_replicas=4, nodes=2, usd_per_hour=20.0
+    )
+    # scale to zero (min_replicas 0 in the ramp): the Job still holds one plain replica
+    assert idle_cost(PLAIN, ARM, 0).calibrating == running
+    assert (
+        idle_cost(PLAIN, None, 1).calibrating is None
+        and len(idle_cost(PLAIN, None, 1).lines()) == 2
+    )
 
 
 def test_an_arm_of_another_size_is_counted_on_nodes_of_its_own_as_an_upper_bound() -> None:
-    idle = idle_cost(PLAIN, replace(ARM, replicas_per_node=2), 1)
-    assert (idle.min_replicas.nodes, idle.min_replicas.exact) == (2, False)
-    assert "at most 2 node(s)" in idle.lines()[0]
+    running = idle_cost(PLAIN, replace(ARM, replicas_per_node=2), 1).calibrating
+    assert running is not None and (running.nodes, running.exact) == (2, False)
+    assert "at most 2 node(s)" in running.holds()
 
 
 def test_the_record_carries_the_figures_printed() -> None:
     record = idle_cost(PLAIN, ARM, 1).record()
     assert record["min_replicas"]["usd_per_hour"] == 10.0
-    assert record["scale_to_zero"]["usd_per_30_day_month"] == 7200.0
+    assert record["scale_to_zero"]["usd_per_30_day_month"] == 0.0
+    assert record["calibrating"]["calibration_arm_replicas"] == CALIBRATION_ARM_REPLICAS
+    assert record["calibrating"]["usd_per_hour"] == 10.0
     assert "EKS control plane" in record["not_priced"]
+    assert "calibrating" not in idle_cost(PLAIN, None, 1).record()

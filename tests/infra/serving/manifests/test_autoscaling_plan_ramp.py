@@ -70,7 +70,12 @@ def test_the_committed_default_plans_ramp_is_the_default_deployments() -> None:
         plan["serving"]["min_replicas"],
         plan["serving"]["max_replicas"],
     )
-    pods, period = _scale_up(by_kind(workload.manifests, "ScaledObject"))
+    (main,) = [
+        m
+        for m in workload.manifests.keda
+        if m["kind"] == "ScaledObject" and m["spec"]["scaleTargetRef"]["name"] == workload.spec.name
+    ]
+    pods, period = _scale_up(main)
     periods = _hpa_periods(pods, settings.min_replicas, settings.max_replicas)
     assert f"in {periods} step(s) at {pods} pod(s) per {period} s" in plan["plan"]["ramp"][0]
 

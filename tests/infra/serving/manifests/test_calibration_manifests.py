@@ -50,7 +50,8 @@ def test_the_speculative_arm_runs_beside_the_plain_deployment_behind_its_own_ser
     arm = _named(objects, "Deployment", "-spec")
     arm_name = arm["metadata"]["name"]
     arm_pod = arm["spec"]["template"]["spec"]
-    assert arm["spec"]["replicas"] == 1
+    # no `replicas`: its ScaledObject owns the count, and a re-apply must not reset it
+    assert "replicas" not in arm["spec"] and "replicas" not in main["spec"]
     # Same hardware and identity as the plain arm: one chip each, the serve account.
     main_res = main["spec"]["template"]["spec"]["containers"][0]["resources"]
     arm_res = arm_pod["containers"][0]["resources"]
@@ -90,13 +91,13 @@ def test_an_arm_that_batches_less_than_the_main_keda_target_still_deploys() -> N
         },
     )
     assert settings.streams_per_replica == 32
-    arm = _named(manifests.all(), "Deployment", "-spec")
-    assert arm["spec"]["replicas"] == 1
-    assert not [
+    (arm_scaled,) = [
         o
         for o in manifests.all()
         if o["kind"] == "ScaledObject" and o["spec"]["scaleTargetRef"]["name"].endswith("-spec")
     ]
+    # its count follows the Job's pods only: no in-flight target of the main's
+    assert [t["type"] for t in arm_scaled["spec"]["triggers"]] == ["kubernetes-workload"]
 
 
 def test_the_job_measures_both_arms_bounded_and_never_retried() -> None:
@@ -204,3 +205,64 @@ def test_every_calibration_object_validates_strictly(k8s: str) -> None:
                                           "Service"}  # fmt: skip
     for manifest in added:
         kubernetes_validate.validate(manifest, f"{k8s}.0", strict=True)
+
+
+def _selects(selector: str, labels: dict[str, str]) -> bool:
+    """A kubernetes-workload podSelector of equality terms (`k=v,k=v`) against pod labels."""
+    terms = [term.split("=", 1) for term in selector.split(",")]
+    return all(labels.get(key) == value for key, value in terms)
+
+
+def _pod_labels(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    return {
+        o["metadata"]["name"]: o["spec"]["template"]["metadata"]["labels"]
+        for o in objects
+        if o["kind"] in ("Deployment", "Job")
+    }
+
+
+def test_the_arm_runs_only_while_a_calibration_jobs_pod_runs() -> None:
+    """KEDA's kubernetes-workload scaler counts the selector's pods that have not Succeeded or
+    Failed: the arm is held at one replica by the Job's pod and goes to 0 once it ends."""
+    _, objects = _built()
+    arm = _named(objects, "Deployment", "-spec")["metadata"]["name"]
+    (scaled,) = [
+        o
+        for o in objects
+        if o["kind"] == "ScaledObject" and o["spec"]["scaleTargetRef"]["name"] == arm
+    ]
+    assert scaled["spec"]["scaleTargetRef"]["kind"] == "Deployment"
+    assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (0, 1)
+    (trigger,) = scaled["spec"]["triggers"]
+    assert trigger["type"] == "kubernetes-workload" and trigger["metadata"]["value"] == "1"
+    selected = {
+        name
+        for name, labels in _pod_labels(objects).items()
+        if _selects(trigger["metadata"]["podSelector"], labels)
+    }
+    # the Job's pods and nothing else: a server pod it selected would hold itself up
+    assert selected == {_named(objects, "Job", "-calibration-")["metadata"]["name"]}
+
+
+@pytest.mark.parametrize("scale_to_zero", [False, True])
+def test_the_main_deployment_keeps_a_replica_while_the_job_runs(scale_to_zero: bool) -> None:
+    """The Job calls the plain Service directly: with scale to zero, the same trigger on the main
+    ScaledObject brings a plain replica for it."""
+    _, spec, manifests, _ = build(PLAIN, calibration=CALIBRATION, scale_to_zero=scale_to_zero)
+    objects = manifests.all()
+    (main,) = [
+        o
+        for o in objects
+        if o["kind"] == "ScaledObject" and o["spec"]["scaleTargetRef"]["name"] == spec.name
+    ]
+    assert main["spec"]["minReplicaCount"] == (0 if scale_to_zero else 1)
+    (job_trigger,) = [t for t in main["spec"]["triggers"] if t["type"] == "kubernetes-workload"]
+    job = _named(objects, "Job", "-calibration-")["metadata"]["name"]
+    assert [
+        name
+        for name, labels in _pod_labels(objects).items()
+        if _selects(job_trigger["metadata"]["podSelector"], labels)
+    ] == [job]
+    _, _, plain, _ = build(PLAIN, scale_to_zero=scale_to_zero)
+    (without,) = [o for o in plain.all() if o["kind"] == "ScaledObject"]
+    assert "kubernetes-workload" not in [t["type"] for t in without["spec"]["triggers"]]

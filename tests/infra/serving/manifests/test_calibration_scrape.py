@@ -56,9 +56,15 @@ def _vllm_series(spec: WorkloadSpec, target: dict[str, str]) -> dict[str, str]:
 
 
 def _keda_query(objects: list[dict[str, Any]]) -> str:
-    (so,) = [o for o in objects if o["kind"] == "ScaledObject"]
-    (trigger,) = so["spec"]["triggers"]
-    return str(trigger["metadata"]["query"])
+    # one in-flight query: the arm's ScaledObject counts the Job's pods, never requests
+    (query,) = [
+        t["metadata"]["query"]
+        for o in objects
+        if o["kind"] == "ScaledObject"
+        for t in o["spec"]["triggers"]
+        if t["type"] == "prometheus"
+    ]
+    return str(query)
 
 
 def test_the_arm_is_scraped_by_its_own_service_monitor_only_with_calibration() -> None:
