@@ -14,6 +14,8 @@ one `plan-deploy` times its ramp with.
 
 from __future__ import annotations
 
+from typing import Any
+
 from trnspec.config import scale_up
 from trnspec.config.scale_up import scale_up_floor, scale_up_rate
 
@@ -75,56 +77,70 @@ def in_flight_query(spec: WorkloadSpec, settings: ServingSettings) -> str:
     return f"({total}) or vector(0)"
 
 
-def scaled_object(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
-    min_replicas = _floor(settings)
-    rate = scale_up_rate(min_replicas, settings.max_replicas)
+def deployment_scaled_object(
+    spec: WorkloadSpec, replicas: tuple[int, int], polling_s: int, cooldown_s: int, **rest: Any
+) -> Manifest:
+    """A ScaledObject of `spec`'s Deployment (named for it) between `replicas` (min, max);
+    `rest` adds the other spec fields (triggers, fallback, advanced)."""
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
         "metadata": metadata(spec, spec.name, SERVE_COMPONENT),
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": spec.name},
-            "minReplicaCount": min_replicas,
-            "maxReplicaCount": settings.max_replicas,
-            "pollingInterval": 15,
-            # Only used for the last replica (scale to zero): a Trn2 pod is expensive to bring
-            # back, so wait long before dropping it.
-            "cooldownPeriod": 1800,
-            # If Prometheus is unreachable, hold the configured floor instead of guessing.
-            "fallback": {"failureThreshold": 4, "replicas": max(1, settings.min_replicas)},
-            "advanced": {
-                "horizontalPodAutoscalerConfig": {
-                    "behavior": {
-                        # Reach the plan's peak within RAMP_STEPS periods: every replica the
-                        # load asks for starts its node and its load at once.
-                        "scaleUp": {
-                            "stabilizationWindowSeconds": 0,
-                            "policies": [
-                                {
-                                    "type": "Pods",
-                                    "value": rate.pods,
-                                    "periodSeconds": rate.period_s,
-                                }
-                            ],
-                        },
-                        "scaleDown": {
-                            "stabilizationWindowSeconds": 900,
-                            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 600}],
-                        },
-                    }
-                }
-            },
-            "triggers": [
-                {
-                    "type": "prometheus",
-                    "metricType": "AverageValue",
-                    "metadata": {
-                        "serverAddress": prometheus_url(settings),
-                        "query": in_flight_query(spec, settings),
-                        "threshold": str(spec.streams_per_replica),
-                        "activationThreshold": "0",
-                    },
-                }
-            ],
+            "minReplicaCount": replicas[0],
+            "maxReplicaCount": replicas[1],
+            "pollingInterval": polling_s,
+            "cooldownPeriod": cooldown_s,
+            **rest,
         },
     }
+
+
+def scaled_object(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
+    min_replicas = _floor(settings)
+    rate = scale_up_rate(min_replicas, settings.max_replicas)
+    return deployment_scaled_object(
+        spec,
+        (min_replicas, settings.max_replicas),
+        polling_s=15,
+        # Only used for the last replica (scale to zero): a Trn2 pod is expensive to bring
+        # back, so wait long before dropping it.
+        cooldown_s=1800,
+        # If Prometheus is unreachable, hold the configured floor instead of guessing.
+        fallback={"failureThreshold": 4, "replicas": max(1, settings.min_replicas)},
+        advanced={
+            "horizontalPodAutoscalerConfig": {
+                "behavior": {
+                    # Reach the plan's peak within RAMP_STEPS periods: every replica the
+                    # load asks for starts its node and its load at once.
+                    "scaleUp": {
+                        "stabilizationWindowSeconds": 0,
+                        "policies": [
+                            {
+                                "type": "Pods",
+                                "value": rate.pods,
+                                "periodSeconds": rate.period_s,
+                            }
+                        ],
+                    },
+                    "scaleDown": {
+                        "stabilizationWindowSeconds": 900,
+                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": 600}],
+                    },
+                }
+            }
+        },
+        triggers=[
+            {
+                "type": "prometheus",
+                "metricType": "AverageValue",
+                "metadata": {
+                    "serverAddress": prometheus_url(settings),
+                    "query": in_flight_query(spec, settings),
+                    "threshold": str(spec.streams_per_replica),
+                    "activationThreshold": "0",
+                },
+            }
+        ],
+    )

@@ -44,6 +44,7 @@ from trnspec.hardware.topology import instance
 
 from infra.compliance.scan_skips import WEIGHTS_POD_SKIPS
 from infra.contracts import APP_LABEL, COMPONENT_LABEL
+from infra.serving.manifests.autoscaling import deployment_scaled_object
 from infra.serving.manifests.config_map import serving_config_map
 from infra.serving.manifests.job import job, node_pod_spec
 from infra.serving.manifests.network_policy import (
@@ -235,19 +236,13 @@ def calibration_job_trigger(spec: WorkloadSpec) -> dict[str, Any]:
 
 def arm_scaled_object(spec: WorkloadSpec, arm: WorkloadSpec) -> Manifest:
     """The arm's replicas: CALIBRATION_ARM_REPLICAS while the Job's pod runs, else 0."""
-    return {
-        "apiVersion": "keda.sh/v1alpha1",
-        "kind": "ScaledObject",
-        "metadata": metadata(arm, arm.name, SERVE_COMPONENT),
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": arm.name},
-            "minReplicaCount": 0,
-            "maxReplicaCount": CALIBRATION_ARM_REPLICAS,
-            "pollingInterval": ARM_POLLING_SECONDS,
-            "cooldownPeriod": ARM_COOLDOWN_SECONDS,
-            "triggers": [calibration_job_trigger(spec)],
-        },
-    }
+    return deployment_scaled_object(
+        arm,
+        (0, CALIBRATION_ARM_REPLICAS),
+        polling_s=ARM_POLLING_SECONDS,
+        cooldown_s=ARM_COOLDOWN_SECONDS,
+        triggers=[calibration_job_trigger(spec)],
+    )
 
 
 def with_calibration_trigger(
