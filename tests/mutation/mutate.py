@@ -97,7 +97,10 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "k_schedule",
         "image/trnspec/config/k_schedule.py",
-        ("tests/trnspec/config/test_k_schedule.py",),
+        (
+            "tests/trnspec/config/test_k_schedule.py",
+            "tests/trnspec/config/test_k_schedule_properties.py",
+        ),
     ),
     Target(
         "deploy_plan",
