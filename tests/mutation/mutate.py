@@ -39,6 +39,10 @@ PACKAGES = {
 }
 #: Repo files the tests read by path, copied next to them (`image/` for its data and profiles).
 ALSO_COPY = ("tests", "conftest.py", "pyproject.toml", "image", "config", "docs", "README.md")
+#: Repo files that packaged code reads through its own location (infra.serving.bundle's
+#: REPO_DIR, three levels above infra/serving/bundle): in the stage that location is `src/`, so
+#: they are copied there too (infra.serving.bundle.requirements.PYPROJECTS).
+READ_THROUGH_PACKAGE_PATH = ("image/pyproject.toml", "image/tools/pyproject.toml")
 #: mutmut's exit codes that mean a test caught the mutant (failed, pytest error, timeout).
 KILLED_CODES = frozenset({1, 3, 24, -24, 36, 152, 255})
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not e2e and not slow", "-q"]
@@ -261,9 +265,9 @@ def _without_packages(ignore: Callable[[str, list[str]], set[str]]) -> Callable[
     return both
 
 
-def stage(target: Target) -> Path:
-    """A fresh copy of what this target's run needs, under .cache/mutate/<name>."""
-    root = STAGE_ROOT / target.name
+def stage(target: Target, root: Path | None = None) -> Path:
+    """A fresh copy of what this target's run needs, under .cache/mutate/<name> (or `root`)."""
+    root = root if root is not None else STAGE_ROOT / target.name
     shutil.rmtree(root, ignore_errors=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", "__snapshots__.bak")
     for repo_dir, stage_dir in PACKAGES.items():
@@ -274,6 +278,9 @@ def stage(target: Target) -> Path:
             shutil.copytree(path, root / name, ignore=_without_packages(ignore))
         elif path.exists():
             shutil.copy2(path, root / name)
+    for name in READ_THROUGH_PACKAGE_PATH:
+        (root / "src" / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, root / "src" / name)
     with (root / "pyproject.toml").open("a", encoding="utf-8") as toml:
         toml.write(mutmut_config(target))
     return root

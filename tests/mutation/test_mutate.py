@@ -91,3 +91,19 @@ def test_the_stage_copies_of_repo_dirs_leave_the_packages_to_src():
     image = str(mutate.REPO / "image")
     assert ignore(image, ["trnspec", "Dockerfile", "tools"]) == {"trnspec"}
     assert ignore(str(mutate.REPO / "tests"), ["trnspec", "infra"]) == set()
+
+
+def test_the_stage_holds_what_staged_infra_reads_through_its_own_path(tmp_path):
+    """infra.serving.bundle finds the pyprojects three levels above its package: in the stage
+    that is `src/`; without them every infra target's first test run failed (FileNotFoundError
+    on src/image/pyproject.toml), and `make mutate` stopped at autoscaling."""
+    from infra.serving.bundle import archive, requirements
+
+    assert set(mutate.READ_THROUGH_PACKAGE_PATH) == set(requirements.PYPROJECTS)
+    target = next(t for t in mutate.TARGETS if t.name == "autoscaling")
+    root = mutate.stage(target, tmp_path / "stage")
+    # where the staged archive module's REPO_DIR points: as many levels up as it sits deep
+    archive_path = Path(archive.__file__).resolve().relative_to(archive.REPO_DIR)
+    staged_repo_dir = (root / "src" / archive_path).parents[len(archive_path.parts) - 1]
+    assert staged_repo_dir == root / "src"
+    assert requirements.declared(staged_repo_dir) == requirements.declared()
