@@ -17,10 +17,11 @@ Otherwise the figures are absent with the reason, never a number.
 
 Every sample is checked as it is read (`SpecDecodeCounters.from_samples`): a counter value must be
 finite and non-negative (NaN would pass every later comparison, since all are false), and a
-`position` label a decimal integer below MAX_POSITIONS (a label of 999999999 would otherwise size
-a billion-entry list). A scrape that breaks either rule keeps the reason in `invalid`, and every
-figure from it is absent with that reason. With k known (`checked_delta(..., k=)`), positions must
-be below k and draft tokens at most k per draft, so the mean accepted length is at most k+1.
+`position` label a decimal integer of at most three digits below MAX_POSITIONS (a label of
+999999999 would otherwise size a billion-entry list; vLLM never pads it). A scrape that breaks
+either rule keeps the reason in `invalid`, and every figure from it is absent with that reason.
+With k known (`checked_delta(..., k=)`), positions must be below k and draft tokens at most k per
+draft, so the mean accepted length is at most k+1.
 
 Bench, smoke, tune and the demo use this module so the figures mean the same everywhere.
 Parsing uses prometheus_client's own text parser (a vLLM dependency) rather than a regex.
@@ -71,7 +72,7 @@ def parse_exposition(text: str) -> list[Sample]:
 
 
 def _position(label: str) -> int | None:
-    """A `position` label as an int in 0..MAX_POSITIONS-1, else None."""
+    """A `position` label of at most three digits as an int in 0..MAX_POSITIONS-1, else None."""
     if not (label.isascii() and label.isdigit()) or len(label) > 3:
         return None
     position = int(label)
