@@ -6,14 +6,18 @@ for that file alone, with the reason and the figures."""
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from trnspec.staging.manifest import (
     MANIFEST_NAME,
     PARTIAL_SUFFIX,
+    Manifest,
+    ManifestError,
     build_manifest,
     read_manifest,
     sha256_file,
@@ -117,3 +121,27 @@ def test_the_manifest_file_name_is_never_listed(tmp_path: Path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / MANIFEST_NAME).write_bytes(b"{}")
     assert [e.path for e in build_manifest(tmp_path).files] == ["a"]
+
+
+def test_every_defect_of_a_bad_manifest_is_named_by_its_dotted_place_in_one_line() -> None:
+    good = '{"version": 1, "files": [{"path": "a", "size": 1, "sha256": "%s"}]}' % ("0" * 64)
+    Manifest.from_json(good)
+    bad = '{"version": 1, "files": [{"path": "a", "size": -1, "sha256": "XY"}]}'
+    with pytest.raises(ManifestError) as err:
+        Manifest.from_json(bad)
+    message = str(err.value)
+    assert message.startswith("invalid manifest: files.0.size: ") and "\n" not in message
+    # one defect after another, each at its own place
+    places = [
+        part.split(": ")[0] for part in message.removeprefix("invalid manifest: ").split("; ")
+    ]
+    assert places[:2] == ["files.0.size", "files.0.sha256"]
+
+
+def test_a_fifo_in_a_staged_directory_is_refused_naming_it_and_the_fix(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ManifestError) as err:
+        sha256_file(fifo)
+    assert str(err.value).startswith(f"{fifo}: not a regular file (mode p")
+    assert str(err.value).endswith("; only regular files can be staged, remove it")
