@@ -102,19 +102,21 @@ class Ramp:
         return lines
 
     def _cold_line(self) -> str:
+        # what the client meets meanwhile: the wake path (serving.wake, infra/settings/wake.py)
+        held = "; the wake path holds it, then answers 503 + Retry-After (serving.wake)"
         wait = "scale to zero: a request at zero replicas waits for a new pod's start"
         if self.cold_start_s is None:
             return (
                 f"ramp: {wait} (node, weights, compile cache) before its first token"
-                " (not counted: give --pod-start-minutes)"
+                f" (not counted: give --pod-start-minutes){held}"
             )
         wait += f": first token about {self.cold_start_s / 60:.0f} min later"
         if self.ttft_target_ms is not None and self.cold_start_s * 1e3 > self.ttft_target_ms:
             return (
                 f"WARNING: {wait}, above the {self.ttft_target_ms:g} ms TTFT target: set"
-                " serving.scale_to_zero: false to keep min_replicas, or accept the wait"
+                f" serving.scale_to_zero: false to keep min_replicas, or accept the wait{held}"
             )
-        return f"ramp: {wait}"
+        return f"ramp: {wait}{held}"
 
     def _queue_line(self) -> str:
         first = "once the first replica is up" if self.from_zero else "at the start"

@@ -73,7 +73,8 @@ def test_a_cold_start_within_the_target_is_no_warning_and_a_floor_of_one_has_non
     cold = ramp(0, 2, 8, 8, 20.0, 256, policy, ttft_target_ms=120_000).describe(policy)[1]
     assert (
         cold == "ramp: scale to zero: a request at zero replicas waits for a new pod's start:"
-        " first token about 1 min later"
+        " first token about 1 min later; the wake path holds it, then answers 503 +"
+        " Retry-After (serving.wake)"
     )
     at_one = deployed_policy(1, 2, pod_start_s=60)
     warm = ramp(1, 2, 8, 8, 20.0, 256, at_one, ttft_target_ms=1)
