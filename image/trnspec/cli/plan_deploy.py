@@ -290,7 +290,8 @@ def _ramp_and_idle(
         policy,
         args.ttft_ms,
     )
-    return ramp_of, policy, idle_cost(v, arm, args.min_replicas)
+    scales_to_zero = deployment.scale_to_zero if deployment is not None else None
+    return ramp_of, policy, idle_cost(v, arm, args.min_replicas, scales_to_zero)
 
 
 def _floor(args: argparse.Namespace, deployment: DeploymentConfig | None) -> int:

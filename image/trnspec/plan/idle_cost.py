@@ -81,12 +81,17 @@ class IdleCost:
     scale_to_zero: IdleMode
     #: While the calibration Job runs (None: the plan is no calibration).
     calibrating: IdleMode | None = None
+    #: Whether the deployment config scales to zero (None: no config given, both modes open).
+    config_scales_to_zero: bool | None = None
     not_priced: str = NOT_PRICED
+
+    def _mark(self, scales_to_zero: bool) -> str:
+        return " <- the config's mode" if self.config_scales_to_zero is scales_to_zero else ""
 
     def lines(self) -> list[str]:
         lines = [
-            self.min_replicas.describe(),
-            f"{self.scale_to_zero.describe()}; {self.not_priced}",
+            f"{self.min_replicas.describe()}{self._mark(False)}",
+            f"{self.scale_to_zero.describe()}{self._mark(True)}; {self.not_priced}",
         ]
         if self.calibrating is not None:
             lines.append(
@@ -103,6 +108,8 @@ class IdleCost:
         }
         if self.calibrating is not None:
             out["calibrating"] = self.calibrating.record()
+        if self.config_scales_to_zero is not None:
+            out["config_mode"] = "scale_to_zero" if self.config_scales_to_zero else "min_replicas"
         return out
 
 
@@ -129,9 +136,15 @@ def _mode(mode: str, serving: Variant, replicas: int, arm: Variant | None) -> Id
     return IdleMode(mode, replicas, arm_replicas, nodes, exact, itype, cost)
 
 
-def idle_cost(serving: Variant, arm: Variant | None, min_replicas: int) -> IdleCost:
+def idle_cost(
+    serving: Variant,
+    arm: Variant | None,
+    min_replicas: int,
+    config_scales_to_zero: bool | None = None,
+) -> IdleCost:
     """The zero-load cost of deploying `serving` with `min_replicas`, and with a calibration's
-    speculative `arm` (None: no calibration) what its Job holds while it runs."""
+    speculative `arm` (None: no calibration) what its Job holds while it runs; the mode a
+    deployment config rests in is marked when one is given."""
     calibrating = None
     if arm is not None:
         held = max(1, min_replicas)
@@ -140,4 +153,5 @@ def idle_cost(serving: Variant, arm: Variant | None, min_replicas: int) -> IdleC
         _mode(f"min_replicas {min_replicas} as planned", serving, min_replicas, None),
         _mode("scale to zero (serving.scale_to_zero: true)", serving, 0, None),
         calibrating,
+        config_scales_to_zero,
     )

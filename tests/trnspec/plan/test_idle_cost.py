@@ -79,3 +79,14 @@ def test_the_record_carries_the_figures_printed() -> None:
     assert record["calibrating"]["usd_per_hour"] == 10.0
     assert "EKS control plane" in record["not_priced"]
     assert "calibrating" not in idle_cost(PLAIN, None, 1).record()
+
+
+def test_the_mode_a_deployment_config_rests_in_is_marked() -> None:
+    assert not any("config's mode" in line for line in idle_cost(PLAIN, None, 1).lines())
+    assert "config_mode" not in idle_cost(PLAIN, None, 1).record()
+    for scales, marked in ((True, 1), (False, 0)):
+        idle = idle_cost(PLAIN, None, 1, config_scales_to_zero=scales)
+        assert [i for i, line in enumerate(idle.lines()) if "<- the config's mode" in line] == [
+            marked
+        ]
+        assert idle.record()["config_mode"] == ("scale_to_zero" if scales else "min_replicas")
