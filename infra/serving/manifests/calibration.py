@@ -97,10 +97,10 @@ def arm_name(spec: WorkloadSpec) -> str:
 
 
 def arm_settings(settings: ServingSettings, spec: WorkloadSpec) -> ServingSettings:
-    """The main settings with the speculative arm's profile, overrides and name. The arm is one
-    replica with no autoscaler, so the main Deployment's KEDA target (streams_per_replica, bounded
-    by the main's max_num_seqs) is not the arm's: a plan whose arm batches less than the main
-    (max_num_seqs=1 beside 32) must still deploy."""
+    """The main settings with the speculative arm's profile, overrides and name. The arm's
+    replicas follow the calibration Job's pods, not its load, so the main Deployment's KEDA
+    target (streams_per_replica, bounded by the main's max_num_seqs) is not the arm's: a plan
+    whose arm batches less than the main (max_num_seqs=1 beside 32) must still deploy."""
     cal = _calibration(settings)
     return settings.model_copy(
         update={
