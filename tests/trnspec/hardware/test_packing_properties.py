@@ -9,11 +9,19 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trnspec.config.serving import apply_overrides, list_profiles, load_profile
+from trnspec.hardware.model_shapes import resolve_shape
 from trnspec.hardware.packing import (
+    DEFAULT_ROOT_VOLUME_GIB,
     Resources,
     _kube_reserved_cpu,
     ephemeral_storage_allocatable_gib,
+    kubelet_disk,
+    node_allocatable,
+    placement_for,
+    pod_requests,
     replicas_per_node,
+    staged_storage_gib,
 )
 
 SETTINGS = settings(max_examples=200, deadline=None)
@@ -121,3 +129,47 @@ def test_booted_memory_is_less_the_vm_overhead_and_the_kubelets_reservation(inst
 @given(st.integers(2, 20_000))
 def test_storage_allocatable_is_whole_gib(disk):
     assert isinstance(ephemeral_storage_allocatable_gib(disk), int)
+
+
+TRN2_PROFILES = [p for p in list_profiles() if load_profile(p).hardware.instance_type != "cpu"]
+
+
+@pytest.mark.parametrize("profile", TRN2_PROFILES)
+def test_a_placement_asks_for_the_staged_storage_on_the_node_the_kubelet_offers(profile):
+    """A replica's requests are its TP group's share of the node plus what it stages; the node is
+    what the kubelet of that instance type offers; the packing is the quotient of the two."""
+    cfg = load_profile(profile)
+    staged = staged_storage_gib(cfg)
+    placement = placement_for(cfg)
+    assert staged is not None and placement is not None
+    itype = cfg.hardware.instance_type
+    pod = pod_requests(itype, cfg.tensor_parallel_size, cfg.hardware.lnc, staged.gib)
+    assert placement.pod == pod and placement.pod.ephemeral_gib == staged.gib
+    assert placement.node == node_allocatable(itype)
+    assert placement.packing == replicas_per_node(pod, placement.node)
+    assert placement.disk == kubelet_disk(itype, DEFAULT_ROOT_VOLUME_GIB)[1]
+    # a size the deploy sets replaces the staged one
+    given_size = placement_for(cfg, ephemeral_gib=staged.gib + 50)
+    assert given_size is not None and given_size.pod.ephemeral_gib == staged.gib + 50
+
+
+def test_without_an_instance_store_the_root_volume_is_the_kubelets_disk():
+    cfg = apply_overrides(
+        load_profile("qwen3-4b-baseline"), ["hardware.instance_type=trn2u.48xlarge"]
+    )
+    small, large = placement_for(cfg, 100, 300), placement_for(cfg, 100, 3000)
+    assert small is not None and large is not None
+    assert (small.disk, large.disk) == ("root EBS volume (300 GiB)", "root EBS volume (3000 GiB)")
+    assert small.node.ephemeral_gib < large.node.ephemeral_gib
+
+
+def test_staged_storage_names_the_target_and_the_drafter_it_counts():
+    plain_cfg, spec_cfg = load_profile("qwen3-4b-baseline"), load_profile("qwen3-4b-dflash")
+    plain, spec = staged_storage_gib(plain_cfg), staged_storage_gib(spec_cfg)
+    target = resolve_shape(plain_cfg.target)
+    assert plain is not None and spec is not None and target is not None
+    assert plain.source.split(": ")[0] == target.name
+    named = spec.source.split(": ")[0].split(" + ")
+    assert named[0] == target.name and len(named) == 2
+    assert spec.weights_gib > plain.weights_gib
+    assert staged_storage_gib(load_profile("local-tiny")) is None
