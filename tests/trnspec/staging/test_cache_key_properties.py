@@ -86,6 +86,11 @@ def test_a_model_slug_is_short_s3_safe_and_never_empty(source):
     assert not slug.startswith(("-", ".")) and not slug.endswith(("-", "."))
 
 
+def test_a_long_name_is_cut_to_thirty_two_characters_of_its_start():
+    name = "meta-llama-3.1-405b-instruct-fp8-dynamic"  # 40 characters, all kept by the slug
+    assert _slug(f"s3://bkt/models/{name}") == name[:32]
+
+
 @SETTINGS
 @given(st.text("abc/", max_size=10), names)
 def test_a_slug_names_the_last_part_of_the_source_whatever_its_case_and_trailing_slash(org, name):
