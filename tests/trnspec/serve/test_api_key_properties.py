@@ -73,8 +73,13 @@ def test_a_binary_secret_is_refused_as_unreadable():
         def get_secret_value(self, SecretId: str) -> dict:
             return {"SecretBinary": b"\0" * 48}
 
-    with pytest.raises(ConfigError, match="no SecretString"):
+    with pytest.raises(ConfigError) as err:
         load_api_key({ENV_API_KEY_SECRET: "arn:x"}, secrets_manager_fetch(BinaryOnly()))
+    (problem,) = err.value.problems
+    assert problem.fix.startswith(
+        "cannot read the API key (ValueError: the secret has no SecretString (binary secrets"
+        " are not supported)); "
+    )
 
 
 @SETTINGS
