@@ -278,7 +278,10 @@ def _ramp_and_idle(
         return None, None, None
     v = decision.serving
     arm = decision.speculative if decision.calibrate else None
-    floor = _floor(args, deployment)
+    # the plan file keeps the config's serving.scale_to_zero: the deployed autoscaler rests at
+    # 0 replicas with it, else at --min-replicas
+    scales_to_zero = deployment.scale_to_zero if deployment is not None else None
+    floor = scale_up_floor(args.min_replicas, scales_to_zero is True)
     policy = _policy(args, floor, v.replicas_at_peak)
     ramp_of = ramp(
         floor,
@@ -290,15 +293,7 @@ def _ramp_and_idle(
         policy,
         args.ttft_ms,
     )
-    scales_to_zero = deployment.scale_to_zero if deployment is not None else None
     return ramp_of, policy, idle_cost(v, arm, args.min_replicas, scales_to_zero)
-
-
-def _floor(args: argparse.Namespace, deployment: DeploymentConfig | None) -> int:
-    """The replicas the deployed autoscaler rests at: 0 when --config scales to zero (the plan
-    file keeps the config's serving.scale_to_zero), else --min-replicas."""
-    scale_to_zero = deployment is not None and deployment.scale_to_zero
-    return scale_up_floor(args.min_replicas, scale_to_zero)
 
 
 def _policy(args: argparse.Namespace, floor: int, peak_replicas: int) -> ScaleUpPolicy:

@@ -95,11 +95,6 @@ class DeploymentConfig:
     scale_to_zero: bool
 
 
-def read_pools(path: str, sets: Sequence[str] = ()) -> tuple[Pool, ...]:
-    """The config's Trn2 pools after `sets`; BoundaryError naming --config or the field."""
-    return read_deployment_config(path, sets).pools
-
-
 def _scale_to_zero(doc: Mapping[str, Any]) -> bool:
     serving = doc.get("serving", {})
     if not isinstance(serving, Mapping):

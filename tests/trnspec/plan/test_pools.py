@@ -8,22 +8,26 @@ from pathlib import Path
 
 import pytest
 from trnspec.boundary.errors import BoundaryError
-from trnspec.plan.pools import DeploymentConfig, Pool, max_nodes, read_deployment_config, read_pools
+from trnspec.plan.pools import DeploymentConfig, Pool, max_nodes, read_deployment_config
 
 REPO = Path(__file__).resolve().parents[3]
 
 
+def _pools(path: str, sets: list[str] | None = None) -> tuple[Pool, ...]:
+    return read_deployment_config(path, sets or []).pools
+
+
 def test_the_default_config_has_one_trn2_48xlarge_pool_of_two_nodes() -> None:
-    assert read_pools(str(REPO / "config/default.yaml")) == (Pool("trn2", "trn2.48xlarge", 2, 2),)
+    assert _pools(str(REPO / "config/default.yaml")) == (Pool("trn2", "trn2.48xlarge", 2, 2),)
 
 
 def test_every_shipped_config_reads() -> None:
     for path in sorted((REPO / "config").glob("*.yaml")):
-        assert read_pools(str(path)), path
+        assert _pools(str(path)), path
 
 
 def test_set_overrides_a_pool_by_index_or_name(tmp_path: Path) -> None:
-    pools = read_pools(
+    pools = _pools(
         str(REPO / "config/default.yaml"),
         ["trn2_pools.0.max_size=5", "trn2_pools.trn2.instance_type=trn2.3xlarge"],
     )
@@ -31,14 +35,14 @@ def test_set_overrides_a_pool_by_index_or_name(tmp_path: Path) -> None:
 
 
 def test_pools_of_one_type_add_up() -> None:
-    pools = read_pools(str(REPO / "config/karpenter.yaml"))
+    pools = _pools(str(REPO / "config/karpenter.yaml"))
     assert max_nodes(pools) == {"trn2.48xlarge": 3}
 
 
 def test_defaults_are_the_infra_settings(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("trn2_pools:\n  - name: p\n")
-    assert read_pools(str(path)) == (Pool("p", "trn2.48xlarge", 2, 2),)
+    assert _pools(str(path)) == (Pool("p", "trn2.48xlarge", 2, 2),)
 
 
 @pytest.mark.parametrize(
@@ -59,14 +63,14 @@ def test_bad_pools_are_one_line_naming_the_field(
     path = tmp_path / "c.yaml"
     path.write_text(text)
     with pytest.raises(BoundaryError) as err:
-        read_pools(str(path), sets)
+        _pools(str(path), sets)
     assert str(err.value).startswith(needle) or needle in str(err.value)
     assert "\n" not in str(err.value)
 
 
 def test_a_missing_config_names_the_flag(tmp_path: Path) -> None:
     with pytest.raises(BoundaryError) as err:
-        read_pools(str(tmp_path / "none.yaml"))
+        _pools(str(tmp_path / "none.yaml"))
     assert str(err.value).startswith("--config=")
 
 
