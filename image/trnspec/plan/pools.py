@@ -96,7 +96,9 @@ class DeploymentConfig:
 
 
 def _scale_to_zero(doc: Mapping[str, Any]) -> bool:
-    serving = doc.get("serving", {})
+    serving = doc.get("serving")
+    if serving is None:  # absent or empty (`serving:`): the infra settings take it as unset
+        return False
     if not isinstance(serving, Mapping):
         raise BoundaryError("serving", serving, "give a mapping (the serving settings)")
     value = serving.get("scale_to_zero", False)

@@ -82,6 +82,12 @@ def test_scale_to_zero_follows_set_and_defaults_to_false(tmp_path: Path) -> None
     assert on == DeploymentConfig((Pool("p", "trn2.48xlarge", 2, 2),), True)
 
 
+def test_an_empty_serving_section_does_not_scale_to_zero(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("trn2_pools:\n  - name: p\nserving:\n")  # YAML null, as infra reads it
+    assert read_deployment_config(str(path)).scale_to_zero is False
+
+
 def test_a_serving_section_that_is_not_a_mapping_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("trn2_pools:\n  - name: p\nserving: [1]\n")
