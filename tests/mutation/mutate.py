@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra.serving.bundle.requirements import PYPROJECTS
+
 REPO = Path(__file__).resolve().parents[2]
 STAGE_ROOT = REPO / ".cache" / "mutate"
 THRESHOLD = 85.0
@@ -41,8 +43,8 @@ PACKAGES = {
 ALSO_COPY = ("tests", "conftest.py", "pyproject.toml", "image", "config", "docs", "README.md")
 #: Repo files that packaged code reads through its own location (infra.serving.bundle's
 #: REPO_DIR, three levels above infra/serving/bundle): in the stage that location is `src/`, so
-#: they are copied there too (infra.serving.bundle.requirements.PYPROJECTS).
-READ_THROUGH_PACKAGE_PATH = ("image/pyproject.toml", "image/tools/pyproject.toml")
+#: they are copied there too.
+READ_THROUGH_PACKAGE_PATH = PYPROJECTS
 #: mutmut's exit codes that mean a test caught the mutant (failed, pytest error, timeout).
 KILLED_CODES = frozenset({1, 3, 24, -24, 36, 152, 255})
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not e2e and not slow", "-q"]
