@@ -68,11 +68,9 @@ LEFT_FOR_THE_STACK = {
 
 
 def _cidr(text: str) -> str:
-    if vpc_cidr_problem(text) is not None:
-        raise argparse.ArgumentTypeError(
-            f"{printable(text, 40)}: not an IPv4 network, e.g. 10.0.0.0/16 (the cluster VPC's "
-            "CidrBlock)"
-        )
+    problem = vpc_cidr_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{printable(text, 40)}: {problem}")
     return text
 
 

@@ -41,8 +41,10 @@ def vpc_cidr_problem(text: str) -> str | None:
             "not an IPv4 CIDR: use the VPC's CidrBlock, e.g. 10.0.0.0/16 (aws ec2 "
             "describe-vpcs --vpc-ids VPC --query 'Vpcs[0].CidrBlock')"
         )
-    if str(net) != text:
+    if net.network_address != ipaddress.IPv4Address(text.partition("/")[0]):
         return f"has host bits set: use {net}"
+    if str(net) != text:
+        return f"not in the VPC's CidrBlock form: use {net}"
     return None
 
 

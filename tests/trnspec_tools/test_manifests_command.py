@@ -71,7 +71,12 @@ def test_check_with_nodes_missing_the_lnc_label_exits_1_naming_the_failure(
     [
         (["--check", "--nodes", "/dev/zero"], "--nodes=/dev/zero"),
         (["--out", "x"], "--vpc-cidr=None: required with --out"),
-        (["--out", "x", "--vpc-cidr", "10.0.0.1/16"], "not an IPv4 network"),
+        (
+            ["--out", "x", "--vpc-cidr", "10.0.0.1/16"],
+            "10.0.0.1/16: has host bits set: use 10.0.0.0/16",
+        ),
+        (["--out", "x", "--vpc-cidr", "10.0.0.0/255.255.0.0"], "form: use 10.0.0.0/16"),
+        (["--out", "x", "--vpc-cidr", "vpc-0abc"], "vpc-0abc: not an IPv4 CIDR: use the VPC's"),
         (["--out", "x", "--nodes", "n.json", "--vpc-cidr", "10.0.0.0/16"], "--nodes goes with"),
     ],
 )

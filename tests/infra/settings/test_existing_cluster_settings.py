@@ -31,6 +31,10 @@ _BAD = [
         {"cluster.existing.vpc_cidr": "10.20.0.1/16"},
         "cluster.existing.vpc_cidr=10.20.0.1/16: has host bits set: use 10.20.0.0/16",
     ),
+    (
+        {"cluster.existing.vpc_cidr": "10.20.0.0/255.255.0.0"},
+        "vpc_cidr=10.20.0.0/255.255.0.0: not in the VPC's CidrBlock form: use 10.20.0.0/16",
+    ),
     ({"cluster.existing.vpc_cidr": "10.20.0.0"}, "vpc_cidr=10.20.0.0: not an IPv4 CIDR: use"),
     ({"cluster.existing.vpc_cidr": "vpc-0abc"}, "vpc_cidr=vpc-0abc: not an IPv4 CIDR: use"),
     (
