@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trnspec.boundary.problems import InputError, Problem, problems_from_validation
 from trnspec.boundary.user_input import Int, Text
+from trnspec.config.pod_contract import DEFAULT_MAX_STARTUP_MINUTES, MAX_STARTUP_MINUTES_RANGE
 
 from infra.settings.calibration import CalibrationSettings
 from infra.settings.plan_figures import PlanFigures
@@ -96,9 +97,9 @@ class ServingSettings(BaseModel):
     ebs_storage_class: Text = Field("gp3", description="StorageClass for weights_storage: ebs.")
     shm_gib: Int = Field(32, ge=1, le=512, description="Size of the /dev/shm memory emptyDir.")
     max_startup_minutes: Int = Field(
-        90,
-        ge=5,
-        le=24 * 60,
+        DEFAULT_MAX_STARTUP_MINUTES,
+        ge=MAX_STARTUP_MINUTES_RANGE[0],
+        le=MAX_STARTUP_MINUTES_RANGE[1],
         description="Startup budget after the engine's waits for weights: staging + load "
         "(+ compile); the startup probe adds those waits (trnspec.config.pod_contract).",
     )

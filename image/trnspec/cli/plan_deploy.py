@@ -37,6 +37,7 @@ from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.files import read_json
 from trnspec.boundary.numbers import finite_in, float_arg, int_arg
 from trnspec.boundary.write import output_clash, write_file
+from trnspec.config.pod_contract import DEFAULT_MAX_STARTUP_MINUTES
 from trnspec.config.scale_up import RAMP_STEPS, SCALE_UP_PERIOD_SECONDS, scale_up_floor
 from trnspec.config.serving import ConfigError, Problem, ServingConfig, load_profile
 from trnspec.perf.model import decode_context_tokens
@@ -163,9 +164,8 @@ class Planned:
     #: The verdict over every instance type (with --config: also types no pool has).
     unrestricted: Decision | None = None
     pools: tuple[Pool, ...] = ()
+    #: The chosen plan's ramp with the scale-up policy it was timed with (None: no plan).
     ramp: Ramp | None = None
-    #: The scale-up policy the ramp was timed with (None: no plan, no ramp).
-    policy: ScaleUpPolicy | None = None
     #: What the plan costs at zero load, kept at min_replicas and scaled to zero.
     idle: IdleCost | None = None
 
@@ -242,7 +242,7 @@ def build_plans(args: argparse.Namespace) -> Planned:
     usable = [p for p in plans if p.in_pools is not False]
     decision = decide(usable)
     unrestricted = decide(plans) if len(usable) < len(plans) else None
-    ramp_of, policy, idle = _ramp_and_idle(args, decision, deployment)
+    ramp_of, idle = _ramp_and_idle(args, decision, deployment)
     meta: dict[str, Any] = {
         "acceptance_rate": round(acceptance.rate, 6),
         "acceptance_source": acceptance.source,
@@ -266,23 +266,22 @@ def build_plans(args: argparse.Namespace) -> Planned:
         ]
         meta["scale_to_zero"] = deployment.scale_to_zero
     meta["command"] = _command_line(args, acceptance)
-    return Planned(plans, meta, decision, unrestricted, pools, ramp_of, policy, idle)
+    return Planned(plans, meta, decision, unrestricted, pools, ramp_of, idle)
 
 
 def _ramp_and_idle(
     args: argparse.Namespace, decision: Decision | None, deployment: DeploymentConfig | None
-) -> tuple[Ramp | None, ScaleUpPolicy | None, IdleCost | None]:
-    """The chosen plan's ramp, the policy it was timed with, and its idle cost (all None
+) -> tuple[Ramp | None, IdleCost | None]:
+    """The chosen plan's ramp (with the policy it was timed with) and its idle cost (both None
     without a plan)."""
     if decision is None:
-        return None, None, None
+        return None, None
     v = decision.serving
     arm = decision.speculative if decision.calibrate else None
     # the plan file keeps the config's serving.scale_to_zero: the deployed autoscaler rests at
     # 0 replicas with it, else at --min-replicas
     scales_to_zero = deployment.scale_to_zero if deployment is not None else None
     floor = scale_up_floor(args.min_replicas, scales_to_zero is True)
-    policy = _policy(args, floor, v.replicas_at_peak)
     ramp_of = ramp(
         floor,
         v.replicas_at_peak,
@@ -290,10 +289,13 @@ def _ramp_and_idle(
         args.peak_streams,
         v.tpot_ms,
         args.output_len,
-        policy,
+        _policy(args, floor, v.replicas_at_peak),
         args.ttft_ms,
     )
-    return ramp_of, policy, idle_cost(v, arm, args.min_replicas, scales_to_zero)
+    startup = (
+        deployment.max_startup_minutes if deployment is not None else DEFAULT_MAX_STARTUP_MINUTES
+    )
+    return ramp_of, idle_cost(v, arm, args.min_replicas, scales_to_zero, startup)
 
 
 def _policy(args: argparse.Namespace, floor: int, peak_replicas: int) -> ScaleUpPolicy:
@@ -457,8 +459,8 @@ def format_plans(planned: Planned) -> str:
     if planned.decision is not None:
         lines += decision_lines(planned.decision)
     lines += _pool_advice(planned)
-    if planned.ramp is not None and planned.policy is not None:
-        lines += planned.ramp.describe(planned.policy)
+    if planned.ramp is not None:
+        lines += planned.ramp.describe()
     if planned.idle is not None:
         lines += planned.idle.lines()
     return "\n".join(lines)
@@ -526,9 +528,9 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _ramp_lines(planned: Planned) -> list[str] | None:
-    if planned.ramp is None or planned.policy is None:
+    if planned.ramp is None:
         return None
-    return planned.ramp.describe(planned.policy)
+    return planned.ramp.describe()
 
 
 def _outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:

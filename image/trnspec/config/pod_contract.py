@@ -32,6 +32,12 @@ COMPILED_SUBDIR = "compiled"
 MODELS_ROOT = f"{DATA_DIR}/{MODELS_SUBDIR}"
 COMPILED_ROOT = f"{DATA_DIR}/{COMPILED_SUBDIR}"
 
+#: The startup budget (serving.max_startup_minutes): staging, load and compile after the engine's
+#: waits for weights. The startup probe, a calibration Job's deadline and `plan-deploy`'s bound
+#: on what a calibration bills are sized from it; its default and bounds, in minutes.
+DEFAULT_MAX_STARTUP_MINUTES = 90
+MAX_STARTUP_MINUTES_RANGE = (5, 24 * 60)
+
 #: The readiness file: present only while the model answers GET /v1/models (the pod's startup
 #: and readiness probes run `test -f READY_FILE`).
 READY_FILE = "/tmp/trnspec-ready"

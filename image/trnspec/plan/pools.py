@@ -1,11 +1,12 @@
 """What a plan reads of a deployment config (config/*.yaml, the infra settings format), without
 the infra package (the engine never imports it): the Trn2 pools, `trn2_pools[].{name,
-instance_type, max_size, lnc}`, with the infra defaults (trn2.48xlarge, max_size 2, LNC 2), and
-`serving.scale_to_zero` (default false), after `--set` overrides in the `cdk -c` form
-(`trn2_pools.0.max_size=4`, `trn2_pools.trn2.instance_type=...`). A plan made for these pools
-prices only their instance types and keeps nodes at peak within their max_size; with scale to
-zero its ramp starts from zero replicas, as the deployed autoscaler does (the plan file sets
-min and max replicas, never scale_to_zero).
+instance_type, max_size, lnc}`, with the infra defaults (trn2.48xlarge, max_size 2, LNC 2),
+`serving.scale_to_zero` (default false) and `serving.max_startup_minutes` (default 90), after
+`--set` overrides in the `cdk -c` form (`trn2_pools.0.max_size=4`,
+`trn2_pools.trn2.instance_type=...`). A plan made for these pools prices only their instance
+types and keeps nodes at peak within their max_size; with scale to zero its ramp starts from zero
+replicas, as the deployed autoscaler does (the plan file sets min and max replicas, never
+scale_to_zero); the startup budget bounds what a calibration can bill (trnspec.plan.idle_cost).
 """
 
 from __future__ import annotations
@@ -14,13 +15,20 @@ import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import int_in
-from trnspec.boundary.user_input import InputReadError, load_yaml, parse_value, read_text_file
+from trnspec.boundary.user_input import (
+    InputReadError,
+    Int,
+    load_yaml,
+    parse_value,
+    read_text_file,
+)
+from trnspec.config.pod_contract import DEFAULT_MAX_STARTUP_MINUTES, MAX_STARTUP_MINUTES_RANGE
 from trnspec.hardware.topology import INSTANCE_TYPES
 
 #: The infra settings' defaults for a pool (infra/settings/models.py, Trn2PoolSettings).
@@ -93,14 +101,26 @@ class DeploymentConfig:
 
     pools: tuple[Pool, ...]
     scale_to_zero: bool
+    #: The startup budget a calibration Job's deadline includes (serving.max_startup_minutes).
+    max_startup_minutes: int = DEFAULT_MAX_STARTUP_MINUTES
 
 
-def _scale_to_zero(doc: Mapping[str, Any]) -> bool:
+#: serving.max_startup_minutes as infra.settings.serving types it.
+_STARTUP_MINUTES = TypeAdapter(
+    Annotated[Int, Field(ge=MAX_STARTUP_MINUTES_RANGE[0], le=MAX_STARTUP_MINUTES_RANGE[1])]
+)
+
+
+def _serving(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     serving = doc.get("serving")
     if serving is None:  # absent or empty (`serving:`): the infra settings take it as unset
-        return False
+        return {}
     if not isinstance(serving, Mapping):
         raise BoundaryError("serving", serving, "give a mapping (the serving settings)")
+    return serving
+
+
+def _scale_to_zero(serving: Mapping[str, Any]) -> bool:
     value = serving.get("scale_to_zero", False)
     try:
         # pydantic's bool, as infra.settings.serving reads it: the same values mean the same
@@ -109,9 +129,20 @@ def _scale_to_zero(doc: Mapping[str, Any]) -> bool:
         raise BoundaryError("serving.scale_to_zero", value, "give true or false") from None
 
 
+def _max_startup_minutes(serving: Mapping[str, Any]) -> int:
+    value = serving.get("max_startup_minutes", DEFAULT_MAX_STARTUP_MINUTES)
+    try:
+        return int(_STARTUP_MINUTES.validate_python(value))
+    except ValidationError:
+        lo, hi = MAX_STARTUP_MINUTES_RANGE
+        raise BoundaryError(
+            "serving.max_startup_minutes", value, f"give whole minutes from {lo} to {hi}"
+        ) from None
+
+
 def read_deployment_config(path: str, sets: Sequence[str] = ()) -> DeploymentConfig:
-    """The config's pools and scale-to-zero switch after `sets`; BoundaryError naming --config
-    or the field."""
+    """The config's pools, scale-to-zero switch and startup budget after `sets`; BoundaryError
+    naming --config or the field."""
     try:
         doc = load_yaml(read_text_file(Path(path)))
     except (OSError, InputReadError) as err:
@@ -125,7 +156,12 @@ def read_deployment_config(path: str, sets: Sequence[str] = ()) -> DeploymentCon
     entries = doc.get("trn2_pools")
     if not isinstance(entries, list) or not entries:
         raise BoundaryError("--config", path, "has no trn2_pools: list the Trn2 node pools")
-    return DeploymentConfig(tuple(_pool(i, e) for i, e in enumerate(entries)), _scale_to_zero(doc))
+    serving = _serving(doc)
+    return DeploymentConfig(
+        tuple(_pool(i, e) for i, e in enumerate(entries)),
+        _scale_to_zero(serving),
+        _max_startup_minutes(serving),
+    )
 
 
 def max_nodes(pools: Sequence[Pool]) -> dict[str, int]:

@@ -65,6 +65,8 @@ class Ramp:
     #: First-token wait of a queued request once the first replicas are up (0: nothing queues).
     queue_wait_s: float
     ttft_target_ms: float | None
+    #: The scale-up policy the ramp was timed with.
+    policy: ScaleUpPolicy
     #: Seconds a request at zero replicas waits for a new pod (0 with a floor of at least one
     #: replica; None at a floor of 0 when the pod start is not known).
     cold_start_s: float | None = 0.0
@@ -82,7 +84,8 @@ class Ramp:
         wait_s = self.queue_wait_s + (self.cold_start_s or 0.0)
         return wait_s * 1e3 > self.ttft_target_ms
 
-    def describe(self, policy: ScaleUpPolicy) -> list[str]:
+    def describe(self) -> list[str]:
+        policy = self.policy
         rate = f"{policy.pods} pod(s) per {policy.period_s:g} s"
         if self.steps == 0:
             return [f"ramp: none (min_replicas {self.floor} covers the peak)"]
@@ -154,5 +157,5 @@ def ramp(
     queued = max(0, peak_streams - slots)
     wait = (peak_streams / slots - 1.0) * output_len * tpot_ms / 1e3 if queued else 0.0
     return Ramp(
-        floor, peak_replicas, steps, scale_up_s, to_peak, queued, wait, ttft_target_ms, cold
+        floor, peak_replicas, steps, scale_up_s, to_peak, queued, wait, ttft_target_ms, policy, cold
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from trnspec.config import scale_up
+from trnspec.config.scale_down import SCALE_TO_ZERO_COOLDOWN_SECONDS, SERVING_POLLING_SECONDS
 from trnspec.config.scale_up import scale_up_floor, scale_up_rate
 
 from infra.contracts import (
@@ -103,10 +104,9 @@ def scaled_object(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     return deployment_scaled_object(
         spec,
         (min_replicas, settings.max_replicas),
-        polling_s=15,
-        # Only used for the last replica (scale to zero): a Trn2 pod is expensive to bring
-        # back, so wait long before dropping it.
-        cooldown_s=1800,
+        polling_s=SERVING_POLLING_SECONDS,
+        # Only used for the last replica (scale to zero).
+        cooldown_s=SCALE_TO_ZERO_COOLDOWN_SECONDS,
         # If Prometheus is unreachable, hold the configured floor instead of guessing.
         fallback={"failureThreshold": 4, "replicas": max(1, settings.min_replicas)},
         advanced={

@@ -37,7 +37,12 @@ import hashlib
 from typing import Any
 
 from trnspec.boundary.problems import Problem
-from trnspec.config.calibration_arm import CALIBRATION_ARM_REPLICAS
+from trnspec.config.calibration_arm import (
+    ARM_COOLDOWN_SECONDS,
+    ARM_POLLING_SECONDS,
+    CALIBRATION_ARM_REPLICAS,
+    job_deadline_seconds,
+)
 from trnspec.config.pod_contract import CALIBRATE_COMMAND, ENV_API_KEY_SECRET, TOOLS_ENTRYPOINT
 from trnspec.hardware.pricing import PRICES
 from trnspec.hardware.topology import instance
@@ -86,10 +91,6 @@ MEMORY_REQUEST, MEMORY_LIMIT = "1Gi", "2Gi"
 _FIELD = "serving.calibration"
 #: The annotations an annotation-driven Prometheus scrapes by (the main server's, server.py).
 PROMETHEUS_ANNOTATION_PREFIX = "prometheus.io/"
-#: Seconds after the Job's pod ends before KEDA takes the arm to 0 replicas.
-ARM_COOLDOWN_SECONDS = 300
-#: Seconds between KEDA's counts of the Job's pods.
-ARM_POLLING_SECONDS = 30
 
 
 def arm_name(spec: WorkloadSpec) -> str:
@@ -352,7 +353,7 @@ def calibration_job(
         # Bad input (an unreadable prompt file) fails the same way twice: never retried.
         backoff_limit=0,
         # The arms' startup budget (the runner waits for both), then the measurement.
-        deadline_seconds=(settings.max_startup_minutes + cal.deadline_minutes) * 60,
+        deadline_seconds=job_deadline_seconds(settings.max_startup_minutes, cal.deadline_minutes),
         template={"metadata": {"labels": template_labels}, "spec": pod},
     )
 

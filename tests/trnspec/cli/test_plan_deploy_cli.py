@@ -242,3 +242,17 @@ def test_measured_rows_are_read_from_the_bucket_the_calibration_wrote(capsys, s3
     assert code == 0, err
     assert f"measured: 2 rows from s3://bkt/{key}" in out
     assert "measured slower than plain at batch 1" in out
+
+
+def test_a_calibration_plan_bounds_its_bill_by_the_configs_startup_budget(capsys) -> None:
+    """The default goal is undecided (config/plans/default.yaml is a calibration plan)."""
+    config = ("--config", str(REPO / "config/default.yaml"))
+    bounds = []
+    for minutes in (30, 300):
+        code, out, _ = plan(
+            capsys, *DEFAULT_GOAL, *config, "--set", f"serving.max_startup_minutes={minutes}"
+        )
+        assert code == 0 and f"the startup budget {minutes} min" in out
+        (line,) = [x for x in out.splitlines() if x.startswith("while the calibration Job runs")]
+        bounds.append(line.split("for at most ")[1].split(" (")[0])
+    assert bounds == ["2 h 51 min", "7 h 21 min"]  # 30 + 120 + 21 min; 300 + 120 + 21 min

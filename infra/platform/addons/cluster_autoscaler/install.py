@@ -7,6 +7,7 @@ from typing import Any
 
 from aws_cdk import Stack
 from constructs import Construct
+from trnspec.config.scale_down import EMPTY_NODE_REMOVAL_MINUTES
 
 from infra.platform.addons.addon import AddonScope, node_autoscaler
 from infra.platform.addons.cluster_autoscaler.iam import autoscaler_statements
@@ -55,7 +56,7 @@ def chart_values(cluster_name: str, kubernetes_version: str, region: str) -> dic
             "expander": "least-waste",
             # Trn2 nodes take minutes to boot and pull multi-GB images.
             "max-node-provision-time": "25m",
-            "scale-down-unneeded-time": "15m",
+            "scale-down-unneeded-time": f"{EMPTY_NODE_REMOVAL_MINUTES}m",
         },
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trnspec.config.scale_down import EMPTY_NODE_REMOVAL_MINUTES
 from trnspec.hardware.topology import instance
 
 from infra.platform.cluster.neuron_node import (
@@ -71,7 +72,10 @@ def node_pool(pool: Trn2PoolSettings) -> dict[str, Any]:
                 "cpu": str(spec.vcpus * pool.max_size),
                 NEURON_DEVICE_RESOURCE: str(spec.chips * pool.max_size),
             },
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "15m"},
+            "disruption": {
+                "consolidationPolicy": "WhenEmpty",
+                "consolidateAfter": f"{EMPTY_NODE_REMOVAL_MINUTES}m",
+            },
         },
     }
 
