@@ -56,7 +56,7 @@ from trnspec.plan.deploy_plan import (
     plan_profile,
     price_for,
 )
-from trnspec.plan.document import PLAN_KIND, plan_document
+from trnspec.plan.document import PLAN_KIND, figures, plan_document
 from trnspec.plan.fetch import get_json, http_url, read_rows_text
 from trnspec.plan.idle_cost import IdleCost, idle_cost
 from trnspec.plan.measured import MeasuredEvidence, measured_evidence
@@ -523,7 +523,8 @@ def main(args: argparse.Namespace) -> int:
             "# `plan.command` regenerates this file.\n" + yaml.safe_dump(doc, sort_keys=False)
         )
         write_file(Path(args.out), text)
-        print(f"wrote {args.out}")
+        # With --format json, stdout holds the JSON document alone.
+        print(f"wrote {args.out}", file=sys.stderr if args.format == "json" else sys.stdout)
     return 0
 
 
@@ -576,24 +577,14 @@ def _command_line(args: argparse.Namespace, acceptance: Acceptance) -> str:
 
 
 def _variant_json(v: Variant | None) -> dict[str, Any] | None:
+    """A variant as the plan file records it (trnspec.plan.document.figures: the same keys and
+    rounding), with the instance type and the streams per replica its autoscaler targets."""
     if v is None:
         return None
     return {
-        "k": v.k,
-        "max_num_seqs": v.max_num_seqs,
+        **figures(v),
         "instance_type": v.instance_type,
-        "overrides": list(v.overrides),
-        "tpot_ms": round(v.tpot_ms, 3),
-        "output_tokens_per_s_per_replica": round(v.tokens_per_s_per_replica, 2),
-        "min_speedup": round(v.min_speedup, 3),
-        "replicas_per_node": v.replicas_per_node,
-        "replicas_at_peak": v.replicas_at_peak,
-        "nodes_at_peak": v.nodes_at_peak,
-        "cost_per_1m_output_tokens_usd": round(v.cost_per_1m_output_tokens_usd, 4),
-        "idle_cost_per_hour_usd": round(v.idle_cost_per_hour_usd, 2),
         "streams_per_replica": v.streams_per_replica,
-        "error_band": round(v.error, 3) if v.error is not None else None,
-        "error_band_note": v.band_note,
     }
 
 

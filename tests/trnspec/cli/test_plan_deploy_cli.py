@@ -4,6 +4,7 @@ and the ramp (trnspec.cli.plan_deploy)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -256,3 +257,20 @@ def test_a_calibration_plan_bounds_its_bill_by_the_configs_startup_budget(capsys
         (line,) = [x for x in out.splitlines() if x.startswith("while the calibration Job runs")]
         bounds.append(line.split("for at most ")[1].split(" (")[0])
     assert bounds == ["2 h 51 min", "7 h 21 min"]  # 30 + 120 + 21 min; 300 + 120 + 21 min
+
+
+def test_the_json_output_and_the_plan_file_give_a_variant_the_same_keys_and_figures(
+    capsys, tmp_path: Path
+) -> None:
+    """A script reading `--format json` and the deploy reading the plan file see one variant the
+    same way: the profile it serves, the same keys, the same rounding."""
+    out_file = tmp_path / "plan.yaml"
+    code, out, err = plan(capsys, *DEFAULT_GOAL, "--format", "json", "--out", str(out_file))
+    assert code == 0 and f"wrote {out_file}" in err
+    chosen = json.loads(out)["decision"]["serving"]
+    recorded = yaml.safe_load(out_file.read_text())["plan"]
+    assert chosen["profile"] == recorded["chosen"]["profile"]
+    assert {k: v for k, v in chosen.items() if k in recorded["chosen"]} == recorded["chosen"]
+    assert set(recorded["chosen"]) <= set(chosen)
+    assert chosen["instance_type"] == "trn2.48xlarge"
+    assert chosen["streams_per_replica"] >= 1
