@@ -182,7 +182,8 @@ def _ref_acceptance(ref: dict[str, Any]) -> float | None:
     return value / 100.0 if isinstance(value, int | float) else None
 
 
-#: the figures the agreement criterion (issue 14) is about, with their keys in both tools
+#: the figures bench.py must agree on with `vllm bench serve` (within 3 % at 90 % confidence,
+#: tests/trnspec_tools/bench/test_bench_side_by_side_e2e.py), with their keys in both tools
 PAIRED = {
     "output tokens/s": (("output_tokens_per_s", None), "output_throughput"),
     "ITL p50 ms": (("itl_ms", "p50"), "median_itl_ms"),

@@ -7,9 +7,9 @@ work and hide the fault). Every request runs under one deadline scope (connect, 
 request: client.http_stream.Deadlines), so a server that trickles keep-alives cannot stretch it.
 
 Requests go over client.http_stream (asyncio streams), not httpx: the client's own CPU per
-streamed chunk competes with a server on the same host (issue 14). Times are taken with
-perf_counter as each SSE event is parsed; the parse cost of each event is accumulated so the tool
-can report its own overhead.
+streamed chunk competes with a server on the same host (client.http_stream says by how much).
+Times are taken with perf_counter as each SSE event is parsed; the parse cost of each event is
+accumulated so the tool can report its own overhead.
 """
 
 from __future__ import annotations

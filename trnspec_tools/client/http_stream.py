@@ -2,8 +2,8 @@
 
 Why not httpx: measured against a loopback server streaming one token per chunk, httpx (h11,
 httpcore, anyio) costs the client about 170 us of CPU per streamed chunk; on a 2-core host that
-runs the server too, that CPU is taken from the server and every figure is biased against it
-(issue 14). This path reads the socket with asyncio's StreamReader, decodes chunked transfer
+runs the server too, that CPU is taken from the server and every figure is biased against it.
+This path reads the socket with asyncio's StreamReader, decodes chunked transfer
 encoding and keeps connections alive, and nothing else: plain `http://` or `https://` (TLS by
 asyncio), no redirects, no proxies, no compression (it does not ask for any).
 
