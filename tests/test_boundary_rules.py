@@ -271,16 +271,16 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "first; the init container runs before trnspec.boundary is on the path"
     ),
     # --- tools' own artefacts and test-support engines (owner: tools) ---------------------------
-    ("trnspec_tools/bench/bench_reference.py", "ReferenceRunner.run", "json-parse"): (
+    ("trnspec_tools/bench/versus_vllm_bench.py", "ReferenceRunner.run", "json-parse"): (
         "the result file vLLM's own `vllm bench serve` just wrote in a temporary directory"
     ),
-    ("trnspec_tools/bench/bench_reference.py", "build_word_tokenizer", "raw-write"): (
+    ("trnspec_tools/bench/versus_vllm_bench.py", "build_word_tokenizer", "raw-write"): (
         "a tokenizer written into a fresh temporary directory for the reference run"
     ),
-    ("trnspec_tools/bench/bench_reference.py", "compare_tools", "raw-write"): (
+    ("trnspec_tools/bench/versus_vllm_bench.py", "compare_tools", "raw-write"): (
         "a dataset written into a fresh temporary directory for the reference run"
     ),
-    ("trnspec_tools/bench/bench_reference.py", "main", "plain-number-flag"): (
+    ("trnspec_tools/bench/versus_vllm_bench.py", "main", "plain-number-flag"): (
         "a developer's comparison script of bench against vLLM's tool (owner: tools: to move"
         " to boundary.args.int_arg)"
     ),

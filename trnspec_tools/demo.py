@@ -7,7 +7,7 @@ measured on this machine class: docs/performance.md, "Batch-aware speculation").
 server's greedy outputs (an untimed non-streamed pass, for the token-for-token comparison), runs
 the smoke checks, then sweeps concurrency 1, 8 and 32: at each level the two servers are measured
 alternately (ABBA rounds, the idle one stopped) by the bench runner
-(`bench.bench_run.run_level`: streamed, EOS ignored, one warm-up request per slot), so each ratio
+(`bench.run.run_level`: streamed, EOS ignored, one warm-up request per slot), so each ratio
 is measured side by side. Acceptance and the window used come from the runner's consistent
 `/metrics` counter deltas. It prints the sweep as a table, plots it (reports/demo_sweep.png) and
 writes `reports/demo.json`; the headline speedup is the tuned deployment's at concurrency 1.
@@ -40,8 +40,8 @@ from trnspec.boundary.text import rich_text
 from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.cli.main import add_set_argument
 
-from trnspec_tools.bench.bench_run import RunOptions
-from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
+from trnspec_tools.bench.run import RunOptions
+from trnspec_tools.bench.stats import exceeds_tokens_per_step
 from trnspec_tools.client.metrics import Acceptance
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
 from trnspec_tools.client.request_spec import RequestSpec
@@ -282,7 +282,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], tuned: str, path: Path) -> Path:
     """Output tok/s per concurrency level, baseline and tuned, with the speedup annotated."""
     from matplotlib.figure import Figure
 
-    from trnspec_tools.bench.bench_report import save_figure
+    from trnspec_tools.bench.report import save_figure
     from trnspec_tools.tune.schedule_report import concurrency_axes
 
     fig = Figure(figsize=(6, 4))

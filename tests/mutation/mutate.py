@@ -142,11 +142,11 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "bench_stats",
-        "trnspec_tools/bench/bench_stats.py",
+        "trnspec_tools/bench/stats.py",
         (
-            "tests/trnspec_tools/bench/test_bench_stats.py",
+            "tests/trnspec_tools/bench/test_stats.py",
             "tests/trnspec_tools/bench/test_run_result.py",
-            "tests/trnspec_tools/bench/test_bench_stats_properties.py",
+            "tests/trnspec_tools/bench/test_stats_properties.py",
         ),
     ),
     Target(

@@ -12,8 +12,8 @@ the baseline. Both arms get the same prompts in the same order. Writes the JSON 
 a Markdown summary next to it and PNG plots; exit code 2 on bad input, 1 if no request completed.
 
 `--profile P` (a Trn2 profile) adds the performance model's prediction next to each measured
-level (bench_predict.py); `--per-category` measures acceptance per "category" of a JSONL dataset,
-each category alone (bench_categories.py).
+level (versus_predicted.py); `--per-category` measures acceptance per "category" of a JSONL dataset,
+each category alone (categories.py).
 """
 
 from __future__ import annotations
@@ -43,35 +43,35 @@ from trnspec.cli.config_args import add_set_argument
 from trnspec.config.serving import ConfigError
 from trnspec.hardware.pricing import PriceError, resolve_price
 
-from trnspec_tools.bench.bench_categories import (
+from trnspec_tools.bench.categories import (
     add_category_arguments,
     category_workloads,
     dataset_categories,
     run_categories,
 )
-from trnspec_tools.bench.bench_options import (
+from trnspec_tools.bench.options import (
     LOCAL,
     BenchOptions,
     UsageError,
     bench_options,
 )
-from trnspec_tools.bench.bench_predict import (
+from trnspec_tools.bench.report import (
+    bench_markdown,
+    plot_acceptance_by_position,
+    plot_latency_vs_throughput,
+)
+from trnspec_tools.bench.run import RunOptions, run_level
+from trnspec_tools.bench.run_result import ArmRun
+from trnspec_tools.bench.stats import compare
+from trnspec_tools.bench.versus_predicted import (
     PredictionSetup,
     add_predict_arguments,
     attach,
     setup,
 )
-from trnspec_tools.bench.bench_report import (
-    bench_markdown,
-    plot_acceptance_by_position,
-    plot_latency_vs_throughput,
-)
-from trnspec_tools.bench.bench_run import RunOptions, run_level
-from trnspec_tools.bench.bench_stats import compare
-from trnspec_tools.bench.bench_workload import (
+from trnspec_tools.bench.workload import (
     WorkloadError,
 )
-from trnspec_tools.bench.run_result import ArmRun
 from trnspec_tools.bench.workload_args import add_workload_args
 from trnspec_tools.client.client_args import (
     add_client_args,

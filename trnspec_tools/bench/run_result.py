@@ -1,4 +1,4 @@
-"""The typed result of one measured run (bench_run.run_level), and how it is written.
+"""The typed result of one measured run (run.run_level), and how it is written.
 
 Every figure of a run is a typed field here; `to_json()` gives exactly the keys bench.py and
 tune.py have always written (the files' schema, pinned by tests), in the same order. Blocks that a
@@ -54,7 +54,7 @@ class Latency:
 
 @dataclass(frozen=True)
 class Goodput:
-    """Requests meeting every latency objective set (bench_stats.Slo), in ms."""
+    """Requests meeting every latency objective set (stats.Slo), in ms."""
 
     ttft_ms: float | None
     tpot_ms: float | None
@@ -87,7 +87,7 @@ class Goodput:
 
 @dataclass(frozen=True)
 class RequestFigures:
-    """What the measured requests alone show (bench_stats.aggregate)."""
+    """What the measured requests alone show (stats.aggregate)."""
 
     num_requests: int
     completed: int
@@ -187,7 +187,7 @@ class SpecDecodeDeltas:
 
 @dataclass(frozen=True)
 class AcceptanceFigures:
-    """Acceptance over the measured window (bench_run.spec_decode_fields); every figure None
+    """Acceptance over the measured window (run.spec_decode_fields); every figure None
     when it could not be measured, with `acceptance_note` saying why."""
 
     acceptance_rate: float | None = None
@@ -282,7 +282,7 @@ class RunResult:
 @dataclass(frozen=True)
 class ArmRun:
     """A run of one arm of a comparison ("target" or "baseline"), with the model's prediction
-    next to it when bench has a --profile (bench_predict.predict_run, JSON-ready)."""
+    next to it when bench has a --profile (versus_predicted.predict_run, JSON-ready)."""
 
     arm: str
     endpoint: str

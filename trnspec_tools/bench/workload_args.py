@@ -8,7 +8,7 @@ import argparse
 
 from trnspec.boundary.numbers import int_arg
 
-from trnspec_tools.bench.bench_workload import TINY_CORPUS, Workload
+from trnspec_tools.bench.workload import TINY_CORPUS, Workload
 
 #: requests measured per arm and concurrency level
 DEFAULT_NUM_PROMPTS = 32

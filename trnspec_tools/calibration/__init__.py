@@ -3,7 +3,7 @@
 Order of work (`python -m trnspec_tools calibrate run`, the calibration Job's command):
 1. `prompts`: the user's JSONL prompt file (a path or s3://BUCKET/KEY), else the shipped set;
 2. `measure`: wait until both arms answer, then at every concurrency level alternate the arms in
-   ABBA rounds (`abba`), each run one `bench_run.run_level` (the benchmark's own runner);
+   ABBA rounds (`abba`), each run one `bench.run.run_level` (the benchmark's own runner);
 3. `summary`: per arm and level the figures with their spread over rounds, status ok or failed
    (a failed arm is never a slow one), and the verdict: which arm is cheaper per 1M output
    tokens, or that the rounds disagree;

@@ -1,5 +1,5 @@
 """Run the rounds: wait until both arms answer, then every (level, round, arm) in ABBA order, each
-one `bench_run.run_level` (the benchmark's runner: warm-up, /metrics snapshots, measured requests,
+one `bench.run.run_level` (the benchmark's runner: warm-up, /metrics snapshots, measured requests,
 typed RunResult). A run that raises is kept as a failed run with its reason, never dropped."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from trnspec.boundary.text import printable
 
-from trnspec_tools.bench.bench_run import RunOptions, run_level
+from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.bench.run_result import RunResult
 from trnspec_tools.calibration.abba import Arm, schedule
 from trnspec_tools.calibration.summary import RoundRun

@@ -1,5 +1,5 @@
 """The prompts a calibration sends: the user's JSONL file (a local path or s3://BUCKET/KEY, one
-{"prompt": ..., optional "max_tokens"} per line; bench_workload.read_dataset's format), else the
+{"prompt": ..., optional "max_tokens"} per line; bench.workload.read_dataset's format), else the
 shipped default set below. Acceptance is a property of the prompts, so the user's own are the
 ones that decide; the default set mixes the kinds of request a chat service sees (code, prose,
 extraction, reasoning), none asking the model to copy its input (which would overstate it)."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from trnspec.config.s3_uri import is_s3_uri, parse_s3_uri
 
-from trnspec_tools.bench.bench_workload import load_dataset, sample_or_cycle
+from trnspec_tools.bench.workload import load_dataset, sample_or_cycle
 from trnspec_tools.client.request_spec import RequestSpec
 
 DEFAULT_SET = "default"

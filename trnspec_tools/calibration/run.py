@@ -31,8 +31,8 @@ from trnspec.boundary.json_io import dumps
 from trnspec.boundary.numbers import float_arg, int_arg, parse_int_list
 from trnspec.boundary.write import write_file
 
-from trnspec_tools.bench.bench_run import RunOptions
-from trnspec_tools.bench.bench_workload import WorkloadError
+from trnspec_tools.bench.run import RunOptions
+from trnspec_tools.bench.workload import WorkloadError
 from trnspec_tools.calibration import store
 from trnspec_tools.calibration.abba import ARMS, Arm
 from trnspec_tools.calibration.measure import ArmEndpoint, measure, wait_ready

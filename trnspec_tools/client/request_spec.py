@@ -1,5 +1,5 @@
 """What one request asks for: the prompt and the token budget (sent by client.bench_client,
-chosen by bench.bench_workload)."""
+chosen by bench.workload)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Which model an OpenAI-compatible endpoint serves: `GET /v1/models`, parsed once for the sync
-client (smoke, demo) and the async discovery (bench, tune, bench_reference).
+client (smoke, demo) and the async discovery (bench, tune, bench.versus_vllm_bench).
 
 vLLM answers `{"object": "list", "data": [{"id": "<served-model-name>", ...}, ...]}` (the OpenAI
 list-models shape: https://platform.openai.com/docs/api-reference/models/list)."""
@@ -84,7 +84,7 @@ async def resolve_model(
     timeout_s: float = 10.0,
     api_key: str | BoundKey | None = None,
 ) -> str:
-    """The one model-name resolver of bench, tune and bench_reference: the first of `given`
+    """The one model-name resolver of bench, tune and bench.versus_vllm_bench: the first of `given`
     that is set (the --model flag, then the name a local arm serves), else the endpoint's first
     served model (discover_model); NoServedModel when there is none."""
     for name in given:

@@ -29,9 +29,9 @@ from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
 
 from trnspec_tools.bench.bench import Arm, opened
-from trnspec_tools.bench.bench_options import UsageError
-from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.json_fields import Fields
+from trnspec_tools.bench.options import UsageError
+from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.bench.run_result import ArmRun, RunResult
 from trnspec_tools.client.metrics import MAX_POSITIONS
 from trnspec_tools.client.request_spec import RequestSpec

@@ -31,7 +31,7 @@ from trnspec.perf.model import (
 )
 from trnspec.perf.nelder_mead import nelder_mead
 
-from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
+from trnspec_tools.bench.stats import exceeds_tokens_per_step
 from trnspec_tools.tune.window_model import (
     expected_tokens_per_step,
     precompile_set,

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from trnspec_tools.bench.bench_options import UsageError
-from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
+from trnspec_tools.bench.options import UsageError
 from trnspec_tools.bench.run_result import RunResult
+from trnspec_tools.bench.stats import exceeds_tokens_per_step
 from trnspec_tools.tune.schedule_choice import Spread
 from trnspec_tools.tune.versus_plain import VersusPlain
 from trnspec_tools.tune.window_model import (
@@ -148,7 +148,7 @@ def analyse(
 
     def speedup(k: int) -> float | None:
         """k's measured speedup; absent when not measured against plain or above its tokens
-        per step (the baseline ran slow: bench_stats.exceeds_tokens_per_step)."""
+        per step (the baseline ran slow: bench.stats.exceeds_tokens_per_step)."""
         s = versus.at(k, level)
         if s is None or k not in runs:
             return None

@@ -13,7 +13,7 @@ from pathlib import Path
 from trnspec.boundary.write import write_file
 from trnspec.config.serving import ConfigError
 
-from trnspec_tools.bench.bench_options import UsageError
+from trnspec_tools.bench.options import UsageError
 from trnspec_tools.tune.alternated import SweepRuns
 from trnspec_tools.tune.trn2_rows import Conditions, conditions_for, measured_rows, rows_yaml
 from trnspec_tools.tune.tune_options import TuneOptions

@@ -25,7 +25,7 @@ from statistics import median
 
 from trnspec.config.k_schedule import schedule_text
 
-from trnspec_tools.bench.bench_stats import median_interval
+from trnspec_tools.bench.stats import median_interval
 
 Band = tuple[int, int, int]
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trnspec_tools.bench.bench_report import save_figure
+from trnspec_tools.bench.report import save_figure
 from trnspec_tools.tune.schedule_choice import PLAIN
 from trnspec_tools.tune.schedule_result import MeasuredCandidate, ScheduleResult
 

@@ -36,9 +36,9 @@ from trnspec.boundary import json_io
 from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.config.serving import apply_overrides, load_profile
 
-from trnspec_tools.bench.bench_options import UsageError
-from trnspec_tools.bench.bench_run import RunOptions, run_level
 from trnspec_tools.bench.json_fields import Fields
+from trnspec_tools.bench.options import UsageError
+from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.local_engine.local_server import LocalServer
 from trnspec_tools.tune.alternated import paused

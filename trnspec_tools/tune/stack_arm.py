@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 
 from trnspec.config.serving import load_profile
 
-from trnspec_tools.bench.bench_options import UsageError
+from trnspec_tools.bench.options import UsageError
 from trnspec_tools.client.stack_endpoint import stack_endpoint
 from trnspec_tools.tune.tune_options import TuneOptions
 

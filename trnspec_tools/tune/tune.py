@@ -46,9 +46,9 @@ from trnspec.cli.main import add_set_argument
 from trnspec.config.serving import ConfigError
 from trnspec.perf.model import decode_context_tokens
 
-from trnspec_tools.bench.bench_categories import category_groups, sample_groups
-from trnspec_tools.bench.bench_options import UsageError
-from trnspec_tools.bench.bench_workload import WorkloadError
+from trnspec_tools.bench.categories import category_groups, sample_groups
+from trnspec_tools.bench.options import UsageError
+from trnspec_tools.bench.workload import WorkloadError
 from trnspec_tools.bench.workload_args import add_workload_args
 from trnspec_tools.client.client_args import add_client_args, add_model_args
 from trnspec_tools.client.metrics import MAX_POSITIONS

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from trnspec_tools.bench.bench_options import UsageError, parse_int_list
-from trnspec_tools.bench.bench_run import RunOptions, run_options_from_args
-from trnspec_tools.bench.bench_workload import Workload
+from trnspec_tools.bench.options import UsageError, parse_int_list
+from trnspec_tools.bench.run import RunOptions, run_options_from_args
+from trnspec_tools.bench.workload import Workload
 from trnspec_tools.bench.workload_args import workload_of
 from trnspec_tools.client.client_args import client_arg_problems
 from trnspec_tools.client.metrics import MAX_POSITIONS

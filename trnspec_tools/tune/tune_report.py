@@ -4,7 +4,7 @@
 analyses of engine_analysis.py, the Trn2 rows written) and the runs behind them; `to_json()`
 writes the keys tune's `--out` JSON has always held (plus the alternated rounds and each window's
 ratio to plain), `markdown()` the human summary. Plots are drawn on bare matplotlib Figures and
-written through bench_report.save_figure (the one atomic writer).
+written through bench.report.save_figure (the one atomic writer).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from trnspec_tools.bench.bench_report import save_figure
+from trnspec_tools.bench.report import save_figure
 from trnspec_tools.bench.run_result import RunResult
 from trnspec_tools.tune.alternated import SweepRuns
 from trnspec_tools.tune.engine_analysis import (

@@ -17,8 +17,8 @@ import statistics
 import pytest
 from fake_openai_server import actual, plan_chunks, running
 
-from trnspec_tools.bench.bench_run import RunOptions, run_level
-from trnspec_tools.bench.bench_workload import load_dataset, synthetic_prompts
+from trnspec_tools.bench.run import RunOptions, run_level
+from trnspec_tools.bench.workload import load_dataset, synthetic_prompts
 from trnspec_tools.client.request_spec import RequestSpec
 
 TTFT_MS, ITL_MS = 80.0, 25.0
@@ -199,8 +199,10 @@ def test_chat_api_is_timed_like_completions():
         r = run(url, specs, 2, api="chat")
         truth = actual(url, skip=2)  # the warm-up is one request per slot
     assert r["completed"] == 4 and r["usage_reported"]
-    # against what the server did (a loaded host makes its 20 ms schedule late, never early)
-    assert close(r["itl_ms"]["p50"], statistics.median(truth["itl"]) * 1000.0)
+    # against what the server did (a loaded host makes its 20 ms schedule late, never early);
+    # a median of 20 gaps moves by a millisecond when a loaded host delays one read (seen with a
+    # CI run beside the suite), so 2 ms are allowed as for TTFT: a chunk miscounted is 20 ms
+    assert close(r["itl_ms"]["p50"], statistics.median(truth["itl"]) * 1000.0, abs_ms=2.0)
     assert min(truth["e2e"]) * 1000.0 >= 40.0 + 5 * 20.0 - 1.0  # 6 tokens, 1 per chunk
     assert r["output_tokens"] == 4 * 6
 

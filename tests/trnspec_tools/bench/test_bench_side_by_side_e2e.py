@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from trnspec_tools.bench.bench_reference import compare_tools, differs_beyond, markdown
-from trnspec_tools.bench.bench_workload import load_dataset
+from trnspec_tools.bench.versus_vllm_bench import compare_tools, differs_beyond, markdown
+from trnspec_tools.bench.workload import load_dataset
 from trnspec_tools.local_engine.local_server import LocalServer
 from trnspec_tools.local_engine.tiny_corpus import completion_prompts
 

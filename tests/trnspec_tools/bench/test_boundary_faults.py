@@ -10,7 +10,7 @@ from fault_server import fault_server
 from test_faults import FAST_FLAGS, bench_argv
 
 from trnspec_tools.bench.bench import main as bench_main
-from trnspec_tools.bench.bench_run import spec_decode_fields
+from trnspec_tools.bench.run import spec_decode_fields
 
 
 def _bench(fault: str, tmp_path, *extra: str) -> tuple[int, dict]:

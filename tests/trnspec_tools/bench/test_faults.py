@@ -12,8 +12,8 @@ import pytest
 from fault_server import FAULTS, MODEL, fault_server
 
 from trnspec_tools.bench.bench import main as bench_main
-from trnspec_tools.bench.bench_run import RunOptions, run_level
-from trnspec_tools.bench.bench_workload import synthetic_prompts
+from trnspec_tools.bench.run import RunOptions, run_level
+from trnspec_tools.bench.workload import synthetic_prompts
 from trnspec_tools.client.retry_rule import parse_retry_after, retry_delay
 from trnspec_tools.smoke import main as smoke_main
 from trnspec_tools.smoke import run_smoke

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
 
-from trnspec_tools.bench.bench_run import spec_decode_fields
-from trnspec_tools.bench.bench_stats import Slo, aggregate
+from trnspec_tools.bench.run import spec_decode_fields
 from trnspec_tools.bench.run_result import (
     AcceptanceFigures,
     ArmRun,
@@ -20,6 +19,7 @@ from trnspec_tools.bench.run_result import (
     RunResult,
     SpecDecodeDeltas,
 )
+from trnspec_tools.bench.stats import Slo, aggregate
 from trnspec_tools.client.bench_client import RequestResult
 
 #: The keys of one run in bench.py's JSON, in the order they are written.

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from fake_openai_server import running
 
-from trnspec_tools.bench.bench_run import RunOptions
+from trnspec_tools.bench.run import RunOptions
 from trnspec_tools.calibration import run as calibrate_run
 from trnspec_tools.calibration.abba import schedule
 from trnspec_tools.calibration.measure import ArmEndpoint, measure

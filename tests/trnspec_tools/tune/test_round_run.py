@@ -8,7 +8,7 @@ import json
 import pytest
 from made_runs import deltas, kept_run, made_run
 
-from trnspec_tools.bench.bench_options import UsageError
+from trnspec_tools.bench.options import UsageError
 from trnspec_tools.bench.run_result import AcceptanceFigures
 from trnspec_tools.tune.round_run import RUN_FIELDS, RoundPair, RoundRun
 from trnspec_tools.tune.schedule_tune import load_rounds

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from trnspec_tools.bench.bench_run import RunOptions, run_level
-from trnspec_tools.bench.bench_workload import select_workload
+from trnspec_tools.bench.run import RunOptions, run_level
+from trnspec_tools.bench.workload import select_workload
 from trnspec_tools.local_engine.local_server import LocalServer
 from trnspec_tools.local_engine.tiny_models import TinyModels
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from fake_openai_server import running
 
-from trnspec_tools.bench.bench_run import RunOptions
-from trnspec_tools.bench.bench_workload import synthetic_prompts
+from trnspec_tools.bench.run import RunOptions
+from trnspec_tools.bench.workload import synthetic_prompts
 from trnspec_tools.tune.schedule_tune import (
     alternate,
     k_used_of,

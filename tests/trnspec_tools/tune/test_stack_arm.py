@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from trnspec_tools.bench.bench_options import UsageError
+from trnspec_tools.bench.options import UsageError
 from trnspec_tools.tune.stack_arm import stack_arm
 from trnspec_tools.tune.tune import build_parser, main
 from trnspec_tools.tune.tune_options import tune_options

@@ -62,7 +62,7 @@ def test_analysis_may_recommend_an_unmeasured_k_and_says_so():
 
 
 def test_analysis_refuses_runs_without_acceptance():
-    from trnspec_tools.bench.bench_options import UsageError
+    from trnspec_tools.bench.options import UsageError
 
     with pytest.raises(UsageError, match="acceptance"):
         analyse(made_run(output_tokens_per_s=1.0), {2: made_run()}, 7)
@@ -82,7 +82,7 @@ def test_the_override_line_is_checked_by_the_config_layer(line, profile, ok):
 
 @pytest.mark.parametrize("item", ["x=http://h", "0=http://h", "3=ftp://h", "3"])
 def test_bad_endpoint_for_k_is_named(item):
-    from trnspec_tools.bench.bench_options import UsageError
+    from trnspec_tools.bench.options import UsageError
 
     with pytest.raises(UsageError, match="--endpoint-for-k"):
         parse_endpoints([item])
@@ -238,7 +238,7 @@ def test_categories_are_grouped_from_the_jsonl(tmp_path):
 
 @pytest.mark.parametrize("dataset", [None, "tiny-corpus"])
 def test_per_category_needs_a_jsonl_dataset(dataset):
-    from trnspec_tools.bench.bench_options import UsageError
+    from trnspec_tools.bench.options import UsageError
     from trnspec_tools.tune.tune import category_specs
 
     with pytest.raises(UsageError, match="--per-category"):
@@ -340,7 +340,7 @@ def test_an_earlier_result_can_be_reanalysed_without_measuring(tmp_path):
     assert found.cats["code"][2].acceptance.mean_accepted_length == 2.7
     assert found.rounds == {}  # written before alternation: one ratio per run
     assert found.versus_plain().at(2, 2).median == pytest.approx(250.0 / 180.0)
-    from trnspec_tools.bench.bench_options import UsageError
+    from trnspec_tools.bench.options import UsageError
 
     with pytest.raises(UsageError, match="concurrency \\[4\\]"):
         load_measurements(path, [1, 4])

@@ -1,8 +1,8 @@
-"""bench.bench_report: the client's own CPU next to the figures, and the warning (issue 14)."""
+"""bench.report: the client's own CPU next to the figures, and the warning (issue 14)."""
 
 from __future__ import annotations
 
-from trnspec_tools.bench.bench_report import bench_markdown, client_cpu_warning
+from trnspec_tools.bench.report import bench_markdown, client_cpu_warning
 
 CFG = {"client_on_server_host": True, "cpu_count": 2}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trnspec_tools.bench.bench_workload import (
+from trnspec_tools.bench.workload import (
     TINY_CORPUS,
     WorkloadError,
     arrival_offsets,

@@ -9,12 +9,12 @@ import pytest
 from fake_openai_server import running
 
 from trnspec_tools.bench.bench import main
-from trnspec_tools.bench.bench_categories import (
+from trnspec_tools.bench.categories import (
     UNCATEGORIZED,
     category_workloads,
     dataset_categories,
 )
-from trnspec_tools.bench.bench_workload import WorkloadError
+from trnspec_tools.bench.workload import WorkloadError
 
 OUTPUT_LEN = 25  # 1 prefill token + 24 decode tokens: 6 steps of 4, or 12 steps of 2
 SERVER = ("--ttft-ms", "20", "--itl-ms", "10", "--k", "3", "--tokens-per-step", "2")
@@ -123,7 +123,7 @@ def test_a_category_that_is_not_a_name_is_named_with_its_line(tmp_path):
 
 
 def test_a_missing_dataset_is_named_before_any_grouping(tmp_path):
-    from trnspec_tools.bench.bench_categories import category_groups
+    from trnspec_tools.bench.categories import category_groups
 
     with pytest.raises(WorkloadError, match=r"--dataset=.*nope\.jsonl: no such file"):
         category_groups(str(tmp_path / "nope.jsonl"), 16)

@@ -4,7 +4,7 @@ Workloads differ (a writing assistant's prompts and a coding agent's do not acce
 so when the dataset's lines carry "category", `bench.py --per-category` measures each category
 separately. The spec-decode counters on /metrics are global to the server, so requests cannot be
 attributed to categories after the fact: the categories run one after the other, each between
-its own pair of /metrics scrapes (`bench_run.run_level`), at one concurrency level on the
+its own pair of /metrics scrapes (`run.run_level`), at one concurrency level on the
 speculative arm. Off by default: it costs one more measured run per category.
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from trnspec_tools.bench.bench_predict import PredictionSetup, predict_run
-from trnspec_tools.bench.bench_run import RunOptions, run_level
-from trnspec_tools.bench.bench_workload import (
+from trnspec_tools.bench.run import RunOptions, run_level
+from trnspec_tools.bench.versus_predicted import PredictionSetup, predict_run
+from trnspec_tools.bench.workload import (
     TINY_CORPUS,
     WorkloadError,
     read_dataset,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from made_runs import made_run
 
-from trnspec_tools.bench.bench_stats import (
+from trnspec_tools.bench.run_result import AcceptanceFigures, Latency
+from trnspec_tools.bench.stats import (
     Slo,
     aggregate,
     compare,
     tokens_per_step_estimate,
 )
-from trnspec_tools.bench.run_result import AcceptanceFigures, Latency
 from trnspec_tools.client.bench_client import RequestResult
 
 
@@ -112,7 +112,7 @@ def test_compare_omits_per_token_changes_against_a_bursty_stream_and_says_why():
 
 
 def test_median_interval_is_the_order_statistics_with_the_asked_coverage():
-    from trnspec_tools.bench.bench_stats import median_interval
+    from trnspec_tools.bench.stats import median_interval
 
     # n=8: (x_(2), x_(7)) covers 1 - 2*9/256 = 93 %; (x_(3), x_(6)) only 71 %.
     assert median_interval([8, 1, 7, 2, 6, 3, 5, 4], 0.9) == (2, 7)
@@ -122,7 +122,7 @@ def test_median_interval_is_the_order_statistics_with_the_asked_coverage():
 
 
 def test_median_interval_needs_enough_values_for_the_coverage():
-    from trnspec_tools.bench.bench_stats import median_interval
+    from trnspec_tools.bench.stats import median_interval
 
     assert median_interval([1.0, 2.0, 3.0, 4.0], 0.9) is None  # best is (x1, x4): 87.5 %
     assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0], 0.9) == (1.0, 5.0)  # 93.75 %
@@ -130,7 +130,7 @@ def test_median_interval_needs_enough_values_for_the_coverage():
 
 
 def test_a_speedup_above_the_tokens_per_step_is_impossible():
-    from trnspec_tools.bench.bench_stats import exceeds_tokens_per_step
+    from trnspec_tools.bench.stats import exceeds_tokens_per_step
 
     # a speculative step is never cheaper than a plain one: speedup <= tokens per step
     assert not exceeds_tokens_per_step(1.9, 4.7)
@@ -140,7 +140,7 @@ def test_a_speedup_above_the_tokens_per_step_is_impossible():
 
 
 def test_compare_omits_a_speedup_the_acceptance_cannot_explain_and_says_why():
-    from trnspec_tools.bench.bench_stats import compare
+    from trnspec_tools.bench.stats import compare
 
     target = made_run(
         output_tokens_per_s=1034.0, acceptance=AcceptanceFigures(mean_accepted_length=1.99)

@@ -12,9 +12,9 @@ from trnspec.config.serving import ConfigError, load_profile
 from trnspec.perf.profile_model import profile_model
 
 from trnspec_tools.bench.bench import main
-from trnspec_tools.bench.bench_predict import predict_run, setup
-from trnspec_tools.bench.bench_workload import synthetic_prompts
 from trnspec_tools.bench.run_result import AcceptanceFigures, RunResult
+from trnspec_tools.bench.versus_predicted import predict_run, setup
+from trnspec_tools.bench.workload import synthetic_prompts
 
 PROFILE = "llama31-8b-eagle3"  # k=3, max_num_seqs 4, trn2.3xlarge
 INPUT_LEN, OUTPUT_LEN = 8, 25

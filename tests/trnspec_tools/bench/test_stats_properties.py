@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from made_runs import made_run
 
-from trnspec_tools.bench.bench_stats import (
+from trnspec_tools.bench.run_result import AcceptanceFigures
+from trnspec_tools.bench.stats import (
     SPEEDUP_BOUND_SLACK,
     Slo,
     aggregate,
@@ -22,7 +23,6 @@ from trnspec_tools.bench.bench_stats import (
     median_interval,
     tokens_per_step_estimate,
 )
-from trnspec_tools.bench.run_result import AcceptanceFigures
 from trnspec_tools.client.bench_client import RequestResult
 
 SETTINGS = settings(max_examples=100, deadline=None)

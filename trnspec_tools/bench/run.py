@@ -18,9 +18,9 @@ from typing import Any
 
 from trnspec.hardware.pricing import cost_per_1m_output_tokens
 
-from trnspec_tools.bench.bench_stats import Slo, aggregate
-from trnspec_tools.bench.bench_workload import arrival_offsets
 from trnspec_tools.bench.run_result import AcceptanceFigures, RunResult, SpecDecodeDeltas
+from trnspec_tools.bench.stats import Slo, aggregate
+from trnspec_tools.bench.workload import arrival_offsets
 from trnspec_tools.client.bench_client import (
     Api,
     RequestResult,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fake_openai_server import running
 
-from trnspec_tools.bench.bench_reference import compare_tools, markdown
-from trnspec_tools.bench.bench_workload import synthetic_prompts
+from trnspec_tools.bench.versus_vllm_bench import compare_tools, markdown
+from trnspec_tools.bench.workload import synthetic_prompts
 
 pytest.importorskip("vllm.benchmarks.serve")
 
@@ -26,7 +26,7 @@ def test_bench_and_vllm_bench_serve_agree_on_throughput_and_itl(tmp_path, concur
 
 
 def test_repeats_are_summarised_by_per_figure_medians():
-    from trnspec_tools.bench.bench_reference import _median_run
+    from trnspec_tools.bench.versus_vllm_bench import _median_run
 
     runs = [
         {"output_tokens_per_s": v, "itl_ms": {"p50": v / 10, "mean": 1.0}, "arm": "x"}
@@ -38,7 +38,7 @@ def test_repeats_are_summarised_by_per_figure_medians():
 
 
 def test_a_figure_differs_only_when_its_pairs_show_it_beyond_the_tolerance():
-    from trnspec_tools.bench.bench_reference import differs_beyond, pair_ratios
+    from trnspec_tools.bench.versus_vllm_bench import differs_beyond, pair_ratios
 
     def pairs(ratios: list[float]) -> dict:
         ours = [{"output_tokens_per_s": 100.0 * r} for r in ratios]
@@ -64,7 +64,7 @@ def test_both_tools_send_the_api_key_from_the_named_environment_variable(
 ):
     from fault_server import fault_server
 
-    from trnspec_tools.bench.bench_reference import main
+    from trnspec_tools.bench.versus_vllm_bench import main
 
     monkeypatch.setenv("MY_KEY", "s3cret")
     monkeypatch.setenv("OPENAI_API_KEY", "not-this-one")
@@ -80,7 +80,7 @@ def test_both_tools_send_the_api_key_from_the_named_environment_variable(
 
 
 def test_an_unset_api_key_env_is_refused_before_anything_runs(capsys):
-    from trnspec_tools.bench.bench_reference import main
+    from trnspec_tools.bench.versus_vllm_bench import main
 
     assert main(["--endpoint", "http://127.0.0.1:9", "--api-key-env", "NOPE_NOT_SET"]) == 2
     err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Properties of bench_workload.read_dataset on hostile JSONL (issue 24): every line is a prompt
+"""Properties of bench.workload.read_dataset on hostile JSONL (issue 24): every line is a prompt
 with a bounded max_tokens, or the file is refused with one line naming the line."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trnspec.boundary.numbers import MAX_COUNT
 
-from trnspec_tools.bench.bench_workload import WorkloadError, read_dataset
+from trnspec_tools.bench.workload import WorkloadError, read_dataset
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

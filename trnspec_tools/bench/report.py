@@ -16,8 +16,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from trnspec.boundary.write import write_file
 
-from trnspec_tools.bench.bench_categories import categories_markdown
-from trnspec_tools.bench.bench_predict import prediction_markdown
+from trnspec_tools.bench.categories import categories_markdown
+from trnspec_tools.bench.versus_predicted import prediction_markdown
 
 Run = Mapping[str, Any]
 

@@ -1,8 +1,8 @@
 """Cross-check bench.py against the reference tool, `vllm bench serve`, on the same server.
 
-    python -m trnspec_tools.bench.bench_reference --endpoint http://127.0.0.1:8000 \\
+    python -m trnspec_tools.bench.versus_vllm_bench --endpoint http://127.0.0.1:8000 \\
         --tokenizer /path/to/tok
-    python -m trnspec_tools.bench.bench_reference --local   # the embedded default, started here
+    python -m trnspec_tools.bench.versus_vllm_bench --local   # the embedded default, started here
 
 Both tools get the same prompts (written once to a file in vLLM's ShareGPT format, unshuffled),
 the same max_tokens with ignore_eos, greedy sampling and the same concurrency; the table shows
@@ -38,9 +38,9 @@ from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.cli.main import add_set_argument
 
 from trnspec_tools.bench.bench import Arm, opened
-from trnspec_tools.bench.bench_run import RunOptions, run_level
-from trnspec_tools.bench.bench_stats import median_interval
-from trnspec_tools.bench.bench_workload import (
+from trnspec_tools.bench.run import RunOptions, run_level
+from trnspec_tools.bench.stats import median_interval
+from trnspec_tools.bench.workload import (
     VOCABULARY,
     WorkloadError,
 )
@@ -53,6 +53,9 @@ from trnspec_tools.client.client_args import (
 )
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.served_model import NoServedModel, resolve_model
+
+#: The name this tool's messages go by (`python -m trnspec_tools.bench.versus_vllm_bench`).
+PROG = "versus_vllm_bench"
 
 # `vllm bench serve` is vllm.entrypoints.cli.benchmark.serve: add_cli_args + main of
 # vllm.benchmarks.serve (vLLM 0.32). The same two calls, in a process that stays up between runs
@@ -408,9 +411,9 @@ def compare_tools(
     }
 
 
-@exits_on_bad_input("bench_reference.py")
+@exits_on_bad_input(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="bench_reference.py", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--endpoint", help="base URL of a running server")
     p.add_argument("--local", action="store_true", help="start the local speculative server")
     add_set_argument(p, help="profile override for --local (repeatable)")
@@ -430,16 +433,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="JSON with both tools' full results")
     args = p.parse_args(argv)
     if bool(args.endpoint) == bool(args.local):
-        print("bench_reference.py: error: --endpoint/--local: give exactly one", file=sys.stderr)
+        print(f"{PROG}: error: --endpoint/--local: give exactly one", file=sys.stderr)
         return 2
     if (problem := api_key_arg_problem(args)) is not None:
-        print(f"bench_reference.py: error: {problem}", file=sys.stderr)
+        print(f"{PROG}: error: {problem}", file=sys.stderr)
         return 2
     key = api_key(args)
     try:
         specs = workload_of(args).specs()
     except WorkloadError as exc:
-        print(f"bench_reference.py: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     arm = Arm("target", args.endpoint, list(args.overrides) if args.local else None)
     with opened(arm) as live, tempfile.TemporaryDirectory() as tmp:
@@ -447,7 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             model = asyncio.run(resolve_model(live.endpoint, args.model, live.model, api_key=key))
         except NoServedModel as exc:
-            print(f"bench_reference.py: error: {exc}", file=sys.stderr)
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
             return 2
         tokenizer = args.tokenizer or (Path(live.model_path) if live.model_path else None)
         result = compare_tools(
@@ -471,11 +474,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     if args.out:
         written = write_outputs(
-            "bench_reference",
+            PROG,
             [(args.out, json_io.dumps(result)), (args.out.with_suffix(".md"), text)],
         )
         for line in moved_lines(written):
-            print(f"bench_reference.py: error: {line}", file=sys.stderr)
+            print(f"{PROG}: error: {line}", file=sys.stderr)
         if moved_lines(written):
             return 1
     return 0

@@ -16,9 +16,9 @@ from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import parse_int_list as boundary_int_list
 from trnspec.boundary.write import output_clash
 
-from trnspec_tools.bench.bench_run import RunOptions, run_options_from_args
-from trnspec_tools.bench.bench_stats import Slo
-from trnspec_tools.bench.bench_workload import Workload
+from trnspec_tools.bench.run import RunOptions, run_options_from_args
+from trnspec_tools.bench.stats import Slo
+from trnspec_tools.bench.workload import Workload
 from trnspec_tools.bench.workload_args import workload_of
 from trnspec_tools.client.client_args import client_arg_problems
 from trnspec_tools.inbound.endpoint import Endpoint
