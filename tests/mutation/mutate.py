@@ -68,11 +68,11 @@ class Target:
 
 TARGETS: tuple[Target, ...] = (
     Target(
-        "model",
-        "image/trnspec/perf/model.py",
+        "step_time",
+        "image/trnspec/perf/step_time.py",
         (
-            "tests/trnspec/perf/test_perf_model.py",
-            "tests/trnspec/perf/test_perf_model_properties.py",
+            "tests/trnspec/perf/test_step_time.py",
+            "tests/trnspec/perf/test_step_time_properties.py",
         ),
     ),
     Target(

@@ -1,7 +1,7 @@
 """Predicted next to measured: the Trn2 performance model evaluated at what bench.py measured.
 
 `bench.py --profile P [--set path=value ...]` names the Trn2 profile the endpoint serves. After
-the run, each measured level gets a `prediction` block: `trnspec.perf.model` (through
+the run, each measured level gets a `prediction` block: `trnspec.perf.step_time` (through
 `trnspec.perf.profile_model`, the constants fitted to published Trn2 figures) evaluated at
 
 * context = the workload's mean prompt length in words + half of --output-len,
@@ -33,15 +33,15 @@ from trnspec.config.serving import (
     apply_overrides,
     load_profile,
 )
-from trnspec.perf.model import decode_context_tokens
 from trnspec.perf.profile_model import ProfileModel, profile_model
+from trnspec.perf.step_time import decode_context_tokens
 
 from trnspec_tools.bench.run_result import ArmRun, RunResult
 from trnspec_tools.client.request_spec import RequestSpec
 
-LABEL = "model estimate (trnspec.perf.model, constants fitted to published Trn2 figures)"
+LABEL = "model estimate (trnspec.perf.step_time, constants fitted to published Trn2 figures)"
 SCOPE = "decode only, one replica: the measured figures also hold prefill and queueing"
-SOURCE = "trnspec.perf.model via trnspec.perf.profile_model; calibration trnspec.perf.calibrate"
+SOURCE = "trnspec.perf.step_time via trnspec.perf.profile_model; calibration trnspec.perf.calibrate"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 this engine and on a Trn2 profile, and acceptance per dataset category (pure but for reading a
 profile).
 
-The step-time model (engine_model.py) is fitted to the plain and speculative runs at the fit
+The step-time model (engine_fit.py) is fitted to the plain and speculative runs at the fit
 concurrency and checked on the other levels (ConcurrencyAnalysis); with the measured acceptance
 it recommends k per batch size and the batch from which to switch speculation off (BatchAdvice),
 here with the fitted constants, on Trn2 with the calibrated ones (Trn2Advice). Per category, only
@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from trnspec.perf.model import decode_context_tokens
+from trnspec.perf.step_time import decode_context_tokens
 
 from trnspec_tools.bench.run_result import RunResult
 from trnspec_tools.local_engine.local_server import model_overrides
-from trnspec_tools.tune.engine_model import (
+from trnspec_tools.tune.engine_fit import (
     EngineFit,
     EngineSetup,
     SweepPoint,
@@ -31,7 +31,7 @@ from trnspec_tools.tune.engine_model import (
     validation_rows,
 )
 from trnspec_tools.tune.tune_options import TuneOptions
-from trnspec_tools.tune.window_model import fit_alpha, pool_conditional
+from trnspec_tools.tune.window_fit import fit_alpha, pool_conditional
 
 #: (conditional acceptance, single rate) -> k per batch with some step-time constants.
 AdviceFor = Callable[[Sequence[float], float], "BatchAdvice"]
@@ -48,7 +48,7 @@ class BatchAdvice:
 
     @classmethod
     def of(cls, rec: Mapping[str, object]) -> BatchAdvice:
-        """From engine_model.recommend's answer."""
+        """From engine_fit.recommend's answer."""
         best = rec["best_k_per_batch"]
         assert isinstance(best, dict)
         stop = rec["disable_speculation_at_batch"]

@@ -2,7 +2,7 @@
 one, or no speculation (pure, no I/O).
 
 Each measured k scores its measured speedup over plain (the median of its alternated rounds,
-versus_plain.py), an unmeasured one the window model's prediction (window_model.py); ties go to
+versus_plain.py), an unmeasured one the window model's prediction (window_fit.py); ties go to
 the smaller k. Plain is the reference: a window is recommended only if it measured faster than
 plain beyond its spread at the level the recommendation is for, and slower at no level measured
 (VersusPlain.eligible); an unmeasured k only when some measured one is. When none is, the
@@ -20,7 +20,7 @@ from trnspec_tools.bench.run_result import RunResult
 from trnspec_tools.bench.stats import exceeds_tokens_per_step
 from trnspec_tools.tune.schedule_choice import Spread
 from trnspec_tools.tune.versus_plain import VersusPlain
-from trnspec_tools.tune.window_model import (
+from trnspec_tools.tune.window_fit import (
     FittedModel,
     KMeasurement,
     best_k,

@@ -21,9 +21,9 @@ from typing import Any
 import yaml
 from trnspec.config.serving import load_profile
 from trnspec.hardware.model_shapes import ModelShape
-from trnspec.perf.model import decode_context_tokens
 from trnspec.perf.profile_model import profile_model
 from trnspec.perf.published import Measurement
+from trnspec.perf.step_time import decode_context_tokens
 
 from trnspec_tools.bench.run_result import ArmRun
 

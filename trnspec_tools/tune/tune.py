@@ -19,7 +19,7 @@ only if it measured faster than plain beyond its spread, and slower at no level 
 (versus_plain.py); otherwise the line turns speculation off (`speculation.method=none`). On Trn2
 every k is a separate Neuron compile, so it also names the k values worth precompiling.
 
-With several concurrencies it also fits trnspec's step-time model (engine_model.py) to
+With several concurrencies it also fits trnspec's step-time model (engine_fit.py) to
 the baselines and to the speculative runs at `--fit-concurrency`, predicts the speedup of every
 other speculative run from its measured acceptance, and recommends k per batch size and the batch
 from which to switch speculation off; `--trn2-profile P` does the same for a Trn2 profile with the
@@ -44,7 +44,7 @@ from trnspec.boundary.numbers import MAX_COUNT, int_arg
 from trnspec.boundary.write import moved_lines, output_clash, write_outputs
 from trnspec.cli.main import add_set_argument
 from trnspec.config.serving import ConfigError
-from trnspec.perf.model import decode_context_tokens
+from trnspec.perf.step_time import decode_context_tokens
 
 from trnspec_tools.bench.categories import category_groups, sample_groups
 from trnspec_tools.bench.options import UsageError
@@ -67,7 +67,7 @@ from trnspec_tools.tune.engine_analysis import (
     sweep_points,
     trn2_recommendation,
 )
-from trnspec_tools.tune.engine_model import conditional_tokens_per_step, fit_engine
+from trnspec_tools.tune.engine_fit import conditional_tokens_per_step, fit_engine
 from trnspec_tools.tune.k_sweep import KAnalysis, analyse
 from trnspec_tools.tune.override_check import check_override
 from trnspec_tools.tune.rows_out import rows_conditions, write_rows

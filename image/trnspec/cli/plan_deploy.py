@@ -40,7 +40,7 @@ from trnspec.boundary.write import output_clash, write_file
 from trnspec.config.pod_contract import DEFAULT_MAX_STARTUP_MINUTES
 from trnspec.config.scale_up import RAMP_STEPS, SCALE_UP_PERIOD_SECONDS, scale_up_floor
 from trnspec.config.serving import ConfigError, Problem, ServingConfig, load_profile
-from trnspec.perf.model import decode_context_tokens
+from trnspec.perf.step_time import decode_context_tokens
 from trnspec.plan.acceptance import acceptance_rate
 from trnspec.plan.decision import Decision, Verdict, decide
 from trnspec.plan.deploy_plan import (

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.calibrate import Calibration
-from trnspec.perf.model import weight_elements_read
+from trnspec.perf.step_time import weight_elements_read
 from trnspec.perf.validation import (
     AXIS_NAMES,
     Coordinates,

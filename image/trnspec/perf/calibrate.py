@@ -1,4 +1,4 @@
-"""Calibrate trnspec.perf.model on published Trn2 figures and validate it on held-out sources.
+"""Calibrate trnspec.perf.step_time on published Trn2 figures and validate it on held-out sources.
 
 The published figures live in `trnspec/data/trn2_published.yaml` (typed by trnspec.perf.published),
 each with its source, quote, date and conditions. The constants are fitted by trnspec.perf.fit
@@ -27,7 +27,6 @@ from pathlib import Path
 from trnspec.boundary.write import write_file
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.fit import SECOND_PASS, THIRD_PASS, Fit, fit_constants, fit_rows
-from trnspec.perf.model import TRN2, Efficiency, Hardware
 from trnspec.perf.published import (
     DATA_FILE,
     Measurement,
@@ -36,6 +35,7 @@ from trnspec.perf.published import (
     load_published,
     predicted_step_ms,
 )
+from trnspec.perf.step_time import TRN2, Efficiency, Hardware
 from trnspec.perf.validation import (
     GOAL_MEAN,
     GOAL_SHARE,

@@ -1,4 +1,4 @@
-"""Fit trnspec.perf.model's free constants to published Trn2 rows (deterministic, no numpy).
+"""Fit trnspec.perf.step_time's free constants to published Trn2 rows (deterministic, no numpy).
 
 Once the two efficiencies (HBM, compute) are fixed, a row's predicted step time is linear in
 every other constant: the per-step floor of its stack, the host cost per sequence, the cost per
@@ -25,9 +25,9 @@ from dataclasses import dataclass, replace
 from operator import mul
 
 from trnspec.hardware.model_shapes import ModelShape
-from trnspec.perf.model import TRN2, Efficiency, Hardware
 from trnspec.perf.published import Measurement, predicted_step_ms
 from trnspec.perf.stack_group import ASYNC_GROUPS
+from trnspec.perf.step_time import TRN2, Efficiency, Hardware
 
 #: Shared constants the linear solve may set (each >= 0); the per-stack floor is added per group.
 LINEAR_TERMS = (

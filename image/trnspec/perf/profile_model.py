@@ -17,7 +17,8 @@ from trnspec.hardware.model_shapes import ModelShape, ShapeError, known_model_na
 from trnspec.hardware.sizing import BYTES_PER_DTYPE
 from trnspec.hardware.topology import INSTANCE_TYPES
 from trnspec.perf.calibrate import trn2_calibration
-from trnspec.perf.model import (
+from trnspec.perf.stack_group import stack_group
+from trnspec.perf.step_time import (
     DRAFT_METHODS,
     Deployment,
     Efficiency,
@@ -25,7 +26,6 @@ from trnspec.perf.model import (
     TokensPerStep,
     predict_grid,
 )
-from trnspec.perf.stack_group import stack_group
 
 
 def _shape(ref_field: str, ref: Any) -> ModelShape | None:

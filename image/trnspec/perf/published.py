@@ -2,7 +2,7 @@
 
 Each row carries its source, the verbatim quote its figures come from, its date and conditions;
 `load_published` checks every field on the way in (unknown fields, missing shapes, missing
-quote) and `predicted_step_ms` runs trnspec.perf.model under a row's conditions.
+quote) and `predicted_step_ms` runs trnspec.perf.step_time under a row's conditions.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import yaml
 
 from trnspec.hardware.model_shapes import KNOWN_SHAPES, ModelShape
 from trnspec.hardware.topology import INSTANCE_TYPES
-from trnspec.perf.model import (
+from trnspec.perf.step_time import (
     TRN2,
     Deployment,
     Efficiency,

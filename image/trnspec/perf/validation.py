@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.fit import ModelTerms, StepTable, fit_constants, fit_rows
-from trnspec.perf.model import Efficiency, weight_elements_read
 from trnspec.perf.published import Measurement, predicted_step_ms
+from trnspec.perf.step_time import Efficiency, weight_elements_read
 
 
 @dataclass(frozen=True)

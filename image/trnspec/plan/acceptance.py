@@ -5,7 +5,7 @@ Read by `predict` and `plan-deploy` alike; a bad value is a ConfigError naming t
 from __future__ import annotations
 
 from trnspec.config.serving import ConfigError, Problem
-from trnspec.perf.model import ModelInputError, alpha_from_tokens_per_step
+from trnspec.perf.step_time import ModelInputError, alpha_from_tokens_per_step
 
 
 def acceptance_rate(rate: float | None, length: float | None, k: int) -> float | None:

@@ -34,8 +34,8 @@ from trnspec.hardware.packing import placement_for
 from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.perf.bands import band_for
 from trnspec.perf.calibrate import Calibration, trn2_calibration
-from trnspec.perf.model import TokensPerStep
 from trnspec.perf.profile_model import ProfileModel, profile_model
+from trnspec.perf.step_time import TokensPerStep
 
 #: KEDA's bound on replicas (serving.max_replicas).
 MAX_REPLICAS = 64

@@ -3,7 +3,7 @@
 For every (batch, k): TPOT, output tokens/s of one replica, the speedup over k=0 at the same
 batch and the cost per million output tokens of the whole instance (all replicas busy), then the
 best k per batch and the batch from which speculation no longer pays. The numbers come from
-`trnspec.perf.model` with constants fitted to published Trn2 figures (`trnspec.perf.calibrate`);
+`trnspec.perf.step_time` with constants fitted to published Trn2 figures (`trnspec.perf.calibrate`);
 the document lists every constant used with its source. The flags are read by
 trnspec.cli.predict into a PredictQuery; bad input is a ConfigError naming the flag.
 """
@@ -22,14 +22,14 @@ from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.perf.bands import band_for, outside_data
 from trnspec.perf.calibrate import DATA_FILE, Calibration, trn2_calibration
-from trnspec.perf.model import (
+from trnspec.perf.profile_model import ProfileModel, profile_model
+from trnspec.perf.step_time import (
     ModelInputError,
     Prediction,
     best_k_per_batch,
     decode_context_tokens,
     speculation_stops_paying,
 )
-from trnspec.perf.profile_model import ProfileModel, profile_model
 from trnspec.perf.validation import ErrorBand
 from trnspec.plan.acceptance import acceptance_rate
 from trnspec.plan.request_fit import request_fit_problems

@@ -21,7 +21,7 @@ from typing import Any
 
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import finite_in
-from trnspec.perf.model import ModelInputError, alpha_from_tokens_per_step
+from trnspec.perf.step_time import ModelInputError, alpha_from_tokens_per_step
 
 FLAG = "--acceptance-from"
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"

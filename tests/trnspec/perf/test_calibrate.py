@@ -18,8 +18,8 @@ from trnspec.perf.calibrate import (
     trn2_calibration,
 )
 from trnspec.perf.fit import THIRD_PASS, fit_constants, nnls
-from trnspec.perf.model import Efficiency
 from trnspec.perf.published import data_text
+from trnspec.perf.step_time import Efficiency
 
 MEASUREMENTS, SHAPES = load_published()
 

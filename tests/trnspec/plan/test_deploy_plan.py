@@ -15,7 +15,7 @@ from trnspec.cli.main import main
 from trnspec.config.serving import ConfigError, ServingConfig, apply_overrides, load_profile
 from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PRICES
-from trnspec.perf.model import decode_context_tokens
+from trnspec.perf.step_time import decode_context_tokens
 from trnspec.plan import deploy_plan
 from trnspec.plan.deploy_plan import (
     Fleet,
@@ -85,7 +85,7 @@ def test_the_default_pair_at_its_published_acceptance_is_cheaper_without_specula
     """AWS's Qwen3-4B DFlash figures (acceptance length 2.1 at k=15) against the plain server the
     plan would deploy: DFlash schedules synchronously (--no-async-scheduling), the plain server
     does not, and the model prices that difference."""
-    from trnspec.perf.model import alpha_from_tokens_per_step
+    from trnspec.perf.step_time import alpha_from_tokens_per_step
 
     alpha = alpha_from_tokens_per_step(2.1, 15)
     plan = plan_profile(load_profile("qwen3-4b-dflash"), alpha, [15], PRICE, _inputs())
@@ -106,7 +106,7 @@ def _plan_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str,
 def test_every_variant_carries_the_band_of_its_whole_regime() -> None:
     """TP, batch, context and model size each bound a variant's band or are named as outside the
     data: a band over fewer axes mixes in rows of other regimes."""
-    from trnspec.perf.model import alpha_from_tokens_per_step
+    from trnspec.perf.step_time import alpha_from_tokens_per_step
 
     cfg = load_profile("qwen3-4b-dflash")
     alpha = alpha_from_tokens_per_step(2.1, 15)

@@ -20,7 +20,8 @@ from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PRICES
 from trnspec.hardware.sizing import BYTES_PER_DTYPE
 from trnspec.perf.calibrate import DATA_FILE, trn2_calibration
-from trnspec.perf.model import (
+from trnspec.perf.profile_model import ProfileModel, profile_model
+from trnspec.perf.step_time import (
     Deployment,
     Efficiency,
     Hardware,
@@ -28,7 +29,6 @@ from trnspec.perf.model import (
     decode_context_tokens,
     predict_grid,
 )
-from trnspec.perf.profile_model import ProfileModel, profile_model
 from trnspec.plan import predict as predict_module
 from trnspec.plan.predict import (
     DEFAULT_BATCHES,

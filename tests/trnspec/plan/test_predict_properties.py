@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from trnspec.config.serving import load_profile
 from trnspec.hardware.packing import placement_for
 from trnspec.hardware.pricing import cost_per_1m_output_tokens
-from trnspec.perf.model import decode_context_tokens, tokens_per_step
 from trnspec.perf.profile_model import profile_model
+from trnspec.perf.step_time import decode_context_tokens, tokens_per_step
 from trnspec.plan.predict import PredictQuery, build
 
 SETTINGS = settings(max_examples=40, deadline=None)

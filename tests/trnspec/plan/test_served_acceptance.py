@@ -16,7 +16,7 @@ import pytest
 import yaml
 from trnspec.boundary.errors import BoundaryError
 from trnspec.cli.main import main
-from trnspec.perf.model import tokens_per_step
+from trnspec.perf.step_time import tokens_per_step
 from trnspec.plan.served_acceptance import (
     ACCEPTED,
     DRAFT_TOKENS,

@@ -1,12 +1,12 @@
 """A known engine for the step-time model's tests: tiny shapes, true constants, and the noise-free
-k x concurrency sweep they produce (test_engine_model.py, test_tune.py)."""
+k x concurrency sweep they produce (test_engine_fit.py, test_tune.py)."""
 
 from __future__ import annotations
 
 from trnspec.hardware.model_shapes import ModelShape
-from trnspec.perf.model import Efficiency, Hardware, tokens_per_step
+from trnspec.perf.step_time import Efficiency, Hardware, tokens_per_step
 
-from trnspec_tools.tune.engine_model import EngineSetup, SweepPoint, model_step_s
+from trnspec_tools.tune.engine_fit import EngineSetup, SweepPoint, model_step_s
 
 TARGET = ModelShape("tiny-target", 4, 256, 4, 2, 64, 768, 4096, True, origin="test")
 DRAFT = ModelShape("tiny-draft", 1, 128, 2, 1, 64, 384, 4096, True, origin="test")

@@ -13,7 +13,7 @@ from trnspec_tools.bench.run_result import AcceptanceFigures, ArmRun, RunResult
 from trnspec_tools.tune.k_sweep import analyse
 from trnspec_tools.tune.tune import check_override, main
 from trnspec_tools.tune.tune_options import parse_endpoints
-from trnspec_tools.tune.window_model import expected_tokens_per_step
+from trnspec_tools.tune.window_fit import expected_tokens_per_step
 
 
 def model_runs(alpha: float, c: float, ks: list[int], base_tps: float = 100.0):
@@ -183,7 +183,7 @@ def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
     from engine_cases import ALPHA, SETUP, synthetic_sweep
 
     from trnspec_tools.tune.engine_analysis import concurrency_analysis, sweep_points
-    from trnspec_tools.tune.engine_model import fit_engine
+    from trnspec_tools.tune.engine_fit import fit_engine
 
     baseline, runs = {}, {}  # the sweep as tune's measured levels
     for p in synthetic_sweep(ks=(1, 2, 4)):
@@ -204,7 +204,7 @@ def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
         (8, False),
     }
     assert out.held_out.rows == 9
-    for r in out.rows:  # accuracy off the fit concurrency: test_engine_model.py
+    for r in out.rows:  # accuracy off the fit concurrency: test_engine_fit.py
         if r.used_for_fit:
             assert r.predicted_speedup == pytest.approx(r.measured_speedup, rel=0.02)
     rec = out.recommendation_by_batch

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 # The one geometric sum (1 - a^(k+1)) / (1 - a), under this module's name.
-from trnspec.perf.model import tokens_per_step as expected_tokens_per_step
+from trnspec.perf.step_time import tokens_per_step as expected_tokens_per_step
 
 
 def tokens_per_step_from_conditional(conditional: Sequence[float], k: int) -> float:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from trnspec.hardware.drafters import drafter_for
 from trnspec.hardware.model_shapes import KNOWN_SHAPES
-from trnspec.perf.model import (
+from trnspec.perf.step_time import (
     TRN2,
     Deployment,
     Efficiency,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from trnspec.hardware.model_shapes import KNOWN_SHAPES
-from trnspec.perf.model import (
+from trnspec.perf.step_time import (
     REFERENCE_VCPUS,
     TRN2,
     Deployment,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trnspec_tools.tune.window_model import (
+from trnspec_tools.tune.window_fit import (
     KMeasurement,
     best_k,
     conditional_from_unconditional,

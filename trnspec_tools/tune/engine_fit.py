@@ -1,4 +1,4 @@
-"""The Trn2 performance model (trnspec.perf.model) fitted to a measured k x concurrency sweep.
+"""The Trn2 performance model (trnspec.perf.step_time) fitted to a measured k x concurrency sweep.
 
 `make tune` measures the local vLLM CPU engine at several windows k and concurrencies. The step
 time of every run is recovered from what was measured (a closed loop of `c` sequences emitting
@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from trnspec.hardware.model_shapes import ModelShape
-from trnspec.perf.model import (
+from trnspec.perf.nelder_mead import nelder_mead
+from trnspec.perf.step_time import (
     Deployment,
     Efficiency,
     Hardware,
@@ -29,10 +30,9 @@ from trnspec.perf.model import (
     speculation_stops_paying,
     step_cost,
 )
-from trnspec.perf.nelder_mead import nelder_mead
 
 from trnspec_tools.bench.stats import exceeds_tokens_per_step
-from trnspec_tools.tune.window_model import (
+from trnspec_tools.tune.window_fit import (
     expected_tokens_per_step,
     precompile_set,
     tokens_per_step_from_conditional,
@@ -119,7 +119,7 @@ def _constants(theta: Sequence[float]) -> tuple[Hardware, Efficiency]:
         peak_flops=v["peak_flops"],
         link_bytes_per_s=1e12,
         cores_per_chip=1,
-        source="fitted to the local k x concurrency sweep (trnspec_tools/tune/engine_model.py)",
+        source="fitted to the local k x concurrency sweep (trnspec_tools/tune/engine_fit.py)",
     )
     eff = Efficiency(
         memory=1.0,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from engine_cases import ALPHA, DRAFT, SETUP, TARGET, TRUTH, TRUTH_HW, synthetic_sweep
 
-from trnspec_tools.tune.engine_model import (
+from trnspec_tools.tune.engine_fit import (
     SweepPoint,
     conditional_tokens_per_step,
     deployment,
