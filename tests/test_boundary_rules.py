@@ -237,7 +237,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "an HTTP chunk-size line (hex, RFC 9112), bounded to 0..MAX_CHUNK_BYTES on the next"
         " line (owner: tools)"
     ),
-    ("trnspec_tools/inbound/sse.py", "event_object", "json-parse"): (
+    ("trnspec_tools/boundary/sse.py", "event_object", "json-parse"): (
         "an SSE event, bounded by MAX_EVENT_BYTES, NaN refused, RecursionError caught (owner:"
         " tools; to move to boundary.json_io.loads)"
     ),

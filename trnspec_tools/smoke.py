@@ -30,6 +30,7 @@ from rich.text import Text
 from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
 from trnspec.boundary.text import rich_text
 
+from trnspec_tools.boundary.endpoint import Endpoint, bind_key
 from trnspec_tools.client.client_args import (
     add_client_args,
     add_model_args,
@@ -46,7 +47,6 @@ from trnspec_tools.client.metrics import (
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
 from trnspec_tools.client.served_model import NoServedModel, choose_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
-from trnspec_tools.inbound.endpoint import Endpoint, bind_key
 
 COMPLETION_PROMPTS = (
     "import json\n\n\ndef filter_orders(orders):\n",

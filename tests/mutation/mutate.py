@@ -151,10 +151,10 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "sse",
-        "trnspec_tools/inbound/sse.py",
+        "trnspec_tools/boundary/sse.py",
         (
-            "tests/trnspec_tools/inbound/test_inbound_sse.py",
-            "tests/trnspec_tools/inbound/test_sse_properties.py",
+            "tests/trnspec_tools/boundary/test_boundary_sse.py",
+            "tests/trnspec_tools/boundary/test_boundary_sse_properties.py",
         ),
     ),
     Target(

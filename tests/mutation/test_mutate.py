@@ -36,7 +36,7 @@ def test_target_names_are_unique():
     ("source", "staged"),
     [
         ("image/trnspec/hardware/packing.py", "src/trnspec/hardware/packing.py"),
-        ("trnspec_tools/inbound/sse.py", "src/trnspec_tools/inbound/sse.py"),
+        ("trnspec_tools/boundary/sse.py", "src/trnspec_tools/boundary/sse.py"),
         ("infra/serving/manifests/autoscaling.py", "src/infra/serving/manifests/autoscaling.py"),
     ],
 )
@@ -69,9 +69,9 @@ def test_selection_by_word_matches_names_containing_it():
 
 
 def test_the_mutmut_table_mutates_only_the_target_and_runs_only_its_tests():
-    target = mutate.Target("sse", "trnspec_tools/inbound/sse.py", ("tests/a.py", "tests/b.py"))
+    target = mutate.Target("sse", "trnspec_tools/boundary/sse.py", ("tests/a.py", "tests/b.py"))
     table = tomllib.loads(mutate.mutmut_config(target))["tool"]["mutmut"]
-    assert table["only_mutate"] == ["src/trnspec_tools/inbound/sse.py"]
+    assert table["only_mutate"] == ["src/trnspec_tools/boundary/sse.py"]
     assert table["pytest_add_cli_args_test_selection"] == ["tests/a.py", "tests/b.py"]
     assert table["source_paths"] == ["src"]
     assert "not e2e and not slow" in table["pytest_add_cli_args"]

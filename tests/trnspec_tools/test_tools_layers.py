@@ -1,5 +1,5 @@
 """The client tools' packages form layers: each imports only the packages below it (no cycle, no
-two-way edge): what the tools accept from outside (`inbound`), how they talk to an endpoint
+two-way edge): what the tools accept from outside (`boundary`), how they talk to an endpoint
 (`client`), the local engine, the benchmark, the tuner, then the commands at the top
 (`smoke.py`, `demo.py`, `capacity.py`, `cli.py`)."""
 
@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "trnspec_tools"
 #: Bottom to top; "" is the package's own top-level modules (the commands).
-LAYERS = ("inbound", "client", "local_engine", "bench", "tune", "calibration", "")
+LAYERS = ("boundary", "client", "local_engine", "bench", "tune", "calibration", "")
 
 
 def imported_layers(path: Path) -> set[str]:

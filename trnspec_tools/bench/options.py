@@ -20,8 +20,8 @@ from trnspec_tools.bench.run import RunOptions, run_options_from_args
 from trnspec_tools.bench.stats import Slo
 from trnspec_tools.bench.workload import Workload
 from trnspec_tools.bench.workload_args import workload_of
+from trnspec_tools.boundary.endpoint import Endpoint
 from trnspec_tools.client.client_args import client_arg_problems
-from trnspec_tools.inbound.endpoint import Endpoint
 
 #: `--compare local` / the endpoint of the local launcher
 LOCAL = "local"

@@ -21,6 +21,7 @@ from trnspec.hardware.pricing import cost_per_1m_output_tokens
 from trnspec_tools.bench.run_result import AcceptanceFigures, RunResult, SpecDecodeDeltas
 from trnspec_tools.bench.stats import Slo, aggregate
 from trnspec_tools.bench.workload import arrival_offsets
+from trnspec_tools.boundary.endpoint import BoundKey, bind_key
 from trnspec_tools.client.bench_client import (
     Api,
     RequestResult,
@@ -40,7 +41,6 @@ from trnspec_tools.client.metrics import (
 )
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S
-from trnspec_tools.inbound.endpoint import BoundKey, bind_key
 
 
 @dataclass(frozen=True)

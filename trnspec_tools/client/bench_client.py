@@ -24,12 +24,12 @@ from typing import Literal, NoReturn
 
 from trnspec.serve.api_key import auth_headers
 
+from trnspec_tools.boundary.endpoint import BoundKey
+from trnspec_tools.boundary.sse import EventError, sse_events
+from trnspec_tools.boundary.usage import checked_completion_tokens
 from trnspec_tools.client.http_stream import ConnectionPool, Deadlines, ProtocolError, Response
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
-from trnspec_tools.inbound.endpoint import BoundKey
-from trnspec_tools.inbound.sse import EventError, sse_events
-from trnspec_tools.inbound.usage import checked_completion_tokens
 
 Api = Literal["completions", "chat"]
 
@@ -95,7 +95,7 @@ class StreamClient:
         self.base_url = base_url.rstrip("/").removesuffix("/v1")
         self.deadlines = deadlines or Deadlines()
         self.retry_after_cap_s = retry_after_cap_s
-        # a bound key goes only to the origin it was given for (inbound.endpoint.BoundKey)
+        # a bound key goes only to the origin it was given for (boundary.endpoint.BoundKey)
         key = api_key.for_url(self.base_url) if isinstance(api_key, BoundKey) else api_key
         self.pool = ConnectionPool(self.base_url, auth_headers(key or None))
 

@@ -13,10 +13,10 @@ import os
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import float_arg, int_arg
 
+from trnspec_tools.boundary.endpoint import header_value
+from trnspec_tools.boundary.model_id import model_id_arg
 from trnspec_tools.client.http_stream import Deadlines
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S
-from trnspec_tools.inbound.endpoint import header_value
-from trnspec_tools.inbound.model_id import model_id_arg
 
 DEFAULT_API_KEY_ENV = "TRNSPEC_API_KEY"
 DEFAULTS = Deadlines()

@@ -7,7 +7,7 @@ This path reads the socket with asyncio's StreamReader, decodes chunked transfer
 encoding and keeps connections alive, and nothing else: plain `http://` or `https://` (TLS by
 asyncio), no redirects, no proxies, no compression (it does not ask for any).
 
-What the peer sends is bounded and checked here: the endpoint URL by inbound.endpoint (no
+What the peer sends is bounded and checked here: the endpoint URL by boundary.endpoint (no
 credentials, valid port, IPv6 Host header in brackets), header values sent without CR/LF, a status
 line must be HTTP/1.x with a code in 100..599, interim 1xx answers (`100 Continue`) are skipped (at
 most MAX_INTERIM_RESPONSES), a line longer than MAX_HEADER_BYTES or a chunk larger than
@@ -25,7 +25,7 @@ import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
-from trnspec_tools.inbound.endpoint import Endpoint, header_value
+from trnspec_tools.boundary.endpoint import Endpoint, header_value
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_ERROR_BODY = 64 * 1024

@@ -25,14 +25,14 @@ from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
 from trnspec.config.pod_contract import MODELS_PATH
 
+from trnspec_tools.boundary.endpoint import BoundKey
+from trnspec_tools.boundary.sse import EventError, sse_events
+from trnspec_tools.boundary.usage import token_count
 from trnspec_tools.client.bench_client import ConnectFailed, StreamClient
 from trnspec_tools.client.http_stream import Deadlines, ProtocolError
 from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_delay
 from trnspec_tools.client.served_model import ModelListError, served_model_ids
 from trnspec_tools.client.served_model import json_shape as _shape
-from trnspec_tools.inbound.endpoint import BoundKey
-from trnspec_tools.inbound.sse import EventError, sse_events
-from trnspec_tools.inbound.usage import token_count
 
 DEFAULT_DEADLINES = Deadlines()
 
@@ -224,7 +224,7 @@ class OpenAIClient:
 
 
 async def _read_sse(resp: Any) -> list[Any]:
-    """Every event up to [DONE] (inbound.sse), parsed; a stream that ends without [DONE] or
+    """Every event up to [DONE] (boundary.sse), parsed; a stream that ends without [DONE] or
     carries an unusable event raises (no partial result is passed on as if complete)."""
     events: list[Any] = []
     try:

@@ -11,11 +11,11 @@ from typing import Any
 
 from trnspec.config.pod_contract import MODELS_PATH
 
+from trnspec_tools.boundary.endpoint import BoundKey
+from trnspec_tools.boundary.model_id import is_model_id
 from trnspec_tools.client.bench_client import StreamClient
 from trnspec_tools.client.client_args import default_api_key
 from trnspec_tools.client.http_stream import Deadlines, ProtocolError
-from trnspec_tools.inbound.endpoint import BoundKey
-from trnspec_tools.inbound.model_id import is_model_id
 
 
 class ModelListError(ValueError):

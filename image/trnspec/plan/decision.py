@@ -1,9 +1,9 @@
 """How sure a plan is: speculation against plain, each with the held-out error of its regime.
 
 The figure that decides is the cost per 1M output tokens at peak (what the nodes bill), with the
-band of the regime it was predicted in (trnspec.perf.bands: the largest held-out error, leave one
-source out), and for the speculative side its smallest speedup over plain across batches 1..b
-(the speculative band is a held-out error of that speedup). The rule:
+band of the regime it was predicted in (trnspec.perf.error_bands: the largest held-out error,
+leave one source out), and for the speculative side its smallest speedup over plain across
+batches 1..b (the speculative band is a held-out error of that speedup). The rule:
 
 - confident in plain when plain's cost at the top of its band is below speculation's at the
   bottom of its band, or when speculation is slower than plain at some batch even with both

@@ -18,7 +18,7 @@ are billed too. The idle cost is the nodes min_replicas occupy. The cheapest kep
 ties go to fewer nodes, then the smaller k and batch. Every variant left out is kept as a Skip
 with its reason (a check, the node, the TPOT target, the replica cap, the pools' node bound, a
 measured row slower than plain), and every kept variant carries the held-out error band of its
-regime (trnspec.perf.bands). Pure apart from reading packaged data.
+regime (trnspec.perf.error_bands). Pure apart from reading packaged data.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from trnspec.config.images import image_spec
 from trnspec.config.serving import ConfigError, Problem, ServingConfig, apply_overrides
 from trnspec.hardware.packing import placement_for
 from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
-from trnspec.perf.bands import band_for
 from trnspec.perf.calibrate import Calibration, trn2_calibration
+from trnspec.perf.error_bands import band_for
 from trnspec.perf.profile_model import ProfileModel, profile_model
 from trnspec.perf.step_time import TokensPerStep
 

@@ -20,8 +20,8 @@ from trnspec.config.images import image_spec
 from trnspec.config.serving import ConfigError, Problem, ServingConfig
 from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
-from trnspec.perf.bands import band_for, outside_data
 from trnspec.perf.calibrate import DATA_FILE, Calibration, trn2_calibration
+from trnspec.perf.error_bands import band_for, outside_data
 from trnspec.perf.profile_model import ProfileModel, profile_model
 from trnspec.perf.step_time import (
     ModelInputError,

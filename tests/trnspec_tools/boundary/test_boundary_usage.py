@@ -1,4 +1,4 @@
-"""Properties of trnspec_tools.inbound.usage: a completion-token count is used only when
+"""Properties of trnspec_tools.boundary.usage: a completion-token count is used only when
 physics allows it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trnspec_tools.inbound.usage import checked_completion_tokens
+from trnspec_tools.boundary.usage import checked_completion_tokens
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

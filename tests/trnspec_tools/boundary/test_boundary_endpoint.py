@@ -1,4 +1,4 @@
-"""Properties of trnspec_tools.inbound.endpoint: any text is a checked endpoint or one line; no
+"""Properties of trnspec_tools.boundary.endpoint: any text is a checked endpoint or one line; no
 credentials in a URL; header values never break a header; a bound key stays with its origin."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trnspec.boundary.errors import BoundaryError
 
-from trnspec_tools.inbound.endpoint import BoundKey, Endpoint, bind_key, header_value
+from trnspec_tools.boundary.endpoint import BoundKey, Endpoint, bind_key, header_value
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import pytest
-from trnspec.perf.bands import band_for, outside_data, params_b
 from trnspec.perf.calibrate import refit_with, trn2_calibration
+from trnspec.perf.error_bands import band_for, outside_data, params_b
 
 CAL = trn2_calibration()
 

@@ -1,4 +1,4 @@
-"""Properties of trnspec_tools.inbound.sse: any event payload is a JSON object or an EventError,
+"""Properties of trnspec_tools.boundary.sse: any event payload is a JSON object or an EventError,
 never another exception."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trnspec_tools.inbound.sse import EventError, event_object
+from trnspec_tools.boundary.sse import EventError, event_object
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -45,7 +45,7 @@ def test_a_deeply_nested_event_is_an_event_error():
 
 import asyncio  # noqa: E402
 
-from trnspec_tools.inbound.sse import MAX_EVENT_BYTES, sse_events  # noqa: E402
+from trnspec_tools.boundary.sse import MAX_EVENT_BYTES, sse_events  # noqa: E402
 
 objects = st.lists(
     st.dictionaries(

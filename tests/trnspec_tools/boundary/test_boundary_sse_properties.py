@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trnspec_tools.inbound.sse import (
+from trnspec_tools.boundary.sse import (
     MAX_EVENT_BYTES,
     EventError,
     Framer,
