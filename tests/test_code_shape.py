@@ -1,7 +1,8 @@
 """The product code stays readable by construction: no function longer than a screen and a half,
 no import cycle between its modules (what runs at import time, so a cycle would be a
-half-initialised module at run time, not a style matter), and no reference to the project's issue
-tracker, which a reader of the code does not have: a comment says the reason itself.
+half-initialised module at run time, not a style matter), no reference to the project's issue
+tracker, which a reader of the code does not have (a comment says the reason itself), and no
+reference to a document the repository does not hold.
 
 Product code is the three packages: infra (the CDK app), image/trnspec (the serving package) and
 trnspec_tools (the client tools); tests and scripts are not held to it.
@@ -25,6 +26,10 @@ PACKAGES = {
 MAX_FUNCTION_LINES = 80
 #: A citation of the tracker: "issue 14", "issues 12 and 24", "issue #3".
 ISSUE_CITATION = re.compile(r"\bissues? #?\d", re.IGNORECASE)
+#: A document of this repository cited by its path from the root: docs/platform.md, README.md
+#: (its docs folder is flat; `docs/deploy/installation.md` or `.../en/docs/x.md` is another
+#: project's, cited with its repository).
+DOCUMENT_CITATION = re.compile(r"(?<![\w/.-])(?:docs/[\w-]+\.md|README\.md)\b")
 
 
 def modules() -> dict[str, Path]:
@@ -164,3 +169,22 @@ def test_no_product_module_cites_an_issue_by_number() -> None:
 def test_an_issue_number_is_a_citation_and_an_issue_in_prose_is_not() -> None:
     source = "# biased against it (issue 14)\n# Issues #3\nx = 1  # an issue of 2 bytes\n"
     assert issue_citations(source) == [1, 2]
+
+
+def cited_documents(source: str) -> set[str]:
+    """The repository documents `source` cites by path."""
+    return set(DOCUMENT_CITATION.findall(source))
+
+
+def test_every_document_a_product_module_cites_exists() -> None:
+    cited = {doc for path in modules().values() for doc in cited_documents(path.read_text())}
+    assert "docs/platform.md" in cited, "the citation pattern found nothing"
+    assert {doc for doc in cited if not (ROOT / doc).is_file()} == set()
+
+
+def test_a_document_is_cited_by_its_path_from_the_root() -> None:
+    source = (
+        '"""The rule (docs/configuration.md, "Values"); see README.md; not docs/deploy/x.md'
+        ' of another repository, nor website/content/en/docs/y.md or charts/z/README.md."""'
+    )
+    assert cited_documents(source) == {"docs/configuration.md", "README.md"}

@@ -1,6 +1,6 @@
 """How user input is read: config files, `--set` and `cdk -c` values, one rule for all.
 
-The rule (docs/configuration.md, "Values"):
+The rule (the README, "The serving engine: `python -m trnspec`"):
 - Files and `PATH=VALUE` values are YAML 1.2 core schema, not PyYAML's YAML 1.1: only
   true/false are booleans (`yes`, `on` stay text), numbers are decimal, `0o17` or `0x1f` (a
   leading zero is not octal), and dates stay text.
