@@ -2,7 +2,8 @@
 no import cycle between its modules (what runs at import time, so a cycle would be a
 half-initialised module at run time, not a style matter), no reference to the project's issue
 tracker, which a reader of the code does not have (a comment says the reason itself), and no
-reference to a document the repository does not hold.
+reference to a document the repository does not hold, or to a module or name it no longer has
+(a dotted `trnspec.perf.step_time.tokens_per_step` in a docstring, comment or doc).
 
 Product code is the three packages: infra (the CDK app), image/trnspec (the serving package) and
 trnspec_tools (the client tools); tests and scripts are not held to it.
@@ -29,6 +30,11 @@ ISSUE_CITATION = re.compile(r"\bissues? #?\d", re.IGNORECASE)
 #: A document of this repository cited by its path from the root: docs/platform.md, README.md
 #: (its docs folder is flat; `docs/deploy/installation.md` or `.../en/docs/x.md` is another
 #: project's, cited with its repository).
+#: A dotted reference into the product: `trnspec.plan.predict`, `infra.contracts.LNC_NODE_LABEL`
+#: (not a label domain such as `trnspec.io/lnc`, nor a file name such as `trnspec_tools.py`).
+DOTTED_REFERENCE = re.compile(r"(?<![\w./-])((?:infra|trnspec|trnspec_tools)(?:\.\w+)+)(?![\w/])")
+#: What follows a module's dotted name when it is a file's, not a name in it.
+FILE_SUFFIXES = frozenset({"py", "md", "yaml", "json"})
 DOCUMENT_CITATION = re.compile(r"(?<![\w/.-])(?:docs/[\w-]+\.md|README\.md)\b")
 
 
@@ -188,3 +194,56 @@ def test_a_document_is_cited_by_its_path_from_the_root() -> None:
         ' of another repository, nor website/content/en/docs/y.md or charts/z/README.md."""'
     )
     assert cited_documents(source) == {"docs/configuration.md", "README.md"}
+
+
+def top_level_names(source: str) -> set[str]:
+    """What a module defines or imports at its top level."""
+    found: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Assign):
+            found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            found.add(node.target.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            found.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return found
+
+
+def unresolved_references(text: str, known: Mapping[str, str]) -> set[str]:
+    """The dotted references in `text` that name no module of `known` (name -> source), nor a
+    top-level name of the longest module they start with."""
+    missing: set[str] = set()
+    for match in DOTTED_REFERENCE.finditer(text):
+        parts = match.group(1).split(".")
+        depth = next((i for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in known), 0)
+        if depth == len(parts) or (depth and parts[depth] in FILE_SUFFIXES):
+            continue
+        module = ".".join(parts[:depth])
+        if not depth or parts[depth] not in top_level_names(known[module]):
+            missing.add(match.group(1))
+    return missing
+
+
+def test_every_dotted_reference_in_the_code_and_the_docs_resolves() -> None:
+    known = {name: path.read_text() for name, path in modules().items()}
+    texts = [*known.values(), *(p.read_text() for p in (ROOT / "docs").glob("*.md"))]
+    texts.append((ROOT / "README.md").read_text())
+    assert {r for text in texts for r in unresolved_references(text, known)} == set()
+
+
+def test_a_moved_module_or_a_renamed_name_is_unresolved() -> None:
+    known = {
+        "trnspec": "",
+        "trnspec.perf": "",
+        "trnspec.perf.step_time": "def tokens_per_step(): ...",
+    }
+    text = (
+        "trnspec.perf.step_time.tokens_per_step, trnspec.perf.step_time.py and the label"
+        " trnspec.io/lnc resolve; trnspec.perf.model and trnspec.perf.step_time.alpha do not"
+    )
+    assert unresolved_references(text, known) == {
+        "trnspec.perf.model",
+        "trnspec.perf.step_time.alpha",
+    }
