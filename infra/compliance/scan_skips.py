@@ -1,12 +1,11 @@
 """checkov findings on the manifests that are the design, each skipped next to its resource.
 
 checkov reads `checkov.io/skip<N>: <CHECK_ID>=<reason>` annotations in a Kubernetes object's
-metadata and reports the check as skipped with that reason (checkov docs, "Suppressing and
-Skipping Policies", Kubernetes). Like the cdk-nag acknowledgements (infra/compliance/nag.py), every
-skip
+metadata and reports the check as skipped with that reason (checkov docs, "Suppressing and Skipping
+Policies", Kubernetes). Like the cdk-nag acknowledgements (infra/compliance/nag.py), every skip
 names one check and why it does not apply; tests/infra/serving/manifests/test_manifest_scan.py runs
-checkov over every manifest the synthesized templates embed and fails on any finding without
-one, and on any skip that no longer matches a finding.
+checkov over every manifest the synthesized templates embed and fails on any finding without one,
+and on any skip that no longer matches a finding.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@ The Trn2 nodes run the EKS AL2023 Neuron AMI: managed node groups take the AMI r
 publishes for the cluster's Kubernetes version (this project sets no release pin), Karpenter the
 `karpenter_ami_alias` release (2026 releases for Kubernetes 1.36). Their Neuron driver is 2.29 or
 later, which requires runtime 2.33 or later (trnspec.config.images.runtime_refusal); the 0.9.1 fork
-image
-carries runtime 2.28, and no pool setting pins an AMI release old enough for it, so a deployment
-of it is refused here. `trnspec check` still checks the config itself and says so.
+image carries runtime 2.28, and no pool setting pins an AMI release old enough for it, so a
+deployment of it is refused here. `trnspec check` still checks the config itself and says so.
 """
 
 from __future__ import annotations

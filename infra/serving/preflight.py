@@ -3,9 +3,8 @@
 `check_serving` validates the `serving:` section and derives the engine config and the
 `WorkloadSpec`; `workload_preflight` puts a placeholder in every deploy-time value of the spec
 (infra/serving/manifests/placeholders.py) and builds the manifests from it. The placement check
-reads
-these manifests, the platform stack what they need, and the serving stack applies them with the
-real values bound: nothing is resolved, derived or built a second time.
+reads these manifests, the platform stack what they need, and the serving stack applies them with
+the real values bound: nothing is resolved, derived or built a second time.
 
 Before anything is returned the manifests pass the API server's own rules
 (infra/compliance/api_server.py: quantities, names, labels, no Python value rendered into a

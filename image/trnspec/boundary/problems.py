@@ -1,13 +1,11 @@
 """One problem model for every layer that checks user input.
 
 The engine config (trnspec.config.serving), the deployment settings (infra.settings), the serving
-section
-(infra.settings.serving) and the workload derivation (infra.serving.manifests.spec) all report bad
-input as
-`Problem`s (field, value as typed, fix) carried by one `InputError`, and turn pydantic's errors
-into problems with one formatter. Output is bounded: a value is shown truncated, and at most
-`MAX_LISTED` problems are listed, followed by a count of the rest, so a hostile file (700k
-unknown keys, a nested-alias YAML) gives a short message, not megabytes.
+section (infra.settings.serving) and the workload derivation (infra.serving.manifests.spec) all
+report bad input as `Problem`s (field, value as typed, fix) carried by one `InputError`, and turn
+pydantic's errors into problems with one formatter. Output is bounded: a value is shown truncated,
+and at most `MAX_LISTED` problems are listed, followed by a count of the rest, so a hostile file
+(700k unknown keys, a nested-alias YAML) gives a short message, not megabytes.
 
 Import-free apart from pydantic, so infra can import it at synth time without pulling in the
 engine's staging or HTTP code.

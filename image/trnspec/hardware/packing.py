@@ -4,13 +4,12 @@ read.
 
 A replica's requests (Neuron chips, vCPUs, memory, ephemeral storage) come from `pod_requests`,
 which the serving manifests (infra/serving/manifests/spec.py) also call, so the figure priced is
-the figure
-deployed. A node's allocatable is the EKS AL2023 kubelet's (nodeadm defaults; Karpenter models the
-same node: kube-reserved CPU steps, 11 MiB per pod + 255 MiB and a 100 MiB eviction threshold of
-memory, 7.5 % VM memory overhead, 1 GiB + 10 % of the node filesystem of storage). The kubelet's
-filesystem is the instance-store NVMe (RAID0, set by the platform's node configuration) where the
-instance table knows the instance store, else the root EBS volume. Replicas per node is the
-smallest quotient over the resources, with the resource that limits it and why. Pure.
+the figure deployed. A node's allocatable is the EKS AL2023 kubelet's (nodeadm defaults; Karpenter
+models the same node: kube-reserved CPU steps, 11 MiB per pod + 255 MiB and a 100 MiB eviction
+threshold of memory, 7.5 % VM memory overhead, 1 GiB + 10 % of the node filesystem of storage). The
+kubelet's filesystem is the instance-store NVMe (RAID0, set by the platform's node configuration)
+where the instance table knows the instance store, else the root EBS volume. Replicas per node is
+the smallest quotient over the resources, with the resource that limits it and why. Pure.
 """
 
 from __future__ import annotations

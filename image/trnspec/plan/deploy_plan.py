@@ -12,11 +12,10 @@ predicted by the Trn2 model (`trnspec.perf.profile_model`). A variant is kept wh
   schedules synchronously (`--no-async-scheduling`), a plain one does not.
 Peak replicas are ceil(peak streams / b) (at least min_replicas), nodes are ceil(replicas /
 replicas per node) with replicas per node from `trnspec.hardware.packing` (what the pods request),
-and the
-cost per 1M output tokens is nodes x instance price / (replicas x tokens/s): partly filled nodes
-are billed too. The idle cost is the nodes min_replicas occupy. The cheapest kept variant wins;
-ties go to fewer nodes, then the smaller k and batch. Every variant left out is kept as a Skip
-with its reason (a check, the node, the TPOT target, the replica cap, the pools' node bound, a
+and the cost per 1M output tokens is nodes x instance price / (replicas x tokens/s): partly filled
+nodes are billed too. The idle cost is the nodes min_replicas occupy. The cheapest kept variant
+wins; ties go to fewer nodes, then the smaller k and batch. Every variant left out is kept as a
+Skip with its reason (a check, the node, the TPOT target, the replica cap, the pools' node bound, a
 measured row slower than plain), and every kept variant carries the held-out error band of its
 regime (trnspec.perf.error_bands). Pure apart from reading packaged data.
 """

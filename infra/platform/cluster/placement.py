@@ -2,15 +2,13 @@
 
 Settings can pass every per-section check and still leave the pods Pending forever: the engine
 config asks for an instance type or LNC that no pool provides (the pods' nodeSelector matches no
-node), a pod asks for more ephemeral storage than a pool's node offers, or for more Neuron
-devices than the instance has. Neither autoscaler launches a node for such a pod, and nothing
-fails at deploy time. This module reads the pods as the serving stack applies them (the
-Deployment and the precompile Job from infra.serving.manifests's builders: nodeSelector and
-requests) and
-the nodes as the platform makes them (infra.platform.cluster.neuron_node: labels, device resources,
-the kubelet's
-ephemeral-storage allocatable), so it checks the real manifests, not a second model of them.
-Pure: no CDK.
+node), a pod asks for more ephemeral storage than a pool's node offers, or for more Neuron devices
+than the instance has. Neither autoscaler launches a node for such a pod, and nothing fails at
+deploy time. This module reads the pods as the serving stack applies them (the Deployment and the
+precompile Job from infra.serving.manifests's builders: nodeSelector and requests) and the nodes as
+the platform makes them (infra.platform.cluster.neuron_node: labels, device resources, the
+kubelet's ephemeral-storage allocatable), so it checks the real manifests, not a second model of
+them. Pure: no CDK.
 """
 
 from __future__ import annotations
