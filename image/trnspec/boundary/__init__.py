@@ -25,8 +25,11 @@ from one problem; `user_input.InputReadError` is one whose message is a parse fa
 for a caller that names the field; `trnspec.config.serving.ConfigError` is InputError itself
 under its old name, and the deployment's settings errors (infra.settings) are subclasses. A target
 that must not be written is `write.OutputError` (an OSError: exit 1, the command ran and could not
-write). Other layers still define their own errors for failures that are not bad input (a
-transfer, a protocol error, a server); a few layers still raise a ValueError of their own for
-bad input (the step model's ModelInputError, pricing's PriceError, model shapes' ShapeError, the
-tools' UsageError and WorkloadError), which their callers turn into an InputError at the edge.
+write). The layers' own errors for bad input are BoundaryErrors, one problem each: the step
+model's ModelInputError, pricing's PriceError and model shapes' ShapeError; a caller that knows
+the flag the value came from names it in a problem of its own. A problem with no value to show
+(a flag not given, a rule between flags) has `problems.ABSENT` as its value and reads
+`field: fix`. Other layers define their own errors for failures that are not bad input (a
+transfer, a protocol error, a server); the client tools' UsageError and WorkloadError are still
+ValueErrors with a ready line, which their commands print and exit 2 on.
 """

@@ -54,15 +54,30 @@ def show(value: object) -> str:
     return text[: MAX_VALUE_CHARS - 3 - TAIL_CHARS] + "..." + text[-TAIL_CHARS:]
 
 
+class _Absent:
+    """The value of a problem that has none to show: a flag that was not given, or a rule
+    between flags (`--endpoint/--local: give exactly one`)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+#: A Problem's value when there is none: the line is `field: fix`.
+ABSENT = _Absent()
+
+
 @dataclass(frozen=True)
 class Problem:
-    """One bad field: where, what value, and a concrete fix the user can apply."""
+    """One bad field: where, what value (ABSENT: none to show), and a concrete fix the user can
+    apply."""
 
     field: str
     value: object
     fix: str
 
     def __str__(self) -> str:
+        if self.value is ABSENT:
+            return f"{self.field}: {self.fix}"
         return f"{self.field}={show(self.value)}: {self.fix}"
 
 

@@ -33,7 +33,11 @@ def _shape(ref: ModelRef | None, field: str, problems: list[Problem]) -> ModelSh
     try:
         return resolve_shape(ref)
     except ShapeError as err:
-        problems.append(Problem(f"{field}.source", ref.source, f"{err}; fix or remove that file"))
+        problems.append(
+            Problem(
+                f"{field}.source", ref.source, f"{err.value} is {err.fix}; fix or remove that file"
+            )
+        )
         return None
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from trnspec.boundary.errors import BoundaryError
 from trnspec.config.serving import ModelRef
 
 ShapeKind = Literal["decoder", "eagle3", "dflash"]
@@ -185,8 +186,8 @@ def shape_from_config_json(data: dict, origin: str) -> ModelShape:
     )
 
 
-class ShapeError(ValueError):
-    """A local config.json exists but cannot be read as a model shape."""
+class ShapeError(BoundaryError):
+    """A local config.json exists but cannot be read as a model shape: one problem naming it."""
 
 
 def resolve_shape(ref: ModelRef) -> ModelShape | None:
@@ -198,7 +199,9 @@ def resolve_shape(ref: ModelRef) -> ModelShape | None:
             return shape_from_config_json(json.loads(path.read_text(encoding="utf-8")), str(path))
         except (OSError, ValueError, KeyError, TypeError, OverflowError) as err:
             # OverflowError: json reads Infinity, and int(inf) overflows.
-            raise ShapeError(f"{path} is not a readable model config ({err!r})") from None
+            raise ShapeError(
+                "config.json", str(path), f"not a readable model config ({err!r})"
+            ) from None
     for candidate in _candidates(ref):
         if candidate in KNOWN_SHAPES:
             return KNOWN_SHAPES[candidate]

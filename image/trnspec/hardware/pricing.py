@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trnspec.boundary.errors import BoundaryError
+
 
 @dataclass(frozen=True)
 class InstancePrice:
@@ -113,8 +115,8 @@ def regional_price(instance_type: str, region: str) -> InstancePrice | None:
     return REGIONAL_PRICES.get((instance_type, region))
 
 
-class PriceError(ValueError):
-    """A price cannot be resolved; the message names the field and the fix."""
+class PriceError(BoundaryError):
+    """A price cannot be resolved: one problem naming the flag, the value and the fix."""
 
 
 def resolve_price(
@@ -124,16 +126,17 @@ def resolve_price(
     region's row (REGIONAL_PRICES) when the table has one."""
     if override is not None:
         if override <= 0:
-            raise PriceError(f"--price-per-hour={override}: must be a positive USD amount")
+            raise PriceError("--price-per-hour", override, "must be a positive USD amount")
         return override, "--price-per-hour (user supplied)"
     entry = (regional_price(instance_type, region) if region else None) or PRICES.get(instance_type)
     if entry is None:
         raise PriceError(
-            f"--instance-type={instance_type}: no price known; use one of "
-            f"{', '.join(PRICES)} or pass --price-per-hour"
+            "--instance-type",
+            instance_type,
+            f"no price known; use one of {', '.join(PRICES)} or pass --price-per-hour",
         )
     if entry.usd_per_hour is None:
-        raise PriceError(f"--instance-type={instance_type}: {entry.source}; {entry.note}")
+        raise PriceError("--instance-type", instance_type, f"{entry.source}; {entry.note}")
     return entry.usd_per_hour, f"{entry.source} ({entry.region}, as of {entry.as_of})"
 
 

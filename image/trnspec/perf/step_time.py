@@ -52,6 +52,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.problems import ABSENT
 from trnspec.hardware.drafters import drafter_for
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.hardware.topology import PHYSICAL_CORES_PER_CHIP
@@ -60,8 +62,8 @@ from trnspec.hardware.topology import PHYSICAL_CORES_PER_CHIP
 DRAFT_METHODS = ("draft_model", "eagle3", "dflash")
 
 
-class ModelInputError(ValueError):
-    """An input the model cannot use; the message names the field, the value and the fix."""
+class ModelInputError(BoundaryError):
+    """An input the model cannot use: one problem naming the field, the value and the fix."""
 
 
 @dataclass(frozen=True)
@@ -146,9 +148,9 @@ class Efficiency:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in ("memory", "compute") and not 0 < value <= 1:
-                raise ModelInputError(f"efficiency.{f.name}={value}: must lie in (0, 1]")
+                raise ModelInputError(f"efficiency.{f.name}", value, "must lie in (0, 1]")
             if f.name.endswith("_s") and value < 0:
-                raise ModelInputError(f"efficiency.{f.name}={value}: must be >= 0")
+                raise ModelInputError(f"efficiency.{f.name}", value, "must be >= 0")
 
 
 #: Host vCPUs of a trn2.3xlarge (one chip): the unit of the host-share term.
@@ -180,11 +182,11 @@ class Deployment:
 
     def __post_init__(self) -> None:
         if self.tensor_parallel_size < 1:
-            raise ModelInputError(f"tensor_parallel_size={self.tensor_parallel_size}: must be >= 1")
+            raise ModelInputError("tensor_parallel_size", self.tensor_parallel_size, "must be >= 1")
         if self.context_tokens < 0:
-            raise ModelInputError(f"context_tokens={self.context_tokens}: must be >= 0")
+            raise ModelInputError("context_tokens", self.context_tokens, "must be >= 0")
         if not self.vcpus_per_replica > 0:
-            raise ModelInputError(f"vcpus_per_replica={self.vcpus_per_replica}: must be > 0")
+            raise ModelInputError("vcpus_per_replica", self.vcpus_per_replica, "must be > 0")
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,7 @@ def pass_cost(
 ) -> PassCost:
     """One forward pass of `shape` over `tokens` positions for `batch` sequences."""
     if tokens < 1 or batch < 1:
-        raise ModelInputError(f"tokens={tokens}, batch={batch}: both must be >= 1")
+        raise ModelInputError("tokens/batch", f"{tokens}/{batch}", "both must be >= 1")
     hw, tp = dep.hardware, dep.tensor_parallel_size
     share = hw.group_share(tp, dep.lnc)
     weights = weight_elements_read(shape)
@@ -289,11 +291,13 @@ def draft_cost_s(
         return 0.0
     if method not in DRAFT_METHODS:
         raise ModelInputError(
-            f"speculation.method={method!r}: the model costs {', '.join(DRAFT_METHODS)} (or none)"
+            "speculation.method", method, f"the model costs {', '.join(DRAFT_METHODS)} (or none)"
         )
     drafter = drafter_for(method, draft, target)
     if drafter is None:
-        raise ModelInputError("speculation.draft: a draft_model method needs a draft shape")
+        raise ModelInputError(
+            "speculation.draft", ABSENT, "a draft_model method needs a draft shape"
+        )
     if method == "dflash":  # one parallel pass over the block of k + 1 positions
         block = pass_cost(drafter, batch * (k + 1), batch, dep, eff, dep.draft_weight_bytes)
         return block.total_s + eff.draft_pass_overhead_s
@@ -319,7 +323,7 @@ def step_cost(
     more sequences than are live is priced at the live batch (published padded runs are
     predicted best that way: docs/performance.md)."""
     if k < 0:
-        raise ModelInputError(f"k={k}: the window must be >= 0")
+        raise ModelInputError("k", k, "the window must be >= 0")
     per_seq = verify_tokens if verify_tokens is not None else k + 1
     t = pass_cost(target, batch * per_seq, batch, dep, eff, dep.weight_bytes)
     speculating = method != "none" and k > 0
@@ -336,9 +340,9 @@ def step_cost(
 def tokens_per_step(alpha: float, k: int) -> float:
     """Mean tokens one verification step emits with i.i.d. acceptance `alpha` (Leviathan et al.)."""
     if k < 0:
-        raise ModelInputError(f"k={k}: the window must be >= 0")
+        raise ModelInputError("k", k, "the window must be >= 0")
     if not 0.0 <= alpha <= 1.0:
-        raise ModelInputError(f"acceptance rate {alpha}: must lie in [0, 1]")
+        raise ModelInputError("acceptance rate", alpha, "must lie in [0, 1]")
     if math.isclose(alpha, 1.0, abs_tol=1e-12):
         return float(k + 1)
     return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
@@ -347,10 +351,10 @@ def tokens_per_step(alpha: float, k: int) -> float:
 def alpha_from_tokens_per_step(tau: float, k: int) -> float:
     """The per-token acceptance rate whose geometric window of `k` gives `tau` tokens per step."""
     if k < 1:
-        raise ModelInputError(f"k={k}: an acceptance length needs a window k >= 1 to mean anything")
+        raise ModelInputError("k", k, "an acceptance length needs a window k >= 1 to mean anything")
     if not 1.0 <= tau <= k + 1:
         raise ModelInputError(
-            f"acceptance length {tau}: must lie in [1, k + 1 = {k + 1}] for k={k}"
+            "acceptance length", tau, f"must lie in [1, k + 1 = {k + 1}] for k={k}"
         )
     lo, hi = 0.0, 1.0
     for _ in range(200):
@@ -399,7 +403,7 @@ def predict_point(
     """One (batch, k) point; k=0 is plain decoding whatever the method. `alpha` is a per-token
     acceptance rate, or a function k -> tokens per step (e.g. from per-position acceptance)."""
     if batch < 1:
-        raise ModelInputError(f"--batch={batch}: a batch holds at least one sequence")
+        raise ModelInputError("--batch", batch, "a batch holds at least one sequence")
     step = step_cost(target, method, draft, k, batch, dep, eff)  # k=0: plain decoding
     tau = alpha(k) if callable(alpha) else tokens_per_step(alpha, k)
     return Prediction(batch, k, tau if k > 0 else 1.0, step)

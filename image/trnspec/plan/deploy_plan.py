@@ -26,9 +26,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from trnspec.boundary.problems import ABSENT, Problem
 from trnspec.checks.all_checks import validate
 from trnspec.config.images import image_spec
-from trnspec.config.serving import ConfigError, Problem, ServingConfig, apply_overrides
+from trnspec.config.serving import ConfigError, ServingConfig, apply_overrides
 from trnspec.hardware.packing import placement_for
 from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
 from trnspec.perf.calibrate import Calibration, trn2_calibration
@@ -366,7 +367,9 @@ def price_for(instance_type: str, price_per_hour: float | None) -> float:
     try:
         price, _ = resolve_price(instance_type, price_per_hour)
     except PriceError as err:
-        raise ConfigError([Problem("--price-per-hour", None, str(err))]) from None
+        raise ConfigError(
+            [Problem("--price-per-hour", ABSENT, f"{err.value}: {err.fix}")]
+        ) from None
     return price
 
 

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from trnspec.boundary.problems import MAX_LISTED, MAX_VALUE_CHARS, InputError, Problem, show
+from trnspec.boundary.problems import (
+    ABSENT,
+    MAX_LISTED,
+    MAX_VALUE_CHARS,
+    InputError,
+    Problem,
+    show,
+)
 from trnspec.boundary.user_input import (
     MAX_ALIASES,
     MAX_INPUT_BYTES,
@@ -116,6 +123,13 @@ def test_a_long_value_keeps_its_start_and_its_end() -> None:
     shown = show(path)
     assert len(shown) == MAX_VALUE_CHARS
     assert shown.startswith("/tmp/ddd") and shown.endswith("d/tune-report.json") and "..." in shown
+
+
+def test_a_problem_without_a_value_names_the_field_and_the_fix_alone() -> None:
+    assert str(Problem("--endpoint/--local", ABSENT, "give exactly one")) == (
+        "--endpoint/--local: give exactly one"
+    )
+    assert str(Problem("region", None, "set it")) == "region=None: set it"  # None is a value
 
 
 def test_error_lists_at_most_max_listed_problems_and_counts_the_rest() -> None:

@@ -149,7 +149,7 @@ def test_dflash_drafts_the_whole_block_in_one_pass(eff):
 def test_no_window_costs_no_draft_and_an_unknown_method_is_named():
     eff = Efficiency(0.5, 0.5, 0.0, 0.0)
     assert draft_cost_s("draft_model", QWEN17, QWEN32, 0, 1, dep(), eff) == 0.0
-    with pytest.raises(ModelInputError, match=r"speculation\.method='medusa'"):
+    with pytest.raises(ModelInputError, match=r"speculation\.method=medusa: "):
         draft_cost_s("medusa", None, QWEN32, 3, 1, dep(), eff)
 
 

@@ -142,9 +142,7 @@ def test_every_position_pays_its_logit_cost(tokens: int, per_position: float):
 
 @pytest.mark.parametrize(("tokens", "batch"), [(0, 1), (1, 0), (-1, 5)])
 def test_a_pass_without_positions_or_sequences_is_refused(tokens: int, batch: int):
-    with pytest.raises(
-        ModelInputError, match=rf"tokens={tokens}, batch={batch}: both must be >= 1"
-    ):
+    with pytest.raises(ModelInputError, match=rf"tokens/batch={tokens}/{batch}: both must be >= 1"):
         pass_cost(KNOWN_SHAPES["llama-3.1-8b"], tokens, batch, deployment(), IDEAL, 2)
 
 
@@ -346,7 +344,7 @@ def test_a_full_window_of_acceptance_is_a_rate_of_one(k: int):
 
 def test_an_acceptance_length_beyond_the_window_names_the_bound():
     with pytest.raises(
-        ModelInputError, match=r"acceptance length 4\.5: must lie in \[1, k \+ 1 = 4\]"
+        ModelInputError, match=r"acceptance length=4\.5: must lie in \[1, k \+ 1 = 4\]"
     ):
         alpha_from_tokens_per_step(4.5, 3)
 

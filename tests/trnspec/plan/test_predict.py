@@ -444,7 +444,7 @@ def test_every_problem_of_a_query_is_reported_at_once():
 
 def test_a_refusal_of_the_model_is_reported_naming_the_windows_and_batches(monkeypatch):
     def refuse(*_args: object) -> None:
-        raise ModelInputError("k=3: refused")
+        raise ModelInputError("k", 3, "refused")
 
     monkeypatch.setattr(ProfileModel, "grid", refuse)
     with pytest.raises(ConfigError) as err:
