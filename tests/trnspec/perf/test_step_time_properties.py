@@ -11,6 +11,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trnspec.boundary.problems import Problem
 from trnspec.hardware.drafters import drafter_for
 from trnspec.hardware.model_shapes import KNOWN_SHAPES
 from trnspec.perf.step_time import (
@@ -217,10 +218,33 @@ def test_an_impossible_deployment_names_the_field(field: str, kwargs: dict):
         deployment(**kwargs)
 
 
-@pytest.mark.parametrize(("alpha", "k"), [(0.5, -1), (-0.1, 3), (1.1, 3)])
-def test_an_impossible_window_or_rate_is_refused(alpha: float, k: int):
-    with pytest.raises(ModelInputError, match=r"must be >= 0|must lie in \[0, 1\]"):
+@pytest.mark.parametrize(
+    ("alpha", "k", "problem"),
+    [
+        (0.5, -1, Problem("k", -1, "the window must be >= 0")),
+        (-0.1, 3, Problem("acceptance rate", -0.1, "must lie in [0, 1]")),
+        (1.1, 3, Problem("acceptance rate", 1.1, "must lie in [0, 1]")),
+    ],
+)
+def test_an_impossible_window_or_rate_is_one_problem_naming_it(alpha: float, k: int, problem):
+    with pytest.raises(ModelInputError) as err:
         tokens_per_step(alpha, k)
+    assert err.value.problems == [problem]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "fix"),
+    [
+        ("memory", 0.0, "must lie in (0, 1]"),
+        ("compute", 1.5, "must lie in (0, 1]"),
+        ("step_overhead_s", -1e-6, "must be >= 0"),
+    ],
+)
+def test_an_efficiency_outside_its_range_is_one_problem_naming_the_constant(field, value, fix):
+    constants = {"memory": 1.0, "compute": 1.0, "step_overhead_s": 0.0, "collective_latency_s": 0.0}
+    with pytest.raises(ModelInputError) as err:
+        Efficiency(**{**constants, field: value})
+    assert err.value.problems == [Problem(f"efficiency.{field}", value, fix)]
 
 
 def test_an_acceptance_length_needs_a_window():
