@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from trnspec.boundary.problems import ABSENT, show
+
 from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.bench.versus_predicted import PredictionSetup, predict_run
 from trnspec_tools.bench.workload import (
@@ -71,23 +73,28 @@ def category_groups(dataset: str | None, output_len: int) -> dict[str, list[Requ
     """The dataset's prompts grouped by "category" (lines without one: "uncategorized"), sorted by
     category. Refuses what cannot be grouped: no JSONL dataset, or no line with a category."""
     if dataset is None or dataset == TINY_CORPUS:
-        raise WorkloadError('--per-category: give a JSONL --dataset whose lines carry "category"')
+        raise WorkloadError(
+            "--per-category", ABSENT, 'give a JSONL --dataset whose lines carry "category"'
+        )
     path = Path(dataset)
     groups: dict[str, list[RequestSpec]] = {}
     for line in read_dataset(path, output_len):
         cat = line.category
         if cat is not None and not isinstance(cat, str | int):
             raise WorkloadError(
-                f"--dataset={path} line {line.lineno}: category={cat!r} must be a string or an"
-                " integer"
+                "--dataset",
+                f"{path} line {line.lineno}",
+                f"category={show(cat)} must be a string or an integer",
             )
         groups.setdefault(str(cat) if cat not in (None, "") else UNCATEGORIZED, []).append(
             line.spec
         )
     if set(groups) <= {UNCATEGORIZED}:
         raise WorkloadError(
-            f'--per-category: no line of --dataset={path} carries a "category",'
-            ' e.g. {"prompt": "def f(", "category": "code"}'
+            "--per-category",
+            ABSENT,
+            f'no line of --dataset={path} carries a "category",'
+            ' e.g. {"prompt": "def f(", "category": "code"}',
         )
     return dict(sorted(groups.items()))
 
@@ -106,7 +113,7 @@ def category_workloads(
 ) -> dict[str, list[RequestSpec]]:
     """bench's per-category workloads: `num_prompts` prompts of every category."""
     if num_prompts < 1:
-        raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
+        raise WorkloadError("--num-prompts", num_prompts, "must be at least 1")
     return sample_groups(category_groups(dataset, output_len), num_prompts, seed)
 
 

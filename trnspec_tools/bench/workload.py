@@ -16,6 +16,7 @@ from pathlib import Path
 from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import MAX_COUNT
+from trnspec.boundary.problems import ABSENT
 
 from trnspec_tools.client.request_spec import RequestSpec
 
@@ -47,8 +48,8 @@ VOCABULARY: tuple[str, ...] = tuple(
 TINY_CORPUS = "tiny-corpus"
 
 
-class WorkloadError(ValueError):
-    """Bad workload input; the message names the field, the value and the fix."""
+class WorkloadError(BoundaryError):
+    """Bad workload input: one problem naming the flag, the value and the fix."""
 
 
 def synthetic_prompts(
@@ -56,11 +57,11 @@ def synthetic_prompts(
 ) -> list[RequestSpec]:
     """num_prompts prompts of input_len words each, different per prompt, fixed by seed."""
     if num_prompts < 1:
-        raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
+        raise WorkloadError("--num-prompts", num_prompts, "must be at least 1")
     if input_len < 1:
-        raise WorkloadError(f"--input-len={input_len}: must be at least 1 word")
+        raise WorkloadError("--input-len", input_len, "must be at least 1 word")
     if output_len < 1:
-        raise WorkloadError(f"--output-len={output_len}: must be at least 1 token")
+        raise WorkloadError("--output-len", output_len, "must be at least 1 token")
     rng = random.Random(seed)
     return [
         RequestSpec(" ".join(rng.choice(VOCABULARY) for _ in range(input_len)), output_len)
@@ -81,16 +82,18 @@ def read_dataset(path: Path, output_len: int) -> list[DatasetLine]:
     """Every prompt of a JSONL file: one object per line with "prompt" (and optional
     "max_tokens", default `output_len`, and "category"). WorkloadError names the bad line."""
     if not path.is_file():
-        raise WorkloadError(f"--dataset={path}: no such file; give a JSONL file of prompts")
+        raise WorkloadError("--dataset", str(path), "no such file; give a JSONL file of prompts")
     if (size := path.stat().st_size) > MAX_DATASET_BYTES:
         raise WorkloadError(
-            f"--dataset={path}: {size} bytes, more than {MAX_DATASET_BYTES}; use a smaller file"
+            "--dataset",
+            str(path),
+            f"{size} bytes, more than {MAX_DATASET_BYTES}; use a smaller file",
         )
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise WorkloadError(
-            f"--dataset={path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            "--dataset", str(path), f"not UTF-8 text ({exc.reason} at byte {exc.start})"
         ) from None
     lines: list[DatasetLine] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -98,16 +101,17 @@ def read_dataset(path: Path, output_len: int) -> list[DatasetLine]:
             continue
         if lineno > MAX_DATASET_LINES:
             raise WorkloadError(
-                f"--dataset={path}: more than {MAX_DATASET_LINES} lines; use a smaller file"
+                "--dataset", str(path), f"more than {MAX_DATASET_LINES} lines; use a smaller file"
             )
         try:
             obj = json_io.loads(line, f"--dataset={path} line {lineno}", max_depth=MAX_LINE_DEPTH)
         except BoundaryError as exc:
-            raise WorkloadError(f"{exc.field}: {exc.fix}") from None
+            raise WorkloadError(exc.field, ABSENT, exc.fix) from None
         if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
             raise WorkloadError(
-                f'--dataset={path} line {lineno}: needs a string field "prompt",'
-                ' e.g. {"prompt": "Hello", "max_tokens": 64}'
+                "--dataset",
+                f"{path} line {lineno}",
+                'needs a string field "prompt", e.g. {"prompt": "Hello", "max_tokens": 64}',
             )
         max_tokens = obj.get("max_tokens", output_len)
         if (
@@ -116,14 +120,15 @@ def read_dataset(path: Path, output_len: int) -> list[DatasetLine]:
             or not 1 <= max_tokens <= MAX_COUNT
         ):
             raise WorkloadError(
-                f"--dataset={path} line {lineno}: max_tokens={max_tokens!r:.40} must be an"
-                f" integer in 1..{MAX_COUNT}"
+                "--dataset",
+                f"{path} line {lineno}",
+                f"max_tokens={max_tokens!r:.40} must be an integer in 1..{MAX_COUNT}",
             )
         lines.append(
             DatasetLine(lineno, RequestSpec(obj["prompt"], max_tokens), obj.get("category"))
         )
     if not lines:
-        raise WorkloadError(f"--dataset={path}: the file holds no prompts")
+        raise WorkloadError("--dataset", str(path), "the file holds no prompts")
     return lines
 
 
@@ -141,7 +146,7 @@ def load_dataset(path: Path, num_prompts: int, output_len: int, seed: int) -> li
     honoured and the order is reproducible.
     """
     if num_prompts < 1:
-        raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
+        raise WorkloadError("--num-prompts", num_prompts, "must be at least 1")
     specs = [line.spec for line in read_dataset(path, output_len)]
     return sample_or_cycle(specs, num_prompts, random.Random(seed))
 
@@ -149,7 +154,7 @@ def load_dataset(path: Path, num_prompts: int, output_len: int, seed: int) -> li
 def arrival_offsets(num_requests: int, request_rate: float, seed: int) -> list[float]:
     """Send times in seconds from the start: Poisson with request_rate/s, or all 0 when infinite."""
     if request_rate <= 0:
-        raise WorkloadError(f"--request-rate={request_rate}: must be > 0 (or inf for closed loop)")
+        raise WorkloadError("--request-rate", request_rate, "must be > 0 (or inf for closed loop)")
     if request_rate == float("inf"):
         return [0.0] * num_requests
     rng = random.Random(seed)
@@ -169,7 +174,7 @@ def select_workload(
         return synthetic_prompts(num_prompts, input_len, output_len, seed)
     if dataset == TINY_CORPUS:
         if num_prompts < 1:
-            raise WorkloadError(f"--num-prompts={num_prompts}: must be at least 1")
+            raise WorkloadError("--num-prompts", num_prompts, "must be at least 1")
         from trnspec_tools.local_engine.tiny_corpus import completion_prompts
 
         return [RequestSpec(p, output_len) for p in completion_prompts(num_prompts, seed)]

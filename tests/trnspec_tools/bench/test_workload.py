@@ -63,6 +63,27 @@ def test_bad_dataset_lines_are_named(tmp_path, content, needle):
         load_dataset(path, 1, 4, seed=0)
 
 
+@pytest.mark.parametrize(
+    ("content", "value", "fix"),
+    [
+        ('{"text": "x"}\n', "line 1", 'needs a string field "prompt"'),
+        ('{"prompt": "x"}\n{"prompt": "y", "max_tokens": 0}\n', "line 2", "max_tokens=0 must be"),
+        ("\n", "", "the file holds no prompts"),
+    ],
+)
+def test_a_bad_dataset_is_one_problem_naming_the_flag_the_file_and_the_line(
+    tmp_path, content, value, fix
+):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    with pytest.raises(WorkloadError) as err:
+        load_dataset(path, 1, 4, seed=0)
+    (problem,) = err.value.problems
+    assert problem.field == "--dataset"
+    assert problem.value == f"{path} {value}".rstrip()
+    assert problem.fix.startswith(fix)
+
+
 def test_missing_dataset_names_the_flag(tmp_path):
     with pytest.raises(WorkloadError, match="--dataset="):
         load_dataset(tmp_path / "nope.jsonl", 1, 4, seed=0)
