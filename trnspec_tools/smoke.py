@@ -365,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.max_tokens < 1:
             raise SmokeError(f"--max-tokens={args.max_tokens}: must be at least 1")
         if problems := client_arg_problems(args):
-            raise SmokeError("; ".join(problems))
+            raise SmokeError("; ".join(str(p) for p in problems))
         for flag, url in (
             ("--endpoint", args.endpoint),
             ("--baseline-endpoint", args.baseline_endpoint),

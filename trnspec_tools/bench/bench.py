@@ -37,11 +37,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from trnspec.boundary import json_io
 from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.numbers import float_arg, int_arg
+from trnspec.boundary.problems import InputError
 from trnspec.boundary.write import Written, moved_lines
 from trnspec.boundary.write import write_outputs as write_report_files
 from trnspec.cli.config_args import add_set_argument
-from trnspec.config.serving import ConfigError
-from trnspec.hardware.pricing import PriceError, resolve_price
+from trnspec.hardware.pricing import resolve_price
 
 from trnspec_tools.bench.categories import (
     add_category_arguments,
@@ -68,9 +68,6 @@ from trnspec_tools.bench.versus_predicted import (
     add_predict_arguments,
     attach,
     setup,
-)
-from trnspec_tools.bench.workload import (
-    WorkloadError,
 )
 from trnspec_tools.bench.workload_args import add_workload_args
 from trnspec_tools.client.client_args import (
@@ -222,7 +219,7 @@ async def run_arm_levels(
             api_key=opts.api_key,
         )
     except NoServedModel as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(exc.problems) from None
     runs = []
     for c in levels:
         task = progress.add_task(f"{arm.name} c={c}", total=len(specs))
@@ -400,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with resolve_endpoint(args) as args.endpoint:
             options = bench_options(args)
             result = asyncio.run(run(options))
-    except (UsageError, WorkloadError, PriceError, ConfigError, StackError) as exc:
+    except (InputError, StackError) as exc:
         print(f"bench.py: error: {exc}", file=sys.stderr)
         return 2
     except LocalServerError as exc:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import parse_int_list as boundary_int_list
+from trnspec.boundary.problems import ABSENT, InputError, Problem
 from trnspec.boundary.write import output_clash
 
 from trnspec_tools.bench.run import RunOptions, run_options_from_args
@@ -27,8 +28,14 @@ from trnspec_tools.client.client_args import client_arg_problems
 LOCAL = "local"
 
 
-class UsageError(ValueError):
-    """Bad command-line input: printed as one line naming the flag, exit code 2."""
+class UsageError(InputError):
+    """Bad command-line input of bench or tune: every problem naming the flag, the value and the
+    fix, one a line; exit code 2."""
+
+    @classmethod
+    def of(cls, flag: str, value: object, fix: str) -> UsageError:
+        """One problem (`value` ABSENT when there is none to show: `flag: fix`)."""
+        return cls([Problem(flag, value, fix)])
 
 
 def parse_int_list(flag: str, text: str) -> list[int]:
@@ -36,7 +43,7 @@ def parse_int_list(flag: str, text: str) -> list[int]:
     try:
         return boundary_int_list(flag, text)
     except BoundaryError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(exc.problems) from None
 
 
 @dataclass(frozen=True)
@@ -95,44 +102,49 @@ def bench_options(args: argparse.Namespace) -> BenchOptions:
 
 def validate(args: argparse.Namespace) -> None:
     if bool(args.endpoint) == bool(args.local):
-        raise UsageError("--endpoint/--local: give exactly one (a URL or --stack, or --local)")
+        raise UsageError.of(
+            "--endpoint/--local", ABSENT, "give exactly one (a URL or --stack, or --local)"
+        )
     if args.overrides and not (args.local or args.profile):
-        raise UsageError("--set: only applies to --local or --profile (the profile it changes)")
+        raise UsageError.of(
+            "--set", ABSENT, "only applies to --local or --profile (the profile it changes)"
+        )
     for flag, value in (("--endpoint", args.endpoint), ("--compare", args.compare)):
         if value and value != LOCAL:
             try:
                 Endpoint.parse(value, flag)
             except BoundaryError as exc:
-                raise UsageError(
-                    str(exc) + (" (or 'local')" if flag == "--compare" else "")
-                ) from None
+                fix = exc.fix + (" (or 'local')" if flag == "--compare" else "")
+                raise UsageError.of(exc.field, exc.value, fix) from None
     if args.warmup is not None and args.warmup < 0:
-        raise UsageError(f"--warmup={args.warmup}: must be >= 0")
+        raise UsageError.of("--warmup", args.warmup, "must be >= 0")
     if problems := client_arg_problems(args):
-        raise UsageError("; ".join(problems))
+        raise UsageError(problems)
     check_out_path("--out", args.out)
     if (clash := output_clash(output_paths(args.out, not args.no_plots))) is not None:
-        raise UsageError(str(clash))
+        raise UsageError(clash.problems)
     if args.num_speculative_tokens is not None and args.num_speculative_tokens < 1:
-        raise UsageError(f"--num-speculative-tokens={args.num_speculative_tokens}: must be >= 1")
+        raise UsageError.of("--num-speculative-tokens", args.num_speculative_tokens, "must be >= 1")
 
 
 def check_out_path(flag: str, out: Path) -> None:
     """Refuse an --out the run could not write at its end, before the run starts: a directory,
     a parent that is a file, or a directory this user cannot write into."""
     if out.is_dir():
-        raise UsageError(f"{flag}={out}: is a directory; give a file path such as {out}/bench.json")
+        raise UsageError.of(
+            flag, str(out), f"is a directory; give a file path such as {out}/bench.json"
+        )
     parent = out.parent
     existing = next((p for p in (parent, *parent.parents) if p.exists()), None)
     if existing is not None and not existing.is_dir():
-        raise UsageError(f"{flag}={out}: {existing} is a file, not a directory")
+        raise UsageError.of(flag, str(out), f"{existing} is a file, not a directory")
     try:
         parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=parent):
             pass
     except OSError as exc:
-        raise UsageError(
-            f"{flag}={out}: cannot write in {parent} ({exc.strerror or exc}); choose another path"
+        raise UsageError.of(
+            flag, str(out), f"cannot write in {parent} ({exc.strerror or exc}); choose another path"
         ) from None
 
 

@@ -12,6 +12,7 @@ import os
 
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import float_arg, int_arg
+from trnspec.boundary.problems import Problem
 
 from trnspec_tools.boundary.endpoint import header_value
 from trnspec_tools.boundary.model_id import model_id_arg
@@ -85,14 +86,16 @@ def add_api_key_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -
     )
 
 
-def api_key_arg_problem(args: argparse.Namespace) -> str | None:
-    """The line for an --api-key-env naming an unset or empty variable, or a key (from it or
+def api_key_arg_problem(args: argparse.Namespace) -> Problem | None:
+    """The problem of an --api-key-env naming an unset or empty variable, or a key (from it or
     from TRNSPEC_API_KEY) that cannot be sent as a header value (CR, LF, NUL, not latin-1),
     else None. The key itself is never shown."""
     if args.api_key_env is not None and not os.environ.get(args.api_key_env, "").strip():
-        return (
-            f"--api-key-env={args.api_key_env}: that environment variable is not set or empty;"
-            " export the key in it, or leave the flag out"
+        return Problem(
+            "--api-key-env",
+            args.api_key_env,
+            "that environment variable is not set or empty; export the key in it, or leave the"
+            " flag out",
         )
     name = args.api_key_env or DEFAULT_API_KEY_ENV
     key = os.environ.get(name, "").strip()
@@ -100,17 +103,19 @@ def api_key_arg_problem(args: argparse.Namespace) -> str | None:
         try:
             header_value("Authorization", key)
         except BoundaryError:
-            return (
-                f"--api-key-env={name}: the key holds a line break, NUL or a non-latin-1"
-                " character (it would break or inject an HTTP header); export the key alone"
+            return Problem(
+                "--api-key-env",
+                name,
+                "the key holds a line break, NUL or a non-latin-1 character (it would break or"
+                " inject an HTTP header); export the key alone",
             )
     return None
 
 
-def client_arg_problems(args: argparse.Namespace) -> list[str]:
-    """One line per bad client flag, naming the flag, the value and the fix."""
+def client_arg_problems(args: argparse.Namespace) -> list[Problem]:
+    """One problem per bad client flag, naming the flag, the value and the fix."""
     problems = [
-        f"{flag}={value}: must be > 0 seconds"
+        Problem(flag, value, "must be > 0 seconds")
         for flag, value in (
             ("--timeout", args.timeout),
             ("--connect-timeout", args.connect_timeout),
@@ -119,9 +124,9 @@ def client_arg_problems(args: argparse.Namespace) -> list[str]:
         if not value > 0
     ]
     if args.max_retries < 0:
-        problems.append(f"--max-retries={args.max_retries}: must be >= 0")
+        problems.append(Problem("--max-retries", args.max_retries, "must be >= 0"))
     if not args.retry_after_cap >= 0:
-        problems.append(f"--retry-after-cap={args.retry_after_cap}: must be >= 0 seconds")
+        problems.append(Problem("--retry-after-cap", args.retry_after_cap, "must be >= 0 seconds"))
     if (problem := api_key_arg_problem(args)) is not None:
         problems.append(problem)
     return problems

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.problems import ABSENT
 from trnspec.config.pod_contract import MODELS_PATH
 
 from trnspec_tools.boundary.endpoint import BoundKey
@@ -22,13 +24,15 @@ class ModelListError(ValueError):
     """The /v1/models answer is not the OpenAI list shape."""
 
 
-class NoServedModel(ValueError):
+class NoServedModel(BoundaryError):
     """No model name to send: none was given and the endpoint's /v1/models names none."""
 
     def __init__(self, endpoint: str) -> None:
         super().__init__(
-            f"--model: {endpoint.rstrip('/')}{MODELS_PATH} named no served model (no answer,"
-            " another shape or an empty list); pass --model NAME"
+            "--model",
+            ABSENT,
+            f"{endpoint.rstrip('/')}{MODELS_PATH} named no served model (no answer, another"
+            " shape or an empty list); pass --model NAME",
         )
 
 

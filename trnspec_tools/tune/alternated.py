@@ -27,6 +27,7 @@ from typing import Any
 
 from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.problems import ABSENT
 
 from trnspec_tools.bench.bench import Arm, opened
 from trnspec_tools.bench.json_fields import Fields
@@ -85,11 +86,15 @@ def arms_of(opts: TuneOptions) -> tuple[Arm, dict[int, Arm]]:
     """The baseline arm and one arm per k: remote servers, or the local launcher's."""
     if opts.remote:
         if opts.k or not opts.baseline:
-            raise UsageError("--endpoint-for-k: give --baseline URL and no --k (remote mode)")
+            raise UsageError.of(
+                "--endpoint-for-k", ABSENT, "give --baseline URL and no --k (remote mode)"
+            )
         arms = {k: Arm(f"k={k}", url, k=k) for k, url in opts.endpoints.items()}
         return Arm("baseline", opts.baseline), arms
     if not opts.k:
-        raise UsageError("--k: give k values for the local launcher, or --endpoint-for-k")
+        raise UsageError.of(
+            "--k", ABSENT, "give k values for the local launcher, or --endpoint-for-k"
+        )
     overrides = list(opts.overrides)
     arms = {k: Arm(f"k={k}", None, [*overrides, f"{OVERRIDE_KEY}={k}"], k=k) for k in opts.k}
     base_arm = (
@@ -131,7 +136,7 @@ async def _served_model(live: Arm, options: TuneOptions) -> str:
             api_key=options.run.api_key,
         )
     except NoServedModel as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(exc.problems) from None
 
 
 Log = Callable[[str], None]
@@ -229,14 +234,18 @@ def load_measurements(path: Path, levels: Sequence[int]) -> SweepRuns:
     try:
         data = json_io.loads(path.read_bytes(), "--from-json", shown=str(path))
     except BoundaryError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(exc.problems) from None
     except OSError as exc:
-        raise UsageError(f"--from-json={path}: cannot read ({exc.strerror or exc})") from None
+        raise UsageError.of(
+            "--from-json", str(path), f"cannot read ({exc.strerror or exc})"
+        ) from None
     try:
         by_c = Fields(data, "").sub("by_concurrency")
         missing = [c for c in levels if str(c) not in by_c.obj]
         if missing:
-            raise UsageError(f"--from-json={path}: no measurements at concurrency {missing}")
+            raise UsageError.of(
+                "--from-json", str(path), f"no measurements at concurrency {missing}"
+            )
         baseline = {c: ArmRun.from_json(*by_c.sub(str(c)).item("baseline")) for c in levels}
         runs: dict[int, Levels] = {}
         for c in levels:
@@ -251,7 +260,7 @@ def load_measurements(path: Path, levels: Sequence[int]) -> SweepRuns:
         }
         rounds = _rounds(data, levels)
     except BoundaryError as exc:
-        raise UsageError(f"--from-json={path}: not a tune.py result: {exc}") from None
+        raise UsageError.of("--from-json", str(path), f"not a tune.py result: {exc}") from None
     return SweepRuns(baseline, runs, rounds, cats)
 
 

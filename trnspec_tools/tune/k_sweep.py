@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from trnspec.boundary.problems import ABSENT
+
 from trnspec_tools.bench.options import UsageError
 from trnspec_tools.bench.run_result import RunResult
 from trnspec_tools.bench.stats import exceeds_tokens_per_step
@@ -162,9 +164,11 @@ def analyse(
         if r.acceptance.mean_accepted_length is not None and (s := speedups[k]) is not None
     ]
     if not measurements:
-        raise UsageError(
+        raise UsageError.of(
+            "--k",
+            ABSENT,
             "no k run produced a usable measurement (no acceptance figures, or every speedup"
-            " above its tokens per step: the baseline ran slow; re-measure)"
+            " above its tokens per step: the baseline ran slow; re-measure)",
         )
     model = fit(measurements)
     rows = tuple(

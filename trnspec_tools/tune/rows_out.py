@@ -23,9 +23,10 @@ from trnspec_tools.tune.tune_report import RowsWritten
 def rows_conditions(opts: TuneOptions) -> Conditions:
     """What --rows-out's rows record about the run, or UsageError naming the flag."""
     if not opts.trn2_profile:
-        raise UsageError(
-            f"--rows-out={opts.rows_out}: needs --trn2-profile P, the deployed profile the rows"
-            " describe"
+        raise UsageError.of(
+            "--rows-out",
+            str(opts.rows_out),
+            "needs --trn2-profile P, the deployed profile the rows describe",
         )
     try:
         return conditions_for(
@@ -36,7 +37,7 @@ def rows_conditions(opts: TuneOptions) -> Conditions:
             date.today().isoformat(),
         )
     except ConfigError as exc:
-        raise UsageError(f"--trn2-profile={opts.trn2_profile}: {exc}") from None
+        raise UsageError.of("--trn2-profile", opts.trn2_profile, str(exc)) from None
 
 
 def write_rows(opts: TuneOptions, rows_out: Path, measured: SweepRuns) -> RowsWritten:

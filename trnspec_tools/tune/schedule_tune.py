@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from trnspec.boundary import json_io
+from trnspec.boundary.problems import ABSENT
 from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.config.serving import apply_overrides, load_profile
 
@@ -183,18 +184,22 @@ def run(opts: TuneOptions, check_override: Any) -> int:
 def sweep_of(opts: TuneOptions) -> Sweep:
     """What the run measures, its flags checked before any server starts (UsageError)."""
     if opts.endpoints or opts.baseline:
-        raise UsageError("--schedule: local launcher only (each candidate needs its own server)")
+        raise UsageError.of(
+            "--schedule", ABSENT, "local launcher only (each candidate needs its own server)"
+        )
     if not opts.k:
-        raise UsageError("--schedule: give the static k values to measure with --k, e.g. 1,2,4")
+        raise UsageError.of(
+            "--schedule", ABSENT, "give the static k values to measure with --k, e.g. 1,2,4"
+        )
     if opts.rounds < 2:
-        raise UsageError(f"--rounds={opts.rounds}: at least 2 (the spread needs two rounds)")
+        raise UsageError.of("--rounds", opts.rounds, "at least 2 (the spread needs two rounds)")
     levels = sorted(set(opts.levels))
     max_num_seqs = apply_overrides(load_profile(opts.profile), list(opts.overrides)).max_num_seqs
     try:
         bands = level_bands(levels, max_num_seqs)
     except ValueError as exc:
         shown = ",".join(map(str, opts.levels))
-        raise UsageError(f"--concurrency={shown}: {exc}") from None
+        raise UsageError.of("--concurrency", shown, str(exc)) from None
     return Sweep(opts, opts.workload.specs(), levels, bands, max_num_seqs)
 
 
@@ -206,7 +211,9 @@ def load_rounds(path: Path, levels: Sequence[int]) -> Measurements:
         runs = {name: _levels_read(written.sub(name), levels) for name in written.obj}
         candidates = [Candidate(PLAIN)] + [candidate_named(n) for n in written.obj]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"--from-json={path}: not a tune --schedule result ({exc})") from None
+        raise UsageError.of(
+            "--from-json", str(path), f"not a tune --schedule result ({exc})"
+        ) from None
     return Measurements(candidates, runs)
 
 

@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
+from trnspec.boundary.problems import ABSENT
 from trnspec.config.serving import load_profile
 
 from trnspec_tools.bench.options import UsageError
@@ -30,20 +31,23 @@ def stack_window(opts: TuneOptions) -> int:
     """The k the deployed stack serves, from its profile; UsageError naming the flag if the
     combination cannot describe one speculative arm."""
     if opts.k or opts.endpoints:
-        raise UsageError("--stack: give --stack or --k / --endpoint-for-k, not both")
+        raise UsageError.of("--stack", ABSENT, "give --stack or --k / --endpoint-for-k, not both")
     if not opts.trn2_profile:
-        raise UsageError(
-            "--stack: give --trn2-profile P, the profile the stack was deployed from (its k)"
+        raise UsageError.of(
+            "--stack",
+            ABSENT,
+            "give --trn2-profile P, the profile the stack was deployed from (its k)",
         )
     if not opts.baseline:
-        raise UsageError(
-            "--stack: give --baseline URL, a server of the same model without speculation"
+        raise UsageError.of(
+            "--stack", ABSENT, "give --baseline URL, a server of the same model without speculation"
         )
     spec = load_profile(opts.trn2_profile).speculation
     if spec.method == "none" or spec.num_speculative_tokens < 1:
-        raise UsageError(
-            f"--trn2-profile={opts.trn2_profile}: has no speculation; the stack is the"
-            " speculative arm, give its speculative profile"
+        raise UsageError.of(
+            "--trn2-profile",
+            opts.trn2_profile,
+            "has no speculation; the stack is the speculative arm, give its speculative profile",
         )
     return spec.num_speculative_tokens
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from trnspec.boundary import json_io
 from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.numbers import MAX_COUNT, int_arg
+from trnspec.boundary.problems import ABSENT, InputError
 from trnspec.boundary.write import moved_lines, output_clash, write_outputs
 from trnspec.cli.main import add_set_argument
 from trnspec.config.serving import ConfigError
@@ -177,10 +178,10 @@ def category_specs(
     try:
         groups = category_groups(dataset, output_len)
     except WorkloadError as err:
-        raise UsageError(str(err)) from None
+        raise UsageError(err.problems) from None
     if len(groups) < 2:
-        raise UsageError(
-            f'--per-category: --dataset={dataset} has fewer than two "category" values'
+        raise UsageError.of(
+            "--per-category", ABSENT, f'--dataset={dataset} has fewer than two "category" values'
         )
     return sample_groups(groups, max(1, num_prompts // len(groups)), seed)
 
@@ -192,7 +193,7 @@ def _schedule_main(opts: TuneOptions) -> int:
     exit_on_sigterm()  # SIGTERM unwinds the `with LocalServer` blocks: no server outlives tune
     try:
         return run(opts, check_override)
-    except (UsageError, WorkloadError, ConfigError) as exc:
+    except InputError as exc:
         print(f"tune.py: error: {exc}", file=sys.stderr)
         return 2
     except LocalServerError as exc:
@@ -214,19 +215,19 @@ class _Measured:
 def _check_flags(opts: TuneOptions) -> int:
     """The flag combinations a sweep needs (UsageError naming the flag); the fit concurrency."""
     if opts.k_max < 1:
-        raise UsageError(f"--k-max={opts.k_max}: must be >= 1")
+        raise UsageError.of("--k-max", opts.k_max, "must be >= 1")
     if opts.rounds < 1:
-        raise UsageError(f"--rounds={opts.rounds}: at least 1")
+        raise UsageError.of("--rounds", opts.rounds, "at least 1")
     if opts.rows_out:
         rows_conditions(opts)  # the profile must describe the rows before anything is measured
     if (clash := output_clash(opts.output_paths())) is not None:
-        raise UsageError(str(clash))
-    if (clash := input_clash(opts.output_paths(), opts.input_paths())) is not None:
-        raise UsageError(clash)
+        raise UsageError(clash.problems)
+    if (clash_in := input_clash(opts.output_paths(), opts.input_paths())) is not None:
+        raise UsageError([clash_in])
     levels = list(opts.levels)
     fit_c = opts.fit_concurrency or (levels[1] if len(levels) > 1 else levels[0])
     if fit_c not in levels:
-        raise UsageError(f"--fit-concurrency={fit_c}: must be one of --concurrency {levels}")
+        raise UsageError.of("--fit-concurrency", fit_c, f"must be one of --concurrency {levels}")
     return fit_c
 
 
@@ -356,9 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         opts = tune_options(args)
         if opts.schedule:
             if (clash := output_clash(opts.output_paths()[:3])) is not None:
-                raise UsageError(str(clash))
-            if (clash := input_clash(opts.output_paths()[:3], opts.input_paths())) is not None:
-                raise UsageError(clash)
+                raise UsageError(clash.problems)
+            if (clash_in := input_clash(opts.output_paths()[:3], opts.input_paths())) is not None:
+                raise UsageError([clash_in])
             return _schedule_main(opts)
         measured = _measure(opts)
         fit_c = measured.fit_c
@@ -370,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         problem = check_override(line, opts.profile)
         override = Override(line, str(opts.override_out), problem or "ok")
         report = _report(measured, analysis, override)
-    except (UsageError, WorkloadError, ConfigError, StackError) as exc:
+    except (InputError, StackError) as exc:
         print(f"tune.py: error: {exc}", file=sys.stderr)
         return 2
     except LocalServerError as exc:

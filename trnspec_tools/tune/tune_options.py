@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from trnspec.boundary.problems import Problem
+
 from trnspec_tools.bench.options import UsageError, parse_int_list
 from trnspec_tools.bench.run import RunOptions, run_options_from_args
 from trnspec_tools.bench.workload import Workload
@@ -82,15 +84,17 @@ class TuneOptions:
 
 def input_clash(
     outputs: Sequence[tuple[str, Path]], inputs: Sequence[tuple[str, Path]]
-) -> str | None:
+) -> Problem | None:
     """The first output that is an input of the same run (the file it would replace holds what
-    the run reads, e.g. the measurements of --from-json), as one line, else None."""
+    the run reads, e.g. the measurements of --from-json), as a problem naming it, else None."""
     for name, out in outputs:
         for in_name, given in inputs:
             if _same_file(out, given):
-                return (
-                    f"{name}={out}: is the {in_name} input of this run; writing it would replace"
-                    " what the run reads (choose another path)"
+                return Problem(
+                    name,
+                    str(out),
+                    f"is the {in_name} input of this run; writing it would replace what the run"
+                    " reads (choose another path)",
                 )
     return None
 
@@ -114,12 +118,13 @@ def parse_endpoints(items: Sequence[str]) -> dict[int, str]:
             k_text = ""
         if not k_text or k_text != str(int(k_text)) or not 1 <= int(k_text) <= MAX_POSITIONS:
             shown = item if len(item) <= 80 else f"{item[:40]}...{item[-20:]}"
-            raise UsageError(
-                f"--endpoint-for-k={shown}: use K=URL with K in 1..{MAX_POSITIONS},"
-                " e.g. 4=http://h:80"
+            raise UsageError.of(
+                "--endpoint-for-k",
+                shown,
+                f"use K=URL with K in 1..{MAX_POSITIONS}, e.g. 4=http://h:80",
             )
         if not url.startswith(("http://", "https://")):
-            raise UsageError(f"--endpoint-for-k={item}: {url!r} is not an http(s):// URL")
+            raise UsageError.of("--endpoint-for-k", item, f"{url!r} is not an http(s):// URL")
         out[int(k_text)] = url
     return out
 
@@ -128,14 +133,14 @@ def _windows(text: str) -> tuple[int, ...]:
     """--k: windows in 1..MAX_POSITIONS."""
     ks = tuple(parse_int_list("--k", text))
     if (big := max(ks)) > MAX_POSITIONS:
-        raise UsageError(f"--k={big}: a window is at most {MAX_POSITIONS} draft tokens")
+        raise UsageError.of("--k", big, f"a window is at most {MAX_POSITIONS} draft tokens")
     return ks
 
 
 def tune_options(args: argparse.Namespace) -> TuneOptions:
     """The parsed options of a tune command line, or UsageError naming the flag."""
     if problems := client_arg_problems(args):
-        raise UsageError("; ".join(problems))
+        raise UsageError(problems)
     return TuneOptions(
         k=_windows(args.k) if args.k else None,
         overrides=tuple(args.overrides),

@@ -25,12 +25,12 @@ from one problem; `user_input.InputReadError` is one whose message is a parse fa
 for a caller that names the field; `trnspec.config.serving.ConfigError` is InputError itself
 under its old name, and the deployment's settings errors (infra.settings) are subclasses. A target
 that must not be written is `write.OutputError` (an OSError: exit 1, the command ran and could not
-write). The layers' own errors for bad input are BoundaryErrors, one problem each: the step
-model's ModelInputError, pricing's PriceError, model shapes' ShapeError and the tools' workload
-error (trnspec_tools.bench.workload.WorkloadError); a caller that knows the flag the value came
-from names it in a problem of its own. A problem with no value to show (a flag not given, a rule
-between flags) has `problems.ABSENT` as its value and reads `field: fix`. Other layers define
-their own errors for failures that are not bad input (a transfer, a protocol error, a server);
-the tools' UsageError (bench and tune flags) is still a ValueError with a ready line, which their
-commands print and exit 2 on.
+write). The layers' own errors for bad input are InputErrors too: BoundaryErrors of one problem
+(the step model's ModelInputError, pricing's PriceError, model shapes' ShapeError, the tools'
+WorkloadError and NoServedModel), and the tools' UsageError, which carries every problem of a
+bench or tune command line; a caller that knows the flag a value came from names it in a problem
+of its own. A problem with no value to show (a flag not given, a rule between flags) has
+`problems.ABSENT` as its value and reads `field: fix`. Other layers define their own errors for
+failures that are not bad input (a transfer, a protocol error, a server); smoke's SmokeError
+still covers its two flag checks as well as the endpoint's failures.
 """
