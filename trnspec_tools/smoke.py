@@ -27,7 +27,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
+from trnspec.boundary.errors import exits_on_bad_input
+from trnspec.boundary.problems import InputError, Problem
 from trnspec.boundary.text import rich_text
 
 from trnspec_tools.boundary.endpoint import Endpoint, bind_key
@@ -80,10 +81,6 @@ class SmokeResult:
     @property
     def ok(self) -> bool:
         return not self.failures
-
-
-class SmokeError(RuntimeError):
-    """Bad input or an endpoint that cannot be found (exit code 2, not a failed check)."""
 
 
 def _consistency(gen: Generation, max_tokens: int) -> list[str]:
@@ -362,19 +359,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console()
     try:
+        problems = client_arg_problems(args)
         if args.max_tokens < 1:
-            raise SmokeError(f"--max-tokens={args.max_tokens}: must be at least 1")
-        if problems := client_arg_problems(args):
-            raise SmokeError("; ".join(str(p) for p in problems))
+            problems.insert(0, Problem("--max-tokens", args.max_tokens, "must be at least 1"))
+        if problems:
+            raise InputError(problems)
         for flag, url in (
             ("--endpoint", args.endpoint),
             ("--baseline-endpoint", args.baseline_endpoint),
         ):
             if url is not None:
-                try:
-                    Endpoint.parse(url, flag)
-                except BoundaryError as exc:
-                    raise SmokeError(str(exc)) from None
+                Endpoint.parse(url, flag)  # a BoundaryError (an InputError) naming the flag
         key, limits, retries = api_key(args), deadlines(args), args.max_retries
         with resolve_endpoint(args) as endpoint:
             result = run_smoke(
@@ -391,7 +386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     retry_after_cap_s=args.retry_after_cap,
                 ),
             )
-    except (SmokeError, StackError) as exc:
+    # Bad input (exit 2, not a failed check) and a stack that cannot be found, on the console.
+    except (InputError, StackError) as exc:
         console.print(Text.assemble(("error: ", "red"), rich_text(exc, 2000)))
         return 2
     console.print(report_table(result))

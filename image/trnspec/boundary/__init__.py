@@ -31,6 +31,5 @@ WorkloadError and NoServedModel), and the tools' UsageError, which carries every
 bench or tune command line; a caller that knows the flag a value came from names it in a problem
 of its own. A problem with no value to show (a flag not given, a rule between flags) has
 `problems.ABSENT` as its value and reads `field: fix`. Other layers define their own errors for
-failures that are not bad input (a transfer, a protocol error, a server); smoke's SmokeError
-still covers its two flag checks as well as the endpoint's failures.
+failures that are not bad input (a transfer, a protocol error, a server).
 """
