@@ -34,9 +34,7 @@ def _shape(ref: ModelRef | None, field: str, problems: list[Problem]) -> ModelSh
         return resolve_shape(ref)
     except ShapeError as err:
         problems.append(
-            Problem(
-                f"{field}.source", ref.source, f"{err.value} is {err.fix}; fix or remove that file"
-            )
+            Problem(f"{field}.source", ref.source, f"{err.reason}; fix or remove that file")
         )
         return None
 

@@ -189,6 +189,11 @@ def shape_from_config_json(data: dict, origin: str) -> ModelShape:
 class ShapeError(BoundaryError):
     """A local config.json exists but cannot be read as a model shape: one problem naming it."""
 
+    @property
+    def reason(self) -> str:
+        """The refusal as a caller puts it under its own field: `PATH is not a readable ...`."""
+        return f"{self.value} is {self.fix}"
+
 
 def resolve_shape(ref: ModelRef) -> ModelShape | None:
     """The model's shape: its local config.json if present, else the offline table, else None."""

@@ -32,7 +32,7 @@ def _shape(ref_field: str, ref: Any) -> ModelShape | None:
     try:
         return resolve_shape(ref)
     except ShapeError as err:
-        raise ConfigError([Problem(ref_field, ref.source, f"{err.value} is {err.fix}")]) from None
+        raise ConfigError([Problem(ref_field, ref.source, err.reason)]) from None
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from trnspec.checks.all_checks import assess
+from trnspec.boundary.problems import Problem
+from trnspec.checks.all_checks import assess, check
 from trnspec.config.serving import ModelRef, apply_overrides, load_profile
-from trnspec.hardware.model_shapes import KNOWN_SHAPES, resolve_shape, shape_from_config_json
+from trnspec.hardware.model_shapes import (
+    KNOWN_SHAPES,
+    ShapeError,
+    resolve_shape,
+    shape_from_config_json,
+)
 from trnspec.hardware.sizing import GIB, HEADROOM_FRACTION, make_plan
 
 
@@ -170,3 +176,19 @@ def test_cpu_plan_checks_kv_against_the_cpu_kv_space(tmp_path):
     a = assess(cfg)
     assert a.plan is not None and not a.plan.fits
     assert [p.field for p in a.problems] == ["max_model_len"]
+
+
+def test_an_unreadable_local_config_json_is_named_with_its_path_under_the_source_field(tmp_path):
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "config.json").write_text("{not json")
+    with pytest.raises(ShapeError) as err:
+        resolve_shape(ModelRef(name="x", source=str(d)))
+    (problem,) = err.value.problems
+    assert (problem.field, problem.value) == ("config.json", str(d / "config.json"))
+    assert err.value.reason.startswith(f"{d / 'config.json'} is not a readable model config (")
+    cfg = apply_overrides(load_profile("qwen3-4b-baseline"), [f"target.source={d}"])
+    found = [p for p in check(cfg) if p.field == "target.source"]
+    assert found[0] == Problem(
+        "target.source", str(d), f"{err.value.reason}; fix or remove that file"
+    )
