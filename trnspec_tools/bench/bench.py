@@ -7,9 +7,11 @@
     python scripts/bench.py --stack TrnspecPlatform-serving --out reports/trn2.json
 
 `--local` starts the embedded default (the real vLLM CPU server, speculative) through
-`local_server.LocalServer`; `--compare local` restarts it with speculation.method=none for
-the baseline. Both arms get the same prompts in the same order. Writes the JSON (every figure),
-a Markdown summary next to it and PNG plots; exit code 2 on bad input, 1 if no request completed.
+`local_server.LocalServer`; `--compare local` starts a second one with speculation.method=none
+for the baseline. Both arms get the same prompts in the same order, level by level, their order
+reversed at every other level (arm_order.py), a local server stopped while the other arm is
+measured. Writes the JSON (every figure), a Markdown summary next to it and PNG plots; exit
+code 2 on bad input, 1 if no request completed.
 
 `--profile P` (a Trn2 profile) adds the performance model's prediction next to each measured
 level (versus_predicted.py); `--per-category` measures acceptance per "category" of a JSONL dataset,
@@ -43,6 +45,7 @@ from trnspec.boundary.write import write_outputs as write_report_files
 from trnspec.cli.config_args import add_set_argument
 from trnspec.hardware.pricing import resolve_price
 
+from trnspec_tools.bench.arm_order import measurement_order
 from trnspec_tools.bench.categories import (
     add_category_arguments,
     category_workloads,
@@ -79,6 +82,7 @@ from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.served_model import NoServedModel, resolve_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
 from trnspec_tools.local_engine.local_server import LocalServerError
+from trnspec_tools.local_engine.paused import paused
 
 
 @dataclass
@@ -199,19 +203,11 @@ def _progress(disabled: bool) -> Progress:
     )
 
 
-async def run_arm_levels(
-    arm: Arm,
-    specs: Sequence[RequestSpec],
-    levels: Sequence[int],
-    opts: RunOptions,
-    price: float,
-    progress: Progress,
-    model_flag: str | None,
-) -> list[ArmRun]:
-    """All concurrency levels for one live arm."""
+async def served_model(arm: Arm, opts: RunOptions, model_flag: str | None) -> str:
+    """The model a live arm serves (--model, the launcher's, or the one /v1/models lists)."""
     assert arm.endpoint is not None
     try:
-        model = await resolve_model(
+        return await resolve_model(
             arm.endpoint,
             model_flag,
             arm.model,
@@ -220,22 +216,32 @@ async def run_arm_levels(
         )
     except NoServedModel as exc:
         raise UsageError(exc.problems) from None
-    runs = []
-    for c in levels:
-        task = progress.add_task(f"{arm.name} c={c}", total=len(specs))
-        k = opts.num_speculative_tokens or arm.k
-        arm_opts = dataclasses.replace(opts, num_speculative_tokens=k)
-        stats = await run_level(
-            arm.endpoint,
-            model,
-            specs,
-            c,
-            arm_opts,
-            price,
-            on_done=lambda t=task: progress.advance(t),
-        )
-        runs.append(ArmRun(arm.name, arm.endpoint, model, stats))
-    return runs
+
+
+async def run_arm_level(
+    arm: Arm,
+    model: str,
+    specs: Sequence[RequestSpec],
+    c: int,
+    opts: RunOptions,
+    price: float,
+    progress: Progress,
+) -> ArmRun:
+    """One concurrency level of one live arm."""
+    assert arm.endpoint is not None
+    task = progress.add_task(f"{arm.name} c={c}", total=len(specs))
+    k = opts.num_speculative_tokens or arm.k
+    arm_opts = dataclasses.replace(opts, num_speculative_tokens=k)
+    stats = await run_level(
+        arm.endpoint,
+        model,
+        specs,
+        c,
+        arm_opts,
+        price,
+        on_done=lambda: progress.advance(task),
+    )
+    return ArmRun(arm.name, arm.endpoint, model, stats)
 
 
 def _arms(o: BenchOptions) -> list[Arm]:
@@ -263,44 +269,38 @@ class _Plan:
 async def _measure_arms(
     o: BenchOptions, arms: list[Arm], plan: _Plan
 ) -> tuple[list[ArmRun], dict[str, Any] | None]:
-    """Every level of every arm (interleaved per level for remote arms, so slow drift on the
-    host hits both alike; all levels of a local arm while its server is up), then the
-    per-category runs of the target."""
-    runs: list[ArmRun] = []
-    per_category: dict[str, Any] | None = None
+    """Every arm's server up at once (a local arm's started here), every level of every arm in
+    `measurement_order` (alternating, so drift of the host weighs on both arms alike), each
+    local server but the measured arm's stopped meanwhile (`paused`), then the per-category runs
+    of the target. The runs come back level by level, in the order of `arms`."""
+    with contextlib.ExitStack() as stack, _progress(not o.progress) as progress:
+        live = {arm.name: stack.enter_context(opened(arm)) for arm in arms}
+        models = {name: await served_model(arm, o.run, o.model) for name, arm in live.items()}
 
-    async def levels_of(arm: Arm, levels: Sequence[int]) -> None:
-        runs.extend(
-            await run_arm_levels(arm, plan.specs, levels, o.run, plan.price, progress, o.model)
-        )
+        def others(name: str) -> list[int | None]:
+            return [arm.pid for other, arm in live.items() if other != name]
 
-    async def categories_of(endpoint: str | None, k: int | None) -> dict[str, Any] | None:
-        if not plan.categories:
-            return None
-        return await run_categories(
-            endpoint or "",
-            runs[0].model,
-            k,
-            plan.categories,
-            plan.levels[0],
-            o.run,
-            plan.price,
-            plan.ps,
-        )
-
-    with _progress(not o.progress) as progress:
-        if all(a.local_overrides is None for a in arms):
-            for c in plan.levels:
-                for arm in arms:
-                    await levels_of(arm, [c])
-            per_category = await categories_of(arms[0].endpoint, None)
-        else:
-            for arm in arms:
-                with opened(arm) as live:
-                    await levels_of(live, plan.levels)
-                    if live.name == "target":
-                        per_category = await categories_of(live.endpoint, live.k)
-    return runs, per_category
+        measured: dict[tuple[str, int], ArmRun] = {}
+        for c, name in measurement_order(list(live), plan.levels):
+            with paused(others(name)):
+                measured[name, c] = await run_arm_level(
+                    live[name], models[name], plan.specs, c, o.run, plan.price, progress
+                )
+        per_category = None
+        if plan.categories:
+            target = live["target"]
+            with paused(others(target.name)):
+                per_category = await run_categories(
+                    target.endpoint or "",
+                    models[target.name],
+                    target.k,
+                    plan.categories,
+                    plan.levels[0],
+                    o.run,
+                    plan.price,
+                    plan.ps,
+                )
+    return [measured[name, c] for c in plan.levels for name in live], per_category
 
 
 def _comparison(runs: list[ArmRun], levels: list[int]) -> list[dict[str, Any]]:
@@ -344,6 +344,9 @@ async def run(o: BenchOptions) -> dict[str, Any]:
             "model": headline.model,
             "api": o.run.api,
             "compare": o.compare,
+            "measurement_order": [
+                [name, c] for c, name in measurement_order([a.name for a in arms], levels)
+            ],
             "concurrency": levels,
             "num_prompts": len(specs),
             "input_desc": w.description,

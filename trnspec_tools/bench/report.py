@@ -64,6 +64,15 @@ def runs_table(runs: Sequence[Run]) -> list[str]:
     return lines
 
 
+def _order(cfg: Mapping[str, Any]) -> str:
+    """How the arms were measured, when there were two: ', measured in the order target c=1,
+    baseline c=1, baseline c=8, target c=8' (nothing for a file written before alternation)."""
+    order = cfg.get("measurement_order")
+    if not cfg.get("compare") or not order:
+        return ""
+    return ", measured in the order " + ", ".join(f"{arm} c={c}" for arm, c in order)
+
+
 def bench_markdown(result: Mapping[str, Any]) -> str:
     """The human summary of a bench.py run (the JSON holds every figure)."""
     cfg = result.get("config", {})
@@ -72,7 +81,7 @@ def bench_markdown(result: Mapping[str, Any]) -> str:
         "# Benchmark summary",
         "",
         f"- endpoint: `{cfg.get('endpoint')}`, model `{cfg.get('model')}`, API {cfg.get('api')}",
-        f"- baseline: `{cfg.get('compare') or 'none'}`",
+        f"- baseline: `{cfg.get('compare') or 'none'}`{_order(cfg)}",
         f"- {cfg.get('num_prompts')} prompts, input {cfg.get('input_desc')}, output"
         f" {cfg.get('output_len')} tokens,"
         f" warm-up {cfg.get('warmup') or 'one per slot'} (excluded),"

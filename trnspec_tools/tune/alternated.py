@@ -15,12 +15,9 @@ one round.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
-import signal
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +34,7 @@ from trnspec_tools.bench.run_result import ArmRun, RunResult
 from trnspec_tools.client.metrics import MAX_POSITIONS
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.served_model import NoServedModel, resolve_model
+from trnspec_tools.local_engine.paused import paused
 from trnspec_tools.tune.round_run import RoundPair, RoundRun
 from trnspec_tools.tune.tune_options import TuneOptions
 from trnspec_tools.tune.versus_plain import PLAIN_OVERRIDE, VersusPlain
@@ -105,20 +103,6 @@ def arms_of(opts: TuneOptions) -> tuple[Arm, dict[int, Arm]]:
     return base_arm, arms
 
 
-@contextlib.contextmanager
-def paused(pid: int | None) -> Iterator[None]:
-    """The process group `pid` stopped (SIGSTOP) for the block, then continued; nothing for a
-    remote server (no pid)."""
-    if pid is None:
-        yield
-        return
-    os.killpg(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.killpg(pid, signal.SIGCONT)
-
-
 def median_run(runs: Sequence[RunResult]) -> RunResult:
     """The run of median throughput (the lower one of an even count)."""
     ordered = sorted(runs, key=lambda r: r.output_tokens_per_s)
@@ -157,7 +141,7 @@ class _Served:
 
     async def run(self, specs: list[RequestSpec], c: int, other: _Served) -> RunResult:
         """One measurement at level c with the other arm's server stopped."""
-        with paused(other.pid):
+        with paused([other.pid]):
             return await run_level(self.url, self.model, specs, c, self.opts)
 
 

@@ -42,7 +42,7 @@ from trnspec_tools.bench.options import UsageError
 from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.local_engine.local_server import LocalServer
-from trnspec_tools.tune.alternated import paused
+from trnspec_tools.local_engine.paused import paused
 from trnspec_tools.tune.round_run import RoundPair, RoundRun
 from trnspec_tools.tune.schedule_choice import (
     PLAIN,
@@ -78,7 +78,7 @@ def prompts_for_level(specs: Sequence[RequestSpec], c: int) -> list[RequestSpec]
 
 def stopped(server: LocalServer) -> contextlib.AbstractContextManager[None]:
     """The server's whole process group stopped (SIGSTOP) for the block, then continued."""
-    return paused(server.pid)
+    return paused([server.pid])
 
 
 async def _measure(server: LocalServer, other: LocalServer, specs, c, opts) -> RoundRun:

@@ -31,7 +31,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import AfterValidator, BeforeValidator
 
-from trnspec.boundary.problems import InputError, Problem
+from trnspec.boundary.problems import ABSENT, InputError, Problem
 
 #: Largest config or profile file read (a real one is a few KB).
 MAX_INPUT_BYTES = 1024 * 1024
@@ -46,7 +46,7 @@ class InputReadError(InputError):
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
-        super().__init__([Problem("input", None, reason)])
+        super().__init__([Problem("input", ABSENT, reason)])
 
     def __str__(self) -> str:
         return self.reason

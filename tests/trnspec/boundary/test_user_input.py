@@ -132,6 +132,12 @@ def test_a_problem_without_a_value_names_the_field_and_the_fix_alone() -> None:
     assert str(Problem("region", None, "set it")) == "region=None: set it"  # None is a value
 
 
+def test_an_unreadable_input_not_yet_named_reads_as_its_reason_alone() -> None:
+    err = InputReadError("not valid YAML (line 2)")
+    assert [str(p) for p in err.problems] == ["input: not valid YAML (line 2)"]
+    assert str(err.named("--config", "a.yaml")) == "--config=a.yaml: not valid YAML (line 2)"
+
+
 def test_error_lists_at_most_max_listed_problems_and_counts_the_rest() -> None:
     err = InputError([Problem(f"k{i}", i, "unknown field") for i in range(1000)], "bad input:")
     lines = str(err).splitlines()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 from fake_openai_server import running
 
@@ -54,8 +56,22 @@ def test_ab_comparison_reports_the_known_speedup_and_writes_every_output(tmp_pat
                 "20",
             ]
         )
+        arrivals = [
+            (r["arrival"], arm)
+            for arm, url in (("target", t), ("baseline", b))
+            for r in httpx.get(url + "/debug/timings").json()
+        ]
     assert code == 0
     result = json.loads(out.read_text())
+    # measured back to back, the order reversed at the second level: target, baseline (c=1),
+    # baseline, target (c=2); the servers' own arrival times (one clock) show it
+    order = [["target", 1], ["baseline", 1], ["baseline", 2], ["target", 2]]
+    assert result["config"]["measurement_order"] == order
+    assert [arm for arm, _ in itertools.groupby(arm for _, arm in sorted(arrivals))] == [
+        "target",
+        "baseline",
+        "target",
+    ]
     for key in (
         *REQUIRED,
         "output_tokens_per_s",
@@ -88,6 +104,7 @@ def test_ab_comparison_reports_the_known_speedup_and_writes_every_output(tmp_pat
     assert target["goodput"]["good_requests"] == 4 and baseline["goodput"]["good_requests"] == 0
     md = out.with_suffix(".md").read_text()
     assert "Speculative vs baseline" in md and "3.2" in md
+    assert "order target c=1, baseline c=1, baseline c=2, target c=2" in md
     for png in ("bench_latency.png", "bench_acceptance.png"):
         assert (out.parent / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(out.parent.glob(".*tmp")), "temporary files left behind"

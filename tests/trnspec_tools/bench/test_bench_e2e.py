@@ -1,7 +1,7 @@
 """bench.py against the real local vLLM CPU server (the embedded default); tune's run on it is
 tests/trnspec_tools/tune/test_tune_plain_e2e.py.
 
-Minutes, not seconds: each arm restarts the server. Figures depend on the host's load, so the
+Minutes, not seconds: each arm starts its own server. Figures depend on the host's load, so the
 assertions are about what must hold on any host (counters from the server, the A/B wiring, a
 recommendation the config layer accepts), not about a particular speedup.
 """

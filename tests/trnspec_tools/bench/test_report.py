@@ -32,3 +32,21 @@ def test_the_summary_shows_the_clients_cpu_and_the_warning():
     text = bench_markdown({"config": CFG, "runs": runs(0.10), "comparison": []})
     assert "40 us/token (10.0% of a core)" in text
     assert "**warning**: the client ran on the server's host" in text
+
+
+def test_the_summary_says_in_which_order_the_arms_were_measured():
+    order = [["target", 1], ["baseline", 1], ["baseline", 8], ["target", 8]]
+    cfg = {**CFG, "compare": "local", "measurement_order": order}
+    text = bench_markdown({"config": cfg, "runs": runs(0.0), "comparison": []})
+    assert (
+        "- baseline: `local`, measured in the order target c=1, baseline c=1, baseline c=8,"
+        " target c=8\n" in text
+    )
+
+
+def test_a_run_without_a_baseline_or_written_before_alternation_names_no_order():
+    alone = {**CFG, "compare": None, "measurement_order": [["target", 1]]}
+    before = {**CFG, "compare": "http://b:8000"}
+    for cfg in (alone, before):
+        text = bench_markdown({"config": cfg, "runs": runs(0.0), "comparison": []})
+        assert "measured in the order" not in text
