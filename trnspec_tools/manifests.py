@@ -30,8 +30,9 @@ from pathlib import Path
 
 import yaml
 from trnspec.boundary.args import path_arg, text_arg
-from trnspec.boundary.errors import exits_on_bad_input
+from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
 from trnspec.boundary.files import read_json
+from trnspec.boundary.problems import ABSENT
 from trnspec.boundary.text import printable
 from trnspec.boundary.write import moved_lines, output_clash, write_outputs
 
@@ -175,12 +176,12 @@ def _yaml(objects: list[Manifest]) -> str:
 
 def _export(args: argparse.Namespace, workload: WorkloadPreflight) -> int:
     if args.vpc_cidr is None:
-        print(
-            "manifests: error: --vpc-cidr=None: required with --out (the network policies "
-            "allow the VPC's range); give the cluster VPC's CIDR, e.g. --vpc-cidr 10.0.0.0/16",
-            file=sys.stderr,
+        raise BoundaryError(
+            "--vpc-cidr",
+            ABSENT,
+            "required with --out (the network policies allow the VPC's range); give the"
+            " cluster VPC's CIDR, e.g. --vpc-cidr 10.0.0.0/16",
         )
-        return 2
     out = Path(args.out)
     files = [
         (out / name, _yaml(objects))

@@ -6,7 +6,7 @@ individually valid; one problem per broken rule (field, value, fix).
 
 from __future__ import annotations
 
-from trnspec.boundary.problems import Problem
+from trnspec.boundary.problems import ABSENT, Problem
 from trnspec.hardware.topology import instance
 
 from infra.contracts import NEURON_SCHEDULER_NAME
@@ -45,7 +45,7 @@ def _pool_zone_problems(s: DeploymentSettings, at: str, pool: Trn2PoolSettings) 
     if pool.availability_zone:
         if s.region is None:
             problems.append(
-                Problem("region", None, f"set region: {at}.availability_zone pins an AZ")
+                Problem("region", ABSENT, f"set region: {at}.availability_zone pins an AZ")
             )
         elif not pool.availability_zone.startswith(s.region):
             problems.append(
@@ -67,7 +67,7 @@ def _pool_zone_problems(s: DeploymentSettings, at: str, pool: Trn2PoolSettings) 
         problems.append(
             Problem(
                 f"{at}.availability_zone",
-                None,
+                ABSENT,
                 f"{pool.capacity.kind} is AZ-bound: set availability_zone or subnet_ids",
             )
         )
@@ -120,7 +120,7 @@ def _vpc_problems(s: DeploymentSettings) -> list[Problem]:
     and EKS needs two AZs."""
     problems: list[Problem] = []
     if s.vpc.availability_zones and s.region is None:
-        problems.append(Problem("region", None, "set region: vpc.availability_zones names AZs"))
+        problems.append(Problem("region", ABSENT, "set region: vpc.availability_zones names AZs"))
     if s.vpc.vpc_id and (s.account is None or s.region is None):
         problems.append(
             Problem("account/region", (s.account, s.region), "an existing vpc.vpc_id needs both")

@@ -70,7 +70,7 @@ def test_check_with_nodes_missing_the_lnc_label_exits_1_naming_the_failure(
     ("argv", "says"),
     [
         (["--check", "--nodes", "/dev/zero"], "--nodes=/dev/zero"),
-        (["--out", "x"], "--vpc-cidr=None: required with --out"),
+        (["--out", "x"], "--vpc-cidr: required with --out"),
         (
             ["--out", "x", "--vpc-cidr", "10.0.0.1/16"],
             "10.0.0.1/16: has host bits set: use 10.0.0.0/16",

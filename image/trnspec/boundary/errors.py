@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from trnspec.boundary.problems import InputError, Problem
+from trnspec.boundary.reader_gone import quiet_exit, stdout_reader_gone
 
 #: Exit code of every tool when its input (a flag, a file, a server's answer) is refused.
 EXIT_BAD_INPUT = 2
@@ -26,7 +27,8 @@ Main = Callable[..., int]
 def exits_on_bad_input(prog: str) -> Callable[[Main], Main]:
     """Decorate a tool's `main`: an InputError that reaches it (input refused anywhere below:
     a BoundaryError, a ConfigError, a settings error) ends the tool with its problems on stderr,
-    one a line, and EXIT_BAD_INPUT, never a traceback."""
+    one a line, and EXIT_BAD_INPUT, never a traceback. Standard output whose reader went away
+    ends it quietly (reader_gone)."""
 
     def wrap(main: Main) -> Main:
         @functools.wraps(main)
@@ -36,6 +38,10 @@ def exits_on_bad_input(prog: str) -> Callable[[Main], Main]:
             except InputError as exc:
                 print(f"{prog}: error: {exc}", file=sys.stderr)
                 return EXIT_BAD_INPUT
+            except BrokenPipeError as exc:
+                if stdout_reader_gone(exc):
+                    return quiet_exit()
+                raise
 
         return guarded
 

@@ -68,15 +68,15 @@ ABSENT = _Absent()
 
 @dataclass(frozen=True)
 class Problem:
-    """One bad field: where, what value (ABSENT: none to show), and a concrete fix the user can
-    apply."""
+    """One bad field: where, what value (ABSENT, or None: a flag not given or a field left
+    empty, none to show), and a concrete fix the user can apply."""
 
     field: str
     value: object
     fix: str
 
     def __str__(self) -> str:
-        if self.value is ABSENT:
+        if self.value is ABSENT or self.value is None:  # not given: nothing to show
             return f"{self.field}: {self.fix}"
         return f"{self.field}={show(self.value)}: {self.fix}"
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+from trnspec.boundary.problems import ABSENT
 from trnspec.config.images import generations_supporting, image_spec, runtime_refusal
 from trnspec.config.k_schedule import check_k_schedule
 from trnspec.config.serving import Problem, ServingConfig
@@ -126,7 +127,7 @@ def check_speculation(cfg: ServingConfig) -> list[Problem]:
         problems.append(
             Problem(
                 "speculation.draft",
-                None,
+                ABSENT,
                 f"method={s.method} needs {_HEAD_KIND.get(s.method, 'a draft')}; set "
                 "speculation.draft.name and speculation.draft.source (or method=none for the "
                 "baseline)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from trnspec.boundary.args import path_arg
+from trnspec.boundary.problems import ABSENT
 from trnspec.config.serving import (
     ConfigError,
     Problem,
@@ -53,7 +54,7 @@ def config_from_args(args: argparse.Namespace) -> ServingConfig:
             [
                 Problem(
                     "--profile",
-                    None,
+                    ABSENT,
                     f"give --profile ({', '.join(list_profiles())}) or --config FILE",
                 )
             ]

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from trnspec.boundary.problems import InputError, Problem
+from trnspec.boundary.reader_gone import quiet_exit, stdout_reader_gone
 from trnspec.boundary.text import printable
 from trnspec.checks.all_checks import assess, check, validate, warnings
 from trnspec.checks.doctor_probe import examine
@@ -177,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as err:
         return _report(err.problems)
     except OSError as err:  # a file or directory the command needed (not a bug: say which)
+        if stdout_reader_gone(err):
+            return quiet_exit()
         where = f"{printable(err.filename)}: " if err.filename else ""
         print(f"trnspec: {where}{printable(err.strerror or err)}", file=sys.stderr)
         return EXIT_FAILED

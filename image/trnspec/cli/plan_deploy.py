@@ -36,6 +36,7 @@ from trnspec.boundary.args import path_arg, text_arg
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.files import read_json
 from trnspec.boundary.numbers import finite_in, float_arg, int_arg
+from trnspec.boundary.problems import ABSENT
 from trnspec.boundary.write import output_clash, write_file
 from trnspec.config.pod_contract import DEFAULT_MAX_STARTUP_MINUTES
 from trnspec.config.scale_up import RAMP_STEPS, SCALE_UP_PERIOD_SECONDS, scale_up_floor
@@ -130,7 +131,7 @@ def _alpha(args: argparse.Namespace, default_k: int, speculative: bool = True) -
         [
             Problem(
                 "--acceptance-rate",
-                None,
+                ABSENT,
                 "give --acceptance-rate A, --acceptance-length TAU [--acceptance-k K],"
                 " --tune-report FILE or --acceptance-from URL; acceptance depends on the workload",
             )

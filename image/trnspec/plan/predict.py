@@ -16,6 +16,7 @@ from typing import Any
 
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import parse_int_list
+from trnspec.boundary.problems import ABSENT
 from trnspec.config.images import image_spec
 from trnspec.config.serving import ConfigError, Problem, ServingConfig
 from trnspec.hardware.packing import ReplicaPlacement, placement_for
@@ -162,7 +163,7 @@ def _acceptance(
     return 0.0, [
         Problem(
             "--acceptance-rate",
-            None,
+            ABSENT,
             "give --acceptance-rate A (per token) or --acceptance-length TAU (tokens per"
             " verification step, as published); acceptance depends on the workload",
         )

@@ -113,7 +113,7 @@ def _require_vpc_cidr(spec: WorkloadSpec) -> str:
     if not spec.vpc_cidr:
         raise ClusterWorkloadError(
             [
-                "vpc_cidr=None: the network policies need the VPC's CIDR (for the VPC "
+                "vpc_cidr: the network policies need the VPC's CIDR (for the VPC "
                 "endpoints and the internal NLB); pass the cluster VPC's CIDR to derive_workload"
             ]
         )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
-from trnspec.boundary.problems import InputError, Problem
+from trnspec.boundary.problems import ABSENT, InputError, Problem
 from trnspec.hardware.packing import NODE_SHARE, pod_requests, staged_storage_gib
 from trnspec.hardware.topology import INSTANCE_TYPES, instance
 
@@ -288,7 +288,7 @@ def _storage_gib(cfg: ServingConfig, settings: ServingSettings) -> tuple[int | N
         return staged.gib, []
     problem = Problem(
         "serving.weights_volume_gib",
-        None,
+        ABSENT,
         f"the size of {cfg.target.name} is not known offline, so the staged storage cannot be "
         "sized: set serving.weights_volume_gib (GiB of weights + compiled graphs + headroom)",
     )

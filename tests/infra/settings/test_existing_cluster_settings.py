@@ -41,7 +41,7 @@ _BAD = [
         {"cluster.existing.kubectl_role_arn": "arn:aws:iam::123456789012:user/me"},
         "kubectl_role_arn=arn:aws:iam::123456789012:user/me: not an IAM role ARN",
     ),
-    ({"cluster.existing.vpc_cidr": None}, "cluster.existing.vpc_cidr=None: required"),
+    ({"cluster.existing.vpc_cidr": None}, "cluster.existing.vpc_cidr: required"),
     ({"cluster.existing.token": "x"}, "allowed: kubectl_role_arn, name, vpc_cidr"),
 ]
 

@@ -51,7 +51,7 @@ def test_cross_field_problems_are_all_reported() -> None:
     for needle in (
         "serving.namespace=Bad_NS",
         "serving.max_replicas=2: must be >= min_replicas (3)",
-        "serving.prometheus_url=None: required with prometheus: existing",
+        "serving.prometheus_url: required with prometheus: existing",
         "serving.overrides.0=no-equals-sign",
     ):
         assert needle in text
@@ -97,7 +97,9 @@ def test_any_input_gives_settings_or_a_field_named_error(raw: dict) -> None:
         assert err.problems
         for problem in err.problems:
             assert problem.field.split(".")[1] in {*ServingSettings.model_fields, "unknown"}
-            assert problem.fix and str(problem).startswith(f"{problem.field}=")
+            assert problem.fix and str(problem).startswith(
+                (f"{problem.field}=", f"{problem.field}:")
+            )
 
 
 @pytest.mark.parametrize("field", ["min_replicas", "shm_gib", "weights_volume_gib"])

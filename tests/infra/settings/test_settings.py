@@ -210,7 +210,7 @@ def test_any_invalid_config_gives_field_named_error_never_a_traceback(
         for problem in err.problems:
             assert problem.field and problem.fix
             assert problem.field.split(".")[0] in {*_FIELDS, "unknown", "(root)", "account/region"}
-            assert str(problem).startswith(f"{problem.field}=")
+            assert str(problem).startswith((f"{problem.field}=", f"{problem.field}:"))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

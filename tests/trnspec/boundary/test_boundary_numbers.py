@@ -45,7 +45,7 @@ def test_finite_in_returns_a_finite_number_in_range_or_one_line_naming_the_field
     try:
         number = finite_in(value, "--x", lo, hi, lo_open=lo_open)
     except BoundaryError as exc:
-        assert str(exc).startswith("--x=") and "\n" not in str(exc)
+        assert str(exc).startswith(("--x=", "--x:")) and "\n" not in str(exc)
         return
     assert math.isfinite(number) and not isinstance(value, bool)
     assert lo is None or (number > lo if lo_open else number >= lo)
@@ -81,7 +81,7 @@ def test_a_list_flag_is_1_to_64_integers_in_range_or_one_line(text):
     try:
         values = parse_int_list("--concurrency", text)
     except BoundaryError as exc:
-        assert str(exc).startswith("--concurrency=") and "\n" not in str(exc)
+        assert str(exc).startswith(("--concurrency=", "--concurrency:")) and "\n" not in str(exc)
         return
     assert 1 <= len(values) <= 64 and all(1 <= v <= MAX_COUNT for v in values)
 

@@ -129,7 +129,10 @@ def test_a_problem_without_a_value_names_the_field_and_the_fix_alone() -> None:
     assert str(Problem("--endpoint/--local", ABSENT, "give exactly one")) == (
         "--endpoint/--local: give exactly one"
     )
-    assert str(Problem("region", None, "set it")) == "region=None: set it"  # None is a value
+    # None is what a flag not given or a field left empty holds: never shown as Python's "None"
+    assert str(Problem("region", None, "set it")) == "region: set it"
+    assert str(Problem("k", 0, "at least 1")) == "k=0: at least 1"  # a falsy value is a value
+    assert str(Problem("name", "", "give one")) == "name='': give one"
 
 
 def test_an_unreadable_input_not_yet_named_reads_as_its_reason_alone() -> None:

@@ -70,7 +70,7 @@ RULES = [
         "speculation_without_a_draft",
         "qwen3-32b-baseline",
         ["speculation.method=draft_model"],
-        "speculation.draft=None: method=draft_model needs a draft model",
+        "speculation.draft: method=draft_model needs a draft model",
     ),
     (
         "draft_with_another_vocabulary",

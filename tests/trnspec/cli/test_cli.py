@@ -108,7 +108,7 @@ def test_check_does_not_warn_about_a_supported_profile(capsys):
 def test_bad_input_exits_2_naming_the_field(capsys, argv, field):
     code, _, err = run(capsys, *argv)
     assert code == 2
-    assert err.startswith(f"{field}=")
+    assert err.startswith((f"{field}=", f"{field}:"))  # ':' when it was not given
     assert "Traceback" not in err
 
 

@@ -103,6 +103,8 @@ def test_scale_to_zero_takes_exactly_what_the_serving_settings_take(
     try:
         read: bool | None = read_deployment_config(str(path)).scale_to_zero
     except BoundaryError as err:
-        assert str(err).startswith("serving.scale_to_zero=") and "\n" not in str(err)
+        assert str(err).startswith(
+            ("serving.scale_to_zero=", "serving.scale_to_zero:")
+        ) and "\n" not in str(err)
         read = None
     assert read == expected

@@ -112,7 +112,9 @@ def test_plan_deploy_reads_the_startup_budget_exactly_as_the_serving_settings_do
     try:
         read: int | None = read_deployment_config(str(path)).max_startup_minutes
     except BoundaryError as err:
-        assert str(err).startswith("serving.max_startup_minutes=") and "\n" not in str(err)
+        assert str(err).startswith(
+            ("serving.max_startup_minutes=", "serving.max_startup_minutes:")
+        ) and "\n" not in str(err)
         read = None
     assert read == expected
     unset = tmp_path / "unset.yaml"

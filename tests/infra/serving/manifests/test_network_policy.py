@@ -316,5 +316,5 @@ def test_policies_need_the_vpc_cidr_and_say_so() -> None:
     from infra.settings.serving import ServingSettings
 
     _, spec, _, _ = build()
-    with pytest.raises(ClusterWorkloadError, match="vpc_cidr=None"):
+    with pytest.raises(ClusterWorkloadError, match="vpc_cidr: the network policies need the VPC"):
         network_policies(dataclasses.replace(spec, vpc_cidr=None), ServingSettings())
