@@ -161,6 +161,11 @@ def client_cpu_warning(runs: Sequence[Run], cfg: Mapping[str, Any]) -> str | Non
     )
 
 
+#: Every plot's legend: right of the axes, never over the data, and a fixed place ("best" searches
+#: the data for a free corner, which is slow on large plots and warns after a time limit).
+LEGEND_OUTSIDE = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
+
+
 def save_figure(fig: Figure, path: Path) -> None:
     """The figure as a PNG at `path`, written like every report file (trnspec.boundary.write)."""
     FigureCanvasAgg(fig)
@@ -174,7 +179,7 @@ def plot_latency_vs_throughput(runs: Sequence[Run], path: Path) -> Path:
     concurrency. TPOT is the per-token figure; ITL is per chunk, which holds several tokens when
     drafts are accepted, so both are shown."""
     keys = (("tpot_ms", "median TPOT"), ("itl_ms", "median ITL"), ("ttft_ms", "median TTFT"))
-    fig = Figure(figsize=(14, 4))
+    fig = Figure(figsize=(14, 4), layout="constrained")
     axes = fig.subplots(1, len(keys))
     arms = sorted({str(r.get("arm")) for r in runs})
     for arm in arms:
@@ -202,8 +207,8 @@ def plot_latency_vs_throughput(runs: Sequence[Run], path: Path) -> Path:
         ax.set_ylabel(f"{title} (ms)")
         ax.set_title(f"{title} vs throughput")
         ax.grid(True, alpha=0.3)
-        if arms:
-            ax.legend()
+    if arms:  # the arms are the same in every panel: one legend, right of the last
+        axes[-1].legend(**LEGEND_OUTSIDE)
     save_figure(fig, path)
     return path
 
@@ -225,7 +230,7 @@ def plot_acceptance_by_position(runs: Sequence[Run], path: Path) -> Path | None:
     ax.set_ylabel("acceptance (fraction of drafts)")
     ax.set_ylim(0, 1.05)
     ax.set_title("Acceptance by draft position")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, **LEGEND_OUTSIDE)
     ax.grid(True, axis="y", alpha=0.3)
     save_figure(fig, path)
     return path

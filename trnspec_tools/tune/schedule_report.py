@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trnspec_tools.bench.report import save_figure
+from trnspec_tools.bench.report import LEGEND_OUTSIDE, save_figure
 from trnspec_tools.tune.schedule_choice import PLAIN
 from trnspec_tools.tune.schedule_result import MeasuredCandidate, ScheduleResult
 
@@ -128,4 +128,4 @@ def concurrency_axes(ax: Any, levels: Sequence[int], ylabel: str, title: str) ->
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, **LEGEND_OUTSIDE)

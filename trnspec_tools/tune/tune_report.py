@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from trnspec_tools.bench.report import save_figure
+from trnspec_tools.bench.report import LEGEND_OUTSIDE, save_figure
 from trnspec_tools.bench.run_result import RunResult
 from trnspec_tools.tune.alternated import SweepRuns
 from trnspec_tools.tune.engine_analysis import (
@@ -257,7 +257,7 @@ def plot_k_sweep(rows: Sequence[KRow], path: Path) -> Path:
     ax.set_ylabel("speedup vs baseline (output tokens/s)")
     ax.set_title("Window size sweep")
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(**LEGEND_OUTSIDE)
     save_figure(fig, path)
     return path
 
@@ -291,6 +291,6 @@ def plot_concurrency(rows: Sequence[ValidationRow], path: Path) -> Path:
     ax.set_ylabel("predicted speedup (step-time model)")
     ax.set_title("Speedup across concurrency: predicted vs measured (+-15 %)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, **LEGEND_OUTSIDE)
     save_figure(fig, path)
     return path

@@ -115,7 +115,9 @@ def assess(cfg: ServingConfig) -> Assessment:
         if cfg.hardware.check_hbm or not spec.runs_on_trn2:
             problems += _sizing_problems(cfg, plan, target, draft)
     elif spec.runs_on_trn2 and cfg.hardware.check_hbm:
-        problems += [_unknown_shape(f, r) for f, r in missing]
+        # a source whose config.json is unreadable is already named, with the cause
+        named = {p.field for p in problems}
+        problems += [_unknown_shape(f, r) for f, r in missing if f"{f}.source" not in named]
     return Assessment(tuple(problems), plan, target, draft)
 
 

@@ -195,6 +195,17 @@ class ShapeError(BoundaryError):
         return f"{self.value} is {self.fix}"
 
 
+def _why(err: Exception) -> str:
+    """Why a config.json could not be read, in words rather than an exception's repr."""
+    if isinstance(err, json.JSONDecodeError):
+        return f"not JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+    if isinstance(err, KeyError):
+        return f"no {err.args[0]} field" if err.args else "a field is missing"
+    if isinstance(err, OSError):
+        return err.strerror or str(err)
+    return str(err) or type(err).__name__
+
+
 def resolve_shape(ref: ModelRef) -> ModelShape | None:
     """The model's shape: its local config.json if present, else the offline table, else None."""
     directory = local_dir(ref.source)
@@ -205,7 +216,7 @@ def resolve_shape(ref: ModelRef) -> ModelShape | None:
         except (OSError, ValueError, KeyError, TypeError, OverflowError) as err:
             # OverflowError: json reads Infinity, and int(inf) overflows.
             raise ShapeError(
-                "config.json", str(path), f"not a readable model config ({err!r})"
+                "config.json", str(path), f"not a readable model config ({_why(err)})"
             ) from None
     for candidate in _candidates(ref):
         if candidate in KNOWN_SHAPES:

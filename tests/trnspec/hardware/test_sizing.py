@@ -186,9 +186,29 @@ def test_an_unreadable_local_config_json_is_named_with_its_path_under_the_source
         resolve_shape(ModelRef(name="x", source=str(d)))
     (problem,) = err.value.problems
     assert (problem.field, problem.value) == ("config.json", str(d / "config.json"))
-    assert err.value.reason.startswith(f"{d / 'config.json'} is not a readable model config (")
+    assert err.value.reason == (
+        f"{d / 'config.json'} is not a readable model config (not JSON: Expecting property name"
+        " enclosed in double quotes at line 1, column 2)"
+    )
     cfg = apply_overrides(load_profile("qwen3-4b-baseline"), [f"target.source={d}"])
     found = [p for p in check(cfg) if p.field == "target.source"]
-    assert found[0] == Problem(
-        "target.source", str(d), f"{err.value.reason}; fix or remove that file"
-    )
+    # one problem, with the cause: not also "model size unknown ... point the source at a local
+    # directory with its config.json", which it already is
+    assert found == [
+        Problem("target.source", str(d), f"{err.value.reason}; fix or remove that file")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"hidden_size": 64}', "no num_attention_heads field"),
+        ("[1, 2]", "config.json must hold a JSON object"),
+        ("", "not JSON: Expecting value at line 1, column 1"),
+    ],
+)
+def test_an_unreadable_config_json_says_why_in_words(tmp_path, text, why):
+    (tmp_path / "config.json").write_text(text)
+    with pytest.raises(ShapeError) as err:
+        resolve_shape(ModelRef(name="x", source=str(tmp_path)))
+    assert err.value.reason.endswith(f"is not a readable model config ({why})")
