@@ -64,7 +64,9 @@ def test_the_run_reports_the_servers_known_timing_acceptance_and_verdict(tmp_pat
     for (arm, _c), r in results.items():
         assert r["status"] == "ok" and r["reason"] is None
         expected = PLAIN_TPOT_MS if arm == "plain" else SPEC_TPOT_MS
-        assert close(r["tpot_ms"]["median"], expected), (arm, r["tpot_ms"])
+        # a busy host can only delay tokens, never hasten them (4 test workers share 2 cores):
+        # the quickest round shows the server's timing; a slow round moves only the median
+        assert close(r["tpot_ms"]["low"], expected), (arm, r["tpot_ms"])
         assert r["tpot_ms"]["low"] <= r["tpot_ms"]["median"] <= r["tpot_ms"]["high"]
         assert len(r["tpot_ms"]["rounds"]) == 2
         # cost = price / tokens per hour, round by round
