@@ -26,14 +26,13 @@ from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.problems import ABSENT
 
-from trnspec_tools.bench.bench import Arm, opened
+from trnspec_tools.bench.bench import Arm, opened, served_model
 from trnspec_tools.bench.json_fields import Fields
 from trnspec_tools.bench.options import UsageError
 from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.bench.run_result import ArmRun, RunResult
 from trnspec_tools.client.metrics import MAX_POSITIONS
 from trnspec_tools.client.request_spec import RequestSpec
-from trnspec_tools.client.served_model import NoServedModel, resolve_model
 from trnspec_tools.local_engine.paused import paused
 from trnspec_tools.tune.round_run import RoundPair, RoundRun
 from trnspec_tools.tune.tune_options import TuneOptions
@@ -109,20 +108,6 @@ def median_run(runs: Sequence[RunResult]) -> RunResult:
     return ordered[(len(ordered) - 1) // 2]
 
 
-async def _served_model(live: Arm, options: TuneOptions) -> str:
-    assert live.endpoint is not None
-    try:
-        return await resolve_model(
-            live.endpoint,
-            options.model,
-            live.model,
-            timeout_s=min(10.0, options.run.timeout_s),
-            api_key=options.run.api_key,
-        )
-    except NoServedModel as exc:
-        raise UsageError(exc.problems) from None
-
-
 Log = Callable[[str], None]
 
 
@@ -183,7 +168,7 @@ async def measure_all(
         plain_opts = dataclasses.replace(options.run, num_speculative_tokens=None)
         plain = _Served(
             live_plain.endpoint or "",
-            await _served_model(live_plain, options),
+            await served_model(live_plain, options.run, options.model),
             plain_opts,
             live_plain.pid,
         )
@@ -191,7 +176,10 @@ async def measure_all(
             with opened(arm) as live:
                 run_opts = dataclasses.replace(options.run, num_speculative_tokens=k)
                 window = _Served(
-                    live.endpoint or "", await _served_model(live, options), run_opts, live.pid
+                    live.endpoint or "",
+                    await served_model(live, options.run, options.model),
+                    run_opts,
+                    live.pid,
                 )
                 for c in options.levels:
                     pairs, p, x = await alternate(plain, window, specs, c, options.rounds, log)
