@@ -93,7 +93,7 @@ EC2_TYPES: dict[str, Ec2Type] = {
     "trn2u.48xlarge": Ec2Type(
         vcpus=192, memory_gib=2048, neuron_devices=16, neuron_cores_per_device=8
     ),
-    # One 470 GB NVMe disk (DescribeInstanceTypes InstanceStorageInfo, as bundled in moto 5.2.5).
+    # One 470 GB NVMe disk (DescribeInstanceTypes InstanceStorageInfo, as bundled in moto 5.2.6).
     "trn2.3xlarge": Ec2Type(
         vcpus=12, memory_gib=128, neuron_devices=1, neuron_cores_per_device=8, instance_store_gb=470
     ),

@@ -68,7 +68,7 @@ INSTANCE_TYPES: dict[str, Trn2Instance] = {
         # trn2u.48xlarge: instance store not verified here, so not used.
         Trn2Instance("trn2u.48xlarge", chips=16, vcpus=192, memory_gib=2048, efa_interfaces=16),
         # 1 x 470 GB NVMe instance store (EC2 DescribeInstanceTypes: InstanceStorageInfo, as
-        # bundled in moto 5.2.5's ec2/resources/instance_types.json; a test checks this table
+        # bundled in moto 5.2.6's ec2/resources/instance_types.json; a test checks this table
         # against that data).
         Trn2Instance(
             "trn2.3xlarge",

@@ -2,7 +2,7 @@
 
 Regions and zones are EC2's DescribeInstanceTypeOfferings (location types `region` and
 `availability-zone`), the purchase options its DescribeInstanceTypes `SupportedUsageClasses`, as
-captured in the EC2 data moto 5.2.5 bundles (moto/ec2/resources/instance_type_offerings/ and
+captured in the EC2 data moto 5.2.6 bundles (moto/ec2/resources/instance_type_offerings/ and
 instance_types.json; tests/infra/platform/cluster/test_offerings.py keeps this table equal to
 it). A capture, not a live answer: EC2 adds regions, so before choosing one run
 `aws ec2 describe-instance-type-offerings --location-type availability-zone
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trnspec.boundary.problems import Problem
+from trnspec.boundary.problems import ABSENT, Problem
 
 from infra.settings import DeploymentSettings
 
 SOURCE = (
     "EC2 DescribeInstanceTypeOfferings and DescribeInstanceTypes (SupportedUsageClasses) as "
-    "bundled in moto 5.2.5"
+    "bundled in moto 5.2.6"
 )
 
 
@@ -39,9 +39,9 @@ class Offering:
 
 _USAGE = ("on-demand", "spot", "capacity-block")
 OFFERINGS: tuple[Offering, ...] = (
-    Offering("trn2.48xlarge", "ap-south-2", ("ap-south-2a", "ap-south-2b", "ap-south-2c"), _USAGE),
+    Offering("trn2.48xlarge", "ap-south-2", ("ap-south-2b",), _USAGE),
     Offering("trn2.48xlarge", "us-east-2", ("us-east-2a", "us-east-2b", "us-east-2c"), _USAGE),
-    Offering("trn2.3xlarge", "ap-south-2", ("ap-south-2a", "ap-south-2b", "ap-south-2c"), _USAGE),
+    Offering("trn2.3xlarge", "ap-south-2", ("ap-south-2b",), _USAGE),
     Offering("trn2.3xlarge", "ap-southeast-4", ("ap-southeast-4c",), _USAGE),
     Offering("trn2.3xlarge", "sa-east-1", ("sa-east-1a", "sa-east-1b", "sa-east-1c"), _USAGE),
 )
@@ -60,9 +60,13 @@ def offering(instance_type: str, region: str) -> Offering | None:
 
 def offering_problems(settings: DeploymentSettings) -> list[Problem]:
     """A pool whose type EC2 does not offer in the deployment's region (or zone) never gets a
-    node: its pods stay Pending for the autoscaler's whole provisioning time. Only checked when
-    the region is set (an environment-agnostic synth does not know it); a type this table does
-    not list is not judged."""
+    node: its pods stay Pending for the autoscaler's whole provisioning time. A managed node
+    group (the Cluster Autoscaler's) over a subnet in a zone without the type fails to create:
+    EKS's CreateNodegroup answers "Your requested instance type (...) is not supported in your
+    requested Availability Zone" and the stack rolls back (as reported in eksctl-io/eksctl#6461
+    and awslabs/ec2-spot-workshops#154; not run here). Karpenter picks an offered zone itself.
+    Only checked when the region is set (an environment-agnostic synth does not know it); a type
+    this table does not list is not judged, nor the zones of an existing VPC's subnets."""
     if not settings.region:
         return []
     problems: list[Problem] = []
@@ -82,13 +86,45 @@ def offering_problems(settings: DeploymentSettings) -> list[Problem]:
                     "infra/platform/cluster/offerings.py",
                 )
             )
-        elif pool.availability_zone and pool.availability_zone not in found.zones:
-            problems.append(
-                Problem(
-                    f"trn2_pools.{i}.availability_zone",
-                    pool.availability_zone,
-                    f"EC2 offers {pool.instance_type} in {settings.region} only in "
-                    f"{', '.join(found.zones)}; pick one of them",
+        elif pool.availability_zone:
+            if pool.availability_zone not in found.zones:
+                problems.append(
+                    Problem(
+                        f"trn2_pools.{i}.availability_zone",
+                        pool.availability_zone,
+                        f"EC2 offers {pool.instance_type} in {settings.region} only in "
+                        f"{', '.join(found.zones)}; pick one of them",
+                    )
                 )
-            )
+        elif not pool.subnet_ids and settings.vpc.vpc_id is None:
+            problems += _vpc_zone_problems(settings, i, found)
     return problems
+
+
+def _vpc_zone_problems(settings: DeploymentSettings, i: int, found: Offering) -> list[Problem]:
+    """An unpinned pool spans every zone of the VPC this app creates."""
+    zones = settings.vpc.availability_zones
+    without = [z for z in zones if z not in found.zones]
+    if not without:
+        return []
+    offered = ", ".join(found.zones)
+    if settings.autoscaler == "karpenter":
+        if len(without) < len(zones):
+            return []
+        return [
+            Problem(
+                "vpc.availability_zones",
+                list(zones),
+                f"EC2 offers {found.instance_type} in {settings.region} only in {offered}: "
+                "add one of them",
+            )
+        ]
+    return [
+        Problem(
+            f"trn2_pools.{i}.availability_zone",
+            ABSENT,
+            f"EC2 offers {found.instance_type} in {settings.region} only in {offered}, and a "
+            f"managed node group over {', '.join(without)} fails to create: set it to one of "
+            f"{offered} (also in vpc.availability_zones)",
+        )
+    ]

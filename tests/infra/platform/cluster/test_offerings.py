@@ -1,4 +1,4 @@
-"""Where Trn2 types can be had: the table equals EC2's own answers as moto 5.2.5 bundles them
+"""Where Trn2 types can be had: the table equals EC2's own answers as moto 5.2.6 bundles them
 (DescribeInstanceTypeOfferings per region and zone, DescribeInstanceTypes' usage classes and
 instance store), and a pool in a region without its type is refused before a deploy."""
 
@@ -18,7 +18,7 @@ from trnspec.hardware.pricing import REGIONAL_PRICES
 from trnspec.hardware.topology import INSTANCE_TYPES
 
 from infra.app.composition import compose
-from infra.platform.cluster.offerings import OFFERINGS
+from infra.platform.cluster.offerings import OFFERINGS, offering_problems
 from infra.settings import SettingsError, load_settings
 
 EC2_DATA = Path(moto.__file__).parent / "ec2" / "resources"
@@ -75,6 +75,7 @@ def test_a_pool_in_a_region_without_its_type_is_refused_naming_where_it_is_sold(
                     **ADMIN,
                     "region": "us-east-1",
                     "vpc.availability_zones": "[us-east-1a, us-east-1b]",
+                    "trn2_pools.0.availability_zone": "null",
                 },
             ),
         )
@@ -103,3 +104,52 @@ def test_a_zone_that_does_not_offer_the_type_is_refused() -> None:
 def test_every_region_that_offers_a_type_has_a_price_row_with_its_own_source() -> None:
     offered = {(o.instance_type, o.region) for o in OFFERINGS}
     assert set(REGIONAL_PRICES) == offered
+
+
+def _refusals(overrides: dict[str, str]) -> list[str]:
+    """The first-node profile's problems with these overrides: the settings' own checks, then
+    the offerings check (which compose runs; the tests above show it does)."""
+    try:
+        settings = load_settings("first-node", {**ADMIN, **overrides})
+    except SettingsError as err:
+        return [str(p) for p in err.problems]
+    return [str(p) for p in offering_problems(settings)]
+
+
+def test_the_first_node_profile_pins_its_pool_to_a_zone_that_offers_its_type() -> None:
+    settings = load_settings("first-node", ADMIN)
+    (pool,) = settings.trn2_pools
+    found = next(
+        o for o in OFFERINGS if (o.instance_type, o.region) == (pool.instance_type, settings.region)
+    )
+    assert pool.availability_zone in found.zones
+    assert _refusals({}) == []
+
+
+def test_an_unpinned_node_group_over_a_zone_without_its_type_is_refused_naming_the_zone() -> None:
+    """EKS refuses to create a managed node group with a subnet in a zone that lacks the type:
+    an unpinned pool spans every VPC zone, so ap-south-2a (no trn2 there) must be caught."""
+    lines = _refusals({"trn2_pools.0.availability_zone": "null"})
+    (line,) = [x for x in lines if x.startswith("trn2_pools.0.availability_zone")]
+    assert "ap-south-2a" in line
+    assert "set it to one of ap-south-2b" in line
+
+
+def test_an_unpinned_pool_is_accepted_where_every_vpc_zone_offers_its_type() -> None:
+    assert (
+        _refusals(
+            {
+                "trn2_pools.0.availability_zone": "null",
+                "region": "sa-east-1",
+                "vpc.availability_zones": "[sa-east-1a, sa-east-1c]",
+            }
+        )
+        == []
+    )
+
+
+def test_karpenter_needs_only_one_vpc_zone_that_offers_the_type() -> None:
+    unpinned = {"trn2_pools.0.availability_zone": "null", "autoscaler": "karpenter"}
+    assert _refusals(unpinned) == []
+    lines = _refusals({**unpinned, "vpc.availability_zones": "[ap-south-2a, ap-south-2c]"})
+    assert any(x.startswith("vpc.availability_zones") and "ap-south-2b" in x for x in lines), lines
