@@ -238,7 +238,7 @@ def tuned_choice(path: Path) -> TunedChoice:
 def sweep_rows(sweep: Mapping[int, list[RoundPair]]) -> list[dict[str, Any]]:
     """Per level: the median tok/s of each arm over the rounds, the ratio's spread and the
     tuned server's window (draft tokens per draft)."""
-    from trnspec_tools.tune.schedule_choice import spread
+    from trnspec_tools.bench.spread import spread
     from trnspec_tools.tune.schedule_tune import k_used_of, ratios_of
 
     rows = []

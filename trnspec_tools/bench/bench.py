@@ -9,9 +9,10 @@
 `--local` starts the embedded default (the real vLLM CPU server, speculative) through
 `local_server.LocalServer`; `--compare local` starts a second one with speculation.method=none
 for the baseline. Both arms get the same prompts in the same order, level by level, their order
-reversed at every other level (arm_order.py), a local server stopped while the other arm is
-measured. Writes the JSON (every figure), a Markdown summary next to it and PNG plots; exit
-code 2 on bad input, 1 if no request completed.
+reversed at every step (arm_order.py), a local server stopped while the other arm is measured.
+`--rounds N` measures every arm N times per level (ABBA): each level's speedup is then the median
+of the rounds' paired ratios, with its range (rounds.py). Writes the JSON (every figure), a
+Markdown summary next to it and PNG plots; exit code 2 on bad input, 1 if no request completed.
 
 `--profile P` (a Trn2 profile) adds the performance model's prediction next to each measured
 level (versus_predicted.py); `--per-category` measures acceptance per "category" of a JSONL dataset,
@@ -45,7 +46,7 @@ from trnspec.boundary.write import write_outputs as write_report_files
 from trnspec.cli.config_args import add_set_argument
 from trnspec.hardware.pricing import resolve_price
 
-from trnspec_tools.bench.arm_order import measurement_order
+from trnspec_tools.bench.arm_order import MAX_ROUNDS, measurement_order, measurement_steps
 from trnspec_tools.bench.categories import (
     add_category_arguments,
     category_workloads,
@@ -63,6 +64,7 @@ from trnspec_tools.bench.report import (
     plot_acceptance_by_position,
     plot_latency_vs_throughput,
 )
+from trnspec_tools.bench.rounds import combined, median_round
 from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.bench.run_result import ArmRun
 from trnspec_tools.bench.stats import compare
@@ -126,6 +128,13 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         type=float_arg(0, lo_open=True, allow_inf=True),
         default=float("inf"),
         help="Poisson arrivals per second (default: inf = closed loop)",
+    )
+    load.add_argument(
+        "--rounds",
+        type=int_arg(1, MAX_ROUNDS),
+        default=1,
+        help="runs of every arm at every level, alternated (default 1); with --compare and 2 or"
+        " more, each level's speedup is the median of the rounds' paired ratios, with its range",
     )
     add_category_arguments(load)
     add_client_args(p.add_argument_group("client (deadlines per request, retries, API key)"))
@@ -261,18 +270,23 @@ class _Plan:
 
     specs: list[RequestSpec]
     levels: list[int]
+    rounds: int
     price: float
     ps: PredictionSetup | None
     categories: dict[str, list[RequestSpec]] | None
 
 
+#: one arm's runs at one level, in round order, keyed by (arm name, level)
+Rounds = dict[tuple[str, int], list[ArmRun]]
+
+
 async def _measure_arms(
     o: BenchOptions, arms: list[Arm], plan: _Plan
-) -> tuple[list[ArmRun], dict[str, Any] | None]:
-    """Every arm's server up at once (a local arm's started here), every level of every arm in
-    `measurement_order` (alternating, so drift of the host weighs on both arms alike), each
-    local server but the measured arm's stopped meanwhile (`paused`), then the per-category runs
-    of the target. The runs come back level by level, in the order of `arms`."""
+) -> tuple[Rounds, dict[str, Any] | None]:
+    """Every arm's server up at once (a local arm's started here), every round of every level of
+    every arm in `measurement_steps` (alternating, so drift of the host weighs on both arms
+    alike), each local server but the measured arm's stopped meanwhile (`paused`), then the
+    per-category runs of the target."""
     with contextlib.ExitStack() as stack, _progress(not o.progress) as progress:
         live = {arm.name: stack.enter_context(opened(arm)) for arm in arms}
         models = {name: await served_model(arm, o.run, o.model) for name, arm in live.items()}
@@ -280,12 +294,14 @@ async def _measure_arms(
         def others(name: str) -> list[int | None]:
             return [arm.pid for other, arm in live.items() if other != name]
 
-        measured: dict[tuple[str, int], ArmRun] = {}
-        for c, name in measurement_order(list(live), plan.levels):
+        measured: Rounds = {}
+        for step in measurement_steps(list(live), plan.levels, plan.rounds):
+            name, c = step.arm, step.level
             with paused(others(name)):
-                measured[name, c] = await run_arm_level(
+                run = await run_arm_level(
                     live[name], models[name], plan.specs, c, o.run, plan.price, progress
                 )
+            measured.setdefault((name, c), []).append(run)
         per_category = None
         if plan.categories:
             target = live["target"]
@@ -300,18 +316,18 @@ async def _measure_arms(
                     plan.price,
                     plan.ps,
                 )
-    return [measured[name, c] for c in plan.levels for name in live], per_category
+    return measured, per_category
 
 
-def _comparison(runs: list[ArmRun], levels: list[int]) -> list[dict[str, Any]]:
-    """Target against baseline at each level ([] without a baseline)."""
-    if not any(r.arm == "baseline" for r in runs):
+def _comparison(measured: Rounds, levels: list[int]) -> list[dict[str, Any]]:
+    """Target against baseline at each level, round by round, combined (rounds.py); [] without
+    a baseline."""
+    if not any(name == "baseline" for name, _ in measured):
         return []
     out = []
     for c in levels:
-        t = next(r for r in runs if r.arm == "target" and r.concurrency == c)
-        b = next(r for r in runs if r.arm == "baseline" and r.concurrency == c)
-        out.append({"concurrency": c, **compare(t.result, b.result)})
+        pairs = zip(measured["target", c], measured["baseline", c], strict=True)
+        out.append({"concurrency": c, **combined([compare(t.result, b.result) for t, b in pairs])})
     return out
 
 
@@ -331,9 +347,10 @@ async def run(o: BenchOptions) -> dict[str, Any]:
     on_server_host = o.local or any(
         is_local_url(a.endpoint) for a in arms if a.endpoint is not None
     )
-    plan = _Plan(specs, levels, price, ps, categories)
-    runs, per_category = await _measure_arms(o, arms, plan)
-    comparison = _comparison(runs, levels)
+    plan = _Plan(specs, levels, o.rounds, price, ps, categories)
+    measured, per_category = await _measure_arms(o, arms, plan)
+    comparison = _comparison(measured, levels)
+    runs = [median_round(measured[a.name, c]) for c in levels for a in arms]
     runs = attach(ps, runs, comparison, len(specs))
     headline = next(r for r in runs if r.arm == "target")
     return {
@@ -345,8 +362,9 @@ async def run(o: BenchOptions) -> dict[str, Any]:
             "api": o.run.api,
             "compare": o.compare,
             "measurement_order": [
-                [name, c] for c, name in measurement_order([a.name for a in arms], levels)
+                [name, c] for c, name in measurement_order([a.name for a in arms], levels, o.rounds)
             ],
+            "rounds": o.rounds,
             "concurrency": levels,
             "num_prompts": len(specs),
             "input_desc": w.description,
@@ -365,6 +383,19 @@ async def run(o: BenchOptions) -> dict[str, Any]:
             "client_on_server_host": on_server_host,
         },
         "runs": [r.to_json() for r in runs],
+        # every round when there were several (`runs` holds each arm's median round per level)
+        **(
+            {
+                "runs_by_round": [
+                    {"round": i + 1, **r.to_json()}
+                    for c in levels
+                    for a in arms
+                    for i, r in enumerate(measured[a.name, c])
+                ]
+            }
+            if o.rounds > 1
+            else {}
+        ),
         "comparison": comparison,
         "per_category": per_category,
     }

@@ -60,6 +60,8 @@ class BenchOptions:
     compare: str | None
     workload: Workload
     levels: tuple[int, ...]
+    #: runs of every arm at every level (--rounds), alternated
+    rounds: int
     per_category: bool
     run: RunOptions
     #: the price table entry (cpu-local with --local, else trn2.48xlarge unless given)
@@ -83,6 +85,7 @@ def bench_options(args: argparse.Namespace) -> BenchOptions:
         compare=args.compare,
         workload=workload_of(args),
         levels=tuple(parse_int_list("--concurrency", args.concurrency)),
+        rounds=args.rounds,
         per_category=bool(args.per_category),
         run=run_options_from_args(
             args,

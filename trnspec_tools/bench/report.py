@@ -70,7 +70,32 @@ def _order(cfg: Mapping[str, Any]) -> str:
     order = cfg.get("measurement_order")
     if not cfg.get("compare") or not order:
         return ""
-    return ", measured in the order " + ", ".join(f"{arm} c={c}" for arm, c in order)
+    rounds = cfg.get("rounds") or 1
+    each = f" ({rounds} rounds of each arm per level)" if rounds > 1 else ""
+    return f", measured in the order{each} " + ", ".join(f"{arm} c={c}" for arm, c in order)
+
+
+def _rounds_note(cfg: Mapping[str, Any]) -> list[str]:
+    """What the runs table shows when each arm ran several rounds per level."""
+    rounds = cfg.get("rounds") or 1
+    if rounds < 2:
+        return []
+    return [
+        f"Each arm ran {rounds} rounds per level: the table shows its round of median output"
+        " tok/s (every round is in the JSON's `runs_by_round`); the speedup below is the median"
+        " of the rounds' paired ratios, with their range (the 90 % interval of the median from"
+        " five rounds on).",
+        "",
+    ]
+
+
+def _speedup(c: Mapping[str, Any]) -> str:
+    """'1.52x', or '1.52x (1.40-1.61)' with the spread of several rounds."""
+    text = _f(c.get("speedup_output_tokens_per_s"), "{:.2f}x")
+    low, high = c.get("speedup_low"), c.get("speedup_high")
+    if isinstance(low, int | float) and isinstance(high, int | float):
+        text += f" ({low:.2f}-{high:.2f})"
+    return text
 
 
 def bench_markdown(result: Mapping[str, Any]) -> str:
@@ -92,6 +117,7 @@ def bench_markdown(result: Mapping[str, Any]) -> str:
         "",
         *runs_table(runs),
         "",
+        *_rounds_note(cfg),
     ]
     comparisons = result.get("comparison") or []
     if comparisons:
@@ -104,7 +130,7 @@ def bench_markdown(result: Mapping[str, Any]) -> str:
         ]
         for c in comparisons:
             lines.append(
-                f"| {c['concurrency']} | {_f(c.get('speedup_output_tokens_per_s'), '{:.2f}x')} "
+                f"| {c['concurrency']} | {_speedup(c)} "
                 f"| {_pct(c.get('itl_p50_change'))} | {_pct(c.get('tpot_p50_change'))} "
                 f"| {_pct(c.get('ttft_p50_change'))} | {_pct(c.get('e2e_p50_change'))} |"
             )

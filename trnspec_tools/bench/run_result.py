@@ -294,6 +294,10 @@ class ArmRun:
     def concurrency(self) -> int:
         return self.result.concurrency
 
+    @property
+    def output_tokens_per_s(self) -> float:
+        return self.result.output_tokens_per_s
+
     @classmethod
     def from_json(cls, obj: object, where: str) -> ArmRun:
         """An entry of "runs" as written (the inverse of to_json), or BoundaryError."""

@@ -29,6 +29,7 @@ from trnspec.boundary.problems import ABSENT
 from trnspec_tools.bench.bench import Arm, opened, served_model
 from trnspec_tools.bench.json_fields import Fields
 from trnspec_tools.bench.options import UsageError
+from trnspec_tools.bench.rounds import median_round
 from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.bench.run_result import ArmRun, RunResult
 from trnspec_tools.client.metrics import MAX_POSITIONS
@@ -100,12 +101,6 @@ def arms_of(opts: TuneOptions) -> tuple[Arm, dict[int, Arm]]:
         else Arm("baseline", None, [*overrides, PLAIN_OVERRIDE])
     )
     return base_arm, arms
-
-
-def median_run(runs: Sequence[RunResult]) -> RunResult:
-    """The run of median throughput (the lower one of an even count)."""
-    ordered = sorted(runs, key=lambda r: r.output_tokens_per_s)
-    return ordered[(len(ordered) - 1) // 2]
 
 
 Log = Callable[[str], None]
@@ -186,7 +181,7 @@ async def measure_all(
                     plain_runs.setdefault(c, []).extend(p)
                     rounds.setdefault(k, {})[c] = pairs
                     runs.setdefault(k, {})[c] = ArmRun(
-                        arm.name, window.url, window.model, median_run(x)
+                        arm.name, window.url, window.model, median_round(x)
                     )
                 for cat, cat_specs in (categories or {}).items():
                     if category_level is None:
@@ -194,7 +189,7 @@ async def measure_all(
                     log(f"measuring {arm.name} on category {cat}")
                     cats.setdefault(cat, {})[k] = await window.run(cat_specs, category_level, plain)
     baseline = {
-        c: ArmRun(base_arm.name, plain.url, plain.model, median_run(found))
+        c: ArmRun(base_arm.name, plain.url, plain.model, median_round(found))
         for c, found in plain_runs.items()
     }
     return SweepRuns(baseline, runs, rounds, cats)

@@ -19,8 +19,8 @@ from trnspec.boundary.problems import ABSENT
 
 from trnspec_tools.bench.options import UsageError
 from trnspec_tools.bench.run_result import RunResult
+from trnspec_tools.bench.spread import Spread
 from trnspec_tools.bench.stats import exceeds_tokens_per_step
-from trnspec_tools.tune.schedule_choice import Spread
 from trnspec_tools.tune.versus_plain import VersusPlain
 from trnspec_tools.tune.window_fit import (
     FittedModel,

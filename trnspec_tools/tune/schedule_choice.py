@@ -21,11 +21,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from statistics import median
 
 from trnspec.config.k_schedule import schedule_text
 
-from trnspec_tools.bench.stats import median_interval
+from trnspec_tools.bench.spread import Spread, spread
 
 Band = tuple[int, int, int]
 
@@ -72,37 +71,7 @@ def scheduled(bands: Sequence[Band]) -> Candidate:
     return Candidate(f"schedule {schedule_text(merged)}", schedule=tuple(merged))
 
 
-@dataclass(frozen=True)
-class Spread:
-    """A ratio measured over alternated rounds: its median and the interval it is known to."""
-
-    median: float
-    low: float
-    high: float
-    rounds: int
-    #: "90% CI of the median" (five rounds or more) or "min-max of the rounds"
-    method: str
-
-    def overlaps(self, other: Spread) -> bool:
-        return self.low <= other.high and other.low <= self.high
-
-    def text(self) -> str:
-        return f"{self.median:.2f}x [{self.low:.2f}-{self.high:.2f}]"
-
-
 EXACT = Spread(1.0, 1.0, 1.0, 0, "the reference")
-
-
-def spread(ratios: Sequence[float]) -> Spread:
-    """The median of the rounds' ratios and its 90 % interval (order statistics, five rounds or
-    more), else the range of the rounds; a single round has no spread (low = high)."""
-    if not ratios:
-        raise ValueError("no rounds measured")
-    mid = median(ratios)
-    interval = median_interval(ratios, 0.9)
-    if interval is not None:
-        return Spread(mid, interval[0], interval[1], len(ratios), "90% CI of the median")
-    return Spread(mid, min(ratios), max(ratios), len(ratios), "min-max of the rounds")
 
 
 def level_bands(levels: Sequence[int], max_num_seqs: int) -> list[tuple[int, int]]:

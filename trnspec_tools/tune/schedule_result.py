@@ -14,13 +14,13 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from trnspec_tools.bench.spread import Spread
 from trnspec_tools.tune.round_run import RoundPair
 from trnspec_tools.tune.schedule_choice import (
     PLAIN,
     Candidate,
     Choice,
     LevelChoice,
-    Spread,
     ZeroBand,
     deploy_line,
     set_line,

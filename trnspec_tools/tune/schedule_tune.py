@@ -40,6 +40,7 @@ from trnspec.config.serving import apply_overrides, load_profile
 from trnspec_tools.bench.json_fields import Fields
 from trnspec_tools.bench.options import UsageError
 from trnspec_tools.bench.run import RunOptions, run_level
+from trnspec_tools.bench.spread import Spread
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.local_engine.local_server import LocalServer
 from trnspec_tools.local_engine.paused import paused
@@ -48,7 +49,6 @@ from trnspec_tools.tune.schedule_choice import (
     PLAIN,
     Candidate,
     Choice,
-    Spread,
     ZeroBand,
     choose,
     level_bands,

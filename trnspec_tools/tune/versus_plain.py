@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from trnspec_tools.bench.spread import Spread, spread
 from trnspec_tools.tune.round_run import RoundPair
-from trnspec_tools.tune.schedule_choice import Spread, spread
 
 #: What turns speculation off in a profile (the `--set` item and the deployment override).
 PLAIN_OVERRIDE = "speculation.method=none"

@@ -15,6 +15,17 @@ from trnspec_tools.bench.bench import main
 REQUIRED = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 
 
+def _arms_by_arrival(target: str, baseline: str) -> list[str]:
+    """Which fake server the requests reached, in the order they arrived (the servers' own
+    arrival times, one clock), runs of one arm merged: ["target", "baseline", "target"]."""
+    arrivals = sorted(
+        (r["arrival"], arm)
+        for arm, url in (("target", target), ("baseline", baseline))
+        for r in httpx.get(url + "/debug/timings").json()
+    )
+    return [arm for arm, _ in itertools.groupby(arm for _, arm in arrivals)]
+
+
 def test_ab_comparison_reports_the_known_speedup_and_writes_every_output(tmp_path):
     """Target: 4 tokens per 40 ms step (k=3, all accepted); baseline: 1 token per 40 ms step.
     For 25 tokens: target 80 + 6*40 = 320 ms, baseline 80 + 24*40 = 1040 ms, so 3.25x.
@@ -56,22 +67,14 @@ def test_ab_comparison_reports_the_known_speedup_and_writes_every_output(tmp_pat
                 "20",
             ]
         )
-        arrivals = [
-            (r["arrival"], arm)
-            for arm, url in (("target", t), ("baseline", b))
-            for r in httpx.get(url + "/debug/timings").json()
-        ]
+        served = _arms_by_arrival(t, b)
     assert code == 0
     result = json.loads(out.read_text())
     # measured back to back, the order reversed at the second level: target, baseline (c=1),
     # baseline, target (c=2); the servers' own arrival times (one clock) show it
     order = [["target", 1], ["baseline", 1], ["baseline", 2], ["target", 2]]
     assert result["config"]["measurement_order"] == order
-    assert [arm for arm, _ in itertools.groupby(arm for _, arm in sorted(arrivals))] == [
-        "target",
-        "baseline",
-        "target",
-    ]
+    assert served == ["target", "baseline", "target"]
     for key in (
         *REQUIRED,
         "output_tokens_per_s",
@@ -108,6 +111,42 @@ def test_ab_comparison_reports_the_known_speedup_and_writes_every_output(tmp_pat
     for png in ("bench_latency.png", "bench_acceptance.png"):
         assert (out.parent / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(out.parent.glob(".*tmp")), "temporary files left behind"
+
+
+def test_rounds_pair_the_arms_abba_and_the_speedup_is_their_median_with_its_range(tmp_path):
+    """--rounds 2 at one level: target, baseline, baseline, target (the servers' own arrival
+    times show it); the level's speedup is the median of two paired ratios, each near the known
+    2.5x (9 tokens: target 80 + 2*40 = 160 ms, baseline 80 + 8*40 = 400 ms), and every round's
+    run is in the JSON."""
+    out = tmp_path / "bench.json"
+    spec = ("--ttft-ms", "80", "--itl-ms", "40")
+    with (
+        running(*spec, "--k", "3", "--tokens-per-step", "4") as t,
+        running(*spec, "--k", "1", "--tokens-per-step", "1", "--no-spec-metrics") as b,
+    ):
+        code = main(
+            ["--endpoint", t, "--compare", b, "--concurrency", "1", "--rounds", "2",
+             "--num-prompts", "2", "--input-len", "8", "--output-len", "9", "--out", str(out),
+             "--no-progress", "--no-plots"]
+        )  # fmt: skip
+        served = _arms_by_arrival(t, b)
+    assert code == 0
+    result = json.loads(out.read_text())
+    assert result["config"]["rounds"] == 2
+    order = [["target", 1], ["baseline", 1], ["baseline", 1], ["target", 1]]
+    assert result["config"]["measurement_order"] == order
+    assert served == ["target", "baseline", "target"]
+    by_round = [(r["arm"], r["round"]) for r in result["runs_by_round"]]
+    assert by_round == [("target", 1), ("target", 2), ("baseline", 1), ("baseline", 2)]
+    assert [r["arm"] for r in result["runs"]] == ["target", "baseline"]
+    (comp,) = result["comparison"]
+    ratios = comp["speedup_rounds"]
+    assert len(ratios) == 2 and all(r == pytest.approx(2.5, rel=0.15) for r in ratios)
+    assert comp["speedup_output_tokens_per_s"] == pytest.approx(sum(ratios) / 2)
+    assert (comp["speedup_low"], comp["speedup_high"]) == (min(ratios), max(ratios))
+    md = out.with_suffix(".md").read_text()
+    assert f"({min(ratios):.2f}-{max(ratios):.2f})" in md
+    assert "2 rounds of each arm per level" in md and "runs_by_round" in md
 
 
 def test_unreachable_endpoint_still_writes_a_report_and_exits_1(tmp_path):

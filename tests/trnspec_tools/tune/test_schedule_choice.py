@@ -18,7 +18,6 @@ from trnspec_tools.tune.schedule_choice import (
     schedule_candidates,
     scheduled,
     set_line,
-    spread,
     spreads,
     static,
     zero_bands,
@@ -38,14 +37,6 @@ def test_each_level_stands_for_the_batches_up_to_it_and_the_last_runs_to_max_num
 
 def test_adjacent_bands_with_one_k_are_merged():
     assert merge_bands([(9, 32, 2), (1, 1, 4), (2, 8, 2)]) == [(1, 1, 4), (2, 32, 2)]
-
-
-def test_spread_is_the_range_of_few_rounds_and_the_median_interval_of_many():
-    few = spread([1.2, 1.0, 1.1])
-    assert (few.median, few.low, few.high, few.method) == (1.1, 1.0, 1.2, "min-max of the rounds")
-    many = spread([1.0, 1.1, 1.2, 1.3, 1.4, 1.5])
-    assert many.method == "90% CI of the median"
-    assert many.low <= many.median <= many.high
 
 
 def _measured(table: dict[str, list[list[float]]]):

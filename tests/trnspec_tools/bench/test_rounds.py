@@ -1,0 +1,86 @@
+"""bench --rounds: a level's speedup is the median of its rounds' paired ratios, with their
+range; a figure one round could not give is not given for the level; one round is the pair."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from made_runs import made_run
+
+from trnspec_tools.bench.rounds import PAIRED_FIGURES, combined, median_round
+from trnspec_tools.bench.run_result import ArmRun
+from trnspec_tools.bench.stats import compare
+
+
+def _pair(target_tps: float, baseline_tps: float, **latency: float) -> dict[str, object]:
+    return compare(
+        made_run(output_tokens_per_s=target_tps, **latency),
+        made_run(output_tokens_per_s=baseline_tps, **latency),
+    )
+
+
+def test_one_round_is_the_pairs_own_comparison():
+    pair = _pair(150.0, 100.0, itl_p50=10.0)
+    assert combined([pair]) == pair
+
+
+def test_the_speedup_is_the_median_of_the_paired_ratios_not_the_ratio_of_medians():
+    # target 300, 100, 200 against baseline 100, 100, 400: paired ratios 3.0, 1.0, 0.5;
+    # the ratio of the arms' medians would be 200 / 100 = 2.0
+    rounds = [_pair(300, 100), _pair(100, 100), _pair(200, 400)]
+    level = combined(rounds)
+    assert level["speedup_output_tokens_per_s"] == pytest.approx(1.0)
+    assert level["speedup_rounds"] == pytest.approx([3.0, 1.0, 0.5])
+    assert (level["speedup_low"], level["speedup_high"]) == pytest.approx((0.5, 3.0))
+    assert level["speedup_interval"] == "min-max of the rounds"
+
+
+def test_a_range_that_holds_one_says_the_arms_are_not_told_apart():
+    level = combined([_pair(110, 100), _pair(95, 100)])
+    assert "not told apart from the baseline" in str(level["note"])
+    assert "note" not in combined([_pair(110, 100), _pair(120, 100)])
+
+
+def test_five_rounds_give_the_interval_of_the_median():
+    level = combined([_pair(100 + i, 100) for i in range(1, 6)])
+    assert level["speedup_interval"] == "90% CI of the median"
+
+
+def test_a_speedup_one_round_lacks_is_not_given_for_the_level():
+    """A round whose baseline produced nothing has no ratio: the level's median over the other
+    rounds would hide it, so the level gives none, and every round's value is shown."""
+    level = combined([_pair(150, 100), _pair(150, 0)])
+    assert level["speedup_output_tokens_per_s"] is None
+    assert level["speedup_rounds"] == [1.5, None]
+    assert "speedup_low" not in level
+
+
+def test_a_rounds_note_is_kept_with_its_round_number():
+    bursty = _pair(300, 400, itl_p50=0.01, tpot_p50=0.1)
+    level = combined([_pair(300, 200, itl_p50=6.0, tpot_p50=4.0), bursty])
+    assert level["itl_p50_change"] is None
+    assert "round 2: " in str(level["note"]) and "round 1: " not in str(level["note"])
+
+
+@given(st.lists(st.tuples(st.floats(1, 1e4), st.floats(1, 1e4)), min_size=2, max_size=9))
+def test_every_paired_figure_lies_within_its_rounds(pairs):
+    rounds = [_pair(t, b, ttft_p50=t, e2e_p50=b) for t, b in pairs]
+    level = combined(rounds)
+    for key in PAIRED_FIGURES:
+        values = [r[key] for r in rounds]
+        if all(isinstance(v, float) for v in values):
+            assert min(values) <= level[key] <= max(values)
+
+
+def _arm_run(tps: float) -> ArmRun:
+    return ArmRun("target", "http://x", "m", made_run(output_tokens_per_s=tps))
+
+
+def test_the_median_round_is_the_middle_throughput_and_the_lower_of_an_even_count():
+    assert median_round([_arm_run(v) for v in (300, 100, 200)]).result.output_tokens_per_s == 200
+    assert (
+        median_round([_arm_run(v) for v in (400, 100, 300, 200)]).result.output_tokens_per_s == 200
+    )
+    with pytest.raises(ValueError, match="no rounds"):
+        median_round([])
