@@ -113,9 +113,10 @@ demo: setup
 	$(BIN)/python scripts/demo.py
 
 # The benchmark and the window tuner on the embedded default (local vLLM CPU server, tiny models).
+# bench: 3 alternated rounds per level, so each speedup comes with the range of its rounds.
 bench: setup
 	$(BIN)/python scripts/bench.py --local --compare local --dataset tiny-corpus \
-		--concurrency 1,2,4 --num-prompts 24 --output-len 64 --out reports/bench.json
+		--concurrency 1,2,4 --rounds 3 --num-prompts 24 --output-len 64 --out reports/bench.json
 
 # The k x concurrency sweep: the step-time model is fitted at concurrency 2 and checked at 1, 4, 8
 # (reports/tune.md, reports/tune_concurrency.png); max_num_seqs=8 so concurrency 8 is batch 8.
