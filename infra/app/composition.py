@@ -124,13 +124,17 @@ def preflight(settings: DeploymentSettings, *, check_placement: bool = True) -> 
     return checked
 
 
-def check_profile(profile: str, overrides: dict[str, Any] | None = None) -> Preflight:
+def check_profile(
+    profile: str, overrides: dict[str, Any] | None = None, *, deploy_region: str | None = None
+) -> Preflight:
     """Validate a deployment profile (plus `-c` overrides) in one pass and return its preflight.
 
     Every problem is listed in one SettingsError: the deployment settings, the `serving:` section
     with the engine config and workload it names (checked even when the deployment settings are
     bad, from the profile as read), and, when both are valid, the platform against the workload
     (add-ons, pins, a Trn2 pool for the serving pods). One synth shows everything to fix.
+    `deploy_region` is the region `cdk deploy` targets when the profile sets none (app.py reads
+    the CDK CLI's CDK_DEFAULT_REGION): the Trn2 offerings are checked there.
     """
     problems: list[Problem] = []
     settings: DeploymentSettings | None = None
@@ -152,7 +156,7 @@ def check_profile(profile: str, overrides: dict[str, Any] | None = None) -> Pref
     checked = None
     if settings is not None and workload is not None:
         checked = Preflight(settings, workload)
-        problems += platform_problems(checked)
+        problems += platform_problems(checked, deploy_region=deploy_region)
     if problems or checked is None:
         raise SettingsError(problems, source=f"profile {profile}")
     return checked
@@ -184,7 +188,9 @@ def access_problems(settings: DeploymentSettings) -> list[Problem]:
     ]
 
 
-def platform_problems(checked: Preflight, *, check_placement: bool = True) -> list[Problem]:
+def platform_problems(
+    checked: Preflight, *, check_placement: bool = True, deploy_region: str | None = None
+) -> list[Problem]:
     """The platform against the workload, in one pass: the add-ons it needs (relations, pins
     for the cluster's Kubernetes version), an image whose Neuron runtime the nodes' driver runs
     (infra/serving/neuron_runtime.py) and a Trn2 pool whose node fits its pods (read from the
@@ -193,7 +199,7 @@ def platform_problems(checked: Preflight, *, check_placement: bool = True) -> li
     if checked.settings.cluster.existing is not None:
         return runtime_problems(checked.workload.config)
     problems = addon_check_problems(checked.settings, checked.needs)
-    problems += offering_problems(checked.settings)
+    problems += offering_problems(checked.settings, deploy_region)
     problems += runtime_problems(checked.workload.config)
     if check_placement:
         calibrating = checked.workload.settings.calibration is not None

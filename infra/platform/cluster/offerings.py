@@ -58,41 +58,37 @@ def offering(instance_type: str, region: str) -> Offering | None:
     return None
 
 
-def offering_problems(settings: DeploymentSettings) -> list[Problem]:
+def offering_problems(
+    settings: DeploymentSettings, deploy_region: str | None = None
+) -> list[Problem]:
     """A pool whose type EC2 does not offer in the deployment's region (or zone) never gets a
     node: its pods stay Pending for the autoscaler's whole provisioning time. A managed node
     group (the Cluster Autoscaler's) over a subnet in a zone without the type fails to create:
     EKS's CreateNodegroup answers "Your requested instance type (...) is not supported in your
     requested Availability Zone" and the stack rolls back (as reported in eksctl-io/eksctl#6461
     and awslabs/ec2-spot-workshops#154; not run here). Karpenter picks an offered zone itself.
-    Only checked when the region is set (an environment-agnostic synth does not know it); a type
-    this table does not list is not judged, nor the zones of an existing VPC's subnets."""
-    if not settings.region:
+
+    The region is the settings' own, else `deploy_region`, the one `cdk deploy` targets for an
+    environment-agnostic profile (CDK_DEFAULT_REGION); with neither (an offline synth) nothing is
+    checked. A type this table does not list is not judged, nor an existing VPC's subnets."""
+    region = settings.region or deploy_region
+    if not region:
         return []
     problems: list[Problem] = []
     for i, pool in enumerate(settings.trn2_pools):
         regions = regions_offering(pool.instance_type)
         if not regions:
             continue
-        found = offering(pool.instance_type, settings.region)
+        found = offering(pool.instance_type, region)
         if found is None:
-            problems.append(
-                Problem(
-                    f"trn2_pools.{i}.instance_type",
-                    pool.instance_type,
-                    f"EC2 does not offer it in {settings.region} ({SOURCE}); deploy to one of "
-                    f"{', '.join(regions)}, or if EC2 offers it there now (aws ec2 "
-                    "describe-instance-type-offerings), add the region to "
-                    "infra/platform/cluster/offerings.py",
-                )
-            )
+            problems.append(_not_offered(settings, i, region, regions))
         elif pool.availability_zone:
             if pool.availability_zone not in found.zones:
                 problems.append(
                     Problem(
                         f"trn2_pools.{i}.availability_zone",
                         pool.availability_zone,
-                        f"EC2 offers {pool.instance_type} in {settings.region} only in "
+                        f"EC2 offers {pool.instance_type} in {region} only in "
                         f"{', '.join(found.zones)}; pick one of them",
                     )
                 )
@@ -101,14 +97,51 @@ def offering_problems(settings: DeploymentSettings) -> list[Problem]:
     return problems
 
 
+def _not_offered(settings: DeploymentSettings, i: int, region: str, regions: list[str]) -> Problem:
+    instance_type = settings.trn2_pools[i].instance_type
+    where = (
+        f"add the region to infra/platform/cluster/offerings.py if EC2 offers it there now (aws "
+        f"ec2 describe-instance-type-offerings); {SOURCE}"
+    )
+    if settings.region is None:
+        return Problem(
+            "region",
+            ABSENT,
+            f"not set, so cdk deploy targets {region} (CDK_DEFAULT_REGION: the AWS profile's "
+            f"region or --region), where EC2 does not offer {instance_type} "
+            f"(trn2_pools.{i}): set -c region= one of {', '.join(regions)}, or {where}",
+        )
+    return Problem(
+        f"trn2_pools.{i}.instance_type",
+        instance_type,
+        f"EC2 does not offer it in {region}; deploy to one of {', '.join(regions)}, or {where}",
+    )
+
+
 def _vpc_zone_problems(settings: DeploymentSettings, i: int, found: Offering) -> list[Problem]:
-    """An unpinned pool spans every zone of the VPC this app creates."""
+    """An unpinned pool spans every zone of the VPC this app creates: those of
+    vpc.availability_zones, or two the region picks at deploy when the profile names none."""
+    offered = ", ".join(found.zones)
+    managed = settings.autoscaler != "karpenter"
+    if settings.region is None:
+        if not managed or len(found.zones) >= 2:
+            return []  # the two zones picked at deploy are not known here
+        return [
+            Problem(
+                f"trn2_pools.{i}.availability_zone",
+                ABSENT,
+                f"EC2 offers {found.instance_type} in {found.region} only in {offered}, and a "
+                "managed node group over the two zones a new VPC takes there at deploy would "
+                f"fail to create: set -c region={found.region}, vpc.availability_zones with "
+                f"{found.zones[0]} and another zone, and this pool's availability_zone to "
+                f"{found.zones[0]}",
+            )
+        ]
     zones = settings.vpc.availability_zones
     without = [z for z in zones if z not in found.zones]
     if not without:
         return []
-    offered = ", ".join(found.zones)
-    if settings.autoscaler == "karpenter":
+    if not managed:
         if len(without) < len(zones):
             return []
         return [

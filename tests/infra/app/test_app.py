@@ -20,9 +20,28 @@ from infra.serving.manifests import manifests, spec
 from infra.settings import load_settings
 
 
-def _run_app(context: dict[str, object], outdir: Path) -> subprocess.CompletedProcess[str]:
+def _app_module() -> Any:
+    """app.py as a module (it is a script, not a package member)."""
+    loader = importlib.util.spec_from_file_location("trnspec_cdk_app", REPO / "app.py")
+    assert loader is not None and loader.loader is not None
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    return module
+
+
+def _run_app(
+    context: dict[str, object], outdir: Path, deploy_region: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """app.py as the CDK CLI runs it; `deploy_region` is the CLI's CDK_DEFAULT_REGION (the AWS
+    profile's region) with an account, as with credentials; both unset unless given, whatever
+    the shell running the tests has."""
+    cli = ("CDK_DEFAULT_REGION", "CDK_DEFAULT_ACCOUNT")
+    inherited = {k: v for k, v in os.environ.items() if k not in cli}
+    # the CLI sets both when credentials resolve (app._deploy_region)
+    given = {"CDK_DEFAULT_REGION": deploy_region, "CDK_DEFAULT_ACCOUNT": "123456789012"}
     env = {
-        **os.environ,
+        **inherited,
+        **(given if deploy_region else {}),
         "CDK_CONTEXT_JSON": json.dumps({**cdk_json_context(), **context}),
         "CDK_OUTDIR": str(outdir),
         "CDK_VALIDATION": "false",
@@ -56,6 +75,30 @@ def test_a_deploy_naming_no_cluster_admin_exits_2_naming_the_setting(tmp_path: P
     assert "admin_principal_arns=[]: name the IAM role or user you deploy" in result.stderr
     assert "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_profile_without_region_is_checked_in_the_region_cdk_deploy_targets(
+    tmp_path: Path,
+) -> None:
+    """The default profile sets no region: `cdk deploy` goes to the AWS profile's region, which
+    the CLI passes as CDK_DEFAULT_REGION; where EC2 does not sell trn2.48xlarge the node group
+    would never get a node, so synth says so, naming the region and where it is sold."""
+    result = _run_app(ADMIN, tmp_path, deploy_region="us-east-1")
+    assert result.returncode == 2
+    assert result.stderr.startswith("invalid deployment settings (profile default):")
+    assert "region: not set, so cdk deploy targets us-east-1" in result.stderr
+    assert "one of ap-south-2, us-east-2" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not list(tmp_path.glob("*.template.json"))
+
+
+def test_without_credentials_the_clis_fallback_region_is_not_checked() -> None:
+    """With no credentials the CLI still passes CDK_DEFAULT_REGION (us-east-1, its fallback) but
+    no account: that synth deploys nothing, and an offline `make synth` must pass."""
+    deploy_region = _app_module()._deploy_region
+    assert deploy_region({"CDK_DEFAULT_REGION": "us-east-1"}) is None
+    both = {"CDK_DEFAULT_REGION": "us-east-1", "CDK_DEFAULT_ACCOUNT": "123456789012"}
+    assert deploy_region(both) == "us-east-1"
 
 
 def test_a_bad_serving_profile_fails_before_any_asset_is_staged(tmp_path: Path) -> None:
@@ -99,10 +142,7 @@ def test_one_synth_resolves_the_config_derives_the_workload_and_builds_manifests
 ) -> None:
     """Once per workload: the main one and, in a calibration deployment (the shipped default),
     the speculative arm, whose config and spec are derived inside the one build_manifests."""
-    loader = importlib.util.spec_from_file_location("trnspec_cdk_app", REPO / "app.py")
-    assert loader is not None and loader.loader is not None
-    app = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(app)  # imports every infra module the synth uses
+    app = _app_module()  # imports every infra module the synth uses
     counts = {
         f.__name__: _count_calls(monkeypatch, f)
         for f in (spec.resolve_serving_config, spec.derive_workload, manifests.build_manifests)

@@ -153,3 +153,36 @@ def test_karpenter_needs_only_one_vpc_zone_that_offers_the_type() -> None:
     assert _refusals(unpinned) == []
     lines = _refusals({**unpinned, "vpc.availability_zones": "[ap-south-2a, ap-south-2c]"})
     assert any(x.startswith("vpc.availability_zones") and "ap-south-2b" in x for x in lines), lines
+
+
+def _default_in(deploy_region: str | None, **overrides: str) -> list[str]:
+    """The default profile (no region of its own) checked for the region cdk deploy targets."""
+    settings = load_settings("default", {**ADMIN, **overrides})
+    assert settings.region is None
+    return [str(p) for p in offering_problems(settings, deploy_region)]
+
+
+def test_without_a_region_the_deploy_target_region_is_checked_and_named():
+    (line,) = _default_in("us-east-1")
+    assert line.startswith("region: not set, so cdk deploy targets us-east-1")
+    assert "one of ap-south-2, us-east-2" in line
+
+
+def test_an_offline_synth_or_a_region_offering_the_type_in_every_zone_passes():
+    assert _default_in(None) == []
+    assert _default_in("us-east-2") == []
+
+
+def test_without_a_region_a_one_zone_offering_asks_for_the_zones_to_be_named():
+    """ap-south-2 sells trn2.48xlarge in one zone; a new VPC takes two zones at deploy, so a
+    managed node group over both would fail to create: name region, zones and the pool's zone."""
+    (line,) = _default_in("ap-south-2")
+    assert line.startswith("trn2_pools.0.availability_zone: ")
+    assert "-c region=ap-south-2" in line and "availability_zone to ap-south-2b" in line
+    assert _default_in("ap-south-2", autoscaler="karpenter") == []
+
+
+def test_the_profile_region_wins_over_the_deploy_target_region():
+    assert _refusals({}) == []
+    settings = load_settings("first-node", ADMIN)
+    assert offering_problems(settings, "us-east-1") == []
