@@ -150,6 +150,16 @@ TARGETS: tuple[Target, ...] = (
         ),
     ),
     Target(
+        "bench_rounds",
+        "trnspec_tools/bench/rounds.py",
+        ("tests/trnspec_tools/bench/test_rounds.py",),
+    ),
+    Target(
+        "bench_arm_order",
+        "trnspec_tools/bench/arm_order.py",
+        ("tests/trnspec_tools/bench/test_arm_order.py",),
+    ),
+    Target(
         "sse",
         "trnspec_tools/boundary/sse.py",
         (

@@ -67,7 +67,7 @@ def combined(per_round: Sequence[Mapping[str, object]]) -> dict[str, object]:
     if len(ratios) == len(speedups):
         s = spread(ratios)
         out["speedup_low"], out["speedup_high"], out["speedup_interval"] = s.low, s.high, s.method
-        if s.low < 1.0 < s.high:
+        if s.low <= 1.0 <= s.high:
             notes.append(
                 f"the speedup's {s.method} ({s.low:.2f}-{s.high:.2f}) holds 1.0: at this level"
                 " the target is not told apart from the baseline; measure more rounds"

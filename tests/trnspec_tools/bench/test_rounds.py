@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from made_runs import made_run
 
 from trnspec_tools.bench.rounds import PAIRED_FIGURES, combined, median_round
-from trnspec_tools.bench.run_result import ArmRun
+from trnspec_tools.bench.run_result import AcceptanceFigures, ArmRun
 from trnspec_tools.bench.stats import compare
 
 
@@ -38,8 +38,14 @@ def test_the_speedup_is_the_median_of_the_paired_ratios_not_the_ratio_of_medians
 
 def test_a_range_that_holds_one_says_the_arms_are_not_told_apart():
     level = combined([_pair(110, 100), _pair(95, 100)])
-    assert "not told apart from the baseline" in str(level["note"])
+    assert level["note"] == (
+        "the speedup's min-max of the rounds (0.95-1.10) holds 1.0: at this level the target is"
+        " not told apart from the baseline; measure more rounds"
+    )
     assert "note" not in combined([_pair(110, 100), _pair(120, 100)])
+    # a round at exactly 1.0 is a round without a speedup: the range holds 1.0 at either end
+    assert "not told apart" in str(combined([_pair(100, 100), _pair(120, 100)])["note"])
+    assert "not told apart" in str(combined([_pair(80, 100), _pair(100, 100)])["note"])
 
 
 def test_five_rounds_give_the_interval_of_the_median():
@@ -56,11 +62,34 @@ def test_a_speedup_one_round_lacks_is_not_given_for_the_level():
     assert "speedup_low" not in level
 
 
+def test_a_round_whose_speedup_the_acceptance_cannot_explain_leaves_the_level_without_one():
+    """stats.compare refuses a speedup above the target's tokens per step (a stalled baseline):
+    the level says which round it was, with the refused values, and gives no speedup."""
+    stalled = compare(
+        made_run(output_tokens_per_s=1034.0, acceptance=AcceptanceFigures(mean_accepted_length=2)),
+        made_run(output_tokens_per_s=262.7),
+    )
+    level = combined([_pair(150, 100), stalled])
+    assert level["speedup_output_tokens_per_s"] is None
+    assert level["implausible_speedup"] == [None, pytest.approx(1034.0 / 262.7)]
+    assert str(level["note"]).startswith("round 2: measured speedup 3.94x exceeds the 2.00")
+    assert "implausible_speedup" not in combined([_pair(150, 100), _pair(140, 100)])
+
+
+def test_no_rounds_is_an_error_not_a_figure():
+    with pytest.raises(ValueError, match=r"^no rounds measured$"):
+        combined([])
+
+
 def test_a_rounds_note_is_kept_with_its_round_number():
     bursty = _pair(300, 400, itl_p50=0.01, tpot_p50=0.1)
     level = combined([_pair(300, 200, itl_p50=6.0, tpot_p50=4.0), bursty])
     assert level["itl_p50_change"] is None
     assert "round 2: " in str(level["note"]) and "round 1: " not in str(level["note"])
+    both = combined([bursty, _pair(110, 100), bursty])
+    notes = str(both["note"]).split("; ")
+    assert [n[:9] for n in notes if n.startswith("round")] == ["round 1: ", "round 3: "]
+    assert notes[0].startswith("the speedup's min-max")
 
 
 @given(st.lists(st.tuples(st.floats(1, 1e4), st.floats(1, 1e4)), min_size=2, max_size=9))
@@ -82,5 +111,5 @@ def test_the_median_round_is_the_middle_throughput_and_the_lower_of_an_even_coun
     assert (
         median_round([_arm_run(v) for v in (400, 100, 300, 200)]).result.output_tokens_per_s == 200
     )
-    with pytest.raises(ValueError, match="no rounds"):
+    with pytest.raises(ValueError, match=r"^no rounds measured$"):
         median_round([])
