@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: the most rounds a command line may ask for (as tune's --rounds)
+#: the most rounds bench's or tune's --rounds may ask for
 MAX_ROUNDS = 1000
 
 

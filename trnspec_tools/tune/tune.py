@@ -47,6 +47,7 @@ from trnspec.cli.main import add_set_argument
 from trnspec.config.serving import ConfigError
 from trnspec.perf.step_time import decode_context_tokens
 
+from trnspec_tools.bench.arm_order import MAX_ROUNDS
 from trnspec_tools.bench.categories import category_groups, sample_groups
 from trnspec_tools.bench.options import UsageError
 from trnspec_tools.bench.workload import WorkloadError
@@ -157,7 +158,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--rounds",
-        type=int_arg(1, 1000),
+        type=int_arg(1, MAX_ROUNDS),
         default=4,
         help="rounds of plain and each window (or --schedule candidate), alternated, per level"
         " (default 4)",
