@@ -119,6 +119,16 @@ class _Served:
     opts: RunOptions
     pid: int | None
 
+    @classmethod
+    async def of(cls, live: Arm, options: TuneOptions, k: int | None) -> _Served:
+        """The opened arm `live`, measured with window k (None: plain)."""
+        return cls(
+            live.endpoint or "",
+            await served_model(live, options.run, options.model),
+            dataclasses.replace(options.run, num_speculative_tokens=k),
+            live.pid,
+        )
+
     async def run(self, specs: list[RequestSpec], c: int, other: _Served) -> RunResult:
         """One measurement at level c with the other arm's server stopped."""
         with paused([other.pid]):
@@ -160,22 +170,10 @@ async def measure_all(
     rounds: Rounds = {}
     cats: Categories = {}
     with opened(base_arm) as live_plain:
-        plain_opts = dataclasses.replace(options.run, num_speculative_tokens=None)
-        plain = _Served(
-            live_plain.endpoint or "",
-            await served_model(live_plain, options.run, options.model),
-            plain_opts,
-            live_plain.pid,
-        )
+        plain = await _Served.of(live_plain, options, None)
         for k, arm in sorted(arms.items()):
             with opened(arm) as live:
-                run_opts = dataclasses.replace(options.run, num_speculative_tokens=k)
-                window = _Served(
-                    live.endpoint or "",
-                    await served_model(live, options.run, options.model),
-                    run_opts,
-                    live.pid,
-                )
+                window = await _Served.of(live, options, k)
                 for c in options.levels:
                     pairs, p, x = await alternate(plain, window, specs, c, options.rounds, log)
                     plain_runs.setdefault(c, []).extend(p)

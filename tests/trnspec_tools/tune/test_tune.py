@@ -146,6 +146,32 @@ def test_sweep_against_per_k_servers_writes_table_plot_and_override(tmp_path, ca
     assert f"--set speculation.num_speculative_tokens={k}" in capsys.readouterr().out
 
 
+def test_each_window_is_read_with_its_own_k_when_its_server_has_no_counters(tmp_path):
+    """Without spec-decode counters the acceptance rate comes from the stream's chunks, which
+    needs the window's k: (tokens per step - 1) / k. A window measured as if plain (k unknown)
+    would have no rate, and the fit none to work from."""
+    out = tmp_path / "tune.json"
+    no_counters = ("--ttft-ms", "10", "--no-spec-metrics")
+    with (
+        running("--itl-ms", "10", "--tokens-per-step", "1", "--k", "1", *no_counters) as base,
+        running("--itl-ms", "12.5", "--k", "1", "--tokens-per-step", "2", *no_counters) as k1,
+        running("--itl-ms", "15", "--k", "2", "--tokens-per-step", "2", *no_counters) as k2,
+    ):
+        code = main(
+            ["--baseline", base, "--endpoint-for-k", f"1={k1}", "--endpoint-for-k", f"2={k2}",
+             "--num-prompts", "4", "--concurrency", "2", "--output-len", "41",
+             "--input-len", "8", "--rounds", "1", "--out", str(out)]
+        )  # fmt: skip
+    assert code == 0
+    result = json.loads(out.read_text())
+    assert result["acceptance_source"] == "estimate-from-chunks"
+    by_k = {r["k"]: r for r in result["rows"] if r["measured_speedup"]}
+    assert set(by_k) == {1, 2}
+    # two tokens a step: every draft accepted at k=1, half of them at k=2
+    assert by_k[1]["acceptance_rate"] == pytest.approx(1.0, abs=0.05)
+    assert by_k[2]["acceptance_rate"] == pytest.approx(0.5, abs=0.05)
+
+
 def test_remote_mode_needs_a_baseline(tmp_path, capsys):
     code = main(["--endpoint-for-k", "2=http://127.0.0.1:9", "--out", str(tmp_path / "t.json")])
     assert code == 2 and "--baseline" in capsys.readouterr().err
