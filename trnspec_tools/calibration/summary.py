@@ -42,7 +42,7 @@ class RoundRun:
 
 
 @dataclass(frozen=True)
-class Spread:
+class OverRounds:
     """A figure over rounds: median, lowest and highest, and every round's value in order."""
 
     median: float
@@ -51,7 +51,7 @@ class Spread:
     values: tuple[float, ...]
 
     @classmethod
-    def of(cls, values: Sequence[float | None]) -> Spread | None:
+    def of(cls, values: Sequence[float | None]) -> OverRounds | None:
         """None when any round lacks the figure (a spread over some rounds would hide it)."""
         if not values or any(v is None for v in values):
             return None
@@ -72,10 +72,10 @@ class ArmLevel:
     status: Status
     reason: str | None
     rounds: int
-    tpot_ms: Spread | None = None
-    itl_ms: Spread | None = None
-    output_tokens_per_s: Spread | None = None
-    cost_per_1m_output_tokens_usd: Spread | None = None
+    tpot_ms: OverRounds | None = None
+    itl_ms: OverRounds | None = None
+    output_tokens_per_s: OverRounds | None = None
+    cost_per_1m_output_tokens_usd: OverRounds | None = None
     #: pooled over the rounds' spec-decode counter deltas (None without server counters)
     acceptance_rate: float | None = None
     mean_accepted_length: float | None = None
@@ -83,7 +83,7 @@ class ArmLevel:
     acceptance_note: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        def spread(s: Spread | None) -> object:
+        def spread(s: OverRounds | None) -> object:
             return None if s is None else s.to_json()
 
         return {
@@ -110,9 +110,9 @@ class LevelVerdict:
     concurrency: int
     decision: Decision
     #: speculative / plain output throughput, per round
-    speedup: Spread | None
+    speedup: OverRounds | None
     #: speculative / plain cost per 1M output tokens, per round (below 1: speculation cheaper)
-    cost_ratio: Spread | None
+    cost_ratio: OverRounds | None
     text: str
 
     def to_json(self) -> dict[str, object]:
@@ -178,12 +178,12 @@ def arm_level(
         "ok",
         None,
         len(runs),
-        tpot_ms=Spread.of([r.requests.tpot_ms.p50 for r in results]),
-        itl_ms=Spread.of([r.requests.itl_ms.p50 for r in results]),
-        output_tokens_per_s=Spread.of(tps),
+        tpot_ms=OverRounds.of([r.requests.tpot_ms.p50 for r in results]),
+        itl_ms=OverRounds.of([r.requests.itl_ms.p50 for r in results]),
+        output_tokens_per_s=OverRounds.of(tps),
         cost_per_1m_output_tokens_usd=None
         if price_per_hour is None
-        else Spread.of([price_per_hour / (t * 3600.0) * 1e6 for t in tps]),
+        else OverRounds.of([price_per_hour / (t * 3600.0) * 1e6 for t in tps]),
         acceptance_rate=rate,
         mean_accepted_length=length,
         k_used=k,
@@ -191,7 +191,7 @@ def arm_level(
     )
 
 
-def _fmt(s: Spread, unit: str = "", digits: int = 2) -> str:
+def _fmt(s: OverRounds, unit: str = "", digits: int = 2) -> str:
     return f"{s.median:.{digits}f}{unit} (rounds {s.low:.{digits}f}-{s.high:.{digits}f})"
 
 
@@ -217,8 +217,8 @@ def level_verdict(
     ratios = [s.output_tokens_per_s / p.output_tokens_per_s for p, s in pairs if p and s]
     price_p, price_s = prices.get("plain"), prices.get("speculative")
     price_ratio = price_s / price_p if price_p and price_s else 1.0
-    speedup = Spread.of(ratios)
-    cost_ratio = Spread.of([price_ratio / r for r in ratios])
+    speedup = OverRounds.of(ratios)
+    cost_ratio = OverRounds.of([price_ratio / r for r in ratios])
     if speedup is None or cost_ratio is None:
         return LevelVerdict(c, "failed", None, None, f"concurrency {c}: no paired rounds")
     basis = (

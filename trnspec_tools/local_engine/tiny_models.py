@@ -199,54 +199,49 @@ def _build(out_dir: Path, spec: BuildSpec, log: Log) -> dict[str, Any]:
 
     _seed_everything(spec.seed)
     timings: dict[str, float] = {}
-    start = time.perf_counter()
 
-    documents = tiny_corpus.corpus(spec.seed, spec.corpus_documents)
-    tokenizer = train_tokenizer(documents, spec)
-    timings["tokenizer_s"] = time.perf_counter() - start
-    log(f"tokenizer: {len(tokenizer)} tokens in {timings['tokenizer_s']:.1f} s")
+    with _timed(timings, "total_s"):
+        with _timed(timings, "tokenizer_s"):
+            documents = tiny_corpus.corpus(spec.seed, spec.corpus_documents)
+            tokenizer = train_tokenizer(documents, spec)
+        log(f"tokenizer: {len(tokenizer)} tokens in {timings['tokenizer_s']:.1f} s")
 
-    stream = _token_stream(tokenizer, documents)
-    target = _new_model(spec.target, tokenizer, spec)
-    mark = time.perf_counter()
-    target_loss = _train(
-        target,
-        spec.target_steps,
-        spec.target_lr,
-        lambda rng: _cross_entropy(target, _batch(stream, spec, rng)),
-        spec.seed + 1,
-        log,
-        "target",
-        spec.bf16_autocast,
-    )
-    timings["target_s"] = time.perf_counter() - mark
-    target.eval()
+        stream = _token_stream(tokenizer, documents)
+        target = _new_model(spec.target, tokenizer, spec)
+        with _timed(timings, "target_s"):
+            target_loss = _train(
+                target,
+                spec.target_steps,
+                spec.target_lr,
+                lambda rng: _cross_entropy(target, _batch(stream, spec, rng)),
+                spec.seed + 1,
+                log,
+                "target",
+                spec.bf16_autocast,
+            )
+        target.eval()
 
-    mark = time.perf_counter()
-    prompts = _prompt_ids(tokenizer, spec.distill_prompts, spec.seed + 2)
-    greedy = _greedy(target, prompts, spec.distill_new_tokens)
-    timings["target_greedy_s"] = time.perf_counter() - mark
-    log(f"target greedy continuations: {len(greedy)} in {timings['target_greedy_s']:.1f} s")
+        with _timed(timings, "target_greedy_s"):
+            prompts = _prompt_ids(tokenizer, spec.distill_prompts, spec.seed + 2)
+            greedy = _greedy(target, prompts, spec.distill_new_tokens)
+        log(f"target greedy continuations: {len(greedy)} in {timings['target_greedy_s']:.1f} s")
 
-    draft = _new_model(spec.draft, tokenizer, spec)
-    mark = time.perf_counter()
-    draft_loss = _train(
-        draft,
-        spec.draft_steps,
-        spec.draft_lr,
-        lambda rng: _distill_loss(draft, target, stream, greedy, spec, rng),
-        spec.seed + 3,
-        log,
-        "draft",
-        spec.bf16_autocast,
-    )
-    timings["draft_s"] = time.perf_counter() - mark
-    draft.eval()
+        draft = _new_model(spec.draft, tokenizer, spec)
+        with _timed(timings, "draft_s"):
+            draft_loss = _train(
+                draft,
+                spec.draft_steps,
+                spec.draft_lr,
+                lambda rng: _distill_loss(draft, target, stream, greedy, spec, rng),
+                spec.seed + 3,
+                log,
+                "draft",
+                spec.bf16_autocast,
+            )
+        draft.eval()
 
-    mark = time.perf_counter()
-    evaluation = evaluate_pair(target, draft, tokenizer, spec)
-    timings["eval_s"] = time.perf_counter() - mark
-    timings["total_s"] = time.perf_counter() - start
+        with _timed(timings, "eval_s"):
+            evaluation = evaluate_pair(target, draft, tokenizer, spec)
     log(
         f"greedy agreement {evaluation['token_agreement']:.3f}, simulated acceptance at "
         f"k={spec.k}: {evaluation['acceptance_rate']:.3f} ({timings['total_s']:.0f} s in all)"
@@ -265,6 +260,14 @@ def _build(out_dir: Path, spec: BuildSpec, log: Log) -> dict[str, Any]:
     }
     write_file(out_dir / BUILD_INFO, json.dumps(info, indent=2) + "\n")
     return info
+
+
+@contextmanager
+def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
+    """Records the block's wall time, seconds, as `timings[key]`."""
+    mark = time.perf_counter()
+    yield
+    timings[key] = time.perf_counter() - mark
 
 
 def _seed_everything(seed: int) -> None:
