@@ -81,12 +81,7 @@ synth: setup-cdk
 # tests ran on both workers). Together they are every test, once. On a whole run the parser
 # environments (minutes of downloads and installs on a fresh clone) are built in the background
 # meanwhile (tests/trnspec/vllm_parsers/prebuild.py, log in .cache/logs); their file locks make
-# the parser test wait for a build in progress, and it rebuilds one that failed. Between the
-# lanes a whole run makes the tiny models (scripts/make_tiny_models.py: at once when cached,
-# about a minute on 2 idle cores on a fresh clone, log in .cache/logs): built inside the slow lane
-# they shared the cores with the other worker's tests, whose load slowed the build's two torch
-# threads about threefold while that worker's servers waited for it. A failed build is left to
-# the tests, which build the models again and report it.
+# the parser test wait for a build in progress, and it rebuilds one that failed.
 SLOW_WORKERS ?= 2
 test: setup
 	@mkdir -p .cache/logs; \
@@ -95,9 +90,6 @@ test: setup
 		prebuild=$$!; trap 'kill $$prebuild 2>/dev/null' EXIT; \
 	fi; \
 	$(BIN)/python -m pytest -n $(FAST_WORKERS) -m "$(FAST_MARKERS)" $(PYTEST_ARGS) && \
-	{ [ -n "$(PYTEST_ARGS)" ] || $(BIN)/python scripts/make_tiny_models.py \
-		> .cache/logs/tiny-models.log 2>&1 || echo "tiny models not made before the slow lane" \
-		"(.cache/logs/tiny-models.log): its tests make them"; } && \
 	$(BIN)/python -m pytest -n $(SLOW_WORKERS) --dist loadfile -m "not ($(FAST_MARKERS))" \
 		$(PYTEST_ARGS)
 
