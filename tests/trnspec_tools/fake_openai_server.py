@@ -11,6 +11,7 @@ connection mid-stream), FAULT:TRUNCATE (end the stream cleanly without [DONE]), 
 (an in-stream error event after two chunks, as vLLM sends after a 200 header), FAULT:SLOW
 (sleep --slow-s before answering, to trip the client's timeout). A prompt containing STEPS:n
 emits n tokens per decode step whatever --tokens-per-step says (a category with known acceptance).
+With --api-key KEY it answers 401 on /v1/* without `Authorization: Bearer KEY`, as vLLM does.
 
 Run: python tests/trnspec_tools/fake_openai_server.py --port 0 --ttft-ms 60 --itl-ms 25 --k 4
 It prints "PORT <n>" once it listens on 127.0.0.1.
@@ -30,6 +31,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -43,6 +45,8 @@ class State:
     spec_metrics: bool
     slow_s: float
     model: str
+    #: with a key, /v1/* answers 401 unless `Authorization: Bearer <key>` (vLLM's --api-key)
+    api_key: str | None = None
     drafts: int = 0
     draft_tokens: int = 0
     accepted: int = 0
@@ -201,7 +205,18 @@ def make_app(s: State) -> web.Application:
         await resp.write_eof()
         return resp
 
-    app = web.Application()
+    @web.middleware
+    async def key_check(request: web.Request, handler: Any) -> web.StreamResponse:
+        wanted = f"Bearer {s.api_key}"
+        if (
+            s.api_key
+            and request.path.startswith("/v1")
+            and request.headers.get("Authorization") != wanted
+        ):
+            return web.json_response({"error": "Unauthorized"}, status=401)
+        return await handler(request)
+
+    app = web.Application(middlewares=[key_check])
     app.router.add_get("/v1/models", models)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/debug/timings", timings)
@@ -230,6 +245,7 @@ def main() -> None:
     p.add_argument("--no-spec-metrics", action="store_true")
     p.add_argument("--slow-s", type=float, default=5.0)
     p.add_argument("--model", default="fake")
+    p.add_argument("--api-key", help="answer 401 on /v1/* without this bearer key")
     a = p.parse_args()
     pattern = [int(x) for x in a.tokens_per_step.split(",")]
     if any(n < 1 or n > a.k + 1 for n in pattern):
@@ -242,6 +258,7 @@ def main() -> None:
         spec_metrics=not a.no_spec_metrics,
         slow_s=a.slow_s,
         model=a.model,
+        api_key=a.api_key,
         accepted_per_pos=[0] * a.k,
     )
     with contextlib.suppress(KeyboardInterrupt):

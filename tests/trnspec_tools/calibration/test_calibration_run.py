@@ -3,6 +3,7 @@ reports are the known truth, the arms alternate ABBA, and a broken arm is report
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 from pathlib import Path
@@ -149,3 +150,90 @@ def test_arms_alternate_abba_within_every_level() -> None:
     assert [u for u, c in calls if c == 2] == list("PSSPPSSP")
     assert [r.position for r in runs if r.concurrency == 2] == list(range(8))
     assert all(r.error == "RuntimeError: not measured" for r in runs)
+
+
+def _spec_runs(doc: dict) -> list[dict]:
+    return [r["result"] for r in doc["runs"] if r["arm"] == "speculative"]
+
+
+def test_without_server_counters_each_speculative_run_is_read_with_the_given_k(
+    tmp_path: Path,
+) -> None:
+    """A server without spec-decode counters: each speculative run's acceptance comes from the
+    stream's chunks, (tokens per step - 1) / k, which needs the arm's k (--k 4); the plain arm
+    has none to read."""
+    plain_srv, _ = _servers()
+    spec_srv = running("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS),
+                       "--tokens-per-step", "3", "--k", "4", "--no-spec-metrics")  # fmt: skip
+    with plain_srv as plain, spec_srv as spec:
+        code = calibrate_run.main(_args(plain, spec, tmp_path))
+    assert code == 0
+    runs = _spec_runs(json.loads((tmp_path / "calibration.json").read_text()))
+    assert len(runs) == 4
+    for result in runs:
+        assert result["acceptance_source"] == "estimate-from-chunks"
+        assert result["acceptance_rate"] == pytest.approx(SPEC_ACCEPTANCE)
+
+
+def test_both_arms_are_called_with_the_key_the_run_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Servers that answer 401 without the key (vLLM --api-key): the key calibrate is given (in
+    the Job, the serving secret's; no $TRNSPEC_API_KEY to fall back on) reaches both arms."""
+    monkeypatch.delenv("TRNSPEC_API_KEY", raising=False)
+    timing = ("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--api-key", "s3cret")
+    plain_srv = running(*timing, "--k", "1", "--tokens-per-step", "1", "--no-spec-metrics")
+    spec_srv = running(*timing, "--k", "4", "--tokens-per-step", "3")
+    parser = argparse.ArgumentParser()
+    calibrate_run.add_cli_args(parser)
+    with plain_srv as plain, spec_srv as spec:
+        opts = calibrate_run.options_from_args(parser.parse_args(_args(plain, spec, tmp_path)))
+        outcome = calibrate_run.calibrate(opts, api_key="s3cret", log=lambda _: None)
+    assert {a.status for a in outcome.summary.arms} == {"ok"}
+
+
+def test_the_timeout_bounds_every_request(tmp_path: Path) -> None:
+    """--timeout 1 against servers that answer after 5 s: every arm fails, saying it timed out,
+    instead of waiting for the answer."""
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt": "FAULT:SLOW write a haiku"}) + "\n")
+    plain_srv, spec_srv = _servers()
+    with plain_srv as plain, spec_srv as spec:
+        code = calibrate_run.main(
+            ["--plain", plain, "--speculative", spec,
+             "--plain-model", "fake", "--speculative-model", "fake",
+             "--concurrency", "1", "--rounds", "2", "--num-prompts", "1",
+             "--output-len", str(OUTPUT_LEN), "--k", "4", "--timeout", "1",
+             "--prompts", str(prompts), "--out-dir", str(tmp_path / "out")]
+        )  # fmt: skip
+    assert code == 1
+    doc = json.loads((tmp_path / "out" / "calibration.json").read_text())
+    assert sorted(r["status"] for r in doc["results"]) == ["failed", "failed"]
+    assert all("timed out" in r["reason"] or "timeout" in r["reason"] for r in doc["results"])
+
+
+@pytest.mark.parametrize(
+    ("prompts", "tokens"),
+    [(["a", "a b c", " ".join(["w"] * 30)], 4), (["a b", "a b c d", "w " * 10, "w " * 20], 13)],
+)
+def test_the_rows_input_length_is_the_median_prompts_words_at_four_thirds(
+    prompts: list[str], tokens: int
+) -> None:
+    assert calibrate_run.input_len_estimate(prompts) == tokens
+
+
+def test_an_arm_without_a_model_name_uses_the_one_its_server_lists(tmp_path: Path) -> None:
+    timing = ("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS))
+    plain_srv = running(*timing, "--k", "1", "--tokens-per-step", "1", "--no-spec-metrics",
+                        "--model", "plain-m")  # fmt: skip
+    spec_srv = running(*timing, "--k", "4", "--tokens-per-step", "3", "--model", "spec-m")
+    with plain_srv as plain, spec_srv as spec:
+        args = _args(plain, spec, tmp_path)
+        for flag in ("--plain-model", "--speculative-model"):
+            del args[args.index(flag) : args.index(flag) + 2]
+        assert calibrate_run.main(args) == 0
+    doc = json.loads((tmp_path / "calibration.json").read_text())
+    assert {arm: a["model"] for arm, a in doc["arms"].items()} == {
+        "plain": "plain-m",
+        "speculative": "spec-m",
+    }
