@@ -54,7 +54,8 @@ class State:
     attempts: Counter[str] = field(default_factory=Counter)
     generation_requests: int = 0
     #: what really happened, per completed request in arrival order: arrival and each content
-    #: write (perf_counter just before the write, CLOCK_MONOTONIC, comparable across processes)
+    #: write (perf_counter just before the write, CLOCK_MONOTONIC, comparable across processes),
+    #: and the request's ignore_eos
     timings: list[dict[str, object]] = field(default_factory=list)
 
     def record_step(self, tokens: int) -> None:
@@ -201,7 +202,9 @@ def make_app(s: State) -> web.Application:
         final = {"id": "x", "created": created, "model": s.model, "choices": [], "usage": usage}
         done = time.perf_counter()  # before the write, as above
         await resp.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
-        s.timings.append({"arrival": t0, "writes": writes, "done": done})
+        s.timings.append(
+            {"arrival": t0, "writes": writes, "done": done, "ignore_eos": body.get("ignore_eos")}
+        )
         await resp.write_eof()
         return resp
 

@@ -14,6 +14,7 @@ non-streamed twin, wrong usage, frozen counters, ...), any combination at once
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -69,6 +70,12 @@ class Faults:
     token_shift: int = 0
     chat_status: int = 200
     no_models: bool = False
+    #: finish_reason "length" although the reply stopped short of max_tokens
+    early_length: bool = False
+    #: /metrics answers 404 (a server that exports no metrics at all)
+    no_metrics_endpoint: bool = False
+    #: model ids /v1/models lists before the server's own (a server with several models)
+    other_models: tuple[str, ...] = ()
 
 
 @dataclass
@@ -81,6 +88,8 @@ class FaultServer:
     scrapes: int = 0
     attempts: list[float] = field(default_factory=list)
     auth_headers: list[str | None] = field(default_factory=list)
+    #: every generation request's JSON body, in arrival order
+    bodies: list[dict] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -155,10 +164,11 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
                 return
             if self.path == "/v1/models":
                 model = MODEL_IDS.get(s.fault or "", MODEL)
-                data = [] if s.faults.no_models else [{"id": model, "object": "model"}]
+                ids = [] if s.faults.no_models else [*s.faults.other_models, model]
+                data = [{"id": i, "object": "model"} for i in ids]
                 doc: object = data if s.fault == "models_list" else {"object": "list", "data": data}
                 self._send(200, json.dumps(doc).encode())
-            elif self.path == "/metrics":
+            elif self.path == "/metrics" and not s.faults.no_metrics_endpoint:
                 self._send(200, _metrics(s), {"Content-Type": "text/plain"})
             else:
                 self._send(404, b'{"error": "not found"}')
@@ -167,6 +177,7 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
             s.attempts.append(time.monotonic())
             s.auth_headers.append(self.headers.get("Authorization"))
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            s.bodies.append(body)
             f = s.fault
             if f == "continue_100":
                 self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -199,7 +210,7 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
                 usage = "n/a"
             if f == "usage_inflated":
                 usage = {"prompt_tokens": 5, "completion_tokens": 100 * len(ids)}
-            finish = "length" if len(ids) == max_tokens else "stop"
+            finish = "length" if len(ids) == max_tokens or s.faults.early_length else "stop"
             if not body.get("stream"):
                 choice: dict[str, object] = {"index": 0, "finish_reason": finish, "token_ids": ids}
                 if chat:
@@ -299,3 +310,15 @@ def fault_server(fault: str | None = None) -> Iterator[FaultServer]:
         state.stop.set()
         httpd.shutdown()
         httpd.server_close()
+
+
+@contextmanager
+def silent_endpoint() -> Iterator[str]:
+    """A URL whose host accepts connections and never answers (a hung API server)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()

@@ -135,3 +135,99 @@ def test_cli_rejects_a_bad_max_tokens_with_the_field_named(
 ) -> None:
     assert main(["--endpoint", "http://127.0.0.1:9", "--max-tokens", "0"]) == 2
     assert "--max-tokens=0" in capsys.readouterr().out
+
+
+def test_a_model_the_server_does_not_list_fails_the_models_check_naming_both(
+    fake_server: FaultServer,
+) -> None:
+    result = run_smoke(fake_server.url, model="another-model", max_tokens=8)
+    assert failed(result) == {"models"}
+    assert "'another-model' not served" in result.failures[0].detail
+    assert "fake-model" in result.failures[0].detail
+
+
+def test_every_request_to_either_server_is_greedy_and_the_baseline_is_asked_for_the_same_model(
+    fake_server: FaultServer, baseline_server: FaultServer
+) -> None:
+    """Lossless is only defined under greedy decoding, model for model: a baseline that serves
+    several models is asked for the target's, not its first."""
+    baseline_server.faults = Faults(other_models=("listed-first",))
+    result = run_smoke(fake_server.url, baseline_endpoint=baseline_server.url, max_tokens=8)
+    assert result.ok, [(c.name, c.detail) for c in result.failures]
+    bodies = fake_server.bodies + baseline_server.bodies
+    assert len(baseline_server.bodies) == len(result.greedy) > 0
+    assert {b["temperature"] for b in bodies} == {0.0}
+    assert {b["model"] for b in bodies} == {"fake-model"}
+
+
+def test_a_server_not_expected_to_speculate_is_not_scraped_for_counters(
+    fake_server: FaultServer,
+) -> None:
+    result = run_smoke(fake_server.url, expect_speculation=False, max_tokens=8)
+    assert result.ok
+    assert fake_server.scrapes == 0
+    check = next(c for c in result.checks if c.name == "spec-decode metrics")
+    assert (check.ok, check.detail) == (None, "speculation not expected")
+
+
+def test_cli_no_speculation_does_not_require_or_scrape_counters(fake_server: FaultServer) -> None:
+    fake_server.faults = Faults(frozen_metrics=True)
+    assert main(["--endpoint", fake_server.url, "--max-tokens", "8", "--no-speculation"]) == 0
+    assert fake_server.scrapes == 0
+
+
+def test_cli_sends_the_key_of_the_named_variable_with_every_request(
+    fake_server: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TRNSPEC_API_KEY", raising=False)
+    monkeypatch.setenv("SMOKE_TEST_KEY", "sekret")
+    argv = ["--endpoint", fake_server.url, "--max-tokens", "8", "--api-key-env", "SMOKE_TEST_KEY"]
+    assert main(argv) == 0
+    assert set(fake_server.auth_headers) == {"Bearer sekret"}
+
+
+def test_cli_asks_for_the_max_tokens_given_and_retries_a_refusal_as_often_as_told(
+    fake_server: FaultServer,
+) -> None:
+    fake_server.fault = "http_429"  # the first generation attempt: 429, Retry-After 1 s
+    assert main(["--endpoint", fake_server.url, "--max-tokens", "4", "--max-retries", "1"]) == 0
+    assert {b["max_tokens"] for b in fake_server.bodies} == {4}
+
+
+def test_cli_fails_the_models_check_for_a_model_the_server_does_not_list(
+    fake_server: FaultServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--endpoint", fake_server.url, "--model", "another-model"]) == 1
+    assert "not served" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(60)  # the deadline given is 1 s; smoke's default first-byte wait is 120 s
+def test_cli_gives_up_on_a_silent_server_at_the_deadline_given(fake_server: FaultServer) -> None:
+    fake_server.fault = "silent"
+    argv = ["--endpoint", fake_server.url, "--timeout", "1", "--max-retries", "0"]
+    assert main(argv) == 1
+
+
+def test_a_server_without_metrics_is_reported_as_acceptance_not_checked_not_as_a_failure(
+    fake_server: FaultServer,
+) -> None:
+    fake_server.faults = Faults(no_metrics_endpoint=True)
+    result = run_smoke(fake_server.url, max_tokens=8)
+    assert result.ok, [(c.name, c.detail) for c in result.failures]
+    check = next(c for c in result.checks if c.name == "spec-decode metrics")
+    assert check.ok is None
+    assert check.detail == "acceptance not checked: the endpoint has no /metrics"
+
+
+def test_finish_reason_length_short_of_max_tokens_fails_every_generation_check(
+    fake_server: FaultServer,
+) -> None:
+    fake_server.faults = Faults(early_length=True)
+    result = run_smoke(fake_server.url, max_tokens=16)  # the fake stops at 10 tokens
+    assert failed(result) == {
+        "completion #1", "completion #1 (stream)", "completion #2", "completion #2 (stream)",
+        "completion #3", "completion #3 (stream)", "chat", "chat (stream)",
+    }  # fmt: skip
+    assert "finish_reason='length' but completion_tokens=10 (max_tokens=16)" in (
+        result.failures[0].detail
+    )

@@ -64,7 +64,7 @@ from trnspec_tools.bench.report import (
     plot_acceptance_by_position,
     plot_latency_vs_throughput,
 )
-from trnspec_tools.bench.rounds import combined, median_round
+from trnspec_tools.bench.rounds import combined, median_runs
 from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.bench.run_result import ArmRun
 from trnspec_tools.bench.stats import compare
@@ -253,9 +253,9 @@ async def run_arm_level(
     return ArmRun(arm.name, arm.endpoint, model, stats)
 
 
-def _arms(o: BenchOptions) -> list[Arm]:
-    """The target, and the baseline of --compare (a URL, or the local server without
-    speculation)."""
+def arms_of(o: BenchOptions) -> list[Arm]:
+    """The target, and the baseline of --compare (a URL, or the local server with the target's
+    every --set and speculation off)."""
     arms = [Arm("target", o.endpoint, list(o.overrides) if o.local else None)]
     if o.compare == LOCAL:
         arms.append(Arm("baseline", None, [*o.overrides, "speculation.method=none"]))
@@ -342,7 +342,7 @@ async def run(o: BenchOptions) -> dict[str, Any]:
         else None
     )
     price, price_source = resolve_price(o.instance_type, o.price_per_hour)
-    arms = _arms(o)
+    arms = arms_of(o)
     load = os.getloadavg()
     on_server_host = o.local or any(
         is_local_url(a.endpoint) for a in arms if a.endpoint is not None
@@ -350,7 +350,7 @@ async def run(o: BenchOptions) -> dict[str, Any]:
     plan = _Plan(specs, levels, o.rounds, price, ps, categories)
     measured, per_category = await _measure_arms(o, arms, plan)
     comparison = _comparison(measured, levels)
-    runs = [median_round(measured[a.name, c]) for c in levels for a in arms]
+    runs = median_runs(measured, levels, [a.name for a in arms])
     runs = attach(ps, runs, comparison, len(specs))
     headline = next(r for r in runs if r.arm == "target")
     return {

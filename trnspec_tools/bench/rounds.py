@@ -49,6 +49,14 @@ def median_round(runs: Sequence[Run]) -> Run:
     return ordered[(len(ordered) - 1) // 2]
 
 
+def median_runs(
+    rounds: Mapping[tuple[str, int], Sequence[Run]], levels: Sequence[int], arms: Sequence[str]
+) -> list[Run]:
+    """Each arm's median round (median_round) at each level: level by level, the arms in the
+    order given; `rounds[arm, level]` holds that arm's runs at that level in round order."""
+    return [median_round(rounds[arm, level]) for level in levels for arm in arms]
+
+
 def combined(per_round: Sequence[Mapping[str, object]]) -> dict[str, object]:
     """The level's comparison from its rounds' comparisons, in round order (see the module)."""
     if not per_round:

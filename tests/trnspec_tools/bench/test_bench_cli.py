@@ -10,7 +10,8 @@ import httpx
 import pytest
 from fake_openai_server import running
 
-from trnspec_tools.bench.bench import main
+from trnspec_tools.bench.bench import arms_of, build_parser, main
+from trnspec_tools.bench.options import bench_options
 
 REQUIRED = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 
@@ -215,3 +216,49 @@ def test_an_out_that_is_a_device_is_refused_and_left_alone(capsys):
     code = main(["--endpoint", "http://x", "--out", "/dev/null", "--no-progress"])
     assert code == 2 and "it is a device" in capsys.readouterr().err
     assert Path("/dev/null").is_char_device()
+
+
+def test_the_local_baseline_runs_every_override_of_the_target_with_speculation_off(tmp_path):
+    """--compare local measures the same deployment without speculation: a baseline that lost
+    the target's --set (its batch limit, say) would be another deployment."""
+    args = build_parser().parse_args(
+        ["--local", "--compare", "local", "--set", "max_num_seqs=4",
+         "--set", "speculation.num_speculative_tokens=2", "--out", str(tmp_path / "b.json")]
+    )  # fmt: skip
+    args.endpoint = None
+    target, baseline = arms_of(bench_options(args))
+    assert target.local_overrides == ["max_num_seqs=4", "speculation.num_speculative_tokens=2"]
+    assert baseline.local_overrides == [*target.local_overrides, "speculation.method=none"]
+
+
+def test_a_server_that_requires_the_key_is_asked_with_it_for_its_model_and_its_answers(
+    tmp_path, monkeypatch
+):
+    """No --model: the model comes from /v1/models, which answers 401 without the key (read
+    from the variable --api-key-env names, so no default can stand in for it)."""
+    monkeypatch.delenv("TRNSPEC_API_KEY", raising=False)
+    monkeypatch.setenv("BENCH_TEST_KEY", "sekret")
+    out = tmp_path / "bench.json"
+    with running("--ttft-ms", "5", "--itl-ms", "5", "--api-key", "sekret", "--model", "m7") as t:
+        code = main(
+            ["--endpoint", t, "--api-key-env", "BENCH_TEST_KEY", "--num-prompts", "2",
+             "--input-len", "4", "--output-len", "4", "--warmup", "0", "--out", str(out),
+             "--no-progress", "--no-plots"]
+        )  # fmt: skip
+    assert code == 0
+    result = json.loads(out.read_text())
+    assert result["config"]["model"] == "m7"
+    assert result["completed"] == 2
+
+
+def test_a_baseline_that_produced_nothing_fails_the_run_though_the_target_completed(tmp_path):
+    out = tmp_path / "bench.json"
+    with running("--ttft-ms", "5", "--itl-ms", "5") as t:
+        code = main(
+            ["--endpoint", t, "--compare", "http://127.0.0.1:9", "--model", "fake",
+             "--num-prompts", "2", "--input-len", "4", "--output-len", "4", "--warmup", "0",
+             "--max-retries", "0", "--out", str(out), "--no-progress", "--no-plots"]
+        )  # fmt: skip
+    assert code == 1
+    completed = {r["arm"]: r["completed"] for r in json.loads(out.read_text())["runs"]}
+    assert completed == {"target": 2, "baseline": 0}

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from made_runs import made_run
 
-from trnspec_tools.bench.rounds import PAIRED_FIGURES, combined, median_round
+from trnspec_tools.bench.rounds import PAIRED_FIGURES, combined, median_round, median_runs
 from trnspec_tools.bench.run_result import AcceptanceFigures, ArmRun
 from trnspec_tools.bench.stats import compare
 
@@ -113,3 +113,15 @@ def test_the_median_round_is_the_middle_throughput_and_the_lower_of_an_even_coun
     )
     with pytest.raises(ValueError, match=r"^no rounds measured$"):
         median_round([])
+
+
+def test_each_arm_is_listed_by_its_median_round_level_by_level_whatever_order_the_rounds_ran():
+    """Neither the first nor the last round: the median, for every arm at every level."""
+    rounds = {
+        ("target", 1): [_arm_run(v) for v in (300, 100, 200)],
+        ("baseline", 1): [_arm_run(v) for v in (10, 30, 20)],
+        ("target", 8): [_arm_run(v) for v in (900, 700, 800)],
+        ("baseline", 8): [_arm_run(v) for v in (50, 70, 60)],
+    }
+    listed = median_runs(rounds, [1, 8], ["target", "baseline"])
+    assert [r.result.output_tokens_per_s for r in listed] == [200, 20, 800, 60]

@@ -29,7 +29,7 @@ import pytest
 from fake_kube_api import FakeKubeApi, KubeState, pod_object, service_object, token_problem
 from fake_kube_api import running as kube_api
 from fake_openai_server import running as bench_server
-from fault_server import FaultServer, fault_server
+from fault_server import FaultServer, fault_server, silent_endpoint
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.eks.models import eks_backends
@@ -95,9 +95,13 @@ def test_outputs_parse_into_what_the_tools_need() -> None:
     assert (parsed.service_name, parsed.service_port, parsed.nlb_url) == (SERVICE, 80, None)
 
 
-def test_the_nlb_output_is_used_as_a_url() -> None:
-    nlb = {ServingOutputs.INTERNAL_NLB_ENDPOINT: "http://internal-x.elb.amazonaws.com:80"}
-    assert StackOutputs.parse(STACK, outputs(**nlb)).nlb_url == nlb.popitem()[1]
+@pytest.mark.parametrize(
+    "output", ["http://internal-x.elb.amazonaws.com:80", "internal-x.elb.amazonaws.com:80"]
+)
+def test_the_nlb_output_is_used_as_a_url_with_http_when_it_names_no_scheme(output: str) -> None:
+    nlb = {ServingOutputs.INTERNAL_NLB_ENDPOINT: output}
+    parsed = StackOutputs.parse(STACK, outputs(**nlb))
+    assert parsed.nlb_url == "http://internal-x.elb.amazonaws.com:80"
 
 
 def test_missing_outputs_are_all_named_with_what_the_stack_has() -> None:
@@ -204,6 +208,11 @@ def test_kube_configuration_trusts_the_cluster_ca_and_renews_the_token(tmp_path:
     assert cfg.auth_settings()["BearerToken"]["value"] == "Bearer token-0"
     now[0] = TOKEN_LIFETIME_S - 30
     assert cfg.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
+    # the renewed token lives its own lifetime: not one new token per request from now on
+    now[0] = TOKEN_LIFETIME_S
+    assert cfg.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
+    now[0] = 2 * TOKEN_LIFETIME_S - 30
+    assert cfg.auth_settings()["BearerToken"]["value"] == "Bearer token-2"
 
 
 # --- CloudFormation and EKS (moto) ---------------------------------------------------------------
@@ -489,3 +498,49 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def test_the_stack_in_one_region_reaches_the_cluster_in_the_region_its_outputs_name(
+    aws: None, fake_server: FaultServer
+) -> None:
+    """Queried in another region (--region), the serving stack's Region output says where the
+    platform stack and the cluster are."""
+    with deployed(fake_server.url):
+        other = "us-west-2"
+        template = {
+            "Resources": {"Bucket": {"Type": "AWS::S3::Bucket"}},
+            "Outputs": {key: {"Value": value} for key, value in outputs().items()},
+        }
+        boto3.client("cloudformation", region_name=other).create_stack(
+            StackName=STACK, TemplateBody=json.dumps(template)
+        )
+        with stack_endpoint(STACK, other, via="port-forward", log=lambda _: None) as url:
+            assert httpx.get(f"{url}/v1/models", timeout=10).status_code == 200
+
+
+def test_a_silent_kubernetes_api_ends_at_the_tools_timeout(aws: None) -> None:
+    """--timeout reaches every Kubernetes call: the error names the tool's 0.5 s, not the
+    default 60 s."""
+    with silent_endpoint() as kube:
+        deploy_stack(PLATFORM, platform_outputs())
+        deploy_stack(STACK, outputs())
+        create_cluster(kube, b"PEM")
+        args = SimpleNamespace(stack=STACK, region=REGION, via="auto", timeout=0.5)
+        with (
+            pytest.raises(StackError, match=r"no answer within 0\.5 s"),
+            resolve_endpoint(args, log=lambda _: None),
+        ):
+            pass
+
+
+@pytest.mark.timeout(60)  # each AWS call would otherwise wait botocore's 60 s, three times
+def test_a_silent_aws_endpoint_ends_at_the_tools_timeout(
+    fake_aws_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with silent_endpoint() as aws_url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", aws_url)
+        with (
+            pytest.raises(StackError, match="cannot query CloudFormation"),
+            stack_endpoint(STACK, REGION, timeout_s=0.3, log=lambda _: None),
+        ):
+            pass

@@ -4,7 +4,6 @@ traceback."""
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import boto3
 import pytest
+from fault_server import silent_endpoint
 
 from trnspec_tools.client.stack_endpoint import (
     AWS_MAX_ATTEMPTS,
@@ -54,18 +54,6 @@ def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         server.server_close()
 
 
-@contextmanager
-def _silent() -> Iterator[str]:
-    """Accepts connections and never answers."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        sock.close()
-
-
 def _cloudformation(url: str, timeout_s: float):
     return boto3.session.Session(
         aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x", region_name="us-east-2"
@@ -78,5 +66,5 @@ def test_a_non_xml_aws_answer_is_one_stack_error() -> None:
 
 
 def test_a_silent_aws_endpoint_ends_in_a_stack_error_within_the_timeout() -> None:
-    with _silent() as url, pytest.raises(StackError, match="cannot query CloudFormation"):
+    with silent_endpoint() as url, pytest.raises(StackError, match="cannot query CloudFormation"):
         read_stack_outputs(_cloudformation(url, 0.3), "TrnspecPlatform-serving")
