@@ -10,7 +10,7 @@ import pytest
 from fault_server import Faults, FaultServer, fault_server
 
 from trnspec_tools.client.openai_client import Generation
-from trnspec_tools.smoke import main, run_smoke
+from trnspec_tools.smoke import Check, main, run_smoke
 
 
 @pytest.fixture
@@ -27,6 +27,10 @@ def baseline_server() -> Iterator[FaultServer]:
 
 def failed(result) -> set[str]:
     return {c.name for c in result.failures}
+
+
+def check_named(result, name: str) -> Check:
+    return next(c for c in result.checks if c.name == name)
 
 
 def test_a_healthy_speculative_server_passes_every_check(
@@ -75,7 +79,7 @@ def test_an_endpoint_without_spec_decode_counters_is_not_checked_and_not_failed(
     fake_server.fault = "no_counters"
     result = run_smoke(fake_server.url, max_tokens=8)
     assert result.ok
-    check = next(c for c in result.checks if c.name == "spec-decode metrics")
+    check = check_named(result, "spec-decode metrics")
     assert check.ok is None
     assert "acceptance not checked" in check.detail and "no vllm:spec_decode_*" in check.detail
 
@@ -88,14 +92,14 @@ def test_lossless_check_can_use_outputs_recorded_from_an_earlier_baseline_run(
     recorded = run_smoke(baseline_server.url, expect_speculation=False, max_tokens=8)
     assert recorded.ok
     result = run_smoke(fake_server.url, baseline_greedy=recorded.greedy, max_tokens=8)
-    check = next(c for c in result.checks if c.name == "lossless vs baseline")
+    check = check_named(result, "lossless vs baseline")
     assert check.ok is lossless
 
 
 def test_finish_reason_length_must_match_max_tokens(fake_server: FaultServer) -> None:
     result = run_smoke(fake_server.url, max_tokens=4)  # the fake stops at 10 tokens: "length"
     assert "completion #1" not in failed(result)
-    assert next(c for c in result.checks if c.name == "completion #1").detail.startswith("4 tokens")
+    assert check_named(result, "completion #1").detail.startswith("4 tokens")
 
 
 def test_no_served_model_stops_early_with_a_named_failure(fake_server: FaultServer) -> None:
@@ -166,7 +170,7 @@ def test_a_server_not_expected_to_speculate_is_not_scraped_for_counters(
     result = run_smoke(fake_server.url, expect_speculation=False, max_tokens=8)
     assert result.ok
     assert fake_server.scrapes == 0
-    check = next(c for c in result.checks if c.name == "spec-decode metrics")
+    check = check_named(result, "spec-decode metrics")
     assert (check.ok, check.detail) == (None, "speculation not expected")
 
 
@@ -214,7 +218,7 @@ def test_a_server_without_metrics_is_reported_as_acceptance_not_checked_not_as_a
     fake_server.faults = Faults(no_metrics_endpoint=True)
     result = run_smoke(fake_server.url, max_tokens=8)
     assert result.ok, [(c.name, c.detail) for c in result.failures]
-    check = next(c for c in result.checks if c.name == "spec-decode metrics")
+    check = check_named(result, "spec-decode metrics")
     assert check.ok is None
     assert check.detail == "acceptance not checked: the endpoint has no /metrics"
 

@@ -224,12 +224,12 @@ def aws(fake_aws_env: None) -> Iterator[None]:
         yield
 
 
-def deploy_stack(name: str, stack_outputs: dict[str, str]) -> None:
+def deploy_stack(name: str, stack_outputs: dict[str, str], region: str = REGION) -> None:
     template = {
         "Resources": {"Bucket": {"Type": "AWS::S3::Bucket"}},
         "Outputs": {key: {"Value": value} for key, value in stack_outputs.items()},
     }
-    boto3.client("cloudformation", region_name=REGION).create_stack(
+    boto3.client("cloudformation", region_name=region).create_stack(
         StackName=name, TemplateBody=json.dumps(template)
     )
 
@@ -507,13 +507,7 @@ def test_the_stack_in_one_region_reaches_the_cluster_in_the_region_its_outputs_n
     platform stack and the cluster are."""
     with deployed(fake_server.url):
         other = "us-west-2"
-        template = {
-            "Resources": {"Bucket": {"Type": "AWS::S3::Bucket"}},
-            "Outputs": {key: {"Value": value} for key, value in outputs().items()},
-        }
-        boto3.client("cloudformation", region_name=other).create_stack(
-            StackName=STACK, TemplateBody=json.dumps(template)
-        )
+        deploy_stack(STACK, outputs(), region=other)
         with stack_endpoint(STACK, other, via="port-forward", log=lambda _: None) as url:
             assert httpx.get(f"{url}/v1/models", timeout=10).status_code == 200
 
