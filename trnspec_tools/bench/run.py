@@ -29,7 +29,7 @@ from trnspec_tools.client.bench_client import (
     scrape_metrics,
     send_request,
 )
-from trnspec_tools.client.client_args import api_key, default_api_key
+from trnspec_tools.client.client_args import api_key
 from trnspec_tools.client.http_stream import Deadlines
 from trnspec_tools.client.metrics import (
     NO_COUNTERS,
@@ -60,9 +60,10 @@ class RunOptions:
     max_retries: int = 2
     #: longest wait a Retry-After header may ask for before a retry, s
     retry_after_cap_s: float = DEFAULT_RETRY_AFTER_CAP_S
-    #: sent as "Authorization: Bearer"; kept out of repr so it never reaches a log
-    #: (default: $TRNSPEC_API_KEY, so every caller of the runner sends it when it is set)
-    api_key: str | BoundKey | None = field(default_factory=default_api_key, repr=False)
+    #: sent as "Authorization: Bearer"; kept out of repr so it never reaches a log. Only what
+    #: the caller gives (a BoundKey only to its origin): the runner reads no key from the
+    #: environment, so a key never reaches an endpoint it was not given for
+    api_key: str | BoundKey | None = field(default=None, repr=False)
     ignore_eos: bool = True
     slo: Slo = field(default_factory=Slo)
     #: the server's k, only needed to turn a chunk-based estimate into an acceptance rate

@@ -16,7 +16,6 @@ from trnspec.config.pod_contract import MODELS_PATH
 from trnspec_tools.boundary.endpoint import BoundKey
 from trnspec_tools.boundary.model_id import is_model_id
 from trnspec_tools.client.bench_client import StreamClient
-from trnspec_tools.client.client_args import default_api_key
 from trnspec_tools.client.http_stream import Deadlines, ProtocolError
 
 
@@ -60,8 +59,8 @@ async def discover_model(
     base_url: str, timeout_s: float = 10.0, api_key: str | BoundKey | None = None
 ) -> str | None:
     """The first served model name from /v1/models, so --model can be left out (None when the
-    endpoint does not answer, answers another shape or lists no model)."""
-    api_key = api_key or default_api_key()
+    endpoint does not answer, answers another shape or lists no model). Sends `api_key` (a
+    BoundKey only to its origin) and nothing else: no key from the environment is added here."""
     d = Deadlines(connect_s=timeout_s, first_byte_s=timeout_s, total_s=timeout_s)
     try:
         async with StreamClient(base_url, d, api_key) as client:

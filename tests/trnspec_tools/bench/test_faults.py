@@ -419,8 +419,13 @@ def test_an_api_key_env_that_is_not_set_is_refused_with_the_flag_named(tmp_path,
     assert smoke_main(["--endpoint", "http://127.0.0.1:9", "--api-key-env", "NOPE_NOT_SET"]) == 2
 
 
-def test_no_key_no_authorization_header(tmp_path, monkeypatch):
-    monkeypatch.delenv("TRNSPEC_API_KEY", raising=False)
+@pytest.mark.parametrize("environment_key", [None, "sk-not-given"])
+def test_no_key_given_no_authorization_header(tmp_path, monkeypatch, environment_key):
+    """The runner sends only the key its caller gives: not $TRNSPEC_API_KEY on its own."""
+    if environment_key is None:
+        monkeypatch.delenv("TRNSPEC_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("TRNSPEC_API_KEY", environment_key)
     with fault_server() as server:
         bench_level(server.url, n=1)
     assert server.auth_headers == [None]

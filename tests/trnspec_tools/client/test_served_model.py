@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from fake_openai_server import running
 
+from trnspec_tools.boundary.endpoint import BoundKey, Endpoint
 from trnspec_tools.client.served_model import (
     ModelListError,
     NoServedModel,
@@ -32,6 +33,19 @@ def test_discovery_returns_the_first_served_model_of_a_live_server() -> None:
     with running() as url:
         model = asyncio.run(discover_model(url))
     assert model == "fake"  # the fake server's default --model
+
+
+def test_discovery_sends_the_key_it_is_given_and_no_key_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TRNSPEC_API_KEY", "k1")
+    with running("--api-key", "k1") as url:
+        own, other = BoundKey(Endpoint.parse(url).origin, "k1"), BoundKey("http://elsewhere", "k1")
+        assert asyncio.run(discover_model(url, api_key="k1")) == "fake"
+        assert asyncio.run(discover_model(url, api_key=own)) == "fake"
+        # a key bound to another origin, or none at all: the environment's key is not sent
+        assert asyncio.run(discover_model(url, api_key=other)) is None
+        assert asyncio.run(discover_model(url)) is None
 
 
 def test_discovery_of_an_endpoint_that_does_not_answer_is_none() -> None:
