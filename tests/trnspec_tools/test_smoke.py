@@ -198,6 +198,15 @@ def test_cli_asks_for_the_max_tokens_given_and_retries_a_refusal_as_often_as_tol
     assert {b["max_tokens"] for b in fake_server.bodies} == {4}
 
 
+def test_cli_waits_no_longer_than_the_retry_after_cap_given(fake_server: FaultServer) -> None:
+    """A 429 asks for 30 s. With the cap given (0.1 s) the retry fits the 9 s deadline and the
+    run passes; at the default cap (10 s) the wait would outlast the deadline, so the client gives
+    up at once: the outcome tells the caps apart without timing anything."""
+    fake_server.fault, fake_server.retry_after_s = "http_429", 30
+    argv = ["--endpoint", fake_server.url, "--timeout", "9", "--max-retries", "1"]
+    assert main([*argv, "--retry-after-cap", "0.1"]) == 0
+
+
 def test_cli_fails_the_models_check_for_a_model_the_server_does_not_list(
     fake_server: FaultServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
