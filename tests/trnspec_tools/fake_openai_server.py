@@ -47,6 +47,8 @@ class State:
     model: str
     #: with a key, /v1/* answers 401 unless `Authorization: Bearer <key>` (vLLM's --api-key)
     api_key: str | None = None
+    #: how many /v1/models requests are answered 503 before the model is listed (still loading)
+    unready_models: int = 0
     drafts: int = 0
     draft_tokens: int = 0
     accepted: int = 0
@@ -135,6 +137,9 @@ def metrics_text(s: State) -> str:
 
 def make_app(s: State) -> web.Application:
     async def models(_: web.Request) -> web.Response:
+        if s.unready_models > 0:
+            s.unready_models -= 1
+            return web.json_response({"error": "loading"}, status=503)
         return web.json_response({"object": "list", "data": [{"id": s.model, "object": "model"}]})
 
     async def metrics(_: web.Request) -> web.Response:
@@ -249,6 +254,7 @@ def main() -> None:
     p.add_argument("--slow-s", type=float, default=5.0)
     p.add_argument("--model", default="fake")
     p.add_argument("--api-key", help="answer 401 on /v1/* without this bearer key")
+    p.add_argument("--unready-models", type=int, default=0, help="first N /v1/models answer 503")
     a = p.parse_args()
     pattern = [int(x) for x in a.tokens_per_step.split(",")]
     if any(n < 1 or n > a.k + 1 for n in pattern):
@@ -262,6 +268,7 @@ def main() -> None:
         slow_s=a.slow_s,
         model=a.model,
         api_key=a.api_key,
+        unready_models=a.unready_models,
         accepted_per_pos=[0] * a.k,
     )
     with contextlib.suppress(KeyboardInterrupt):

@@ -81,9 +81,8 @@ async def measure(
         pos = position.get(c, 0)
         position[c] = pos + 1
         if deadline_s is not None and time.monotonic() - start > deadline_s:
-            out.append(
-                RoundRun(arm, c, r, pos, None, f"not run: the {deadline_s:.0f} s budget was spent")
-            )
+            why = f"not run: the deadline passed ({deadline_s:.0f} s were left for the rounds)"
+            out.append(RoundRun(arm, c, r, pos, None, why))
             continue
         ep = arms[arm]
         try:

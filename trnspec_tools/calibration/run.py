@@ -291,7 +291,8 @@ def calibrate(
         for arm in ARMS
     }
     arms = {arm: ArmEndpoint(arm, opts.urls[arm], models[arm], options[arm]) for arm in ARMS}
-    budget = None if opts.deadline_s is None else opts.deadline_s - (time.monotonic() - started)
+    spent = time.monotonic() - started  # waiting for the servers counts against the deadline
+    budget = None if opts.deadline_s is None else max(0.0, opts.deadline_s - spent)
     runs = asyncio.run(measure(arms, specs, opts.levels, opts.rounds, deadline_s=budget, log=log))
     summary = summarize(runs, opts.levels, opts.prices)
     rows_text, rows_note = trn2_rows_text(

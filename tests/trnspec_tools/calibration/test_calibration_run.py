@@ -152,6 +152,30 @@ def test_arms_alternate_abba_within_every_level() -> None:
     assert all(r.error == "RuntimeError: not measured" for r in runs)
 
 
+@pytest.mark.parametrize(("deadline_s", "started"), [(None, 8), (0.05, 1)])
+def test_past_the_deadline_no_run_is_started_and_each_is_recorded_as_not_run(
+    deadline_s: float | None, started: int
+) -> None:
+    """Each run takes at least 0.1 s (a sleep: a lower bound, whatever the machine's speed), so
+    with 0.05 s to spend only the first run starts; without a deadline every run does."""
+    calls: list[str] = []
+
+    async def runner(url, model, specs, c, opts):
+        calls.append(url)
+        await asyncio.sleep(0.1)
+        raise RuntimeError("not measured")
+
+    opts = RunOptions()
+    arms = {arm: ArmEndpoint(arm, arm, "m", opts) for arm in ("plain", "speculative")}
+    runs = asyncio.run(
+        measure(arms, [], (1, 2), 2, deadline_s=deadline_s, runner=runner, log=lambda _: None)
+    )
+    assert len(calls) == started and len(runs) == 8
+    not_run = [r for r in runs if r.error and r.error.startswith("not run: the deadline passed")]
+    assert len(not_run) == 8 - started
+    assert runs[: len(calls)] == [r for r in runs if r not in not_run]  # the first ones ran
+
+
 def _spec_runs(doc: dict) -> list[dict]:
     return [r["result"] for r in doc["runs"] if r["arm"] == "speculative"]
 
@@ -220,6 +244,24 @@ def test_the_rows_input_length_is_the_median_prompts_words_at_four_thirds(
     prompts: list[str], tokens: int
 ) -> None:
     assert calibrate_run.input_len_estimate(prompts) == tokens
+
+
+def test_the_deadline_counts_the_wait_for_the_servers(tmp_path: Path) -> None:
+    """A 0.6 s deadline, and a speculative server that is still loading at the first look: the
+    readiness poll sleeps 1 s, so the deadline has passed before the first round and no round is
+    started (each is recorded as not run). A budget that left out the wait would run rounds."""
+    timing = ("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS))
+    plain_srv = running(*timing, "--k", "1", "--tokens-per-step", "1", "--no-spec-metrics")
+    spec_srv = running(*timing, "--k", "4", "--tokens-per-step", "3", "--unready-models", "1")
+    with plain_srv as plain, spec_srv as spec:
+        args = _args(plain, spec, tmp_path, "--wait-ready-minutes", "1", "--deadline-minutes",
+                     "0.01")  # fmt: skip
+        del args[args.index("--speculative-model") : args.index("--speculative-model") + 2]
+        assert calibrate_run.main(args) == 1
+    doc = json.loads((tmp_path / "calibration.json").read_text())
+    assert len(doc["results"]) == 4  # 2 levels x 2 arms, each over its 2 rounds
+    not_run = "not run: the deadline passed (0 s were left for the rounds)"
+    assert all(r["reason"] == f"round 1: {not_run}; round 2: {not_run}" for r in doc["results"])
 
 
 def test_an_arm_without_a_model_name_uses_the_one_its_server_lists(tmp_path: Path) -> None:
