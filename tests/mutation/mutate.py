@@ -119,6 +119,11 @@ TARGETS: tuple[Target, ...] = (
         ("tests/trnspec/plan/test_predict.py", "tests/trnspec/plan/test_predict_properties.py"),
     ),
     Target(
+        "batch_verdicts",
+        "image/trnspec/plan/batch_verdicts.py",
+        ("tests/trnspec/plan/test_batch_verdicts.py",),
+    ),
+    Target(
         "request_fit",
         "image/trnspec/plan/request_fit.py",
         ("tests/trnspec/plan/test_request_fit.py",),

@@ -56,17 +56,40 @@ def format_table(report: PredictReport) -> str:
             f"  {r.target_bound}{mark}{over}"
         )
     lines.append("best k per batch: " + ", ".join(f"{b}: k={k}" for b, k in sorted(best.items())))
-    stop = report.speculation_stops_paying_at_batch
-    if all(r.k == 0 for r in report.rows):
-        lines.append("no k > 0 asked for: nothing to compare")
-    elif stop is None:
-        lines.append("speculation pays at every batch given")
-    else:
-        lines.append(f"speculation no longer pays from batch {stop}: serve larger batches with k=0")
+    lines += _verdict_lines(report)
     if report.cost_note:
         lines.append(f"cost: not shown: {report.cost_note}")
     lines += _band_notes(report)
     return "\n".join(lines)
+
+
+def _verdict_lines(report: PredictReport) -> list[str]:
+    """How sure the model is at each batch, and where speculation stops paying."""
+    if not report.batch_verdicts:
+        return ["no k > 0 asked for: nothing to compare"]
+    verdicts = {v.batch: v for v in report.batch_verdicts}
+    lines = [
+        "how sure (the best k's speedup with both error bands against it, then for it): "
+        + ", ".join(v.text() for v in report.batch_verdicts)
+    ]
+    unsure = [str(v.batch) for v in report.batch_verdicts if not v.sure]
+    if unsure:
+        lines.append(
+            f"undecided at batch {', '.join(unsure)}: the model cannot tell speculation from plain"
+            " there; measure (tune --schedule against your endpoint, or plan-deploy's"
+            " calibration) before choosing"
+        )
+    stop = report.speculation_stops_paying_at_batch
+    if stop is None:
+        lines.append("speculation pays at every batch given")
+    elif verdicts[stop].sure:
+        lines.append(f"speculation no longer pays from batch {stop}: serve larger batches with k=0")
+    else:
+        lines.append(
+            f"speculation no longer pays from batch {stop} as predicted, but the bands cannot tell"
+            " there: measure before serving larger batches with k=0"
+        )
+    return lines
 
 
 def _band_cell(row: Row) -> str:

@@ -60,6 +60,15 @@ class Decision:
         return self.verdict is Verdict.UNDECIDED
 
 
+def speedup_edges(speedup: float, spec_error: float, plain_error: float) -> tuple[float, float]:
+    """A speedup over plain at the edges of both bands: (both against speculation, both for it).
+    Speculation's own error and plain's both count (the plain server may run on another stack,
+    whose floor has its own error); a plain error of 100 % or more leaves no upper edge."""
+    slowest = speedup * (1 - spec_error) / (1 + plain_error)
+    fastest = speedup * (1 + spec_error) / (1 - plain_error) if plain_error < 1 else math.inf
+    return slowest, fastest
+
+
 def _best(variants: Sequence[Variant]) -> Variant | None:
     return min(variants, key=rank) if variants else None
 
@@ -114,10 +123,7 @@ def decide(plans: Sequence[ProfilePlan]) -> Decision | None:
             ratio,
             c_s * (1 - e_s) / (c_p * (1 + e_p)),
         )
-    # Speculation's speed over plain at the bands' edges: its own error and plain's both count
-    # (the plain twin may run on another stack, whose floor has its own error).
-    fastest = spec.min_speedup * (1 + e_s) / (1 - e_p) if e_p < 1 else math.inf
-    slowest = spec.min_speedup * (1 - e_s) / (1 + e_p)
+    slowest, fastest = speedup_edges(spec.min_speedup, e_s, e_p)
     if fastest < 1.0:
         return Decision(
             Verdict.PLAIN,

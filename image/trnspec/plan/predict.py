@@ -33,6 +33,7 @@ from trnspec.perf.step_time import (
 )
 from trnspec.perf.validation import ErrorBand
 from trnspec.plan.acceptance import acceptance_rate
+from trnspec.plan.batch_verdicts import BatchVerdict, Window, batch_verdicts
 from trnspec.plan.request_fit import request_fit_problems
 
 __all__ = [
@@ -130,6 +131,8 @@ class PredictReport:
     rows: list[Row]
     best_k_per_batch: dict[int, int]
     speculation_stops_paying_at_batch: int | None
+    #: per batch with a k > 0: speculation, plain or undecided at the edges of both bands
+    batch_verdicts: list[BatchVerdict]
     #: Why no cost is shown (None when it is).
     cost_note: str | None
     inputs: dict[str, Sourced]
@@ -322,33 +325,34 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
     pricing = _pricing(cfg, query.price_per_hour)
     _add_model_inputs(inputs, model, cal)
     _add_deployment_inputs(inputs, cfg, query, context, pricing)
-    rows = [
-        _row(
-            p,
-            pricing,
-            cfg.max_num_seqs,
-            band_for(
-                cal,
-                model.group_for(p.k),
-                model.method,
-                p.k,
-                p.batch,
-                tp=cfg.tensor_parallel_size,
-                context_tokens=context,
-                target=model.target,
-            ),
+
+    def band(k: int, batch: int) -> ErrorBand:
+        return band_for(
+            cal,
+            model.group_for(k),
+            model.method,
+            k,
+            batch,
+            tp=cfg.tensor_parallel_size,
+            context_tokens=context,
+            target=model.target,
         )
-        for p in points
-    ]
+
+    rows = [_row(p, pricing, cfg.max_num_seqs, band(p.k, p.batch)) for p in points]
     outside = outside_data(
         cal, model.group, model.target, cfg.tensor_parallel_size, axes.batches, context
     )
+    windows = [
+        Window(p.batch, p.k, p.speedup, band(p.k, p.batch).max_abs_error) for p in points if p.k
+    ]
+    plain_errors = {b: band(0, b).max_abs_error for b in axes.batches}
     best = best_k_per_batch(points)
     return PredictReport(
         profile=cfg.name,
         rows=rows,
         best_k_per_batch={b: p.k for b, p in sorted(best.items())},
         speculation_stops_paying_at_batch=speculation_stops_paying(points),
+        batch_verdicts=batch_verdicts(windows, plain_errors),
         cost_note=None if pricing.price is not None else pricing.problem,
         inputs=inputs.values,
         outside_data=[o.describe() for o in outside],

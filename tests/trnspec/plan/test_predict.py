@@ -152,6 +152,39 @@ def test_table_marks_the_best_k_and_the_batch_where_speculation_stops(capsys):
     assert "speculation no longer pays from batch" in out
 
 
+def test_each_batch_says_how_sure_the_model_is_and_an_undecided_one_asks_for_a_measurement(
+    capsys,
+):
+    """The README's example: at batch 1 DFlash k=7 wins even with both bands against it; at
+    batch 2 (1.24x, +/-38 %) and 4 the bands hold both answers; at 8 plain wins within them."""
+    argv = ("--profile", "qwen3-4b-dflash", "--acceptance-length", "3.5", "--batch", "1,2,4,8",
+            "--k", "0,7,15")  # fmt: skip
+    doc = as_json(capsys, *argv)
+    verdicts = {v["batch"]: v for v in doc["batch_verdicts"]}
+    assert {b: v["verdict"] for b, v in verdicts.items()} == {
+        1: "speculation", 2: "undecided", 4: "undecided", 8: "plain"
+    }  # fmt: skip
+    rows = {(r["batch"], r["k"]): r for r in doc["rows"]}
+    for b, v in verdicts.items():
+        row, plain = rows[(b, v["k"])], rows[(b, 0)]
+        e_s, e_p = row["error_band"], plain["error_band"]
+        assert v["speedup_low"] == pytest.approx(row["speedup"] * (1 - e_s) / (1 + e_p), rel=2e-3)
+        assert v["speedup_high"] == pytest.approx(row["speedup"] * (1 + e_s) / (1 - e_p), rel=2e-3)
+    code, out, _ = predict(capsys, *argv)
+    assert code == 0
+    assert "1: speculation (k=7 1.15x-2.12x), 2: undecided (k=7 0.70x-1.88x)" in out
+    assert "undecided at batch 2, 4: the model cannot tell speculation from plain there" in out
+    assert "speculation no longer pays from batch 4 as predicted, but the bands cannot tell" in out
+    code, out, _ = predict(capsys, *argv[:4], "--batch", "1,8", *argv[6:])
+    assert "speculation no longer pays from batch 8: serve larger batches with k=0" in out
+    assert "undecided" not in out
+
+
+def test_without_a_window_above_0_there_is_no_verdict():
+    report, _ = _report("qwen3-4b-baseline")
+    assert report.batch_verdicts == []
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
