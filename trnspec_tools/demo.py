@@ -278,6 +278,29 @@ def sweep_table(rows: Sequence[dict[str, Any]], tuned: str) -> Table:
     return table
 
 
+def slower_than_baseline(rows: Sequence[dict[str, Any]]) -> list[int]:
+    """The levels at which the tuned deployment measured slower than the baseline in every round
+    (the whole range of the ratio below 1)."""
+    return [
+        r["concurrency"]
+        for r in rows
+        if r["speedup"] is not None and r["speedup_high"] is not None and r["speedup_high"] < 1.0
+    ]
+
+
+def slower_lines(rows: Sequence[dict[str, Any]], tuned: str) -> list[str]:
+    """What to do where the tuned deployment measured slower than plain: not serve that load
+    with it."""
+    by_level = {r["concurrency"]: r for r in rows}
+    return [
+        f"concurrency {c}: {tuned} measured slower than the baseline in every round"
+        f" ({by_level[c]['speedup']:.2f}x, rounds {by_level[c]['speedup_low']:.2f}-"
+        f"{by_level[c]['speedup_high']:.2f}): do not serve this load with it; `make tune-schedule`"
+        " picks a k per batch (k=0 where speculation does not pay)"
+        for c in slower_than_baseline(rows)
+    ]
+
+
 def plot_sweep(rows: Sequence[dict[str, Any]], tuned: str, path: Path) -> Path:
     """Output tok/s per concurrency level, baseline and tuned, with the speedup annotated."""
     from matplotlib.figure import Figure
@@ -449,6 +472,7 @@ def run_demo(opts: DemoOptions, console: Console) -> dict[str, Any]:
     report |= {
         "tuned": {"name": tuned.name, "overrides": list(tuned.overrides), "source": tuned.source},
         "sweep": rows,
+        "slower_than_baseline_at": slower_than_baseline(rows),
         "sweep_size": {
             "levels": list(SWEEP_LEVELS),
             "max_num_seqs": MAX_NUM_SEQS,
@@ -527,6 +551,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["sweep"], tuned.name, opts.report.with_name(f"{opts.report.stem}_sweep.png")
     )
     console.print(sweep_table(report["sweep"], tuned.name))
+    for line in slower_lines(report["sweep"], tuned.name):
+        console.print(Text(line, style="yellow"))
     console.print(Text.assemble("plot: ", rich_text(plot, 1000)))
     console.print(summary_table(report))
     for line in moved:

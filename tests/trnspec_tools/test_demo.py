@@ -172,6 +172,28 @@ def test_the_sweep_reports_medians_per_level_with_the_ratios_spread_and_the_wind
     assert one["k_used"] == 4.0 and rows[1]["k_used"] == 2.0
 
 
+def test_a_level_measured_slower_than_the_baseline_in_every_round_is_named_with_what_to_do() -> (
+    None
+):
+    from trnspec_tools.demo import slower_lines, slower_than_baseline, sweep_rows
+
+    rows = sweep_rows(
+        {
+            1: [_pair(200, 300, 4.0), _pair(210, 336, 4.0)],  # faster
+            8: [_pair(1000, 990, 2.0), _pair(1000, 1020, 2.0)],  # the rounds hold 1: not told
+            32: [_pair(2000, 1880, 2.0), _pair(2000, 1900, 2.0)],  # slower in every round
+        }
+    )
+    assert slower_than_baseline(rows) == [32]
+    assert slower_lines(rows, "k=4") == [
+        "concurrency 32: k=4 measured slower than the baseline in every round (0.94x, rounds"
+        " 0.94-0.95): do not serve this load with it; `make tune-schedule` picks a k per batch"
+        " (k=0 where speculation does not pay)"
+    ]
+    assert slower_than_baseline(sweep_rows({1: [_pair(100, 99.99, 1.0)]})) == [1]
+    assert slower_than_baseline(sweep_rows({1: [_pair(100, 100, 1.0)]})) == []
+
+
 def test_the_tuned_choice_is_the_tune_result_when_present_else_the_recorded_one(
     tmp_path: Path,
 ) -> None:
