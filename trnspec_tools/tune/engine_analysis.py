@@ -16,7 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
+from trnspec.perf.calibrate import trn2_calibration
 from trnspec.perf.step_time import decode_context_tokens
+from trnspec.plan.batch_verdicts import BatchVerdict
+from trnspec.plan.predict import verdicts_of
 
 from trnspec_tools.bench.run_result import RunResult
 from trnspec_tools.local_engine.local_server import model_overrides
@@ -128,9 +131,16 @@ class Trn2Advice:
     profile: str
     k_max: int
     advice: BatchAdvice
+    #: how sure the model is at each batch (trnspec.plan.batch_verdicts), as predict says it
+    verdicts: tuple[BatchVerdict, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {"profile": self.profile, "k_max": self.k_max, **self.advice.to_json()}
+        return {
+            "profile": self.profile,
+            "k_max": self.k_max,
+            **self.advice.to_json(),
+            "batch_verdicts": [asdict(v) for v in self.verdicts],
+        }
 
 
 @dataclass(frozen=True)
@@ -303,14 +313,20 @@ def trn2_recommendation(
     cfg = load_profile(profile)
     model = profile_model(cfg, context_tokens)
     k_max = image_spec(cfg.image).max_speculative_tokens
+    tokens_per_step = conditional_tokens_per_step(conditional, alpha)
     rec = recommend(
         model.target,
         model.method,
         model.draft,
-        conditional_tokens_per_step(conditional, alpha),
+        tokens_per_step,
         model.deployment,
         model.efficiency,
         batches,
         k_max,
+        # k=0 is the plain server a user would deploy instead (asynchronous where the
+        # speculative command schedules synchronously), as predict prices it
+        model.plain_efficiency,
     )
-    return Trn2Advice(profile, k_max, BatchAdvice.of(rec))
+    points = model.grid(tokens_per_step, list(range(k_max + 1)), batches)
+    verdicts = verdicts_of(trn2_calibration(), model, points, context_tokens)
+    return Trn2Advice(profile, k_max, BatchAdvice.of(rec), tuple(verdicts))

@@ -252,11 +252,13 @@ def recommend(
     eff: Efficiency,
     batches: Sequence[int],
     k_max: int,
+    plain_eff: Efficiency | None = None,
 ) -> dict[str, object]:
     """Best k per batch, the batch from which to run without speculation, and the k values to
-    precompile (every best k where speculation pays, and the batch-1 optimum's neighbours)."""
+    precompile (every best k where speculation pays, and the batch-1 optimum's neighbours).
+    `plain_eff` prices k=0 when the plain server runs on another stack (predict_grid)."""
     ks = list(range(0, k_max + 1))
-    points = predict_grid(target, method, draft, tokens_per_step, ks, batches, dep, eff)
+    points = predict_grid(target, method, draft, tokens_per_step, ks, batches, dep, eff, plain_eff)
     best = best_k_per_batch(points)
     stop = speculation_stops_paying(points)
     paying = sorted({p.k for p in best.values() if p.k > 0})

@@ -217,7 +217,15 @@ def concurrency_markdown(report: TuneReport) -> str:
             "",
             f"On Trn2 ({report.trn2.profile}) with this acceptance: "
             + _by_batch(report.trn2.advice),
+            "How sure (the best k's speedup with both error bands against it, then for it): "
+            + ", ".join(v.text() for v in report.trn2.verdicts),
         ]
+        unsure = [str(v.batch) for v in report.trn2.verdicts if not v.sure]
+        if unsure:
+            lines.append(
+                f"Undecided at batch {', '.join(unsure)}: measure on Trn2 before choosing"
+                " (plan-deploy's calibration, or tune --schedule against the endpoint)"
+            )
     for cat, entry in (report.categories or {}).items():
         if entry is not None and entry.recommendation_by_batch is not None:
             lines.append(

@@ -11,6 +11,7 @@ trnspec.cli.predict into a PredictQuery; bad input is a ConfigError naming the f
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -326,33 +327,20 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
     _add_model_inputs(inputs, model, cal)
     _add_deployment_inputs(inputs, cfg, query, context, pricing)
 
-    def band(k: int, batch: int) -> ErrorBand:
-        return band_for(
-            cal,
-            model.group_for(k),
-            model.method,
-            k,
-            batch,
-            tp=cfg.tensor_parallel_size,
-            context_tokens=context,
-            target=model.target,
-        )
-
-    rows = [_row(p, pricing, cfg.max_num_seqs, band(p.k, p.batch)) for p in points]
+    rows = [
+        _row(p, pricing, cfg.max_num_seqs, regime_band(cal, model, p.k, p.batch, context))
+        for p in points
+    ]
     outside = outside_data(
         cal, model.group, model.target, cfg.tensor_parallel_size, axes.batches, context
     )
-    windows = [
-        Window(p.batch, p.k, p.speedup, band(p.k, p.batch).max_abs_error) for p in points if p.k
-    ]
-    plain_errors = {b: band(0, b).max_abs_error for b in axes.batches}
     best = best_k_per_batch(points)
     return PredictReport(
         profile=cfg.name,
         rows=rows,
         best_k_per_batch={b: p.k for b, p in sorted(best.items())},
         speculation_stops_paying_at_batch=speculation_stops_paying(points),
-        batch_verdicts=batch_verdicts(windows, plain_errors),
+        batch_verdicts=verdicts_of(cal, model, points, context),
         cost_note=None if pricing.price is not None else pricing.problem,
         inputs=inputs.values,
         outside_data=[o.describe() for o in outside],
@@ -364,6 +352,35 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
             f" trnspec/{DATA_FILE}.",
         ],
     )
+
+
+def regime_band(
+    cal: Calibration, model: ProfileModel, k: int, batch: int, context_tokens: int
+) -> ErrorBand:
+    """The held-out band of `model`'s figure at window k and batch (k = 0: its plain server)."""
+    return band_for(
+        cal,
+        model.group_for(k),
+        model.method,
+        k,
+        batch,
+        tp=model.cfg.tensor_parallel_size,
+        context_tokens=context_tokens,
+        target=model.target,
+    )
+
+
+def verdicts_of(
+    cal: Calibration, model: ProfileModel, points: Sequence[Prediction], context_tokens: int
+) -> list[BatchVerdict]:
+    """How sure the model is at each batch of `points` that has a k > 0 (batch_verdicts, each
+    figure with its regime's band): predict's verdicts, and tune's for a Trn2 profile."""
+
+    def error(k: int, batch: int) -> float | None:
+        return regime_band(cal, model, k, batch, context_tokens).max_abs_error
+
+    windows = [Window(p.batch, p.k, p.speedup, error(p.k, p.batch)) for p in points if p.k]
+    return batch_verdicts(windows, {w.batch: error(0, w.batch) for w in windows})
 
 
 def _row(p: Prediction, pricing: Pricing, max_num_seqs: int, band: ErrorBand) -> Row:

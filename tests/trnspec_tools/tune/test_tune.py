@@ -238,6 +238,37 @@ def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
     assert rec.precompile
 
 
+@pytest.mark.parametrize("profile", ["qwen3-4b-dflash", "llama31-8b-eagle3", "qwen3-32b-draft"])
+def test_trn2_advice_is_predicts_answer_at_the_same_acceptance(profile):
+    """tune --trn2-profile and predict are one model: the same best k and speedup per batch,
+    k=0 priced as the plain server a user would deploy instead (for a DFlash or EAGLE3 profile
+    an asynchronous one, while the speculative command schedules synchronously)."""
+    from trnspec.config.serving import load_profile
+    from trnspec.plan.predict import PredictQuery, build
+
+    from trnspec_tools.tune.engine_analysis import trn2_recommendation
+
+    batches, alpha = [1, 2, 4, 8], 0.7
+    trn2 = trn2_recommendation(profile, [], alpha, batches, 512 + 256 // 2)
+    advice = trn2.advice
+    query = PredictQuery(
+        acceptance_rate=alpha,
+        batch=",".join(map(str, batches)),
+        k=",".join(map(str, range(trn2.k_max + 1))),
+        input_len=512,
+        output_len=256,
+    )
+    report = build(query, load_profile(profile))
+    predicted = {r.batch: (r.k, r.speedup) for r in report.rows
+                 if report.best_k_per_batch[r.batch] == r.k}  # fmt: skip
+    assert {b: k for b, (k, _) in advice.best_k_per_batch.items()} == {
+        b: k for b, (k, _) in predicted.items()
+    }
+    for b, (_, speedup) in advice.best_k_per_batch.items():
+        assert speedup == pytest.approx(predicted[b][1], abs=1e-3)
+    assert list(trn2.verdicts) == report.batch_verdicts  # and as sure as predict says it is
+
+
 def test_trn2_advice_uses_the_measured_acceptance_and_the_image_limit():
     from trnspec_tools.tune.engine_analysis import trn2_recommendation
 
@@ -338,8 +369,17 @@ def test_two_concurrency_levels_against_fake_servers_write_the_validation_rows(t
     assert all(r["used_for_fit"] == (r["concurrency"] == 1) for r in rows)
     assert set(result["by_concurrency"]) == {"1", "2"}
     assert result["trn2"]["profile"] == "qwen3-32b-draft"
+    # the fork's draft-model regime has no held-out band: the model cannot tell, and says so
+    verdicts = result["trn2"]["batch_verdicts"]
+    assert [v["batch"] for v in verdicts] == sorted(
+        int(b) for b in result["trn2"]["best_k_per_batch"]
+    )
+    assert {v["verdict"] for v in verdicts} == {"undecided"}
     assert (tmp_path / "tune_concurrency.png").read_bytes()[:4] == b"\x89PNG"
-    assert "Speedup across concurrency" in out.with_suffix(".md").read_text()
+    markdown = out.with_suffix(".md").read_text()
+    assert "Speedup across concurrency" in markdown
+    assert "How sure (the best k's speedup with both error bands against it" in markdown
+    assert "Undecided at batch 1, 2, 4, 8, 16, 32: measure on Trn2 before choosing" in markdown
 
 
 def test_an_earlier_result_can_be_reanalysed_without_measuring(tmp_path):
