@@ -83,11 +83,14 @@ def _verdict_lines(report: PredictReport) -> list[str]:
     if stop is None:
         lines.append("speculation pays at every batch given")
     elif verdicts[stop].sure:
-        lines.append(f"speculation no longer pays from batch {stop}: serve larger batches with k=0")
+        lines.append(
+            f"speculation no longer pays from batch {stop}: serve batches of {stop} and more"
+            " with k=0"
+        )
     else:
         lines.append(
             f"speculation no longer pays from batch {stop} as predicted, but the bands cannot tell"
-            " there: measure before serving larger batches with k=0"
+            f" there: measure before serving batches of {stop} and more with k=0"
         )
     return lines
 

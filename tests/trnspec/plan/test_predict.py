@@ -174,9 +174,12 @@ def test_each_batch_says_how_sure_the_model_is_and_an_undecided_one_asks_for_a_m
     assert code == 0
     assert "1: speculation (k=7 1.15x-2.12x), 2: undecided (k=7 0.70x-1.88x)" in out
     assert "undecided at batch 2, 4: the model cannot tell speculation from plain there" in out
-    assert "speculation no longer pays from batch 4 as predicted, but the bands cannot tell" in out
+    assert (
+        "speculation no longer pays from batch 4 as predicted, but the bands cannot tell there:"
+        " measure before serving batches of 4 and more with k=0"
+    ) in out
     code, out, _ = predict(capsys, *argv[:4], "--batch", "1,8", *argv[6:])
-    assert "speculation no longer pays from batch 8: serve larger batches with k=0" in out
+    assert "speculation no longer pays from batch 8: serve batches of 8 and more with k=0" in out
     assert "undecided" not in out
 
 
