@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from trnspec.perf.calibrate import trn2_calibration
-from trnspec.perf.step_time import decode_context_tokens
-from trnspec.plan.batch_verdicts import BatchVerdict
+from trnspec.perf.step_time import decode_context_tokens, predict_grid
+from trnspec.plan.batch_verdicts import BatchVerdict, Window, batch_verdicts
 from trnspec.plan.predict import verdicts_of
 
 from trnspec_tools.bench.run_result import RunResult
@@ -109,6 +109,9 @@ class ConcurrencyAnalysis:
     rows: tuple[ValidationRow, ...]
     held_out: HeldOut
     recommendation_by_batch: BatchAdvice
+    #: how sure the advice is at each batch: the best k's speedup within the largest held-out
+    #: error, and undecided outside the measured concurrencies (engine_verdicts)
+    verdicts: tuple[BatchVerdict, ...] = ()
 
     def rows_json(self) -> list[dict[str, object]]:
         return [asdict(r) for r in self.rows]
@@ -121,6 +124,7 @@ class ConcurrencyAnalysis:
             "rows": self.rows_json(),
             "held_out": asdict(self.held_out),
             "recommendation_by_batch": self.recommendation_by_batch.to_json(),
+            "batch_verdicts": [asdict(v) for v in self.verdicts],
         }
 
 
@@ -272,6 +276,38 @@ def engine_recommendation(
     )
 
 
+def engine_verdicts(
+    setup: EngineSetup,
+    fit: EngineFit,
+    tokens_per_step: Callable[[int], float],
+    batches: Sequence[int],
+    k_max: int,
+    measured: Sequence[int],
+    held_out_error: float | None,
+) -> list[BatchVerdict]:
+    """How sure the engine's advice is at each batch (pure). The held-out error is of the
+    speedup itself (measured against predicted, at the concurrencies not fitted), so it is the
+    speculative band and plain's is 0; a batch outside the measured concurrencies has no band
+    (an extrapolation the held-out rows do not cover), so it is undecided."""
+    ks = list(range(1, k_max + 1))
+    points = predict_grid(
+        setup.target,
+        setup.method,
+        setup.draft,
+        tokens_per_step,
+        ks,
+        batches,
+        deployment(setup, fit.hardware),
+        fit.efficiency,
+    )
+    low, high = (min(measured), max(measured)) if measured else (0, -1)
+    windows = [
+        Window(p.batch, p.k, p.speedup, held_out_error if low <= p.batch <= high else None)
+        for p in points
+    ]
+    return batch_verdicts(windows, {b: 0.0 for b in batches})
+
+
 def concurrency_analysis(
     points: Sequence[SweepPoint],
     setup: EngineSetup,
@@ -283,17 +319,21 @@ def concurrency_analysis(
 ) -> ConcurrencyAnalysis:
     """Check the step-time model fitted at one concurrency on the others, recommend k (pure)."""
     rows = validation_rows(points, setup, fit)
-    rec = engine_recommendation(
-        setup, fit, conditional_tokens_per_step(conditional, alpha), batches, k_max
+    tokens_per_step = conditional_tokens_per_step(conditional, alpha)
+    rec = engine_recommendation(setup, fit, tokens_per_step, batches, k_max)
+    held_out = HeldOut(**held_out_summary(rows))  # type: ignore[arg-type]
+    measured = sorted({p.concurrency for p in points})
+    verdicts = engine_verdicts(
+        setup, fit, tokens_per_step, batches, k_max, measured, held_out.max_abs_error
     )
-    held = held_out_summary(rows)
     return ConcurrencyAnalysis(
         fit_concurrency=fit.fit_concurrency,
         constants=fit.constants(),
         fit_rms_log_error=fit.rms_log_error,
         rows=tuple(ValidationRow(**r) for r in rows),  # type: ignore[arg-type]
-        held_out=HeldOut(**held),  # type: ignore[arg-type]
+        held_out=held_out,
         recommendation_by_batch=rec,
+        verdicts=tuple(verdicts),
     )
 
 

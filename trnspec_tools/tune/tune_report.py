@@ -211,7 +211,15 @@ def concurrency_markdown(report: TuneReport) -> str:
     lines += [
         "",
         "Recommended k per batch on this engine: " + _by_batch(cv.recommendation_by_batch),
+        "How sure (the best k's speedup within the largest held-out error; a batch outside the"
+        " measured concurrencies has no band): " + ", ".join(v.text() for v in cv.verdicts),
     ]
+    unsure = [str(v.batch) for v in cv.verdicts if not v.sure]
+    if unsure:
+        lines.append(
+            f"Undecided at batch {', '.join(unsure)}: measure these concurrencies (tune"
+            " --schedule) before choosing k there"
+        )
     if isinstance(report.trn2, Trn2Advice):
         lines += [
             "",

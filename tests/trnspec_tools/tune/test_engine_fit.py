@@ -6,6 +6,7 @@ import pytest
 from engine_cases import ALPHA, DRAFT, SETUP, TARGET, TRUTH, TRUTH_HW, synthetic_sweep
 
 from trnspec_tools.tune.engine_fit import (
+    EngineFit,
     SweepPoint,
     conditional_tokens_per_step,
     deployment,
@@ -94,3 +95,38 @@ def test_held_out_errors_leave_out_rows_whose_baseline_ran_slow():
     summary = held_out_summary(rows)
     assert summary["rows"] == 1 and summary["implausible_rows"] == 1
     assert summary["mean_abs_error"] == pytest.approx(0.10)
+
+
+TRUE_FIT = EngineFit(TRUTH_HW, TRUTH, fit_concurrency=2, rms_log_error=0.0)
+BATCHES = [1, 2, 4, 8, 64, 4096]
+
+
+def _engine_verdicts(measured, error):
+    from trnspec_tools.tune.engine_analysis import engine_verdicts
+
+    tau = conditional_tokens_per_step([], ALPHA)
+    return {v.batch: v for v in engine_verdicts(SETUP, TRUE_FIT, tau, BATCHES, 8, measured, error)}
+
+
+def test_engine_advice_is_sure_only_inside_the_measured_concurrencies_and_its_held_out_error():
+    """The true engine's best speedups: 1.49x, 1.46x, 1.38x, 1.20x at batch 1, 2, 4, 8, then
+    0.85x at 64 and 0.72x at 4096. Measured from 1 to 64, a 10 % held-out error tells all but
+    4096 (no band: beyond the measured concurrencies); a 20 % one no longer tells 8 or 64."""
+    advice = recommend(TARGET, "draft_model", DRAFT, conditional_tokens_per_step([], ALPHA),
+                       deployment(SETUP, TRUTH_HW), TRUTH, BATCHES, 8)  # fmt: skip
+    tight = _engine_verdicts([1, 64], 0.1)
+    assert {b: v.verdict for b, v in tight.items()} == {
+        1: "speculation", 2: "speculation", 4: "speculation", 8: "speculation",
+        64: "plain", 4096: "undecided",
+    }  # fmt: skip
+    assert {b: v.k for b, v in tight.items() if b <= 8} == {
+        int(b): v["k"] for b, v in advice["best_k_per_batch"].items() if int(b) <= 8
+    }
+    assert tight[4096].speedup_low is None
+    loose = _engine_verdicts([1, 64], 0.2)
+    assert [b for b, v in loose.items() if v.verdict == "undecided"] == [8, 64, 4096]
+
+
+def test_without_held_out_rows_the_engine_advice_decides_nothing():
+    assert {v.verdict for v in _engine_verdicts([2], None).values()} == {"undecided"}
+    assert {v.verdict for v in _engine_verdicts([], 0.05).values()} == {"undecided"}

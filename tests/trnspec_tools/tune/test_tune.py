@@ -236,6 +236,13 @@ def test_concurrency_analysis_marks_fit_rows_and_predicts_the_rest():
     rec = out.recommendation_by_batch
     assert set(rec.best_k_per_batch) == {1, 4, 64, 4096}
     assert rec.precompile
+    # how sure: the largest held-out error inside the measured 1..8, no band beyond
+    assert [v.batch for v in out.verdicts] == [1, 4, 64, 4096]
+    for v in out.verdicts:
+        if v.batch <= 8:
+            assert v.speedup_low == pytest.approx(v.speedup * (1 - out.held_out.max_abs_error))
+        else:
+            assert (v.verdict, v.speedup_low) == ("undecided", None)
 
 
 @pytest.mark.parametrize("profile", ["qwen3-4b-dflash", "llama31-8b-eagle3", "qwen3-32b-draft"])
@@ -379,6 +386,10 @@ def test_two_concurrency_levels_against_fake_servers_write_the_validation_rows(t
     markdown = out.with_suffix(".md").read_text()
     assert "Speedup across concurrency" in markdown
     assert "How sure (the best k's speedup with both error bands against it" in markdown
+    # the engine was measured at 1 and 2: its advice at 4 and above is an extrapolation
+    engine = result["concurrency_validation"]["batch_verdicts"]
+    assert [v["verdict"] for v in engine if v["batch"] > 2] == ["undecided"] * 4
+    assert "Undecided at batch" in markdown and "measure these concurrencies" in markdown
     assert "Undecided at batch 1, 2, 4, 8, 16, 32: measure on Trn2 before choosing" in markdown
 
 
