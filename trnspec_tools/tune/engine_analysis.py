@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from trnspec.perf.calibrate import trn2_calibration
-from trnspec.perf.step_time import decode_context_tokens, predict_grid
-from trnspec.plan.batch_verdicts import BatchVerdict, Window, batch_verdicts
-from trnspec.plan.predict import verdicts_of
+from trnspec.perf.step_time import Prediction, decode_context_tokens, predict_grid
+from trnspec.plan.batch_verdicts import BatchVerdict, verdicts_of
+from trnspec.plan.predict import regime_band
 
 from trnspec_tools.bench.run_result import RunResult
 from trnspec_tools.local_engine.local_server import model_overrides
@@ -27,10 +27,10 @@ from trnspec_tools.tune.engine_fit import (
     EngineFit,
     EngineSetup,
     SweepPoint,
+    advice_of,
     conditional_tokens_per_step,
     deployment,
     held_out_summary,
-    recommend,
     validation_rows,
 )
 from trnspec_tools.tune.tune_options import TuneOptions
@@ -51,7 +51,7 @@ class BatchAdvice:
 
     @classmethod
     def of(cls, rec: Mapping[str, object]) -> BatchAdvice:
-        """From engine_fit.recommend's answer."""
+        """From engine_fit.advice_of's answer."""
         best = rec["best_k_per_batch"]
         assert isinstance(best, dict)
         stop = rec["disable_speculation_at_batch"]
@@ -254,6 +254,26 @@ def sweep_points(
     return out
 
 
+def engine_grid(
+    setup: EngineSetup,
+    fit: EngineFit,
+    tokens_per_step: Callable[[int], float],
+    batches: Sequence[int],
+    k_max: int,
+) -> list[Prediction]:
+    """The fitted engine's predictions at k = 0..k_max and every batch (pure)."""
+    return predict_grid(
+        setup.target,
+        setup.method,
+        setup.draft,
+        tokens_per_step,
+        list(range(k_max + 1)),
+        batches,
+        deployment(setup, fit.hardware),
+        fit.efficiency,
+    )
+
+
 def engine_recommendation(
     setup: EngineSetup,
     fit: EngineFit,
@@ -263,49 +283,25 @@ def engine_recommendation(
 ) -> BatchAdvice:
     """k per batch on the local engine with its fitted constants (pure)."""
     return BatchAdvice.of(
-        recommend(
-            setup.target,
-            setup.method,
-            setup.draft,
-            tokens_per_step,
-            deployment(setup, fit.hardware),
-            fit.efficiency,
-            batches,
-            k_max,
-        )
+        advice_of(engine_grid(setup, fit, tokens_per_step, batches, k_max), k_max)
     )
 
 
 def engine_verdicts(
-    setup: EngineSetup,
-    fit: EngineFit,
-    tokens_per_step: Callable[[int], float],
-    batches: Sequence[int],
-    k_max: int,
-    measured: Sequence[int],
-    held_out_error: float | None,
+    points: Sequence[Prediction], measured: Sequence[int], held_out_error: float | None
 ) -> list[BatchVerdict]:
-    """How sure the engine's advice is at each batch (pure). The held-out error is of the
-    speedup itself (measured against predicted, at the concurrencies not fitted), so it is the
-    speculative band and plain's is 0; a batch outside the measured concurrencies has no band
-    (an extrapolation the held-out rows do not cover), so it is undecided."""
-    ks = list(range(1, k_max + 1))
-    points = predict_grid(
-        setup.target,
-        setup.method,
-        setup.draft,
-        tokens_per_step,
-        ks,
-        batches,
-        deployment(setup, fit.hardware),
-        fit.efficiency,
-    )
+    """How sure the engine's advice is at each batch of its grid (pure). The held-out error is
+    of the speedup itself (measured against predicted, at the concurrencies not fitted), so it
+    is the speculative band and plain's is 0; a batch outside the measured concurrencies has no
+    band (an extrapolation the held-out rows do not cover), so it is undecided."""
     low, high = (min(measured), max(measured)) if measured else (0, -1)
-    windows = [
-        Window(p.batch, p.k, p.speedup, held_out_error if low <= p.batch <= high else None)
-        for p in points
-    ]
-    return batch_verdicts(windows, {b: 0.0 for b in batches})
+
+    def error(k: int, batch: int) -> float | None:
+        if k == 0:
+            return 0.0
+        return held_out_error if low <= batch <= high else None
+
+    return verdicts_of(points, error)
 
 
 def concurrency_analysis(
@@ -319,21 +315,17 @@ def concurrency_analysis(
 ) -> ConcurrencyAnalysis:
     """Check the step-time model fitted at one concurrency on the others, recommend k (pure)."""
     rows = validation_rows(points, setup, fit)
-    tokens_per_step = conditional_tokens_per_step(conditional, alpha)
-    rec = engine_recommendation(setup, fit, tokens_per_step, batches, k_max)
+    grid = engine_grid(setup, fit, conditional_tokens_per_step(conditional, alpha), batches, k_max)
     held_out = HeldOut(**held_out_summary(rows))  # type: ignore[arg-type]
     measured = sorted({p.concurrency for p in points})
-    verdicts = engine_verdicts(
-        setup, fit, tokens_per_step, batches, k_max, measured, held_out.max_abs_error
-    )
     return ConcurrencyAnalysis(
         fit_concurrency=fit.fit_concurrency,
         constants=fit.constants(),
         fit_rms_log_error=fit.rms_log_error,
         rows=tuple(ValidationRow(**r) for r in rows),  # type: ignore[arg-type]
         held_out=held_out,
-        recommendation_by_batch=rec,
-        verdicts=tuple(verdicts),
+        recommendation_by_batch=BatchAdvice.of(advice_of(grid, k_max)),
+        verdicts=tuple(engine_verdicts(grid, measured, held_out.max_abs_error)),
     )
 
 
@@ -353,20 +345,11 @@ def trn2_recommendation(
     cfg = load_profile(profile)
     model = profile_model(cfg, context_tokens)
     k_max = image_spec(cfg.image).max_speculative_tokens
-    tokens_per_step = conditional_tokens_per_step(conditional, alpha)
-    rec = recommend(
-        model.target,
-        model.method,
-        model.draft,
-        tokens_per_step,
-        model.deployment,
-        model.efficiency,
-        batches,
-        k_max,
-        # k=0 is the plain server a user would deploy instead (asynchronous where the
-        # speculative command schedules synchronously), as predict prices it
-        model.plain_efficiency,
+    # ProfileModel.grid prices k=0 as the plain server a user would deploy instead (asynchronous
+    # where the speculative command schedules synchronously), as predict does
+    points = model.grid(conditional_tokens_per_step(conditional, alpha), range(k_max + 1), batches)
+    cal = trn2_calibration()
+    verdicts = verdicts_of(
+        points, lambda k, b: regime_band(cal, model, k, b, context_tokens).max_abs_error
     )
-    points = model.grid(tokens_per_step, list(range(k_max + 1)), batches)
-    verdicts = verdicts_of(trn2_calibration(), model, points, context_tokens)
-    return Trn2Advice(profile, k_max, BatchAdvice.of(rec), tuple(verdicts))
+    return Trn2Advice(profile, k_max, BatchAdvice.of(advice_of(points, k_max)), tuple(verdicts))

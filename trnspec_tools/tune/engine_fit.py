@@ -24,9 +24,8 @@ from trnspec.perf.step_time import (
     Deployment,
     Efficiency,
     Hardware,
-    TokensPerStep,
+    Prediction,
     best_k_per_batch,
-    predict_grid,
     speculation_stops_paying,
     step_cost,
 )
@@ -243,22 +242,10 @@ def held_out_summary(rows: Sequence[dict[str, object]]) -> dict[str, object]:
     }
 
 
-def recommend(
-    target: ModelShape,
-    method: str,
-    draft: ModelShape | None,
-    tokens_per_step: TokensPerStep,
-    dep: Deployment,
-    eff: Efficiency,
-    batches: Sequence[int],
-    k_max: int,
-    plain_eff: Efficiency | None = None,
-) -> dict[str, object]:
+def advice_of(points: Sequence[Prediction], k_max: int) -> dict[str, object]:
     """Best k per batch, the batch from which to run without speculation, and the k values to
-    precompile (every best k where speculation pays, and the batch-1 optimum's neighbours).
-    `plain_eff` prices k=0 when the plain server runs on another stack (predict_grid)."""
-    ks = list(range(0, k_max + 1))
-    points = predict_grid(target, method, draft, tokens_per_step, ks, batches, dep, eff, plain_eff)
+    precompile (every best k where speculation pays, and the batch-1 optimum's neighbours), of a
+    grid of predictions."""
     best = best_k_per_batch(points)
     stop = speculation_stops_paying(points)
     paying = sorted({p.k for p in best.values() if p.k > 0})

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from trnspec.plan.batch_verdicts import undecided_batches, verdicts_text
+
 from trnspec_tools.bench.report import LEGEND_OUTSIDE, save_figure
 from trnspec_tools.bench.run_result import RunResult
 from trnspec_tools.tune.alternated import SweepRuns
@@ -212,12 +214,11 @@ def concurrency_markdown(report: TuneReport) -> str:
         "",
         "Recommended k per batch on this engine: " + _by_batch(cv.recommendation_by_batch),
         "How sure (the best k's speedup within the largest held-out error; a batch outside the"
-        " measured concurrencies has no band): " + ", ".join(v.text() for v in cv.verdicts),
+        " measured concurrencies has no band): " + verdicts_text(cv.verdicts),
     ]
-    unsure = [str(v.batch) for v in cv.verdicts if not v.sure]
-    if unsure:
+    if unsure := undecided_batches(cv.verdicts):
         lines.append(
-            f"Undecided at batch {', '.join(unsure)}: measure these concurrencies (tune"
+            f"Undecided at batch {unsure}: measure these concurrencies (tune"
             " --schedule) before choosing k there"
         )
     if isinstance(report.trn2, Trn2Advice):
@@ -226,12 +227,11 @@ def concurrency_markdown(report: TuneReport) -> str:
             f"On Trn2 ({report.trn2.profile}) with this acceptance: "
             + _by_batch(report.trn2.advice),
             "How sure (the best k's speedup with both error bands against it, then for it): "
-            + ", ".join(v.text() for v in report.trn2.verdicts),
+            + verdicts_text(report.trn2.verdicts),
         ]
-        unsure = [str(v.batch) for v in report.trn2.verdicts if not v.sure]
-        if unsure:
+        if unsure := undecided_batches(report.trn2.verdicts):
             lines.append(
-                f"Undecided at batch {', '.join(unsure)}: measure on Trn2 before choosing"
+                f"Undecided at batch {unsure}: measure on Trn2 before choosing"
                 " (plan-deploy's calibration, or tune --schedule against the endpoint)"
             )
     for cat, entry in (report.categories or {}).items():

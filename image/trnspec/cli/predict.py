@@ -16,6 +16,7 @@ from dataclasses import fields
 
 from trnspec.boundary.args import float_arg, int_arg, text_arg
 from trnspec.cli.config_args import config_from_args
+from trnspec.plan.batch_verdicts import undecided_batches, verdicts_text
 from trnspec.plan.predict import PredictQuery, PredictReport, Row, build
 
 #: The line `trnspec --help` lists for the subcommand.
@@ -70,12 +71,11 @@ def _verdict_lines(report: PredictReport) -> list[str]:
     verdicts = {v.batch: v for v in report.batch_verdicts}
     lines = [
         "how sure (the best k's speedup with both error bands against it, then for it): "
-        + ", ".join(v.text() for v in report.batch_verdicts)
+        + verdicts_text(report.batch_verdicts)
     ]
-    unsure = [str(v.batch) for v in report.batch_verdicts if not v.sure]
-    if unsure:
+    if unsure := undecided_batches(report.batch_verdicts):
         lines.append(
-            f"undecided at batch {', '.join(unsure)}: the model cannot tell speculation from plain"
+            f"undecided at batch {unsure}: the model cannot tell speculation from plain"
             " there; measure (tune --schedule against your endpoint, or plan-deploy's"
             " calibration) before choosing"
         )

@@ -13,10 +13,22 @@ one whose speedup stays highest with the bands against it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from trnspec.plan.decision import Verdict, speedup_edges
+
+
+class Point(Protocol):
+    """A predicted (batch, k) and its speedup over k = 0 (trnspec.perf.step_time.Prediction)."""
+
+    @property
+    def batch(self) -> int: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def speedup(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -82,3 +94,22 @@ def batch_verdicts(
             verdict = Verdict.UNDECIDED
         out.append(BatchVerdict(batch, verdict.value, at[best].k, at[best].speedup, low, high))
     return out
+
+
+def verdicts_of(
+    points: Sequence[Point], error: Callable[[int, int], float | None]
+) -> list[BatchVerdict]:
+    """The verdicts of a grid of predictions; `error(k, batch)` is the band of the figure at
+    window k and batch (k = 0: plain's), None where there is none."""
+    windows = [Window(p.batch, p.k, p.speedup, error(p.k, p.batch)) for p in points if p.k]
+    return batch_verdicts(windows, {b: error(0, b) for b in {w.batch for w in windows}})
+
+
+def verdicts_text(verdicts: Sequence[BatchVerdict]) -> str:
+    """Every batch's verdict on one line: `1: speculation (k=3 1.23x-1.83x), 8: plain (...)`."""
+    return ", ".join(v.text() for v in verdicts)
+
+
+def undecided_batches(verdicts: Sequence[BatchVerdict]) -> str | None:
+    """The batches the model cannot tell, as `2, 4` (None when it is sure at every batch)."""
+    return ", ".join(str(v.batch) for v in verdicts if not v.sure) or None

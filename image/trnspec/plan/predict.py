@@ -11,8 +11,8 @@ trnspec.cli.predict into a PredictQuery; bad input is a ConfigError naming the f
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
+from functools import cache
 from typing import Any
 
 from trnspec.boundary.errors import BoundaryError
@@ -34,7 +34,7 @@ from trnspec.perf.step_time import (
 )
 from trnspec.perf.validation import ErrorBand
 from trnspec.plan.acceptance import acceptance_rate
-from trnspec.plan.batch_verdicts import BatchVerdict, Window, batch_verdicts
+from trnspec.plan.batch_verdicts import BatchVerdict, verdicts_of
 from trnspec.plan.request_fit import request_fit_problems
 
 __all__ = [
@@ -327,10 +327,11 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
     _add_model_inputs(inputs, model, cal)
     _add_deployment_inputs(inputs, cfg, query, context, pricing)
 
-    rows = [
-        _row(p, pricing, cfg.max_num_seqs, regime_band(cal, model, p.k, p.batch, context))
-        for p in points
-    ]
+    @cache
+    def band(k: int, batch: int) -> ErrorBand:
+        return regime_band(cal, model, k, batch, context)
+
+    rows = [_row(p, pricing, cfg.max_num_seqs, band(p.k, p.batch)) for p in points]
     outside = outside_data(
         cal, model.group, model.target, cfg.tensor_parallel_size, axes.batches, context
     )
@@ -340,7 +341,7 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
         rows=rows,
         best_k_per_batch={b: p.k for b, p in sorted(best.items())},
         speculation_stops_paying_at_batch=speculation_stops_paying(points),
-        batch_verdicts=verdicts_of(cal, model, points, context),
+        batch_verdicts=verdicts_of(points, lambda k, b: band(k, b).max_abs_error),
         cost_note=None if pricing.price is not None else pricing.problem,
         inputs=inputs.values,
         outside_data=[o.describe() for o in outside],
@@ -368,19 +369,6 @@ def regime_band(
         context_tokens=context_tokens,
         target=model.target,
     )
-
-
-def verdicts_of(
-    cal: Calibration, model: ProfileModel, points: Sequence[Prediction], context_tokens: int
-) -> list[BatchVerdict]:
-    """How sure the model is at each batch of `points` that has a k > 0 (batch_verdicts, each
-    figure with its regime's band): predict's verdicts, and tune's for a Trn2 profile."""
-
-    def error(k: int, batch: int) -> float | None:
-        return regime_band(cal, model, k, batch, context_tokens).max_abs_error
-
-    windows = [Window(p.batch, p.k, p.speedup, error(p.k, p.batch)) for p in points if p.k]
-    return batch_verdicts(windows, {w.batch: error(0, w.batch) for w in windows})
 
 
 def _row(p: Prediction, pricing: Pricing, max_num_seqs: int, band: ErrorBand) -> Row:

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trnspec.plan.batch_verdicts import BatchVerdict, Window, batch_verdicts
+from trnspec.plan.batch_verdicts import (
+    BatchVerdict,
+    Window,
+    batch_verdicts,
+    undecided_batches,
+    verdicts_of,
+    verdicts_text,
+)
 
 SETTINGS = settings(max_examples=200, deadline=None)
 
@@ -98,3 +105,32 @@ def test_a_sure_verdict_agrees_with_the_nominal_speedup_and_lies_inside_the_edge
         assert speedup > 1.0
     if v.verdict == "plain":
         assert speedup < 1.0
+
+
+def test_a_grids_verdicts_ask_each_window_its_band_and_plain_its_own() -> None:
+    """k = 0 points are plain's own, not windows; plain's band is asked at k = 0."""
+    grid = [Window(1, 0, 1.0, None), Window(1, 3, 1.5, None), Window(8, 0, 1.0, None),
+            Window(8, 3, 0.5, None)]  # fmt: skip
+    asked: list[tuple[int, int]] = []
+
+    def error(k: int, batch: int) -> float | None:
+        asked.append((k, batch))
+        return {0: 0.1, 3: 0.2}[k] if batch == 1 else None
+
+    verdicts = verdicts_of(grid, error)
+    assert [(v.batch, v.k, v.verdict) for v in verdicts] == [(1, 3, "speculation"),
+                                                            (8, 3, "undecided")]  # fmt: skip
+    assert (verdicts[0].speedup_low, verdicts[0].speedup_high) == (1.5 * 0.8 / 1.1, 1.5 * 1.2 / 0.9)
+    assert sorted(asked) == [(0, 1), (0, 8), (3, 1), (3, 8)]
+    assert verdicts_of([Window(1, 0, 1.0, None)], error) == []
+
+
+def test_the_verdicts_read_as_one_line_and_the_undecided_batches_are_listed() -> None:
+    verdicts = [one(1.5, 0.1, 0.1), one(1.2, 0.2, 0.2)]
+    assert verdicts_text(verdicts) == (
+        "1: speculation (k=3 1.23x-1.83x), 1: undecided (k=3 0.80x-1.80x)"
+    )
+    both = batch_verdicts([Window(2, 1, 1.2, 0.2), Window(4, 1, 1.1, 0.2)], {2: 0.2, 4: 0.2})
+    assert undecided_batches(both) == "2, 4"
+    assert undecided_batches([one(1.5, 0.1, 0.1)]) is None
+    assert undecided_batches([]) is None

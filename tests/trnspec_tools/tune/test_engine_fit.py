@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pytest
 from engine_cases import ALPHA, DRAFT, SETUP, TARGET, TRUTH, TRUTH_HW, synthetic_sweep
+from trnspec.perf.step_time import predict_grid
 
+from trnspec_tools.tune.engine_analysis import engine_grid, engine_verdicts
 from trnspec_tools.tune.engine_fit import (
     EngineFit,
     SweepPoint,
+    advice_of,
     conditional_tokens_per_step,
     deployment,
     fit_engine,
     held_out_summary,
-    recommend,
     used_for_fit,
     validation_rows,
 )
@@ -60,17 +62,16 @@ def test_fit_refuses_a_sweep_without_speculative_runs_at_the_fit_concurrency():
         fit_engine(points, SETUP, fit_concurrency=2)
 
 
+def true_advice(batches: list[int]) -> dict:
+    """The advice for the true engine over k = 0..8 (advice_of its grid)."""
+    tau = conditional_tokens_per_step([], ALPHA)
+    grid = predict_grid(TARGET, "draft_model", DRAFT, tau, range(9), batches,
+                        deployment(SETUP, TRUTH_HW), TRUTH)  # fmt: skip
+    return advice_of(grid, 8)
+
+
 def test_advice_switches_speculation_off_at_large_batch_and_names_what_to_precompile():
-    rec = recommend(
-        TARGET,
-        "draft_model",
-        DRAFT,
-        conditional_tokens_per_step([], ALPHA),
-        deployment(SETUP, TRUTH_HW),
-        TRUTH,
-        [1, 2, 4, 8, 64, 512, 4096],
-        8,
-    )
+    rec = true_advice([1, 2, 4, 8, 64, 512, 4096])
     best = {int(b): v["k"] for b, v in rec["best_k_per_batch"].items()}
     stop = rec["disable_speculation_at_batch"]
     assert best[1] > 0 and stop is not None
@@ -102,18 +103,15 @@ BATCHES = [1, 2, 4, 8, 64, 4096]
 
 
 def _engine_verdicts(measured, error):
-    from trnspec_tools.tune.engine_analysis import engine_verdicts
-
-    tau = conditional_tokens_per_step([], ALPHA)
-    return {v.batch: v for v in engine_verdicts(SETUP, TRUE_FIT, tau, BATCHES, 8, measured, error)}
+    grid = engine_grid(SETUP, TRUE_FIT, conditional_tokens_per_step([], ALPHA), BATCHES, 8)
+    return {v.batch: v for v in engine_verdicts(grid, measured, error)}
 
 
 def test_engine_advice_is_sure_only_inside_the_measured_concurrencies_and_its_held_out_error():
     """The true engine's best speedups: 1.49x, 1.46x, 1.38x, 1.20x at batch 1, 2, 4, 8, then
     0.85x at 64 and 0.72x at 4096. Measured from 1 to 64, a 10 % held-out error tells all but
     4096 (no band: beyond the measured concurrencies); a 20 % one no longer tells 8 or 64."""
-    advice = recommend(TARGET, "draft_model", DRAFT, conditional_tokens_per_step([], ALPHA),
-                       deployment(SETUP, TRUTH_HW), TRUTH, BATCHES, 8)  # fmt: skip
+    advice = true_advice(BATCHES)
     tight = _engine_verdicts([1, 64], 0.1)
     assert {b: v.verdict for b, v in tight.items()} == {
         1: "speculation", 2: "speculation", 4: "speculation", 8: "speculation",
