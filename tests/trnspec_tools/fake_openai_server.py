@@ -55,9 +55,10 @@ class State:
     accepted_per_pos: list[int] = field(default_factory=list)
     attempts: Counter[str] = field(default_factory=Counter)
     generation_requests: int = 0
-    #: what really happened, per completed request in arrival order: arrival and each content
-    #: write (perf_counter just before the write, CLOCK_MONOTONIC, comparable across processes),
-    #: and the request's ignore_eos
+    #: what really happened, per completed request in completion order: arrival, each content
+    #: write and the [DONE] write (perf_counter just before the write, CLOCK_MONOTONIC,
+    #: comparable across processes), the tokens of each chunk, the request's ignore_eos and its
+    #: prompt (what the client's record of the same request is matched by)
     timings: list[dict[str, object]] = field(default_factory=list)
 
     def record_step(self, tokens: int) -> None:
@@ -208,7 +209,14 @@ def make_app(s: State) -> web.Application:
         done = time.perf_counter()  # before the write, as above
         await resp.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
         s.timings.append(
-            {"arrival": t0, "writes": writes, "done": done, "ignore_eos": body.get("ignore_eos")}
+            {
+                "arrival": t0,
+                "writes": writes,
+                "tokens": chunks,
+                "done": done,
+                "ignore_eos": body.get("ignore_eos"),
+                "prompt": prompt,
+            }
         )
         await resp.write_eof()
         return resp

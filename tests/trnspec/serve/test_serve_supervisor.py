@@ -1,5 +1,9 @@
 """The supervisor with a tiny fake child server instead of vLLM: signal forwarding, drain,
-readiness and exit codes."""
+readiness and exit codes.
+
+No test depends on how fast the host is: the end-to-end tests wait for events (a file the driver
+or the child writes, the driver's exit), bounded only by a hang guard (serve_fakes.HANG_S), and
+the drain's timing is tested on an injected clock."""
 
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_fakes import FAKE_SERVER, free_port, wait_for
+import trnspec.serve.supervisor as supervisor_module
+from serve_fakes import FAKE_SERVER, HANG_S, free_port, wait_for
 from trnspec.serve.probes import ReadyFile
 from trnspec.serve.supervisor import Supervisor, exit_status
 
@@ -22,7 +27,7 @@ DRIVER = textwrap.dedent(
     """
     import faulthandler, logging, os, signal, sys
     from pathlib import Path
-    from trnspec.serve.probes import ReadyFile, http_busy, http_probe
+    from trnspec.serve.probes import ReadyFile, http_probe
     from trnspec.serve.supervisor import Supervisor
 
     work, port, drain = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
@@ -35,14 +40,22 @@ DRIVER = textwrap.dedent(
         with (work / "first-ready").open("a") as fh:
             fh.write("x")
 
+    def busy():
+        # whether a request is in flight, as the test says (a file), each look counted: an event
+        # the test waits on (an HTTP probe with a timeout would answer "unknown" on a busy host
+        # and end the drain; http_busy has its own tests in test_serve_probes.py)
+        with (work / "busy-polls").open("a") as fh:
+            fh.write("x")
+        return (work / "busy").exists()
+
     sup = Supervisor(
         [sys.executable, str(work / "fake_server.py"), port, "fake-model", str(work), "0.5"],
         dict(os.environ),
-        http_probe(f"http://127.0.0.1:{port}", "fake-model", timeout=0.5),
+        http_probe(f"http://127.0.0.1:{port}", "fake-model", timeout=5.0),
         ReadyFile(work / "ready"),
         poll_interval=0.1,
         on_first_ready=first_ready,
-        busy=http_busy(f"http://127.0.0.1:{port}", timeout=0.5),
+        busy=busy,
         drain_timeout=drain,
         drain_poll=0.1,
     )
@@ -51,15 +64,22 @@ DRIVER = textwrap.dedent(
 )
 
 
-def stopped_within(proc: subprocess.Popen[bytes], timeout: float = 20) -> int:
-    """The driver's exit code; a driver still running after `timeout` s has its threads' stacks
-    dumped (to this test's captured stderr) and the test fails naming the timeout."""
+def stopped_within(proc: subprocess.Popen[bytes], timeout: float = HANG_S) -> int:
+    """The driver's exit code, waited for (the event), bounded by the hang guard only; a driver
+    still running then has its threads' stacks dumped (to this test's captured stderr) and the
+    test fails naming the bound."""
     try:
         return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGUSR1)
         time.sleep(1.0)
         pytest.fail(f"the supervisor did not exit within {timeout} s (thread stacks above)")
+
+
+def busy_polls(work: Path) -> int:
+    """How many times the driver's drain has asked whether a request is in flight."""
+    polls = work / "busy-polls"
+    return len(polls.read_text()) if polls.exists() else 0
 
 
 @pytest.fixture
@@ -126,38 +146,101 @@ def test_readiness_follows_the_model_and_first_ready_runs_once(driver: Any) -> N
 
 
 def test_stop_waits_for_in_flight_requests_before_forwarding(start_driver: Any) -> None:
-    proc, work = start_driver(drain_timeout=30)
+    proc, work = start_driver(drain_timeout=HANG_S)  # the test ends the request, not the clock
     assert wait_for((work / "ready").exists)
     (work / "busy").write_text("")  # vLLM reports one running request
     proc.terminate()
-    assert wait_for(lambda: not (work / "ready").exists(), timeout=5)  # out of the Service now
-    time.sleep(1.0)
+    assert wait_for(lambda: not (work / "ready").exists())  # out of the Service now
+    assert wait_for(lambda: busy_polls(work) >= 3)  # the drain saw the request three times
     assert not (work / "child-signal").exists(), "stopped vLLM while a request was running"
     (work / "busy").unlink()  # the request finishes
     assert stopped_within(proc) == 0
     assert (work / "child-signal").read_text() == "SIGTERM"
 
 
-def test_drain_gives_up_after_the_timeout(start_driver: Any) -> None:
-    proc, work = start_driver(drain_timeout=1.0)
-    assert wait_for((work / "ready").exists)
-    (work / "busy").write_text("")
-    started = time.monotonic()
-    proc.terminate()
-    assert stopped_within(proc) == 0
-    assert time.monotonic() - started >= 1.0
-    assert (work / "child-signal").read_text() == "SIGTERM"
-
-
 def test_a_second_signal_stops_at_once_without_waiting_for_the_drain(start_driver: Any) -> None:
-    proc, work = start_driver(drain_timeout=60)
+    proc, work = start_driver(drain_timeout=HANG_S)
     assert wait_for((work / "ready").exists)
     (work / "busy").write_text("")
     proc.terminate()
-    time.sleep(0.5)
+    # the first signal was handled (the drain is asking): the SIGINT is the second one (sent
+    # at once, both could be pending together, and Python runs SIGINT's handler first)
+    assert wait_for(lambda: busy_polls(work) >= 1)
     proc.send_signal(signal.SIGINT)
     assert stopped_within(proc) == 0
     assert (work / "child-signal").read_text() == "SIGINT"
+
+
+class FakeClock:
+    """The supervisor module's `time` in a test: monotonic() reads it, sleep() advances it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class FakeChild:
+    """A running child that records the signals it is sent."""
+
+    pid = 4242
+
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+
+    def poll(self) -> int | None:
+        return None
+
+    def send_signal(self, signum: int) -> None:
+        self.signals.append(signum)
+
+
+def drained(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, busy_answers: list[bool | None]
+) -> tuple[FakeClock, FakeChild, int]:
+    """Drain on a fake clock (timeout 30 s, a look every 1 s) with `busy` answering in turn
+    (then True for ever): the clock, the child and how many times busy was asked."""
+    clock, child, asked = FakeClock(), FakeChild(), []
+    monkeypatch.setattr(supervisor_module, "time", clock)
+
+    def busy() -> bool | None:
+        asked.append(clock.now)
+        return busy_answers[len(asked) - 1] if len(asked) <= len(busy_answers) else True
+
+    sup = Supervisor(
+        ["true"], {}, lambda: True, ReadyFile(tmp_path / "r"), busy=busy, drain_timeout=30,
+        drain_poll=1.0,
+    )  # fmt: skip
+    sup._child = child  # type: ignore[assignment]
+    sup._drain_then_send(signal.SIGTERM)
+    return clock, child, len(asked)
+
+
+def test_drain_gives_up_after_the_timeout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    clock, child, asked = drained(monkeypatch, tmp_path, [])
+    assert child.signals == [signal.SIGTERM]  # forwarded once, with requests still in flight
+    assert clock.now == 30.0 and asked == 30  # a look a second until the 30 s were spent
+
+
+def test_drain_forwards_as_soon_as_nothing_is_in_flight(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    clock, child, asked = drained(monkeypatch, tmp_path, [True, True, True, False])
+    assert child.signals == [signal.SIGTERM]
+    assert clock.now == 3.0 and asked == 4
+
+
+def test_an_unknown_busy_answer_ends_the_drain(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """None (the probe could not tell) is not "busy": the drain does not hold a stop on it."""
+    clock, child, asked = drained(monkeypatch, tmp_path, [True, None])
+    assert child.signals == [signal.SIGTERM]
+    assert clock.now == 1.0 and asked == 2
 
 
 def never_ready() -> bool:
