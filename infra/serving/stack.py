@@ -279,7 +279,7 @@ class ServingStack(Stack):
             CfnOutput(
                 self,
                 ServingOutputs.WEIGHTS_JOB,
-                value=f"{spec.namespace}/{weights_job_name(spec)}",
+                value=f"{spec.namespace}/{weights_job_name(spec, self.settings.weights_rerun)}",
                 description="Job that copies the models from the Hugging Face Hub to the bucket",
             )
         CfnOutput(

@@ -6,6 +6,10 @@ measures both, alternated, and writes the run to the model bucket (docs/workload
 "Calibration: measuring speculation against plain"). `python -m trnspec plan-deploy` writes this
 section when it cannot tell which arm is cheaper; a confident plan leaves it out, and the arm and
 the Job go away with it.
+
+A Job runs once: its name is a hash of these settings and of both arms' configs, so a changed
+calibration is a new Job, and an unchanged one is measured again only with a new `rerun` token
+(`cdk deploy` of an unchanged template changes nothing on the cluster).
 """
 
 from __future__ import annotations
@@ -61,7 +65,17 @@ class CalibrationSettings(BaseModel):
         16, ge=1, le=4096, description="Requests per arm per round (at least the concurrency)."
     )
     deadline_minutes: Int = Field(
-        120, ge=10, le=24 * 60, description="Bound of the Job (activeDeadlineSeconds)."
+        120,
+        ge=10,
+        le=24 * 60,
+        description="Bound of the measurement once both arms answer (the Job's "
+        "activeDeadlineSeconds adds the wait for the arms).",
+    )
+    rerun: Text | None = Field(
+        None,
+        description="Any token: it enters the Job's name, so a new token is a new Job (`cdk "
+        "deploy -c serving.calibration.rerun=2` measures again an unchanged calibration); keep "
+        "it in later deploys, or the Job of the previous token runs again.",
     )
 
     @field_validator("concurrency")

@@ -82,6 +82,12 @@ class ServingSettings(BaseModel):
         None, description="Prometheus HTTP API base URL, only with prometheus: existing."
     )
     monitoring_namespace: Text = Field("monitoring", description="Namespace of Prometheus/Grafana.")
+    monitor_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels on the ServiceMonitors and the PodMonitor (prometheus: in-cluster), "
+        "for a Prometheus that selects monitors by label: a stock kube-prometheus-stack selects "
+        "`release: <its release name>` only. The platform's Prometheus selects every monitor.",
+    )
     weights_storage: Literal["node-local", "ebs"] = Field(
         "node-local",
         description="node-local: emptyDir on the kubelet's disk; ebs: ephemeral PVC per pod.",
@@ -95,6 +101,12 @@ class ServingSettings(BaseModel):
         "graphs, 25 % headroom). With node-local it must fit the node's disk next to the images.",
     )
     ebs_storage_class: Text = Field("gp3", description="StorageClass for weights_storage: ebs.")
+    weights_rerun: Text | None = Field(
+        None,
+        description="Any token: it enters the weights Jobs' names, so a new token copies the "
+        "models again (`cdk deploy -c serving.weights_rerun=2` after a failed copy); keep it in "
+        "later deploys, or the Job of the previous token runs again.",
+    )
     shm_gib: Int = Field(32, ge=1, le=512, description="Size of the /dev/shm memory emptyDir.")
     max_startup_minutes: Int = Field(
         DEFAULT_MAX_STARTUP_MINUTES,
@@ -248,9 +260,9 @@ def _network_problems(s: ServingSettings) -> list[Problem]:
                 ns,
                 "use a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)",
             )
-    for field in ("client_pod_labels", "scraper_pod_labels"):
+    for field in ("client_pod_labels", "scraper_pod_labels", "monitor_labels"):
         labels: dict[str, str] = getattr(s, field)
-        if not labels:
+        if not labels and field != "monitor_labels":
             bad(
                 field,
                 {},

@@ -21,10 +21,13 @@ that measures both (`serving.calibration`, infra/settings/calibration.py).
   one line per problem. On a node the minimum already pays for, the arm takes one more chip.
 - The Job, from the serving image, waits until both Services answer, runs
   `python -m trnspec_tools calibrate run` (ABBA rounds at every level) and writes
-  calibration.json and trn2_rows.yaml to s3://BUCKET/calibration/<UTC stamp>/. It is bounded
-  (activeDeadlineSeconds: the arms' startup budget plus deadline_minutes), never retried
-  (backoffLimit 0: a bad prompt file fails once), and named by a hash of what it measures so a
-  changed calibration is a new Job. It runs as its own service account `<name>-calibration`
+  calibration.json and trn2_rows.yaml to s3://BUCKET/calibration/<UTC stamp>/. Its runner
+  waits for the arms as long as they may take to start, read from both rendered Deployments'
+  startup probes (`job_clock`: KEDA's poll, the pod's start on a new node, the probe budget);
+  the Job is bounded (activeDeadlineSeconds: its own pod's start, that wait, deadline_minutes),
+  never retried (backoffLimit 0: a bad prompt file fails once), and named by a hash of what it
+  measures (`serving.calibration.rerun` included) so a changed calibration, or a new rerun
+  token, is a new Job. It runs as its own service account `<name>-calibration`
   (infra/serving/calibration_identity.py: write calibration/, read the prompt file and the API
   key). Its pods carry the client labels and one more policy lets them reach both arms.
 """
@@ -34,6 +37,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from trnspec.boundary.problems import Problem
@@ -41,7 +45,8 @@ from trnspec.config.calibration_arm import (
     ARM_COOLDOWN_SECONDS,
     ARM_POLLING_SECONDS,
     CALIBRATION_ARM_REPLICAS,
-    job_deadline_seconds,
+    job_deadline_for_wait,
+    ready_wait_minutes,
 )
 from trnspec.config.pod_contract import CALIBRATE_COMMAND, ENV_API_KEY_SECRET, TOOLS_ENTRYPOINT
 from trnspec.hardware.pricing import PRICES
@@ -262,8 +267,51 @@ def service_url(spec: WorkloadSpec) -> str:
     return f"http://{spec.name}.{spec.namespace}.svc.cluster.local:{SERVICE_PORT}"
 
 
+@dataclass(frozen=True)
+class JobClock:
+    """The calibration Job's waits, read from the arms' rendered Deployments."""
+
+    #: The longer arm's startup probe budget: initialDelaySeconds + failureThreshold x
+    #: periodSeconds of its container's startupProbe.
+    arm_startup_probe_s: int
+    #: `--wait-ready-minutes`: KEDA's poll, the arm pod's start, then that budget.
+    wait_minutes: int
+    #: `--deadline-minutes`, counted by the runner from its start (the wait included): the wait,
+    #: then the measurement less the margin to write the results.
+    runner_deadline_minutes: int
+    #: activeDeadlineSeconds: the Job's own pod's start, the wait, then the measurement.
+    deadline_s: int
+
+
+def startup_probe_budget_s(deployment: Manifest) -> int:
+    """initialDelaySeconds + failureThreshold x periodSeconds of the startupProbe of the
+    Deployment's serving container (Kubernetes' defaults where unset: 0, 3, 10)."""
+    (probe,) = [
+        c["startupProbe"]
+        for c in deployment["spec"]["template"]["spec"]["containers"]
+        if "startupProbe" in c
+    ]
+    return int(probe.get("initialDelaySeconds", 0)) + int(probe.get("failureThreshold", 3)) * int(
+        probe.get("periodSeconds", 10)
+    )
+
+
+def job_clock(arm_deployments: list[Manifest], cal: CalibrationSettings) -> JobClock:
+    """The Job's wait covers the slower arm's start; its deadline covers the wait and the
+    measurement (image/trnspec/config/calibration_arm.py)."""
+    probe = max(startup_probe_budget_s(d) for d in arm_deployments)
+    wait = ready_wait_minutes(probe)
+    return JobClock(
+        arm_startup_probe_s=probe,
+        wait_minutes=wait,
+        runner_deadline_minutes=wait + cal.deadline_minutes - WRITE_MARGIN_MINUTES,
+        deadline_s=job_deadline_for_wait(wait, cal.deadline_minutes),
+    )
+
+
 def calibration_job_name(spec: WorkloadSpec, arm: WorkloadSpec, cal: CalibrationSettings) -> str:
-    """A Job's template is immutable: a change to either arm or to the calibration is a new Job."""
+    """A Job's template is immutable: a change to either arm or to the calibration (its `rerun`
+    token included) is a new Job."""
     key = f"{spec.config_sha256}/{arm.config_sha256}/{cal.model_dump_json()}"
     return f"{spec.name}-calibration-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
 
@@ -278,7 +326,7 @@ def arm_price_per_hour(arm: WorkloadSpec) -> float | None:
 
 
 def runner_args(
-    spec: WorkloadSpec, arm: WorkloadSpec, settings: ServingSettings, k: int
+    spec: WorkloadSpec, arm: WorkloadSpec, settings: ServingSettings, k: int, clock: JobClock
 ) -> list[str]:
     """`calibrate run`'s arguments for the Job."""
     cal = _calibration(settings)
@@ -296,8 +344,8 @@ def runner_args(
         "--speculative-profile", cal.speculative.profile,
         "--bucket", spec.bucket_name,
         "--out-dir", OUT_DIR,
-        "--wait-ready-minutes", str(settings.max_startup_minutes),
-        "--deadline-minutes", str(cal.deadline_minutes - WRITE_MARGIN_MINUTES),
+        "--wait-ready-minutes", str(clock.wait_minutes),
+        "--deadline-minutes", str(clock.runner_deadline_minutes),
         "--timeout", str(settings.max_request_seconds),
     ]  # fmt: skip
     for flag, target in (("--price-per-hour-plain", spec), ("--price-per-hour-speculative", arm)):
@@ -321,7 +369,7 @@ def _job_env(spec: WorkloadSpec) -> list[dict[str, str]]:
 
 
 def calibration_job(
-    spec: WorkloadSpec, arm: WorkloadSpec, settings: ServingSettings, k: int
+    spec: WorkloadSpec, arm: WorkloadSpec, settings: ServingSettings, k: int, clock: JobClock
 ) -> Manifest:
     cal = _calibration(settings)
     runner = {
@@ -329,7 +377,7 @@ def calibration_job(
         "image": spec.image_uri,
         "imagePullPolicy": "IfNotPresent",
         "command": list(TOOLS_ENTRYPOINT),
-        "args": runner_args(spec, arm, settings, k),
+        "args": runner_args(spec, arm, settings, k, clock),
         "env": _job_env(spec),
         "resources": {
             "requests": {"cpu": CPU_REQUEST, "memory": MEMORY_REQUEST},
@@ -352,8 +400,8 @@ def calibration_job(
         skips=WEIGHTS_POD_SKIPS,
         # Bad input (an unreadable prompt file) fails the same way twice: never retried.
         backoff_limit=0,
-        # The arms' startup budget (the runner waits for both), then the measurement.
-        deadline_seconds=job_deadline_seconds(settings.max_startup_minutes, cal.deadline_minutes),
+        # Its pod's start, the runner's wait for both arms, then the measurement.
+        deadline_seconds=clock.deadline_s,
         template={"metadata": {"labels": template_labels}, "spec": pod},
     )
 
@@ -415,10 +463,14 @@ def calibration_manifests(
         list(settings.calibration.speculative.overrides),
     )
     k = cfg.speculation.num_speculative_tokens
+    arm_objects = arm_manifests(spec, arm, settings)
+    # The plain arm is the main Deployment (built again here as build_manifests builds it).
+    servers = [deployment(spec, settings), *(m for m in arm_objects if m["kind"] == "Deployment")]
+    clock = job_clock(servers, _calibration(settings))
     return [
         *calibration_policies(spec, arm, settings),
-        *arm_manifests(spec, arm, settings),
-        calibration_job(spec, arm, settings, k),
+        *arm_objects,
+        calibration_job(spec, arm, settings, k, clock),
     ]
 
 

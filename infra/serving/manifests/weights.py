@@ -45,9 +45,12 @@ MEMORY_LIMIT_GIB = 4
 TRANSFER_FLAGS = ["--workers", "2", "--parts-in-flight", "4", "--no-progress"]
 
 
-def weights_job_name(spec: WorkloadSpec) -> str:
-    """New copies (another model or revision) make a new Job: a Job's template is immutable."""
-    digest = hashlib.sha256(repr(spec.hub_copies).encode()).hexdigest()[:10]
+def weights_job_name(spec: WorkloadSpec, rerun: str | None) -> str:
+    """New copies (another model or revision), or a new `serving.weights_rerun` token, make a
+    new Job: a Job's template is immutable, and `cdk deploy` of an unchanged template changes
+    nothing on the cluster."""
+    key = repr(spec.hub_copies) if rerun is None else f"{spec.hub_copies!r}/{rerun}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return f"{spec.name}-weights-{digest}"
 
 
@@ -117,7 +120,7 @@ def weights_job(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
     )
     return job(
         spec,
-        name=weights_job_name(spec),
+        name=weights_job_name(spec, settings.weights_rerun),
         component=WEIGHTS_COMPONENT,
         skips=WEIGHTS_POD_SKIPS,
         backoff_limit=WEIGHTS_BACKOFF_LIMIT,

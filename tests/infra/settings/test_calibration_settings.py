@@ -54,3 +54,22 @@ def test_the_speculative_arm_is_required() -> None:
     with pytest.raises(ServingSettingsError) as err:
         load_serving_settings({"calibration": {"rounds": 2}})
     assert [p.field for p in err.value.problems] == ["serving.calibration.speculative"]
+
+
+def test_the_rerun_tokens_come_from_cdk_context_as_text() -> None:
+    """`cdk deploy -c serving.calibration.rerun=2` on the default profile (its plan is a
+    calibration) and `-c serving.weights_rerun=2`: `-c` values arrive as text, a number kept as
+    the token written."""
+    from infra.settings import load_settings
+
+    admin = {"admin_principal_arns": "[arn:aws:iam::123456789012:role/TrnspecAdmin]"}
+    base = load_serving_settings(load_settings("default", admin).serving)
+    again = load_serving_settings(
+        load_settings(
+            "default", {**admin, "serving.calibration.rerun": "2", "serving.weights_rerun": "2"}
+        ).serving
+    )
+    assert base.calibration is not None and again.calibration is not None
+    assert (base.calibration.rerun, base.weights_rerun) == (None, None)
+    assert (again.calibration.rerun, again.weights_rerun) == ("2", "2")
+    assert again.calibration.model_copy(update={"rerun": None}) == base.calibration

@@ -3,14 +3,24 @@ both, built by the main workload's own builders; every object valid for the clus
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import kubernetes_validate
 import pytest
 from trnspec.config import pod_contract
+from trnspec.config.calibration_arm import (
+    ARM_POLLING_SECONDS,
+    POD_START_SECONDS,
+    job_deadline_seconds,
+)
 from workload_cases import BUCKET, build
 
-from infra.serving.manifests.calibration import calibration_manifests
+from infra.serving.manifests.calibration import (
+    WRITE_MARGIN_MINUTES,
+    calibration_manifests,
+    job_clock,
+)
 from infra.serving.manifests.pod import SERVE_COMPONENT, WEIGHTS_COMPONENT, service_account_name
 from infra.serving.manifests.spec import ClusterWorkloadError
 from infra.settings import SUPPORTED_KUBERNETES_VERSIONS
@@ -123,11 +133,12 @@ def test_the_job_measures_both_arms_bounded_and_never_retried() -> None:
     assert (flag("--plain-profile"), flag("--speculative-profile")) == (PLAIN, "qwen3-4b-dflash")
     # One chip of sixteen of a $35.76/h trn2.48xlarge, each arm.
     assert flag("--price-per-hour-plain") == flag("--price-per-hour-speculative") == "2.235"
-    settings = ServingSettings(profile=PLAIN)
     assert job["spec"]["backoffLimit"] == 0
-    assert job["spec"]["activeDeadlineSeconds"] == (settings.max_startup_minutes + 90) * 60
-    assert int(flag("--deadline-minutes")) < 90
-    assert int(flag("--wait-ready-minutes")) == settings.max_startup_minutes
+    # Waits the arms' start, then measures 90 minutes less the margin to write the results;
+    # the Job's deadline is the runner's and its pod's start (test_the_job_waits_... below).
+    wait = int(flag("--wait-ready-minutes"))
+    assert int(flag("--deadline-minutes")) == wait + 90 - WRITE_MARGIN_MINUTES
+    assert job["spec"]["activeDeadlineSeconds"] == POD_START_SECONDS + (wait + 90) * 60
     assert pod["serviceAccountName"] == f"{spec.name}-calibration"
     assert pod["restartPolicy"] == "Never" and pod["automountServiceAccountToken"] is False
     # It carries the client labels, and one policy lets it reach both arms' server port.
@@ -161,6 +172,104 @@ def test_a_changed_calibration_is_a_new_job() -> None:
     _, second = _built(rounds=6)
     names = [_named(o, "Job", "-calibration-")["metadata"]["name"] for o in (first, second)]
     assert names[0] != names[1]
+
+
+def _job_flags(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str]]:
+    job = _named(objects, "Job", "-calibration-")
+    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+    flags = {a: args[i + 1] for i, a in enumerate(args) if a.startswith("--") and i + 1 < len(args)}
+    return job, flags
+
+
+def _probe_budget(deployment: dict[str, Any]) -> int:
+    """initialDelaySeconds + failureThreshold x periodSeconds, Kubernetes' defaults 0, 3, 10."""
+    (probe,) = [
+        c["startupProbe"]
+        for c in deployment["spec"]["template"]["spec"]["containers"]
+        if "startupProbe" in c
+    ]
+    return probe.get("initialDelaySeconds", 0) + probe.get("failureThreshold", 3) * probe.get(
+        "periodSeconds", 10
+    )
+
+
+@pytest.mark.parametrize("startup_minutes", [90, 30, 600])
+def test_the_job_waits_as_long_as_the_arms_may_take_to_start_then_measures(
+    startup_minutes: int,
+) -> None:
+    """A first deploy copies the weights and compiles both arms: the runner waits for them as
+    long as their startup probes let them start (read from both rendered Deployments), and the
+    Job's deadline holds that wait and the whole measurement after it."""
+    _, _, manifests, _ = build(PLAIN, max_startup_minutes=startup_minutes, calibration=CALIBRATION)
+    objects = manifests.all()
+    job, flags = _job_flags(objects)
+    arms = [o for o in objects if o["kind"] == "Deployment"]
+    assert len(arms) == 2
+    budget = max(_probe_budget(d) for d in arms)
+    assert budget >= startup_minutes * 60 + pod_contract.STAGING_WAIT_SECONDS
+    wait_s = int(flags["--wait-ready-minutes"]) * 60
+    # KEDA's poll starts the arm (it counts the Job's pod), the arm's pod starts, then its probe.
+    assert wait_s >= ARM_POLLING_SECONDS + POD_START_SECONDS + budget
+    measure_s = CALIBRATION["deadline_minutes"] * 60
+    # The runner's deadline counts from its start, the wait included.
+    runner_s = int(flags["--deadline-minutes"]) * 60
+    assert runner_s >= wait_s + measure_s - WRITE_MARGIN_MINUTES * 60
+    deadline = job["spec"]["activeDeadlineSeconds"]
+    assert deadline >= POD_START_SECONDS + wait_s + measure_s
+    assert deadline > runner_s  # the results are written before the Job is stopped
+    # plan-deploy bounds the calibration's bill with the same figure (trnspec.plan.idle_cost).
+    assert deadline == job_deadline_seconds(startup_minutes, CALIBRATION["deadline_minutes"])
+
+
+def test_a_slower_arm_lengthens_the_wait() -> None:
+    """The wait follows the slower arm's probe, not the settings: an arm Deployment whose probe
+    allows longer is waited for longer."""
+    _, spec, _, _ = build(PLAIN)
+    settings = ServingSettings(profile=PLAIN, calibration=CALIBRATION)
+    objects = calibration_manifests(spec, settings)
+    (arm,) = [o for o in objects if o["kind"] == "Deployment"]
+    slower = copy.deepcopy(arm)
+    probe = slower["spec"]["template"]["spec"]["containers"][0]["startupProbe"]
+    probe["initialDelaySeconds"] = 3600
+    cal = settings.calibration
+    assert cal is not None
+    longer = job_clock([arm], cal).wait_minutes + 60
+    assert job_clock([arm, slower], cal).wait_minutes == longer
+    assert job_clock([slower, arm], cal).wait_minutes == longer
+
+
+def test_an_unchanged_calibration_is_measured_again_with_a_new_rerun_token() -> None:
+    """`cdk deploy` of an unchanged template changes nothing on the cluster, so re-running a
+    finished or failed calibration takes a new name: `serving.calibration.rerun`. Nothing else
+    changes with it (the arms keep running, the weights are not copied again)."""
+    _, first = _built()
+    _, again = _built(rerun="2")
+    _, same = _built(rerun="2")
+    name = [_named(o, "Job", "-calibration-")["metadata"]["name"] for o in (first, again, same)]
+    assert name[0] != name[1] == name[2]
+    others = [
+        [o for o in objects if "-calibration-" not in o["metadata"]["name"]]
+        for objects in (first, again)
+    ]
+    assert others[0] == others[1]
+
+
+def test_a_weights_rerun_token_makes_new_weights_jobs_and_nothing_else() -> None:
+    """After a failed copy (a gated model before its token was put), `serving.weights_rerun`
+    names new weights Jobs (the main one and the arm's), which `cdk deploy` then creates."""
+    _, _, first, _ = build(PLAIN, calibration=CALIBRATION)
+    _, _, again, _ = build(PLAIN, calibration=CALIBRATION, weights_rerun="after-token")
+
+    def weights(objects: list[dict[str, Any]]) -> list[str]:
+        names = [o["metadata"]["name"] for o in objects]
+        return sorted(n for n in names if "-weights-" in n)
+
+    before, after = weights(first.all()), weights(again.all())
+    assert len(before) == len(after) == 2 and not set(before) & set(after)
+    rest = [
+        [o for o in m.all() if "-weights-" not in o["metadata"]["name"]] for m in (first, again)
+    ]
+    assert rest[0] == rest[1]
 
 
 @pytest.mark.parametrize(

@@ -105,7 +105,7 @@ def test_the_default_synth_applies_the_weights_job_beside_the_waiting_pods(
     spec, settings = synth.serving.spec, synth.serving.settings
     docs = list(embedded_manifests(synth.serving_raw))
     jobs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Job"}
-    weights = jobs.pop(weights_job_name(spec))
+    weights = jobs.pop(weights_job_name(spec, None))
     repos = [repo for repo, _ in _copies(weights)]
     cfg = synth.serving.serving_config
     drafts = [cfg.speculation.draft.name] if cfg.speculation.draft else []
