@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from aws_cdk import App, Stack
 
 from infra.serving.bundle.archive import PACKAGES, REPO_DIR, build_bundle
@@ -42,9 +43,19 @@ def test_the_same_source_is_the_same_asset_and_a_change_a_new_one(tmp_path: Path
     assert third.sha256 != first.sha256
 
 
-def test_the_zip_is_written_under_the_outdir_and_staged_as_a_file(tmp_path: Path) -> None:
+def test_the_zip_is_written_under_the_outdir_and_staged_as_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Staged from a copy of the source with the working directory beside it, all in this test's
+    own directory: the one zip there is the outdir's (a zip written into the source tree or the
+    working directory would be found beside it). The repository itself is not searched: a
+    user's own `cdk synth` leaves a bundle zip in its cdk.out/, as it should."""
+    source = copy_source(tmp_path / "src")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
     outdir = tmp_path / "cdk.out"
-    staged(REPO_DIR, outdir)
+    staged(source, outdir)
     (built,) = (outdir / BUILD_SUBDIR).iterdir()
     assert built.read_bytes() == build_bundle().data
     manifest = json.loads((outdir / "S.assets.json").read_text())
@@ -52,7 +63,7 @@ def test_the_zip_is_written_under_the_outdir_and_staged_as_a_file(tmp_path: Path
     (entry,) = [a for a in manifest["files"].values() if a["source"]["path"].endswith(".zip")]
     assert entry["source"]["packaging"] == "file"
     assert (outdir / entry["source"]["path"]).read_bytes() == built.read_bytes()
-    assert not list(REPO_DIR.glob("**/trnspec-bundle-*.zip"))
+    assert sorted(tmp_path.rglob("trnspec-bundle-*.zip")) == [built]
 
 
 def test_the_read_statement_is_get_object_on_the_bundle_alone(tmp_path: Path) -> None:
