@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import int_text
+from trnspec.hardware.topology import INSTANCE_TYPES, instance
 
-from infra.contracts import NEURON_DEVICE_RESOURCE
+from infra.contracts import INSTANCE_TYPE_LABEL, NEURON_DEVICE_RESOURCE
 from infra.platform.cluster.placement import neuron_pods, pod_request
 from infra.serving.manifests.pod import Manifest
 
@@ -46,13 +47,21 @@ class Requirement:
     """Evaluated against `kubectl get nodes -o json` when given."""
 
 
+#: A node-side verdict: it holds, it does not, or no node it applies to is up to tell.
+Outcome = Literal["pass", "fail", "no-node"]
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A node-side requirement evaluated on the nodes."""
 
     requirement: Requirement
-    passed: bool
+    outcome: Outcome
     detail: str
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "pass"
 
 
 @dataclass(frozen=True)
@@ -118,11 +127,14 @@ def _prometheus_command(url: str) -> str:
     )
 
 
-def requirements(manifests: Sequence[Manifest], ebs_storage_class: str | None) -> list[Requirement]:
-    """Everything the workload's manifests need of the cluster, node-side first.
-
-    `ebs_storage_class`: the StorageClass the pods' claims name (None with node-local weights).
-    """
+def requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
+    """Everything the workload's manifests need of the cluster, node-side first, each derived
+    from the objects themselves: the nodes the pods select, the schedulers they name, the
+    namespaces objects go to that no object creates, the CRD of every custom kind, the
+    StorageClass of every volume claim, the Prometheus the triggers query and the monitors'
+    selection by it, the pods the monitors scrape, the Services the objects point at outside
+    their own namespaces (the KEDA HTTP add-on's), the NLB's controller; and the Pod Identity
+    agent every pod's credentials come from."""
     ask = pod_ask(manifests)
     selector = _selector_text(ask.node_selector)
     out = [
@@ -159,10 +171,30 @@ def requirements(manifests: Sequence[Manifest], ebs_storage_class: str | None) -
         )
         for name in ask.scheduler_names
     ]
+    out += [
+        Requirement(
+            f"namespace:{ns}",
+            f"the namespace {ns} exists (no exported object creates it; it holds "
+            f"{_owners_text(owners)})",
+            f"kubectl get namespace {ns}",
+        )
+        for ns, owners in sorted(foreign_namespaces(manifests).items())
+    ]
     crds = sorted({c for m in manifests if (c := _crd_name(m)) is not None})
     out += [
         Requirement(f"crd:{crd}", f"the CRD {crd} is installed", f"kubectl get crd {crd}")
         for crd in crds
+    ]
+    out += [
+        Requirement(
+            f"storageclass:{name}",
+            f"the StorageClass {name} exists and its provisioner's CSI driver runs (the volume "
+            f"claims of {_owners_text(owners)}; the platform's {name} is the EBS CSI driver's, "
+            "ebs.csi.aws.com)",
+            f"kubectl get storageclass {name} -o custom-columns='NAME:.metadata.name,"
+            "PROVISIONER:.provisioner' && kubectl get csidriver",
+        )
+        for name, owners in sorted(storage_classes(manifests).items())
     ]
     out += [
         Requirement(
@@ -172,6 +204,15 @@ def requirements(manifests: Sequence[Manifest], ebs_storage_class: str | None) -
         )
         for url in sorted(_prometheus_urls(manifests))
     ]
+    out += _monitor_requirements(manifests)
+    out += [
+        Requirement(
+            f"service:{ns}/{name}",
+            f"the Service {name} exists in {ns} ({why})",
+            f"kubectl -n {ns} get service {name}",
+        )
+        for (ns, name), why in sorted(referenced_services(manifests).items())
+    ]
     out.append(
         Requirement(
             "pod-identity-agent",
@@ -179,14 +220,6 @@ def requirements(manifests: Sequence[Manifest], ebs_storage_class: str | None) -
             f"kubectl -n kube-system get daemonset {POD_IDENTITY_AGENT}",
         )
     )
-    if ebs_storage_class is not None:
-        out.append(
-            Requirement(
-                f"storageclass:{ebs_storage_class}",
-                f"the StorageClass {ebs_storage_class} exists (the weights' volume claims)",
-                f"kubectl get storageclass {ebs_storage_class}",
-            )
-        )
     if any(_is_nlb(m) for m in manifests):
         out.append(
             Requirement(
@@ -194,6 +227,131 @@ def requirements(manifests: Sequence[Manifest], ebs_storage_class: str | None) -
                 "the AWS Load Balancer Controller runs (the internal NLB Service)",
                 f"kubectl get deployments -A --field-selector metadata.name="
                 f"{LOAD_BALANCER_CONTROLLER}",
+            )
+        )
+    return out
+
+
+def _owner(m: Manifest) -> str:
+    return f"{m.get('kind')}/{m.get('metadata', {}).get('name')}"
+
+
+def _owners_text(owners: Sequence[str]) -> str:
+    return ", ".join(owners[:4]) + (f" and {len(owners) - 4} more" if len(owners) > 4 else "")
+
+
+def foreign_namespaces(manifests: Iterable[Manifest]) -> dict[str, list[str]]:
+    """{namespace: [owner, ...]} of the namespaces objects go to that no object creates."""
+    manifests = list(manifests)
+    created = {m["metadata"]["name"] for m in manifests if m.get("kind") == "Namespace"}
+    out: dict[str, list[str]] = {}
+    for m in manifests:
+        ns = m.get("metadata", {}).get("namespace")
+        if ns and ns not in created:
+            out.setdefault(ns, []).append(_owner(m))
+    return out
+
+
+def _claim_templates(m: Manifest) -> list[dict[str, Any]]:
+    """The claim specs an object makes: a PVC's own, a StatefulSet's volumeClaimTemplates, and
+    every generic ephemeral volume of its pod template."""
+    spec = m.get("spec") or {}
+    if m.get("kind") == "PersistentVolumeClaim":
+        return [spec]
+    claims = [t.get("spec") or {} for t in spec.get("volumeClaimTemplates") or []]
+    pod = (spec.get("template") or {}).get("spec") or {}
+    for volume in pod.get("volumes") or []:
+        template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate")
+        if template:
+            claims.append(template.get("spec") or {})
+    return claims
+
+
+def storage_classes(manifests: Iterable[Manifest]) -> dict[str, list[str]]:
+    """{StorageClass: [owner, ...]} of every volume claim the objects make (a claim without a
+    class takes the cluster's default class: listed as `(default)`)."""
+    out: dict[str, list[str]] = {}
+    for m in manifests:
+        for claim in _claim_templates(m):
+            name = claim.get("storageClassName") or "(default)"
+            owners = out.setdefault(name, [])
+            if _owner(m) not in owners:
+                owners.append(_owner(m))
+    return out
+
+
+def _service_host(host: str) -> tuple[str, str] | None:
+    """(namespace, name) of an in-cluster Service host: `name.ns`, `name.ns.svc[.cluster.local]`
+    with or without a port; None for anything else."""
+    labels = host.split(":")[0].split(".")
+    if len(labels) == 2 or (len(labels) >= 3 and labels[2] == "svc"):
+        return labels[1], labels[0]
+    return None
+
+
+def referenced_services(manifests: Iterable[Manifest]) -> dict[tuple[str, str], str]:
+    """{(namespace, name): why} of the Services the objects point at in namespaces they do not
+    create: an ExternalName Service's target (the wake Service: the HTTP add-on's interceptor
+    proxy) and a KEDA trigger's scalerAddress (the add-on's external scaler)."""
+    manifests = list(manifests)
+    created = {m["metadata"]["name"] for m in manifests if m.get("kind") == "Namespace"}
+    out: dict[tuple[str, str], str] = {}
+    for m in manifests:
+        spec = m.get("spec") or {}
+        if m.get("kind") == "Service" and spec.get("type") == "ExternalName":
+            target = _service_host(str(spec.get("externalName", "")))
+            if target is not None:
+                out[target] = f"the target of {_owner(m)}"
+        if m.get("kind") == "ScaledObject":
+            for trigger in spec.get("triggers", []):
+                address = (trigger.get("metadata") or {}).get("scalerAddress")
+                target = _service_host(str(address)) if address else None
+                if target is not None:
+                    out[target] = f"the scaler of {_owner(m)}'s {trigger.get('type')} trigger"
+    return {k: v for k, v in out.items() if k[0] not in created}
+
+
+def _monitor_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
+    """A Prometheus scrapes a monitor only if its selectors match it: the monitors' labels (a
+    stock kube-prometheus-stack selects `release: <its release name>`, set by
+    serving.monitor_labels), and the pods a PodMonitor selects must run."""
+    monitors = [m for m in manifests if m.get("kind") in ("ServiceMonitor", "PodMonitor")]
+    out = []
+    for kind in ("ServiceMonitor", "PodMonitor"):
+        mine = [m for m in monitors if m["kind"] == kind]
+        if not mine:
+            continue
+        labels = sorted(
+            {f"{k}={v}" for m in mine for k, v in m["metadata"].get("labels", {}).items()}
+        )
+        release = any(m["metadata"].get("labels", {}).get("release") for m in mine)
+        hint = (
+            ""
+            if release
+            else "; they carry no `release` label, which a stock kube-prometheus-stack's "
+            "selector requires (its release name): set serving.monitor_labels.release, or KEDA's "
+            "query reads no series and the workload never scales"
+        )
+        field = "serviceMonitorSelector" if kind == "ServiceMonitor" else "podMonitorSelector"
+        out.append(
+            Requirement(
+                f"{kind.lower()}-selection",
+                f"a Prometheus' {field} matches the {kind}s' labels ({', '.join(labels)}){hint}",
+                f"kubectl get prometheus -A -o custom-columns='NAME:.metadata.name,"
+                f"SELECTOR:.spec.{field},NAMESPACES:.spec.{field.replace('Selector', '')}"
+                "NamespaceSelector'",
+            )
+        )
+    for m in monitors:
+        if m["kind"] != "PodMonitor":
+            continue
+        pods = _selector_text(m["spec"].get("selector", {}).get("matchLabels", {}))
+        out.append(
+            Requirement(
+                f"pods:{pods}",
+                f"pods labelled {pods} run on the Trn2 nodes ({_owner(m)} scrapes them: the "
+                "neuron-monitor DaemonSet)",
+                f"kubectl get pods -A -l {pods} -o wide",
             )
         )
     return out
@@ -286,11 +444,34 @@ def _names(nodes: Sequence[Node]) -> str:
     return shown + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
 
 
+def no_node_up(manifests: Sequence[Manifest], nodes: Sequence[Node]) -> str | None:
+    """Why the node checks cannot tell on `nodes`: no node of the instance type the pods select
+    is up (a Trn2 group resting at zero, its normal state with scale to zero); None when one is."""
+    wanted = pod_ask(manifests).node_selector.get(INSTANCE_TYPE_LABEL)
+    if wanted is None or any(n.labels.get(INSTANCE_TYPE_LABEL) == wanted for n in nodes):
+        return None
+    return (
+        f"no {wanted} node up ({len(nodes)} node(s) read; a Trn2 group at zero has none): the "
+        "checks need a node or a node group template (--node-group: `aws eks describe-nodegroup` "
+        "output)"
+    )
+
+
 def evaluate(manifests: Sequence[Manifest], nodes: Sequence[Node]) -> list[Verdict]:
     """The node-side requirements on `nodes`: the labels on some node; the Neuron devices and
-    the tolerated taints on some node carrying those labels."""
+    the tolerated taints on some node carrying those labels. With no node of the selected
+    instance type up, every one is `no-node` (not a failure: the group may rest at zero)."""
+    by_key = {r.key: r for r in requirements(manifests) if r.node_side}
+    unknown = no_node_up(manifests, nodes)
+    if unknown is not None:
+        return [Verdict(r, "no-node", unknown) for r in by_key.values()]
+    return _evaluate(manifests, nodes, by_key)
+
+
+def _evaluate(
+    manifests: Sequence[Manifest], nodes: Sequence[Node], by_key: Mapping[str, Requirement]
+) -> list[Verdict]:
     ask = pod_ask(manifests)
-    by_key = {r.key: r for r in requirements(manifests, None) if r.node_side}
     selected = [n for n in nodes if all(n.labels.get(k) == v for k, v in ask.node_selector.items())]
     none = f"no node carries {_selector_text(ask.node_selector)} ({len(nodes)} node(s) read)"
     enough = [n for n in selected if n.neuron_devices >= ask.neuron_devices]
@@ -302,24 +483,72 @@ def evaluate(manifests: Sequence[Manifest], nodes: Sequence[Node]) -> list[Verdi
         )
     ]
     most = max((n.neuron_devices for n in selected), default=0)
+
+    def outcome(ok: bool) -> Outcome:
+        return "pass" if ok else "fail"
+
     return [
         Verdict(
             by_key["neuron-device"],
-            bool(enough),
+            outcome(bool(enough)),
             f"{len(enough)} node(s): {_names(enough)}"
             if enough
             else (none if not selected else f"at most {most} on {_names(selected)}"),
         ),
         Verdict(
             by_key["node-labels"],
-            bool(selected),
+            outcome(bool(selected)),
             f"{len(selected)} node(s): {_names(selected)}" if selected else none,
         ),
         Verdict(
             by_key["node-taints"],
-            bool(tolerated),
+            outcome(bool(tolerated)),
             f"{len(tolerated)} node(s): {_names(tolerated)}"
             if tolerated
             else (none if not selected else f"an untolerated taint on {_names(selected)}"),
         ),
+    ]
+
+
+#: `aws eks describe-nodegroup` spells taint effects in upper snake case.
+_EKS_TAINT_EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "NO_EXECUTE": "NoExecute",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+}
+
+
+def parse_node_group(document: object, field: str = "--node-group") -> list[Node]:
+    """The nodes a managed node group would start (`aws eks describe-nodegroup --output json`):
+    one per instance type, with the group's labels and taints, the instance-type label the
+    kubelet sets, and the Neuron devices of the type (the chips of trnspec's instance table; the
+    device plugin must advertise them). BoundaryError naming the field for anything else."""
+    group = document.get("nodegroup") if isinstance(document, dict) else None
+    if not isinstance(group, dict) or not isinstance(group.get("instanceTypes"), list):
+        raise BoundaryError(
+            field,
+            type(document).__name__,
+            "not `aws eks describe-nodegroup` output (no nodegroup.instanceTypes)",
+        )
+    name = str(group.get("nodegroupName", "nodegroup"))
+    labels = group.get("labels") or {}
+    taints = group.get("taints") or []
+    if not isinstance(labels, dict) or not isinstance(taints, list):
+        raise BoundaryError(field, name, "labels must be a mapping, taints a list")
+    if not all(isinstance(t, dict) and t.get("effect") in _EKS_TAINT_EFFECTS for t in taints):
+        raise BoundaryError(
+            field, name, f"every taint needs an effect of {', '.join(_EKS_TAINT_EFFECTS)}"
+        )
+    node_taints = tuple(
+        {**{k: v for k, v in t.items() if k != "effect"}, "effect": _EKS_TAINT_EFFECTS[t["effect"]]}
+        for t in taints
+    )
+    return [
+        Node(
+            name=f"{name} template ({kind})",
+            labels={**{str(k): str(v) for k, v in labels.items()}, INSTANCE_TYPE_LABEL: str(kind)},
+            taints=node_taints,
+            neuron_devices=instance(str(kind)).chips if kind in INSTANCE_TYPES else 0,
+        )
+        for kind in group["instanceTypes"]
     ]

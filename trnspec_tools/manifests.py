@@ -2,7 +2,7 @@
 preflight of what it needs of an existing cluster.
 
     manifests --plan config/plans/default.yaml --vpc-cidr 10.0.0.0/16 --out deploy/
-    manifests --plan config/plans/default.yaml --check [--nodes nodes.json]
+    manifests --plan config/plans/default.yaml --check [--nodes nodes.json] [--node-group ng.json]
     manifests --plan ... --set serving.namespace=llm --set serving.scale_to_zero=true ...
 
 `--set serving.FIELD=VALUE` (repeatable) overrides a serving setting after the plan, as
@@ -15,9 +15,11 @@ accounts the stack creates beside its Pod Identity roles, one file per apply ste
 stack's order (`kubectl apply -f DIR` applies them in file order). Values only a deployed
 serving stack knows stay as their placeholders (trnspec-...-placeholder) unless given
 (`--bucket`, `--region`) and are listed. `--check` prints, per requirement of the workload on a
-cluster, the kubectl command that verifies it; with `--nodes` (`kubectl get nodes -o json`) it
-evaluates the node-side ones and exits 1 when one fails (trnspec_tools/cluster_requirements.py,
-pure). Every file is read by trnspec.boundary.files and written by trnspec.boundary.write.
+cluster (derived from the exported objects themselves), the kubectl command that verifies it;
+with `--nodes` (`kubectl get nodes -o json`) or `--node-group` (`aws eks describe-nodegroup`, for
+a Trn2 group resting at zero) it evaluates the node-side ones and exits 1 when one fails; with no
+Trn2 node up and no template it says so instead (trnspec_tools/cluster_requirements.py, pure).
+Every file is read by trnspec.boundary.files and written by trnspec.boundary.write.
 """
 
 from __future__ import annotations
@@ -55,7 +57,13 @@ from infra.serving.preflight import WorkloadPreflight, provided_objects, workloa
 from infra.settings import profile_data
 from infra.settings.existing_cluster import vpc_cidr_problem
 from infra.settings.plan_file import PLAN_OVERRIDE
-from trnspec_tools.cluster_requirements import evaluate, parse_nodes, requirements
+from trnspec_tools.cluster_requirements import (
+    evaluate,
+    no_node_up,
+    parse_node_group,
+    parse_nodes,
+    requirements,
+)
 
 #: The placeholders an export may leave, and what fills each on a deploy.
 LEFT_FOR_THE_STACK = {
@@ -113,6 +121,12 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
         "--nodes",
         type=path_arg(),
         help="with --check: `kubectl get nodes -o json` output to evaluate the nodes against",
+    )
+    parser.add_argument(
+        "--node-group",
+        type=path_arg(),
+        help="with --check: `aws eks describe-nodegroup --output json` of the Trn2 node group, "
+        "evaluated as the nodes it would start (for a group resting at zero)",
     )
     parser.add_argument(
         "--vpc-cidr", type=_cidr, help="with --out (required): the cluster VPC's IPv4 CIDR"
@@ -207,32 +221,48 @@ def _export(args: argparse.Namespace, workload: WorkloadPreflight) -> int:
     return 1 if any(w.moved for w in written) else 0
 
 
+#: How each node-side outcome is marked in the listing.
+_MARKS = {"pass": "pass ", "fail": "FAIL ", "no-node": "n/a  "}
+
+
 def _check(args: argparse.Namespace, workload: WorkloadPreflight) -> int:
+    """Every requirement the exported objects make of the cluster (derived from the objects:
+    trnspec_tools/cluster_requirements.py); with --nodes or --node-group the node-side ones
+    evaluated. Exit 1 only when one fails; with no Trn2 node up they are `n/a`, not failed."""
     manifests = workload.manifests.all()
-    storage = workload.settings.ebs_storage_class
-    needs = requirements(manifests, storage if workload.settings.weights_storage == "ebs" else None)
+    needs = requirements(manifests)
     verdicts = {}
+    nodes = []
     if args.nodes is not None:
-        nodes = parse_nodes(read_json(args.nodes, "--nodes"))
+        nodes += parse_nodes(read_json(args.nodes, "--nodes"))
+    if args.node_group is not None:
+        nodes += parse_node_group(read_json(args.node_group, "--node-group"))
+    evaluated = args.nodes is not None or args.node_group is not None
+    if evaluated:
         verdicts = {v.requirement.key: v for v in evaluate(manifests, nodes)}
     for need in needs:
         verdict = verdicts.get(need.key)
-        mark = "check" if verdict is None else ("pass " if verdict.passed else "FAIL ")
+        mark = "check" if verdict is None else _MARKS[verdict.outcome]
         print(f"{mark} {need.key}: {need.need}")
         if verdict is not None:
             print(f"      {printable(verdict.detail, 300)}")
         print(f"      $ {need.command}")
-    failed = [v for v in verdicts.values() if not v.passed]
-    if args.nodes is not None:
-        print(f"{len(verdicts) - len(failed)} of {len(verdicts)} node requirements pass")
+    failed = [v for v in verdicts.values() if v.outcome == "fail"]
+    if evaluated:
+        unknown = no_node_up(manifests, nodes)
+        if unknown is not None:
+            print(f"node requirements not evaluated: {unknown}")
+        else:
+            print(f"{len(verdicts) - len(failed)} of {len(verdicts)} node requirements pass")
     return 1 if failed else 0
 
 
 @exits_on_bad_input("manifests")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.nodes is not None and not args.check:
-        print("manifests: error: --nodes goes with --check", file=sys.stderr)
-        return 2
+    for flag, given in (("--nodes", args.nodes), ("--node-group", args.node_group)):
+        if given is not None and not args.check:
+            print(f"manifests: error: {flag} goes with --check", file=sys.stderr)
+            return 2
     workload = plan_workload(args.plan, args.overrides)
     return _check(args, workload) if args.check else _export(args, workload)

@@ -15,6 +15,7 @@ from infra.serving.manifests.spec import check_serving
 from infra.serving.preflight import workload_preflight
 from trnspec_tools.cluster_requirements import (
     evaluate,
+    parse_node_group,
     parse_nodes,
     pod_ask,
     requirements,
@@ -36,7 +37,7 @@ def manifests(**serving: Any) -> list[dict[str, Any]]:
 
 
 def keys(**serving: Any) -> list[str]:
-    return [r.key for r in requirements(manifests(**serving), serving.get("ebs_storage_class"))]
+    return [r.key for r in requirements(manifests(**serving))]
 
 
 def trn2_node(name: str = "ip-10-0-1-5", **changes: Any) -> dict[str, Any]:
@@ -75,16 +76,23 @@ def test_the_pods_ask_is_read_from_the_manifests_not_restated() -> None:
 
 
 def test_every_requirement_of_the_default_workload_has_a_kubectl_command() -> None:
-    needs = requirements(manifests(), None)
+    needs = requirements(manifests())
     assert [r.key for r in needs] == [
         "neuron-device",
         "node-labels",
         "node-taints",
         "scheduler:my-scheduler",
+        # the PodMonitor and the dashboard go there; no exported object creates it
+        "namespace:monitoring",
         "crd:podmonitors.monitoring.coreos.com",
         "crd:scaledobjects.keda.sh",
         "crd:servicemonitors.monitoring.coreos.com",
+        # the weights Job's scratch volume, with the default node-local weights too
+        "storageclass:gp3",
         "prometheus",
+        "servicemonitor-selection",
+        "podmonitor-selection",
+        "pods:app=neuron-monitor",
         "pod-identity-agent",
     ]
     assert all(r.command.startswith("kubectl ") for r in needs)
@@ -103,15 +111,89 @@ def test_requirements_follow_the_settings_that_add_or_remove_objects() -> None:
     existing = keys(prometheus="existing", prometheus_url="https://prom.example.com:9090")
     assert not [k for k in existing if "monitoring.coreos.com" in k]  # no ServiceMonitor
     assert "prometheus" in existing
-    assert "storageclass:gp3" in keys(weights_storage="ebs", ebs_storage_class="gp3")
+    assert "storageclass:io2" in keys(weights_storage="ebs", ebs_storage_class="io2")
     assert "load-balancer-controller" in keys(internal_nlb=True)
     assert "load-balancer-controller" not in keys()
-    assert "crd:interceptorroutes.http.keda.sh" in keys(scale_to_zero=True)
+    woken = keys(scale_to_zero=True)
+    assert "crd:interceptorroutes.http.keda.sh" in woken
+    # the HTTP add-on's Services the wake Service and the push trigger point at, and its
+    # namespace (a NetworkPolicy goes there)
+    assert {
+        "namespace:keda",
+        "service:keda/keda-add-ons-http-interceptor-proxy",
+        "service:keda/keda-add-ons-http-external-scaler",
+    } <= set(woken)
+
+
+#: A generic ephemeral volume whose claim names no class (the cluster's default class).
+EPHEMERAL_NO_CLASS = {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
+
+
+def _planted(kind: str, spec: dict[str, Any], namespace: str = "trnspec") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1" if kind == "StatefulSet" else "v1",
+        "kind": kind,
+        "metadata": {"name": "planted", "namespace": namespace},
+        "spec": spec,
+    }
+
+
+@pytest.mark.parametrize(
+    ("obj", "key"),
+    [
+        (
+            _planted("PersistentVolumeClaim", {"storageClassName": "fast-nvme"}),
+            "storageclass:fast-nvme",
+        ),
+        (
+            _planted(
+                "StatefulSet",
+                {"volumeClaimTemplates": [{"spec": {"storageClassName": "io2"}}], "template": {}},
+            ),
+            "storageclass:io2",
+        ),
+        (
+            _planted("StatefulSet", {"template": {"spec": {"volumes": [EPHEMERAL_NO_CLASS]}}}),
+            "storageclass:(default)",
+        ),
+        (_planted("ConfigMap", {}, namespace="elsewhere"), "namespace:elsewhere"),
+        (
+            {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}},
+            "crd:widgets.example.com",
+        ),
+    ],
+    ids=["pvc", "statefulset-claim", "ephemeral-default-class", "namespace", "crd"],
+)
+def test_a_planted_object_adds_what_it_needs_to_the_list(obj: dict[str, Any], key: str) -> None:
+    """The list is derived from the objects: one more object that names a new StorageClass,
+    namespace or custom kind adds it, with no list to update by hand."""
+    before = keys()
+    assert key not in before
+    after = [r.key for r in requirements([*manifests(), obj])]
+    assert key in after
+    assert set(after) - set(before) == {key}
+
+
+def test_monitors_without_a_release_label_say_a_stock_prometheus_would_not_scrape_them() -> None:
+    """A stock kube-prometheus-stack selects monitors labelled `release: <its release name>`;
+    without it KEDA's query reads nothing and the workload never scales. The label comes from
+    serving.monitor_labels."""
+    (bare,) = [r for r in requirements(manifests()) if r.key == "servicemonitor-selection"]
+    assert "no `release` label" in bare.need and "serving.monitor_labels" in bare.need
+    labelled = list(
+        _manifests.__wrapped__((("monitor_labels", {"release": "kube-prometheus-stack"}),))
+    )
+    monitors = [m for m in labelled if m["kind"] in ("ServiceMonitor", "PodMonitor")]
+    assert monitors and all(
+        m["metadata"]["labels"]["release"] == "kube-prometheus-stack" for m in monitors
+    )
+    (need,) = [r for r in requirements(labelled) if r.key == "servicemonitor-selection"]
+    assert "release=kube-prometheus-stack" in need.need and "no `release`" not in need.need
 
 
 def test_an_outside_prometheus_is_asked_from_a_pod_in_the_cluster() -> None:
     objects = manifests(prometheus="existing", prometheus_url="https://prom.example.com:9090")
-    (need,) = [r for r in requirements(objects, None) if r.key == "prometheus"]
+    (need,) = [r for r in requirements(objects) if r.key == "prometheus"]
     assert need.command.endswith("curl -sf https://prom.example.com:9090/-/ready")
 
 
@@ -206,3 +288,64 @@ def test_a_document_that_is_not_nodes_is_one_boundary_error(document: object) ->
 def test_one_node_object_is_read_as_a_list_of_one() -> None:
     (node,) = parse_nodes(trn2_node())
     assert (node.name, node.neuron_devices) == ("ip-10-0-1-5", 16)
+
+
+def test_with_no_trn2_node_up_the_node_checks_say_so_instead_of_failing() -> None:
+    """A Trn2 group resting at zero is the normal state: only system nodes are up."""
+    system = trn2_node(
+        "ip-10-0-9-9", metadata__labels={"node.kubernetes.io/instance-type": "m7i.xlarge"}
+    )
+    found = evaluate(manifests(), parse_nodes({"items": [system]}))
+    assert {v.outcome for v in found} == {"no-node"}
+    assert not any(v.passed for v in found)
+    assert "no trn2.48xlarge node up" in found[0].detail and "--node-group" in found[0].detail
+
+
+def _node_group(**changes: Any) -> dict[str, Any]:
+    """`aws eks describe-nodegroup --output json` of a Trn2 group as the platform makes it."""
+    group = {
+        "nodegroupName": "trn2",
+        "instanceTypes": ["trn2.48xlarge"],
+        "scalingConfig": {"minSize": 0, "maxSize": 2, "desiredSize": 0},
+        "labels": {"trnspec.io/lnc": "2"},
+        "taints": [{"key": "aws.amazon.com/neuron", "value": "true", "effect": "NO_SCHEDULE"}],
+        **changes,
+    }
+    return {"nodegroup": group}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({}, {"neuron-device": True, "node-labels": True, "node-taints": True}),
+        ({"labels": {}}, {"neuron-device": False, "node-labels": False, "node-taints": False}),
+        (
+            {"taints": [{"key": "dedicated", "value": "ml", "effect": "NO_EXECUTE"}]},
+            {"neuron-device": True, "node-labels": True, "node-taints": False},
+        ),
+        (
+            {"instanceTypes": ["trn2.3xlarge"], "labels": {"trnspec.io/lnc": "2"}},
+            {"neuron-device": None, "node-labels": None, "node-taints": None},
+        ),
+    ],
+    ids=["as-the-platform-makes-it", "no-lnc-label", "untolerated-taint", "other-type"],
+)
+def test_a_node_group_template_is_evaluated_as_the_nodes_it_would_start(
+    changes: dict[str, Any], expected: dict[str, bool | None]
+) -> None:
+    nodes = parse_node_group(_node_group(**changes))
+    found = {
+        v.requirement.key: (None if v.outcome == "no-node" else v.passed)
+        for v in evaluate(manifests(), nodes)
+    }
+    assert found == expected
+
+
+@pytest.mark.parametrize(
+    "document",
+    [{"items": []}, {"nodegroup": {"instanceTypes": "trn2"}}, _node_group(taints=[{"key": "k"}])],
+)
+def test_what_is_not_a_node_group_is_one_boundary_error(document: object) -> None:
+    with pytest.raises(BoundaryError) as err:
+        parse_node_group(document)
+    assert err.value.field == "--node-group"

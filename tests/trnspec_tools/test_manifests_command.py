@@ -55,6 +55,41 @@ def test_check_with_good_nodes_passes_each_node_requirement(
     assert "3 of 3 node requirements pass" in out
 
 
+def test_check_with_the_trn2_group_at_zero_says_so_and_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the system nodes are up (a Trn2 group at zero): not a failure, and the way to check
+    anyway is named."""
+    system = json.loads(json.dumps(TRN2))
+    system["metadata"].update(
+        name="sys-a", labels={"node.kubernetes.io/instance-type": "m7i.xlarge"}
+    )
+    system["spec"] = {}
+    argv = ["--plan", PLAN, "--check", "--nodes", nodes_file(tmp_path, system)]
+    assert command.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "n/a   neuron-device" in out and "FAIL" not in out
+    assert "node requirements not evaluated: no trn2.48xlarge node up" in out
+
+
+def test_check_with_the_node_group_template_evaluates_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    group = {
+        "nodegroup": {
+            "nodegroupName": "trn2",
+            "instanceTypes": ["trn2.48xlarge"],
+            "labels": {"trnspec.io/lnc": "2"},
+            "taints": [{"key": "aws.amazon.com/neuron", "value": "true", "effect": "NO_SCHEDULE"}],
+        }
+    }
+    path = tmp_path / "nodegroup.json"
+    path.write_text(json.dumps(group))
+    assert command.main(["--plan", PLAN, "--check", "--node-group", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "pass  neuron-device" in out and "3 of 3 node requirements pass" in out
+
+
 def test_check_with_nodes_missing_the_lnc_label_exits_1_naming_the_failure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

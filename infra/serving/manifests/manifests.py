@@ -79,9 +79,9 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
         # With an existing Prometheus the pods' prometheus.io/* annotations are the contract;
         # Prometheus Operator CRDs and the Grafana sidecar may not exist there.
         monitoring = [
-            server_service_monitor(spec),
+            server_service_monitor(spec, settings),
             # The speculative arm under its own `service` label (never counted by KEDA).
-            *([server_service_monitor(arm)] if arm is not None else []),
+            *([server_service_monitor(arm, settings)] if arm is not None else []),
             neuron_monitor_pod_monitor(settings),
             dashboard_config_map(settings, dashboard),
         ]

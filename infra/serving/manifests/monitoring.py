@@ -7,6 +7,11 @@ would be scraped once per Service, doubling every sum. Prometheus Operator label
 with `service` (the Service's name), `pod` and `namespace`; both arms serve the same model name,
 so `service` is what tells their series apart (the KEDA query and the per-arm panels select on
 it).
+
+A Prometheus scrapes a monitor only if its serviceMonitorSelector / podMonitorSelector matches the
+monitor's labels: the platform's selects every monitor (infra/platform/addons/prometheus), a
+stock kube-prometheus-stack only those labelled `release: <its release name>`; on such a cluster
+`serving.monitor_labels` carries that label (`manifests --check` shows the monitors' labels).
 """
 
 from __future__ import annotations
@@ -35,12 +40,15 @@ DASHBOARD_KEY = "trnspec-grafana.json"
 SERVICE_TARGET_LABEL = "service"
 
 
-def server_service_monitor(spec: WorkloadSpec) -> Manifest:
-    """vLLM's /metrics of `spec`'s pods, through its ClusterIP Service `spec.name` only."""
+def server_service_monitor(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
+    """vLLM's /metrics of `spec`'s pods, through its ClusterIP Service `spec.name` only; labelled
+    `serving.monitor_labels` besides its own, for a Prometheus that selects monitors by label."""
+    meta = metadata(spec, spec.name, SERVE_COMPONENT)
+    meta["labels"] = {**settings.monitor_labels, **meta["labels"]}
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": metadata(spec, spec.name, SERVE_COMPONENT),
+        "metadata": meta,
         "spec": {
             "selector": {"matchLabels": selector_labels(spec, SERVE_COMPONENT)},
             "namespaceSelector": {"matchNames": [spec.namespace]},
@@ -70,7 +78,7 @@ def neuron_monitor_pod_monitor(settings: ServingSettings) -> Manifest:
         "metadata": {
             "name": "neuron-monitor",
             "namespace": settings.monitoring_namespace,
-            "labels": {PART_OF_LABEL: PART_OF},
+            "labels": {**settings.monitor_labels, PART_OF_LABEL: PART_OF},
         },
         "spec": {
             "selector": {"matchLabels": dict(NEURON_MONITOR_POD_LABELS)},
