@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from trnspec.boundary.user_input import Int, Text, as_text, refuse_bool
 from trnspec.hardware.topology import INSTANCE_TYPES
 
+from infra.contracts import KUBECTL_PROVIDER_TIMEOUT_SECONDS, MAX_HELM_TIMEOUT_MINUTES
 from infra.settings.existing_cluster import ClusterSettings
 
 #: Kubernetes minors this app deploys: aws-cdk-lib 2.275 `aws_eks_v2.KubernetesVersion` has them
@@ -191,13 +192,26 @@ class NeuronSettings(_Frozen):
 class AddonSettings(_Frozen):
     """How the platform's cluster add-ons are installed (versions: platform/addons/pins.py)."""
 
-    helm_timeout_minutes: Int = Field(default=15, ge=5, le=15)
+    helm_timeout_minutes: Int = Field(default=MAX_HELM_TIMEOUT_MINUTES, ge=5)
     """How long a deploy waits for each Helm release to be ready before it fails and rolls
-    back (at most 15: the kubectl provider is a Lambda function)."""
+    back: at most MAX_HELM_TIMEOUT_MINUTES, so Helm reports before the kubectl provider's
+    15-minute Lambda is killed (infra/contracts.py)."""
     prometheus_volume_gib: Int = Field(default=100, ge=10, le=16384)
     """Size of Prometheus' gp3 volume (its TSDB)."""
     prometheus_retention_days: Int = Field(default=15, ge=1, le=3650)
     """How long Prometheus keeps samples (it also drops old blocks at 90 % of the volume)."""
+
+    @field_validator("helm_timeout_minutes")
+    @classmethod
+    def _helm_wait_ends_before_the_lambda(cls, minutes: int) -> int:
+        if minutes > MAX_HELM_TIMEOUT_MINUTES:
+            raise ValueError(
+                f"at most {MAX_HELM_TIMEOUT_MINUTES}: Helm must report before the kubectl "
+                f"provider's {KUBECTL_PROVIDER_TIMEOUT_SECONDS // 60}-minute Lambda is killed "
+                "(then CloudFormation waits an hour to roll back); set "
+                f"addons.helm_timeout_minutes={MAX_HELM_TIMEOUT_MINUTES} or less"
+            )
+        return minutes
 
 
 class DeploymentSettings(_Frozen):

@@ -15,11 +15,12 @@ from aws_cdk import Duration
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
+from infra.contracts import MAX_HELM_TIMEOUT_MINUTES
 from infra.platform.addons.pins import ChartPin
 
-#: The kubectl provider's handler is a Lambda function (15-minute limit): a release must be
-#: ready within it.
-MAX_HELM_TIMEOUT_MINUTES = 15
+# A release must be ready, and Helm must have said so, before the kubectl provider's handler
+# Lambda is killed: MAX_HELM_TIMEOUT_MINUTES leaves HELM_TIMEOUT_MARGIN_SECONDS of it
+# (infra/contracts.py).
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def helm_release(scope: Construct, construct_id: str, props: HelmReleaseProps) -
     if not 1 <= props.timeout_minutes <= MAX_HELM_TIMEOUT_MINUTES:
         raise ValueError(
             f"timeout_minutes={props.timeout_minutes}: use 1..{MAX_HELM_TIMEOUT_MINUTES} "
-            "(the kubectl provider is a Lambda function)"
+            "(Helm must report before the kubectl provider's Lambda is killed)"
         )
     return eks.HelmChart(
         scope,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -20,6 +21,15 @@ CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 #: `enableNetworkPolicy` (a string) set: without it the workload's policies are accepted and
 #: ignored (EKS user guide, "Restrict Pod network traffic with Kubernetes network policies").
 ADDON_CONFIGURATION: dict[str, dict[str, str]] = {"vpc-cni": {"enableNetworkPolicy": "true"}}
+#: How every managed add-on meets what is already on the cluster. A cluster created with
+#: `BootstrapSelfManagedAddons` unset (this one) already runs self-managed vpc-cni, kube-proxy
+#: and coredns; EKS's CreateAddon with the default (NONE) "doesn't change the value. Creation of
+#: the add-on might fail", and OVERWRITE "changes the value to the Amazon EKS default value"
+#: (EKS API Reference, CreateAddon `resolveConflicts`). Reported failing on a new cluster with
+#: ConfigurationConflict for vpc-cni (PolicyEndpoint CRD), fixed by OVERWRITE
+#: (aws/amazon-network-policy-controller-k8s#200). Nothing else edits these add-ons here, so
+#: OVERWRITE loses no setting of ours.
+RESOLVE_CONFLICTS = "OVERWRITE"
 #: Label on system nodes; controllers select it so they never wait for a Trn2 node.
 SYSTEM_LABEL = {"trnspec.io/role": "system"}
 #: What a worker node needs: join the cluster, pull images, run the CNI, be reachable by SSM
@@ -134,6 +144,9 @@ class Cluster(Construct):
             )
             for name in CORE_ADDONS
         }
+        for addon in self.addons.values():
+            # aws_eks_v2.Addon has no prop for it: set it on the AWS::EKS::Addon it creates.
+            cast(eks.CfnAddon, addon.node.default_child).resolve_conflicts = RESOLVE_CONFLICTS
         self.node_role = node_role(self, "SystemNodeRole")
         sn = s.system_nodes
         self.system_nodegroup = eks.Nodegroup(

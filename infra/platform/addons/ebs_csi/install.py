@@ -19,6 +19,7 @@ from infra.compliance.keys import rotating_key
 from infra.platform.addons.addon import Addon, AddonScope, always
 from infra.platform.addons.ebs_csi.iam import driver_statements
 from infra.platform.addons.pins import EBS_CSI_DRIVER
+from infra.platform.cluster.control_plane import RESOLVE_CONFLICTS
 
 #: Service account of the driver's controller (the add-on creates it).
 SERVICE_ACCOUNT = "ebs-csi-controller-sa"
@@ -81,7 +82,7 @@ class EbsCsi(Construct):
                     role_arn=self.role.role_arn, service_account=SERVICE_ACCOUNT
                 )
             ],
-            resolve_conflicts="OVERWRITE",
+            resolve_conflicts=RESOLVE_CONFLICTS,
         )
         # The driver starts with its permissions in place.
         self.addon.node.add_dependency(self.policy)
