@@ -44,6 +44,20 @@ KUBE_PROMETHEUS_STACK_FULLNAME = "kps"
 PROMETHEUS_PORT = 9090
 #: Namespace of KEDA's operator and metrics server.
 KEDA_NAMESPACE = "keda"
+
+# --- The deploy's clock for Helm releases: the settings bound the wait, the platform sets it.
+
+#: Timeout of the kubectl provider's handler Lambda, which runs `helm upgrade --wait` for every
+#: chart (aws-cdk-lib 2.275 aws-eks-v2/lib/kubectl-provider.js: `timeout: Duration.minutes(15)`;
+#: 15 minutes is also Lambda's ceiling). When Helm is still waiting at this point the Lambda is
+#: killed, no answer reaches CloudFormation, and the stack waits for the custom resource's own
+#: timeout (one hour) before it rolls back.
+KUBECTL_PROVIDER_TIMEOUT_SECONDS = 900
+#: What the handler spends besides Helm's wait: cold start, kubeconfig, pulling the chart, and
+#: reporting Helm's error back; a release's wait ends at least this long before the Lambda's.
+HELM_TIMEOUT_MARGIN_SECONDS = 120
+#: Longest Helm wait a deploy may ask for (`addons.helm_timeout_minutes`): 13 minutes.
+MAX_HELM_TIMEOUT_MINUTES = (KUBECTL_PROVIDER_TIMEOUT_SECONDS - HELM_TIMEOUT_MARGIN_SECONDS) // 60
 #: Grafana's dashboard sidecar (kube-prometheus-stack default) loads ConfigMaps with this label.
 GRAFANA_DASHBOARD_LABEL = ("grafana_dashboard", "1")
 #: Labels and port of the neuron-monitor DaemonSet pods (Prometheus exporter), as in the Neuron
@@ -54,8 +68,9 @@ NEURON_MONITOR_PORT = 8000
 # --- The workload's names: shared by the manifests, the serving constructs and the Neuron chart.
 
 
-#: Bucket layout. The serving role may read MODELS_PREFIX and COMPILE_CACHE_PREFIX; only the
-#: precompile role may write, and only under COMPILE_CACHE_PREFIX.
+#: Bucket layout. The serving and precompile roles read MODELS_PREFIX and read and write
+#: COMPILE_CACHE_PREFIX (a serving pod that compiled publishes its compile); only the weights role
+#: writes MODELS_PREFIX.
 MODELS_PREFIX = "models/"
 COMPILE_CACHE_PREFIX = "compile-cache/"
 
