@@ -17,16 +17,31 @@ class ModelBucketProps:
     """Inputs of the model bucket."""
 
     compile_cache_retention_days: int
-    """Days after which an unrewritten object under the compile cache expires."""
+    """Days a replaced or deleted compile-cache object is kept as a noncurrent version; current
+    objects never expire."""
+
+
+#: Lifecycle rule of the compile cache: only noncurrent versions expire.
+COMPILE_CACHE_RULE_ID = "compile-cache-noncurrent-versions"
 
 
 class ModelBucket(Construct):
     """KMS-encrypted, TLS-only, private, versioned bucket with an access-log bucket.
 
     Weights are large and slow to re-upload, so the bucket is retained on stack deletion.
-    Compiled artifacts are cheap to rebuild but expensive to store forever: anything under the
-    compile cache that has not been rewritten for `compile_cache_retention_days` expires, and
-    superseded versions go after a week.
+
+    Nothing the deployment reads expires while it lives. S3 lifecycle `Expiration` counts days
+    from an object's creation, not from its last read (S3 user guide, "Lifecycle configuration
+    elements": S3 calculates the expiration time by adding the rule's days to the object
+    creation time, rounded to the next midnight UTC), and a compile-cache entry is written once
+    and then only read: a rule expiring it N days after creation deletes it while every cold
+    start still needs it, and from day N each start compiles for tens of minutes. So the current
+    version of a compile-cache object never expires. Entries are keyed by everything that shapes the
+    compile (trnspec.staging.cache_key), so an entry no deployment reads any more is one of a
+    config no longer served: remove its prefix by hand
+    (`aws s3 rm --recursive s3://<bucket>/compile-cache/<key>/`); the delete leaves noncurrent
+    versions, which expire after `compile_cache_retention_days`, as do versions a republish of
+    a broken entry replaces.
     """
 
     def __init__(self, scope: Construct, id: str, props: ModelBucketProps) -> None:
@@ -65,10 +80,9 @@ class ModelBucket(Construct):
             server_access_logs_prefix="model-bucket/",
             lifecycle_rules=[
                 s3.LifecycleRule(
-                    id="expire-stale-compile-cache",
+                    id=COMPILE_CACHE_RULE_ID,
                     prefix=COMPILE_CACHE_PREFIX,
-                    expiration=Duration.days(props.compile_cache_retention_days),
-                    noncurrent_version_expiration=Duration.days(7),
+                    noncurrent_version_expiration=Duration.days(props.compile_cache_retention_days),
                 ),
                 s3.LifecycleRule(
                     id="models-noncurrent-versions",

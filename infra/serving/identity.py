@@ -5,7 +5,10 @@ of the cluster's OIDC issuer, so the roles need no per-cluster OIDC provider and
 is a plain CloudFormation resource.
 
 Least privilege, by prefix:
-- serve role: read models/ and compile-cache/ (it starts from the cache), write nothing;
+- serve role: read models/, read and write compile-cache/ only: it starts from the cache, and a
+  pod that had to compile (a changed config, an arm the precompile Job does not cover, a broken
+  entry) publishes its compile there once it answers (trnspec.serve.runner.CachePublisher), so
+  the next start of any pod finds it;
 - compile role: read models/, read and write compile-cache/ only;
 - weights role (the Hub copy): read and write models/ only, and read the Hub token secret;
 - neither may list, read or write anything else in the bucket, and KMS use is limited to S3
@@ -68,15 +71,24 @@ def _kms_statement(key: kms.IKey, actions: list[str]) -> iam.PolicyStatement:
     )
 
 
+def _write_compile_cache_statement(bucket: s3.IBucket) -> iam.PolicyStatement:
+    return iam.PolicyStatement(
+        sid="WriteCompileCacheOnly",
+        actions=WRITE_OBJECT_ACTIONS,
+        resources=[bucket.arn_for_objects(f"{COMPILE_CACHE_PREFIX}*")],
+    )
+
+
 def serve_statements(
     bucket: s3.IBucket, key: kms.IKey, api_key: ApiKeySecret | None = None
 ) -> list[iam.PolicyStatement]:
-    """Read the models and the compile cache; with the API key on, also read its secret (the
-    compile role gets no such grant: nothing can reach the precompile pod's vLLM)."""
+    """Read the models, read and refill the compile cache; with the API key on, also read its
+    secret (the compile role gets no such grant: nothing can reach the precompile pod's vLLM)."""
     return [
         _read_statement(bucket),
+        _write_compile_cache_statement(bucket),
         _list_statement(bucket, [MODELS_PREFIX, COMPILE_CACHE_PREFIX]),
-        _kms_statement(key, ["kms:Decrypt"]),
+        _kms_statement(key, ["kms:Decrypt", "kms:GenerateDataKey"]),
         *(api_key.read_statements() if api_key is not None else []),
     ]
 
@@ -84,11 +96,7 @@ def serve_statements(
 def compile_statements(bucket: s3.IBucket, key: kms.IKey) -> list[iam.PolicyStatement]:
     return [
         _read_statement(bucket),
-        iam.PolicyStatement(
-            sid="WriteCompileCacheOnly",
-            actions=WRITE_OBJECT_ACTIONS,
-            resources=[bucket.arn_for_objects(f"{COMPILE_CACHE_PREFIX}*")],
-        ),
+        _write_compile_cache_statement(bucket),
         _list_statement(bucket, [MODELS_PREFIX, COMPILE_CACHE_PREFIX]),
         _kms_statement(key, ["kms:Decrypt", "kms:GenerateDataKey"]),
     ]

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from aws_cdk import App, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
@@ -21,6 +23,11 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Match, Template
 from aws_cdk.lambda_layer_kubectl_v36 import KubectlV36Layer
 from cdk_nag import AwsSolutionsChecks
+from moto import mock_aws
+from platform_synth import cfn_text
+from trnspec.serve.runner import CachePublisher, ServeOptions
+from trnspec.serve.steps import CacheStep
+from trnspec.staging.transfer import TransferSettings, parse_s3_uri, pull_compiled
 
 from infra.contracts import (
     COMPILE_CACHE_PREFIX,
@@ -115,7 +122,7 @@ def test_model_bucket_is_kms_encrypted_versioned_private_and_tls_only(synth) -> 
                         Match.object_like(
                             {
                                 "Prefix": COMPILE_CACHE_PREFIX,
-                                "ExpirationInDays": 30,
+                                "NoncurrentVersionExpiration": {"NoncurrentDays": 30},
                                 "Status": "Enabled",
                             }
                         )
@@ -165,19 +172,141 @@ def _actions(statement: dict[str, Any]) -> list[str]:
     return a if isinstance(a, list) else [a]
 
 
-def test_serve_role_reads_only_models_and_cache_and_writes_nothing(synth) -> None:
+def test_serve_role_reads_models_and_cache_and_writes_only_the_cache(synth) -> None:
     statements = _policies(synth["raw"])["serve"]
+    writing = ("s3:Put", "s3:Delete", "s3:AbortMultipartUpload")
+    writes = [s for s in statements if any(a.startswith(writing) for a in _actions(s))]
+    assert writes  # a pod that compiled publishes its compile (trnspec.serve.runner)
+    for s in writes:
+        assert _suffixes(s) == [f"/{COMPILE_CACHE_PREFIX}*"]
     for s in statements:
-        for action in _actions(s):
-            assert not action.startswith(
-                ("s3:Put", "s3:Delete", "kms:Encrypt", "kms:GenerateDataKey")
-            )
+        assert "kms:Encrypt" not in _actions(s)
         if s.get("Sid") == BUNDLE_SID:
             continue  # the trnspec bundle's object (test_every_pod_role_reads_the_bundle...)
         if any(a.startswith("s3:GetObject") for a in _actions(s)):
             assert sorted(_suffixes(s)) == sorted(
                 [f"/{MODELS_PREFIX}*", f"/{COMPILE_CACHE_PREFIX}*"]
             )
+
+
+def _model_bucket(raw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The model bucket: the versioned, KMS-encrypted one (not the access-log bucket)."""
+    (found,) = [
+        (lid, r["Properties"])
+        for lid, r in raw["Resources"].items()
+        if r["Type"] == "AWS::S3::Bucket"
+        and "KMSMasterKeyID"
+        in r["Properties"]
+        .get("BucketEncryption", {})
+        .get("ServerSideEncryptionConfiguration", [{}])[0]
+        .get("ServerSideEncryptionByDefault", {})
+    ]
+    return found
+
+
+def test_nothing_the_deployment_reads_expires_while_it_lives(synth) -> None:
+    """S3 lifecycle Expiration counts from an object's creation, not its last read (S3 user guide,
+    "Lifecycle configuration elements"): no rule may expire the current version of anything
+    under the prefixes the pods read; replaced and deleted versions may go."""
+    _, bucket = _model_bucket(synth["raw"])
+    rules = bucket["LifecycleConfiguration"]["Rules"]
+    read = (MODELS_PREFIX, COMPILE_CACHE_PREFIX)
+    for rule in rules:
+        prefix = rule.get("Prefix", rule.get("Filter", {}).get("Prefix", ""))
+        covers = [p for p in read if p.startswith(prefix) or prefix.startswith(p)]
+        if covers:
+            assert "ExpirationInDays" not in rule and "ExpirationDate" not in rule, rule
+    (cache_rule,) = [r for r in rules if r.get("Prefix") == COMPILE_CACHE_PREFIX]
+    assert cache_rule["NoncurrentVersionExpiration"]["NoncurrentDays"] >= 1
+
+
+#: The IAM action each S3 operation of the cache transfer needs (S3 API reference, per operation).
+S3_OPERATION_ACTIONS = {
+    "GetObject": "s3:GetObject",
+    "HeadObject": "s3:GetObject",
+    "PutObject": "s3:PutObject",
+    "CreateMultipartUpload": "s3:PutObject",
+    "UploadPart": "s3:PutObject",
+    "CompleteMultipartUpload": "s3:PutObject",
+    "DeleteObject": "s3:DeleteObject",
+    "AbortMultipartUpload": "s3:AbortMultipartUpload",
+    "ListParts": "s3:ListMultipartUploadParts",
+    "ListObjectsV2": "s3:ListBucket",
+}
+
+
+def _wildcard(pattern: str, value: str) -> bool:
+    return re.fullmatch(".*".join(re.escape(p) for p in pattern.split("*")), value) is not None
+
+
+def _allows(statements: list[dict[str, Any]], action: str, arn: str, prefix: str | None) -> bool:
+    """IAM's Allow evaluation for S3 (no Deny statements in these policies): an Allow statement
+    whose action and resource match, and whose StringLike `s3:prefix`, if any, matches."""
+    for s in statements:
+        if s["Effect"] != "Allow" or not any(_wildcard(a, action) for a in _actions(s)):
+            continue
+        resources = s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]
+        if not any(_wildcard(cfn_text(r), arn) for r in resources):
+            continue
+        like = s.get("Condition", {}).get("StringLike", {}).get("s3:prefix")
+        if like is not None and (prefix is None or not any(_wildcard(p, prefix) for p in like)):
+            continue
+        return True
+    return False
+
+
+def test_a_serving_pod_that_compiled_refills_the_cache_within_its_role(
+    synth, fake_aws_env: None, tmp_path: Path
+) -> None:
+    """A serving pod that missed the cache (a changed config, the calibration's speculative arm,
+    which runs as the serve account and has no precompile Job) compiles, then publishes once it
+    answers (trnspec.serve.runner.CachePublisher); the next pod starts from it. Every S3 call of
+    that path, run against moto, is one the synthesized serve role allows."""
+    raw = synth["raw"]
+    bucket_id, _ = _model_bucket(raw)
+    statements = [
+        {
+            **s,
+            "Resource": [
+                json.loads(
+                    json.dumps(r).replace(
+                        json.dumps({"Fn::GetAtt": [bucket_id, "Arn"]}), '"arn:aws:s3:::models"'
+                    )
+                )
+                for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
+            ],
+        }
+        for s in _policies(raw)["serve"]
+        if s.get("Sid") != BUNDLE_SID
+    ]
+    calls: list[tuple[str, str, str | None]] = []
+
+    def record(params: dict[str, Any], model: Any, **_: Any) -> None:
+        key = params.get("Key")
+        arn = f"arn:aws:s3:::{params['Bucket']}" + (f"/{key}" if key else "")
+        calls.append((model.name, arn, params.get("Prefix")))
+
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-2")
+        s3.create_bucket(
+            Bucket="models", CreateBucketConfiguration={"LocationConstraint": "us-east-2"}
+        )
+        s3.meta.events.register("before-parameter-build.s3.*", record)
+        root = parse_s3_uri(f"s3://models/{COMPILE_CACHE_PREFIX}", require_key=False)
+        cache = CacheStep(key="cfg-1", local_dir=str(tmp_path / "pod1"), cache_root=str(root))
+        options = ServeOptions(progress=False, transfer=TransferSettings(workers=2))
+        assert pull_compiled(s3, root, cache.key, tmp_path / "pod1") is None  # a miss
+        (tmp_path / "pod1").mkdir()
+        (tmp_path / "pod1" / "model.neff").write_bytes(b"compiled graph")
+        assert CachePublisher(s3, cache, root, options, replace=False)() is True
+        hit = pull_compiled(s3, root, cache.key, tmp_path / "pod2")
+    assert hit is not None and (tmp_path / "pod2" / "model.neff").read_bytes() == b"compiled graph"
+    assert any(op == "PutObject" for op, _, _ in calls)
+    for op, arn, prefix in calls:
+        assert op in S3_OPERATION_ACTIONS, op  # a new call: name the action it needs
+        assert _allows(statements, S3_OPERATION_ACTIONS[op], arn, prefix), (op, arn, prefix)
+    # Not vacuous: the same role may not write a model.
+    assert not _allows(statements, "s3:PutObject", "arn:aws:s3:::models/models/x", None)
 
 
 def test_compile_role_writes_only_under_the_compile_cache(synth) -> None:
