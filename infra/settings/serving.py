@@ -125,7 +125,11 @@ class ServingSettings(BaseModel):
         6, ge=1, le=48, description="Deadline of the precompile Job."
     )
     compile_cache_retention_days: Int = Field(
-        30, ge=1, le=3650, description="Compiled artifacts not rewritten for this long expire."
+        30,
+        ge=1,
+        le=3650,
+        description="Days a replaced or deleted compile-cache object is kept as an old version; "
+        "current entries never expire (S3 counts expiry from creation, not last read).",
     )
     models_from_bucket: bool = Field(
         True,
