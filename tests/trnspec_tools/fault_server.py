@@ -49,6 +49,9 @@ FAULTS = {
     "counters_inf": "the accepted-tokens counter is +Inf after the first scrape",
     "position_huge": 'a per-position counter is labelled position="999999999"',
     "position_nan": 'a per-position counter is labelled position="NaN"',
+    # issue 50: a counter exported twice must not be summed
+    "counters_twice": "the draft-tokens counter also under its bare name (same labels, value)",
+    "counters_unlabelled": "the draft-tokens counter also without labels (same value)",
     "continue_100": "every POST is answered with an interim 100 Continue before the real answer",
     "huge_header": "a response header line longer than 64 KiB",
     "model_markup": "the served model id is rich markup ([bold]...[/])",
@@ -135,6 +138,11 @@ def _metrics(s: FaultServer) -> bytes:
             f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{position}"}}'
             f" {float(drafts)}\n"
         ).encode()
+    if s.fault in ("counters_twice", "counters_unlabelled"):
+        name = "vllm:spec_decode_num_draft_tokens"
+        series = name if s.fault == "counters_twice" else f"{name}_total"
+        labels_shown = f"{{{labels}}}" if s.fault == "counters_twice" else ""
+        text += f"{series}{labels_shown} {float(4 * drafts)}\n".encode()
     if s.fault == "metrics_non_utf8":
         text = b"# HELP vllm:x caf\xe9\n" + text
     return text

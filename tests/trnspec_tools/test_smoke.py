@@ -84,6 +84,24 @@ def test_an_endpoint_without_spec_decode_counters_is_not_checked_and_not_failed(
     assert "acceptance not checked" in check.detail and "no vllm:spec_decode_*" in check.detail
 
 
+def test_a_counter_exported_twice_is_counted_once(fake_server: FaultServer) -> None:
+    """`_total` beside the bare name: the server's acceptance (3 of 4 drafted tokens), not half
+    of it."""
+    fake_server.fault = "counters_twice"
+    result = run_smoke(fake_server.url, max_tokens=8)
+    check = check_named(result, "spec-decode metrics")
+    assert check.ok is True and "acceptance 0.75" in check.detail
+
+
+def test_a_counter_with_and_without_labels_fails_the_check_and_says_why(
+    fake_server: FaultServer,
+) -> None:
+    fake_server.fault = "counters_unlabelled"
+    result = run_smoke(fake_server.url, max_tokens=8)
+    check = check_named(result, "spec-decode metrics")
+    assert check.ok is False and "different label sets" in check.detail
+
+
 @pytest.mark.parametrize(("shift", "lossless"), [(0, True), (1, False)], ids=["same", "differs"])
 def test_lossless_check_can_use_outputs_recorded_from_an_earlier_baseline_run(
     fake_server: FaultServer, baseline_server: FaultServer, shift: int, lossless: bool

@@ -20,6 +20,11 @@ finite and non-negative (NaN would pass every later comparison, since all are fa
 `position` label a decimal integer of at most three digits below MAX_POSITIONS (a label of
 999999999 would otherwise size a billion-entry list; vLLM never pads it). A scrape that breaks
 either rule keeps the reason in `invalid`, and every figure from it is absent with that reason.
+Each series (a counter's name and its full label set) is counted once, never summed with itself:
+a series exported twice with one value (`foo_total` beside a bare `foo`) counts once, with two
+values it is refused, and so is a counter exported under different label sets (the same counter
+with and without `engine`/`model_name`: one may be the total of the others). Series with the
+same label names and different values (engines) are summed.
 With k known (`checked_delta(..., k=)`), positions must be below k and draft tokens at most k per
 draft, so the mean accepted length is at most k+1.
 
@@ -84,6 +89,39 @@ def _counter_value_name(name: str) -> str:
     return name.removesuffix("_total")
 
 
+def _series_values(
+    series: Mapping[tuple[str, tuple[tuple[str, str], ...]], list[float]],
+    label_sets: Mapping[str, set[tuple[str, ...]]],
+) -> tuple[dict[tuple[str, tuple[tuple[str, str], ...]], float], str | None]:
+    """One value per series (a counter's name and its full label set), and why the scrape
+    cannot be used, if it cannot. A series exported twice with one value (`foo_total` beside a
+    bare `foo`, or a line repeated) counts once; with two values it is refused. A counter whose
+    series carry different label names (one with `engine` and `model_name`, one with none) is
+    refused too: the one with fewer labels may be the total of the others, and summing them
+    would count the same drafts twice (an acceptance of half the truth). Series of one counter
+    with the same label names and different values (engines) are its parts, summed by the
+    caller. Independent of the order of the samples."""
+    why = None
+    for name in sorted(label_sets):
+        if len(sets := label_sets[name]) > 1:
+            shown = " and ".join("{" + ",".join(labels) + "}" for labels in sorted(sets)[:2])
+            why = why or (
+                f"{name} is exported with different label sets ({shown}): an aggregate beside"
+                " its parts, or two exporters; refused rather than counted twice"
+            )
+    values = {}
+    for key, seen in series.items():
+        if len(set(seen)) > 1:
+            labels = ",".join(f"{k}={v!r}" for k, v in key[1])
+            why = why or (
+                f"{key[0]}{{{printable(labels, 120)}}} is exported {len(seen)} times with"
+                f" different values ({min(seen):g} to {max(seen):g}); refused rather than summed"
+            )
+            continue
+        values[key] = seen[0]
+    return values, why
+
+
 @dataclass(frozen=True)
 class SpecDecodeCounters:
     """One scrape's spec-decode counters, summed over engines (and models, unless filtered)."""
@@ -106,8 +144,10 @@ class SpecDecodeCounters:
     def from_samples(
         cls, samples: list[Sample], model_name: str | None = None
     ) -> SpecDecodeCounters:
-        totals: dict[str, float] = defaultdict(float)
-        per_pos: dict[int, float] = defaultdict(float)
+        """The counters of one scrape, each series counted once (see `_series_values`)."""
+        series: dict[tuple[str, tuple[tuple[str, str], ...]], list[float]] = defaultdict(list)
+        positions: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+        label_sets: dict[str, set[tuple[str, ...]]] = defaultdict(set)
         present = False
         created: dict[str, float] = {}
         invalid: str | None = None
@@ -126,6 +166,7 @@ class SpecDecodeCounters:
             if not (math.isfinite(sample.value) and sample.value >= 0):
                 invalid = invalid or f"{sample.name} is {sample.value!r}, not a finite count >= 0"
                 continue
+            key = (name, tuple(sorted(sample.labels.items())))
             if name == ACCEPTED_PER_POS:
                 position = _position(sample.labels.get("position", "0"))
                 if position is None:
@@ -135,9 +176,17 @@ class SpecDecodeCounters:
                         f" 0..{MAX_POSITIONS - 1}"
                     )
                     continue
-                per_pos[position] += sample.value
+                positions[key] = position
+            series[key].append(sample.value)
+            label_sets[name].add(tuple(sorted(sample.labels)))
+        values, why = _series_values(series, label_sets)
+        totals: dict[str, float] = defaultdict(float)
+        per_pos: dict[int, float] = defaultdict(float)
+        for key, value in values.items():
+            if key in positions:
+                per_pos[positions[key]] += value
             else:
-                totals[name] += sample.value
+                totals[key[0]] += value
         return cls(
             drafts=totals[DRAFTS],
             draft_tokens=totals[DRAFT_TOKENS],
@@ -145,7 +194,7 @@ class SpecDecodeCounters:
             accepted_per_position=dict(sorted(per_pos.items())),
             present=present,
             created=created,
-            invalid=invalid,
+            invalid=invalid or why,
         )
 
     @classmethod

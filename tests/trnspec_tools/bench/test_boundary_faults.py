@@ -37,6 +37,22 @@ def test_unusable_counters_give_no_acceptance_and_say_why(fault, tmp_path, capsy
     assert "unusable counters" in result["acceptance_note"]
 
 
+def test_a_counter_exported_twice_counts_once(tmp_path, capsys):
+    """`_total` beside the bare name, one value: the acceptance is the server's 0.75, not the
+    0.375 that summing both series gave."""
+    code, result = _bench("counters_twice", tmp_path)
+    assert code == 0 and result["completed"] == 2
+    assert result["acceptance_source"] == "server-metrics"
+    assert result["acceptance_rate"] == pytest.approx(0.75)
+
+
+def test_a_counter_with_and_without_labels_gives_no_acceptance_and_says_why(tmp_path, capsys):
+    code, result = _bench("counters_unlabelled", tmp_path)
+    assert code == 0 and result["completed"] == 2
+    assert result["acceptance_rate"] is None and result["mean_accepted_length"] is None
+    assert "different label sets" in result["acceptance_note"]
+
+
 def test_an_interim_100_continue_is_skipped(tmp_path, capsys):
     code, result = _bench("continue_100", tmp_path)
     assert code == 0 and result["completed"] == 2

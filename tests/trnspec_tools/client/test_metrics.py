@@ -89,6 +89,38 @@ def test_counters_are_summed_over_engines() -> None:
     assert counters.accepted_per_position == {0: 28, 1: 16}
 
 
+def test_a_series_exported_twice_with_one_value_counts_once() -> None:
+    """`_total` beside the bare name (or a repeated line): one series, not two to sum; the
+    acceptance is the truth, 300 / 400 = 0.75, not 300 / 800."""
+    bare = 'vllm:spec_decode_num_draft_tokens{engine="0",model_name="m"}'
+    before = exposition(10, 40, 30, [], model="m") + f"{bare} 40\n"
+    after = exposition(110, 440, 330, [], model="m") + f"{bare} 440\n"
+    counters = SpecDecodeCounters.from_text(after)
+    assert counters.invalid is None and counters.draft_tokens == 440
+    assert acceptance_between(before, after).acceptance_rate == pytest.approx(0.75)
+
+
+def test_a_counter_with_and_without_labels_is_refused_not_summed() -> None:
+    """The unlabelled series may be the total of the labelled ones: no figure, and why."""
+    name = "vllm:spec_decode_num_draft_tokens"
+    before = exposition(10, 40, 30, [], model="m") + f"{name}_total 40\n"
+    after = exposition(110, 440, 330, [], model="m") + f"{name}_total 440\n"
+    counters = SpecDecodeCounters.from_text(after, "m")
+    assert counters.invalid is not None and "different label sets" in counters.invalid
+    assert counters.invalid.startswith(name)
+    checked = checked_delta(SpecDecodeCounters.from_text(before, "m"), counters)
+    assert checked.delta is None and "different label sets" in str(checked.reason)
+    assert acceptance_between(before, after, "m").acceptance_rate is None
+
+
+def test_one_series_with_two_values_is_refused() -> None:
+    labels = 'engine="0",model_name="m"'
+    text = exposition(10, 40, 30, [], model="m") + (f"vllm:spec_decode_num_drafts{{{labels}}} 12\n")
+    counters = SpecDecodeCounters.from_text(text)
+    assert counters.invalid is not None and "different values (10 to 12)" in counters.invalid
+    assert counters.drafts == 0  # the series is left out, not one of its values picked
+
+
 def test_counters_can_be_restricted_to_one_served_model() -> None:
     text = exposition(10, 40, 20, [], model="a") + exposition(5, 20, 1, [], model="b", header=False)
     assert SpecDecodeCounters.from_text(text, model_name="b").drafts == 5
