@@ -10,6 +10,9 @@ Refused outside the boundary modules (trnspec/boundary/*), each found in the syn
   (the one atomic writer: boundary.write.write_file / write_outputs);
 - `plain-number-flag`: `add_argument(..., type=float)` or `type=int` (the typed readers:
   boundary.args.float_arg / int_arg: finite, in range, integers refuse booleans);
+- `raw-lines`: `.splitlines()` (it also ends a line at U+2028, U+2029, NEL, form feed and
+  more, which a JSON string or a header may hold as text: boundary.files.read_json_lines splits
+  JSONL at '\\n' only); a program's own `__doc__` is not outside text and is not flagged;
 - `number-of-text`: `float(...)` / `int(...)` of outside text: an argument that is a string method
   call (`.strip()`, `.split(...)[i]`...), an `environ`/`getenv`/`headers` lookup, or a name that
   says it holds text (`text`, `raw`, `line`, `header`, `value_text`...) (boundary.numbers:
@@ -125,6 +128,16 @@ def _text_like(arg: ast.expr) -> bool:
     return False
 
 
+def _own_doc(node: ast.expr) -> bool:
+    """`__doc__` or `X.__doc__` (possibly `(__doc__ or "")`): the program's own text."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id == "__doc__":
+            return True
+        if isinstance(sub, ast.Attribute) and sub.attr == "__doc__":
+            return True
+    return False
+
+
 def _rule(node: ast.Call, imported: dict[str, str] | None = None) -> str | None:
     f = node.func
     if _is_attr_call(node, "json", _JSON, imported):
@@ -133,6 +146,8 @@ def _rule(node: ast.Call, imported: dict[str, str] | None = None) -> str | None:
         return "yaml-parse"
     if isinstance(f, ast.Attribute) and f.attr in {"write_text", "write_bytes"}:
         return "raw-write"
+    if isinstance(f, ast.Attribute) and f.attr == "splitlines" and not _own_doc(f.value):
+        return "raw-lines"
     if isinstance(f, ast.Name) and f.id == "open" and _write_mode(node, 1):
         return "raw-write"
     if (
@@ -227,6 +242,22 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("infra/settings/loading.py", "_list_index", "number-of-text"): (
         "a list index of a `-c` path, after str.isdigit (owner: deploy; isdigit also takes"
         " superscripts: to move to boundary.numbers.int_text)"
+    ),
+    # --- raw-lines: the first or last line of an exception's message, shown to a user ---------
+    ("image/trnspec/perf/published.py", "_rows", "raw-lines"): (
+        "the first line of a YAML error's message, for a one-line refusal (not data)"
+    ),
+    ("trnspec_tools/calibration/run.py", "trn2_rows_text", "raw-lines"): (
+        "the last line of a refusal's message, for the no-rows note (not data)"
+    ),
+    ("image/trnspec/checks/doctor.py", "parse_lnc", "raw-lines"): (
+        "a logical_nc_config file of one NAME=value line (owner: serve; to move to"
+        " split('\\n'): a U+2028 there would only end the scan early)"
+    ),
+    ("image/trnspec/serve/probes.py", "requests_in_flight", "raw-lines"): (
+        "a Prometheus exposition, whose lines end at '\\n' (owner: serve; to move to"
+        " split('\\n'): a label value holding a U+2028 hides that sample, the drain then ends"
+        " on 'unknown' as for an unreadable /metrics)"
     ),
     # --- outside input read where the format demands it, with its own bounds -------------------
     ("image/trnspec/serve/probes.py", "requests_in_flight", "number-of-text"): (
@@ -353,6 +384,9 @@ def save(path, text):
 
 def timeout():
     return float(os.environ.get("T", "5")) + int(header_text.strip())
+
+def prompts(text):
+    return [line for line in text.splitlines() if line] + __doc__.splitlines()
 """
 
 
@@ -362,6 +396,7 @@ def test_the_walk_finds_each_kind_of_bypass_planted_in_a_module(tmp_path: Path) 
     rules = sorted((v.function, v.rule) for v in scan(module, "planted.py"))
     assert rules == [
         ("flags", "plain-number-flag"),
+        ("prompts", "raw-lines"),  # once: the module's own __doc__ is not outside text
         ("read", "json-parse"),
         ("save", "raw-write"),
         ("save", "raw-write"),

@@ -13,10 +13,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from trnspec.boundary import json_io
+from trnspec.boundary import files
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import MAX_COUNT
-from trnspec.boundary.problems import ABSENT
 
 from trnspec_tools.client.request_spec import RequestSpec
 
@@ -83,30 +82,19 @@ def read_dataset(path: Path, output_len: int) -> list[DatasetLine]:
     "max_tokens", default `output_len`, and "category"). WorkloadError names the bad line."""
     if not path.is_file():
         raise WorkloadError("--dataset", str(path), "no such file; give a JSONL file of prompts")
-    if (size := path.stat().st_size) > MAX_DATASET_BYTES:
-        raise WorkloadError(
-            "--dataset",
-            str(path),
-            f"{size} bytes, more than {MAX_DATASET_BYTES}; use a smaller file",
-        )
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise WorkloadError(
-            "--dataset", str(path), f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-        ) from None
+        # lines end at a newline only: a U+2028 or NEL in a prompt is text (read_json_lines)
+        objects = files.read_json_lines(
+            path,
+            "--dataset",
+            MAX_DATASET_BYTES,
+            max_depth=MAX_LINE_DEPTH,
+            max_lines=MAX_DATASET_LINES,
+        )
+    except BoundaryError as exc:
+        raise WorkloadError(exc.field, exc.value, exc.fix) from None
     lines: list[DatasetLine] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        if lineno > MAX_DATASET_LINES:
-            raise WorkloadError(
-                "--dataset", str(path), f"more than {MAX_DATASET_LINES} lines; use a smaller file"
-            )
-        try:
-            obj = json_io.loads(line, f"--dataset={path} line {lineno}", max_depth=MAX_LINE_DEPTH)
-        except BoundaryError as exc:
-            raise WorkloadError(exc.field, ABSENT, exc.fix) from None
+    for lineno, obj in objects:
         if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
             raise WorkloadError(
                 "--dataset",

@@ -79,7 +79,8 @@ def tail(path: Path, lines: int = 25) -> str:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
-    return "\n".join(text.splitlines()[-lines:])
+    # a log's lines end at "\n" (splitlines would also cut at a U+2028 a model printed)
+    return "\n".join(text.rstrip("\n").split("\n")[-lines:]) if text else ""
 
 
 def _sets(overrides: Sequence[str], field: str) -> bool:

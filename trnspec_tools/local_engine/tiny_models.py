@@ -115,7 +115,7 @@ def cpu_has_fast_bf16(flags: Collection[str]) -> bool:
 def cpu_flags(cpuinfo: str) -> frozenset[str]:
     """The feature flags of the first processor in /proc/cpuinfo text (its x86 `flags` line);
     empty when the text has none."""
-    for line in cpuinfo.splitlines():
+    for line in cpuinfo.split("\n"):  # the kernel's lines end at "\n" only
         name, sep, value = line.partition(":")
         if sep and name.strip() == "flags":
             return frozenset(value.split())

@@ -82,11 +82,27 @@ def read_yaml(path: str | Path, field: str, max_bytes: int = MAX_INPUT_BYTES) ->
     return parse_yaml(read_text(path, field, max_bytes), field, str(path))
 
 
-def read_json_lines(path: str | Path, field: str, max_bytes: int = MAX_FILE_BYTES) -> list[Any]:
-    """Every non-blank line of a JSONL file as a JSON value. Lines end at '\\n' only (a U+2028
-    inside a string is text, not a line end); a bad line is named by its number."""
+def read_json_lines(
+    path: str | Path,
+    field: str,
+    max_bytes: int = MAX_FILE_BYTES,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_lines: int | None = None,
+) -> list[tuple[int, Any]]:
+    """Every non-blank line of a JSONL file as (its line number, its JSON value). Lines end at
+    '\\n' only, as JSON Lines says (a '\\r' before it is JSON whitespace): a U+2028, U+2029 or
+    NEL (U+0085), which JSON allows raw inside a string, is text there, where `str.splitlines()`
+    would cut a valid line in two. Each line is read by json_io.loads (finite numbers, unique
+    keys, at most max_depth deep); a bad line is a BoundaryError naming `field` and the path
+    with the line's number (`PATH line N`), and so is a file of more than max_lines lines."""
     values = []
     for number, line in enumerate(read_text(path, field, max_bytes).split("\n"), start=1):
+        if max_lines is not None and number > max_lines:
+            raise BoundaryError(
+                field, str(path), f"more than {max_lines} lines; use a smaller file"
+            )
         if line.strip():
-            values.append(loads(line, f"{field} line {number}", shown=str(path)))
+            shown = f"{path} line {number}"
+            values.append((number, loads(line, field, shown=shown, max_depth=max_depth)))
     return values

@@ -8,12 +8,15 @@ import statistics
 from pathlib import Path
 
 import pytest
+from trnspec.boundary import files
+from trnspec.boundary.errors import BoundaryError
 
 from trnspec_tools.bench.workload import (
     TINY_CORPUS,
     WorkloadError,
     arrival_offsets,
     load_dataset,
+    read_dataset,
     select_workload,
     synthetic_prompts,
 )
@@ -82,6 +85,34 @@ def test_a_bad_dataset_is_one_problem_naming_the_flag_the_file_and_the_line(
     assert problem.field == "--dataset"
     assert problem.value == f"{path} {value}".rstrip()
     assert problem.fix.startswith(fix)
+
+
+@pytest.mark.parametrize(
+    "inside", ["\u2028", "\u2029", "\x85"], ids=["LS", "PS", "NEL"]
+)
+def test_a_prompt_holding_a_unicode_line_break_is_one_prompt(tmp_path, inside):
+    """JSON Lines ends a line at "\\n" only: a line or paragraph separator or a NEL, which JSON
+    allows raw inside a string, is text there (str.splitlines() cut these lines in two); a
+    "\\r\\n" ending is JSON whitespace."""
+    prompts = [f"before{inside}after", "second"]
+    path = tmp_path / "d.jsonl"
+    lines = (json.dumps({"prompt": p}, ensure_ascii=False) for p in prompts)
+    path.write_text("\n".join(lines) + "\r\n", encoding="utf-8", newline="")
+    assert inside.encode() in path.read_bytes()  # raw, not escaped
+    data = read_dataset(path, output_len=4)
+    assert [(d.lineno, d.spec.prompt) for d in data] == [(1, prompts[0]), (2, "second")]
+
+
+def test_the_jsonl_reader_numbers_lines_at_newlines_and_names_the_bad_one(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"a": "x\u2028y"}\n\n[1]\n{"b": [[[1]]]}\n', encoding="utf-8")
+    expected = [(1, {"a": "x\u2028y"}), (3, [1]), (4, {"b": [[[1]]]})]
+    assert files.read_json_lines(path, "--f") == expected
+    with pytest.raises(BoundaryError) as err:
+        files.read_json_lines(path, "--f", max_depth=2)
+    assert (err.value.field, err.value.value) == ("--f", f"{path} line 4")
+    with pytest.raises(BoundaryError, match="more than 3 lines"):
+        files.read_json_lines(path, "--f", max_lines=3)
 
 
 def test_missing_dataset_names_the_flag(tmp_path):
