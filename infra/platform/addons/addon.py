@@ -36,6 +36,18 @@ class WorkloadNeeds:
     wake_on_traffic: bool = False
     """The workload scales to zero and wakes on a request (`serving.scale_to_zero`): the KEDA
     HTTP add-on's interceptor holds requests while it scales up."""
+    longest_request_seconds: int = 0
+    """Longest a request stays open through the interceptor (0 without `wake_on_traffic`): held
+    while no replica is ready, then answered; a terminating interceptor drains that long."""
+
+
+def longest_request_seconds(serving: ServingSettings) -> int:
+    """The wake route's worst case: held `wake.hold_seconds` (mode hold), then answered within
+    the longer of the server's own drain bound (`max_request_seconds`, the longest request it
+    finishes) and the route's wait for headers (`wake.response_header_seconds`)."""
+    wake = serving.wake
+    held = wake.hold_seconds if wake.mode == "hold" else 0
+    return held + max(serving.max_request_seconds, wake.response_header_seconds)
 
 
 def workload_needs(serving: ServingSettings) -> WorkloadNeeds:
@@ -46,6 +58,7 @@ def workload_needs(serving: ServingSettings) -> WorkloadNeeds:
         load_balancer_controller=serving.internal_nlb,
         storage_class=serving.ebs_storage_class,
         wake_on_traffic=serving.scale_to_zero,
+        longest_request_seconds=longest_request_seconds(serving) if serving.scale_to_zero else 0,
     )
 
 

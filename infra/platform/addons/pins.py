@@ -166,14 +166,21 @@ KEDA_HTTP_CHART = ChartPin(
     addon="keda_http",
     chart="keda-add-ons-http",
     repository="https://kedacore.github.io/charts",
-    # App 0.15.0 (2026-06-15): InterceptorRoute v1beta1 with per-route readiness timeout,
-    # cold-start placeholder and fallback. Its end-to-end tests run against KEDA 2.20
-    # (Makefile KEDA_VERSION); the `external-push` trigger and its gRPC protocol are KEDA core's,
-    # unchanged in 2.21 (the KEDA pinned above).
-    version="0.15.0",
+    # App 0.16.0 (chart released 2026-09-16, kedacore/charts#908). Not 0.15.0:
+    # - kedacore/http-add-on#1692 (0.15.0 regression: after ~33 min idle one held request's
+    #   `requestRate` rounds to 0, so nothing activates and the request gets 504) is fixed by
+    #   #1708 (rounding precision 3 -> 6, merged 2026-07-15, "Fixes #1692");
+    # - #1730 (the scaler crash-loops when one interceptor stops answering /queue) is fixed by
+    #   #1729 (each fetch bounded by the queue tick; keda-docs#1831: "not in v0.15.0").
+    # InterceptorRoute stays http.keda.sh/v1beta1; 0.16.0 only adds fields (`staticRoutes`,
+    # `coldStart.maxPendingRequests` and `overflow`), none of which the workload sets, and the
+    # chart's interceptor shutdown values keep their names. The `external-push` trigger and its
+    # gRPC protocol are KEDA core's, unchanged in 2.21 (the KEDA pinned above).
+    version="0.16.0",
     kubernetes=KubeRange("1.34", "1.36"),
-    source="kedacore/http-add-on v0.15.0 .github/workflows/e2e-tests.yaml (kind v1.34.3, "
-    "v1.35.1, v1.36.1); chart kubeVersion >=1.23 (kedacore/charts http-add-on/Chart.yaml)",
+    source="kedacore/http-add-on .github/workflows/e2e-tests.yaml (kind v1.34.3, v1.35.1, "
+    "v1.36.1 at v0.15.0 and on main through June 2026; the v0.16.0 file was not readable here); "
+    "chart kubeVersion >=1.23 (kedacore/charts http-add-on/Chart.yaml)",
 )
 KUBE_PROMETHEUS_STACK_CHART = ChartPin(
     addon="prometheus",

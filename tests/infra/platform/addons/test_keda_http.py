@@ -3,10 +3,12 @@ system nodes, with the interceptor pods isolated."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from platform_synth import synth_profile
+from platform_synth import Synth, cfn_text, synth_profile
+from trnspec.config.pod_contract import ENV_DRAIN_SECONDS
 
 from infra.contracts import KEDA_HTTP_INTERCEPTOR_POD_LABELS
 from infra.platform.addons.addon import workload_needs
@@ -38,17 +40,86 @@ def test_the_pin_covers_every_supported_kubernetes_version(version: str) -> None
 
 
 def test_every_component_runs_on_the_system_nodes() -> None:
-    values = keda_http_values(SYSTEM_LABEL)
+    values = keda_http_values(SYSTEM_LABEL, drain_seconds=60)
     for component in ("operator", "scaler", "interceptor"):
         assert values[component]["nodeSelector"] == SYSTEM_LABEL
-    # Two interceptors: the chart's PDB (maxUnavailable 1) then keeps one through a drain.
+    # Two interceptors: the chart's PDB (maxUnavailable 1) then keeps one through a drain, and
+    # the scaler (0.16.0, kedacore/http-add-on#1729) skips one that stops answering.
     assert values["interceptor"]["replicas"]["min"] >= 2
+    assert values["scaler"]["replicas"] >= 2
+
+
+@pytest.fixture(scope="module")
+def wake_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    out = tmp_path_factory.mktemp("cdk-scale-to-zero")
+    return synth_profile("default", out, {"serving.scale_to_zero": "true"})
+
+
+def _chart(synth: Synth, name: str) -> dict[str, Any]:
+    (chart,) = [
+        r
+        for r in synth.resources("Custom::AWSCDK-EKS-HelmChart").values()
+        if r["Properties"]["Chart"] == name
+    ]
+    return chart
+
+
+def _serving_objects(synth: Synth, kind: str) -> list[dict[str, Any]]:
+    return [
+        doc
+        for r in synth.serving_raw["Resources"].values()
+        if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource"
+        for doc in json.loads(cfn_text(r["Properties"]["Manifest"]))
+        if doc["kind"] == kind
+    ]
+
+
+def _seconds(duration: str) -> int:
+    assert duration.endswith("s"), duration
+    return int(duration[:-1])
+
+
+def test_the_pin_is_past_the_idle_wake_regression() -> None:
+    """kedacore/http-add-on#1692 (0.15.0: after ~33 min idle a held request's requestRate rounds
+    to zero and nothing wakes) is fixed by #1708 and #1730 (scaler crash-loop on one wedged
+    interceptor) by #1729, both first released in 0.16.0."""
+    assert tuple(int(p) for p in KEDA_HTTP_CHART.version.split(".")) >= (0, 16, 0)
+
+
+def test_a_stopping_interceptor_drains_the_longest_request_of_the_route(wake_synth: Synth) -> None:
+    """The chart's 30 s drain would cut held and streamed requests when an interceptor pod goes
+    (node drain, rollout): the synthesized chart drains at least a full hold plus the longest
+    answer the synthesized route and server allow."""
+    values = json.loads(cfn_text(_chart(wake_synth, "keda-add-ons-http")["Properties"]["Values"]))
+    interceptor = values["interceptor"]
+    (route,) = _serving_objects(wake_synth, "InterceptorRoute")
+    timeouts = route["spec"]["timeouts"]
+    (server,) = [
+        d
+        for d in _serving_objects(wake_synth, "Deployment")
+        if d["metadata"]["name"] == route["spec"]["target"]["service"]
+    ]
+    # The longest request the server finishes (its drain on SIGTERM, the pod contract's env).
+    (server_drain,) = [
+        int(e["value"])
+        for c in server["spec"]["template"]["spec"]["containers"]
+        for e in c.get("env", [])
+        if e["name"] == ENV_DRAIN_SECONDS
+    ]
+    longest = _seconds(timeouts["readiness"]) + max(
+        server_drain, _seconds(timeouts["responseHeader"])
+    )
+    drain = _seconds(interceptor["drainTimeout"])
+    assert drain >= longest, (drain, longest)
+    grace = interceptor["terminationGracePeriodSeconds"]
+    assert grace > _seconds(interceptor["shutdownDelay"]) + drain  # the chart's own rule
+    assert interceptor["directPodRouting"] is False
 
 
 def test_synth_with_scale_to_zero_installs_the_chart_after_keda_and_isolates_the_interceptor(
-    tmp_path: Any,
+    wake_synth: Synth,
 ) -> None:
-    synth = synth_profile("default", tmp_path, {"serving.scale_to_zero": "true"})
+    synth = wake_synth
     charts = {
         r["Properties"]["Chart"]: (lid, r)
         for lid, r in synth.resources("Custom::AWSCDK-EKS-HelmChart").items()
