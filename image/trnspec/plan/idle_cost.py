@@ -119,7 +119,8 @@ class CalibrationHold:
         hours, minutes = divmod(self.at_most_minutes, 60)
         return (
             f"while the calibration Job runs: {self.held.holds()} for at most {hours} h"
-            f" {minutes:02d} min (the startup budget {self.startup_minutes} min + the Job's"
+            f" {minutes:02d} min (the arms' start on a first deploy: the waits for weights and"
+            f" the startup budget {self.startup_minutes} min; the Job's"
             f" deadline {self.deadline_minutes} min, then {math.ceil(self.tail_s / 60)} min"
             f" for the replicas and the empty node to go) = at most ${self.usd_at_most:,.2f};"
             " the arm goes to 0 replicas when the Job ends: neither idle figure counts it"

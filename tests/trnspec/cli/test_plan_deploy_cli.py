@@ -256,7 +256,10 @@ def test_a_calibration_plan_bounds_its_bill_by_the_configs_startup_budget(capsys
         assert code == 0 and f"the startup budget {minutes} min" in out
         (line,) = [x for x in out.splitlines() if x.startswith("while the calibration Job runs")]
         bounds.append(line.split("for at most ")[1].split(" (")[0])
-    assert bounds == ["2 h 51 min", "7 h 21 min"]  # 30 + 120 + 21 min; 300 + 120 + 21 min
+    # The Job's deadline (calibration_arm.job_deadline_seconds: 15 min pod start, the wait for
+    # the arms: 30 s poll + 15 min + the probe's about 128 min of weights waits + the budget,
+    # then 120 min) and the release: each minute of startup budget is a minute of the bound.
+    assert bounds == ["5 h 30 min", "10 h 00 min"]
 
 
 def test_the_json_output_and_the_plan_file_give_a_variant_the_same_keys_and_figures(
