@@ -17,13 +17,20 @@ from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import MAX_COUNT, float_arg, int_arg, parse_int_list
 from trnspec.boundary.problems import show
 
-__all__ = ["float_arg", "int_arg", "int_list_arg", "path_arg", "text_arg"]
+__all__ = ["float_arg", "int_arg", "int_list_arg", "path_arg", "price_arg", "text_arg"]
 
 #: Longest path a flag accepts (Linux PATH_MAX), and longest name in it (NAME_MAX, in bytes).
 MAX_PATH_CHARS = 4096
 MAX_NAME_BYTES = 255
 #: Longest free-text flag value (a model id, a label).
 MAX_TEXT_CHARS = 1024
+
+
+#: The hourly prices a `--price-per-hour` flag takes, USD per instance hour: a cent (a smaller
+#: price rounds every cost per million tokens to $0.000) to 10,000 (above any EC2 instance's
+#: on-demand price; past it a figure like 1e308 makes every cost infinite).
+MIN_PRICE_PER_HOUR = 0.01
+MAX_PRICE_PER_HOUR = 10_000.0
 
 
 def _refuse(text: str, fix: str) -> argparse.ArgumentTypeError:
@@ -64,6 +71,12 @@ def text_arg(max_chars: int = MAX_TEXT_CHARS) -> Callable[[str], str]:
         return _printable(text, max_chars)
 
     return value
+
+
+def price_arg() -> Callable[[str], object]:
+    """A `type=` for a price in USD per instance hour: finite, within MIN_PRICE_PER_HOUR and
+    MAX_PRICE_PER_HOUR, so every cost computed from it is a finite, printable figure."""
+    return float_arg(MIN_PRICE_PER_HOUR, MAX_PRICE_PER_HOUR)
 
 
 def int_list_arg(

@@ -12,9 +12,10 @@ the best k per batch and the batch from which speculation no longer pays. The nu
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
+from dataclasses import asdict, fields
 
-from trnspec.boundary.args import float_arg, int_arg, text_arg
+from trnspec.boundary import json_io
+from trnspec.boundary.args import float_arg, int_arg, price_arg, text_arg
 from trnspec.cli.config_args import config_from_args
 from trnspec.plan.batch_verdicts import undecided_batches, verdicts_text
 from trnspec.plan.predict import PredictQuery, PredictReport, Row, build
@@ -31,7 +32,11 @@ def query_from_args(args: argparse.Namespace) -> PredictQuery:
 
 def main(args: argparse.Namespace) -> int:
     report = build(query_from_args(args), config_from_args(args))
-    print(report.to_json() if args.format == "json" else format_table(report))
+    if args.format == "json":
+        # the one JSON writer: never NaN or Infinity (a figure that is not finite is null)
+        print(json_io.dumps(asdict(report)), end="")
+    else:
+        print(format_table(report))
     return 0
 
 
@@ -133,8 +138,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--price-per-hour",
-        type=float_arg(0, lo_open=True),
-        help="USD per instance hour (default: table)",
+        type=price_arg(),
+        help="USD per instance hour, 0.01 to 10000 (default: table)",
     )
     p.add_argument(
         "--input-len", type=int_arg(1, 10_000_000), default=512, help="prompt tokens (default 512)"
