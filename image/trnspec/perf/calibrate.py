@@ -37,15 +37,20 @@ from trnspec.perf.published import (
 )
 from trnspec.perf.step_time import TRN2, Efficiency, Hardware
 from trnspec.perf.validation import (
+    COVERAGE,
     GOAL_MEAN,
     GOAL_SHARE,
     REGIME_RULE,
     WITHIN,
+    FoldBand,
+    FoldSummary,
     HeldOutRow,
     RegimeSummary,
+    fold_summaries,
     leave_one_source_out,
     published_speedup,
     regime_summaries,
+    source_folds,
 )
 
 __all__ = [
@@ -71,6 +76,9 @@ class StoredFit:
     #: Leave-one-source-out rows of the current model and of the model before it (BEFORE).
     validation: tuple[HeldOutRow, ...]
     validation_before: tuple[HeldOutRow, ...]
+    #: Every row as a calibration without its source sees it (validation.source_folds); empty
+    #: when the refit skipped them (`calibrate --add`).
+    folds: tuple[FoldBand, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,8 @@ class Calibration:
     validation: tuple[HeldOutRow, ...]
     validation_before: tuple[HeldOutRow, ...]
     source: str = field(default="")
+    #: The nested source folds the bands' coverage is measured on (StoredFit.folds).
+    folds: tuple[FoldBand, ...] = ()
 
 
 def data_digest(text: str) -> str:
@@ -95,14 +105,17 @@ def data_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def fit_published(text: str, extra: Sequence[str] = ()) -> StoredFit:
-    """Fit and validate on a data file's text (plus extra rows in the same format)."""
+def fit_published(text: str, extra: Sequence[str] = (), folds: bool = True) -> StoredFit:
+    """Fit and validate on a data file's text (plus extra rows in the same format); `folds`:
+    also the nested source folds (a fit per pair of sources, the slow part)."""
     measurements, shapes = load_published(text, extra)
     fit = fit_constants(fit_rows(measurements, CURRENT), shapes, CURRENT)
+    validation = leave_one_source_out(measurements, shapes, CURRENT)
     return StoredFit(
         fit,
-        leave_one_source_out(measurements, shapes, CURRENT),
+        validation,
         leave_one_source_out(measurements, shapes, BEFORE),
+        source_folds(measurements, shapes, CURRENT, validation) if folds else (),
     )
 
 
@@ -117,6 +130,7 @@ def fit_to_json(stored: StoredFit, digest: str) -> str:
                 "compute_profile": [list(p) for p in stored.fit.compute_profile],
                 "validation": [asdict(h) for h in stored.validation],
                 "validation_before": [asdict(h) for h in stored.validation_before],
+                "source_folds": [asdict(f) for f in stored.folds],
             },
             indent=2,
         )
@@ -130,7 +144,7 @@ def _stored_fit(digest: str) -> StoredFit | None:
     except FileNotFoundError:
         return None
     data = json.loads(raw)
-    if data.get("data_sha256") != digest or "validation_before" not in data:
+    if data.get("data_sha256") != digest or "source_folds" not in data:
         return None
     return StoredFit(
         Fit(
@@ -140,6 +154,7 @@ def _stored_fit(digest: str) -> StoredFit | None:
         ),
         tuple(HeldOutRow(**h) for h in data["validation"]),
         tuple(HeldOutRow(**h) for h in data["validation_before"]),
+        tuple(FoldBand(**f) for f in data["source_folds"]),
     )
 
 
@@ -163,6 +178,7 @@ def calibration_for(
         stored.validation_before,
         source=f"fitted to {len(rows)} rows of trnspec/{DATA_FILE}"
         f" (RMS relative error {stored.fit.rms_rel_error:.3f})",
+        folds=stored.folds,
     )
 
 
@@ -259,6 +275,47 @@ def regime_table(before: Sequence[HeldOutRow], after: Sequence[HeldOutRow]) -> l
     return lines
 
 
+def _band_cell(with_band: int, inside: int, median: float | None, predicted: int) -> str:
+    if not predicted:
+        return "-"
+    if not with_band:
+        return f"no band for any of {predicted}"
+    share = f"{inside}/{with_band} ({inside / with_band:.0%})"
+    return f"{share} inside, +/-{median:.0%} median; {predicted - with_band} unknown"
+
+
+def fold_table(folds: Sequence[FoldBand]) -> list[str]:
+    """How the bands held figures of sources the fit never saw, before (largest held-out error of
+    the regime, the rule before issue 49) and after (SOURCE_BAND_RULE), as Markdown lines."""
+    lines = [
+        f"| figures | rows | within {WITHIN:.0%} of the figure | before: inside the printed band"
+        " | after: inside the printed band |",
+        "|---|---|---|---|---|",
+    ]
+    for r in fold_summaries(folds):
+        lines.append(_fold_line(r))
+    s = fold_summaries(folds)[0] if folds else None
+    if s is not None:
+        lines += [
+            "",
+            f"All rows after: {s.inside} of {s.with_band} figures with a band inside it"
+            f" ({s.inside} of {s.predicted} of all held-out figures; the other"
+            f" {s.predicted - s.with_band} printed as unknown); before: {s.inside_before} of"
+            f" {s.with_band_before} ({s.inside_before} of {s.predicted}). The bands are made to"
+            f" hold {COVERAGE:.0%} of figures from unseen sources.",
+        ]
+    return lines
+
+
+def _fold_line(r: FoldSummary) -> str:
+    within = f"{r.within}/{r.predicted}" if r.predicted else "-"
+    return (
+        f"| {r.label} | {r.rows} | {within}"
+        f" | {_band_cell(r.with_band_before, r.inside_before, r.median_band_before, r.predicted)}"
+        f" | {_band_cell(r.with_band, r.inside, r.median_band, r.predicted)} |"
+    )
+
+
 def coverage_table(cal: Calibration) -> list[str]:
     """What each stack's published rows cover: outside it every figure is an assumption."""
     lines = [
@@ -317,6 +374,14 @@ def report_markdown(cal: Calibration) -> str:
     lines += held_out_table(cal.validation)
     lines += ["", "Held out per regime, before and after (" + REGIME_RULE + "):", ""]
     lines += regime_table(cal.validation_before, cal.validation)
+    if cal.folds:
+        lines += [
+            "",
+            "Bands on figures of unseen sources (for each source: fit and validate without it,"
+            " print the band of each of its rows, check the row against it):",
+            "",
+        ]
+        lines += fold_table(cal.folds)
     lines += [
         "",
         "Speculative rows without a published acceptance (the acceptance length the fitted model"
@@ -333,12 +398,14 @@ def report_markdown(cal: Calibration) -> str:
     return "\n".join(lines) + "\n"
 
 
-def refit_with(extra: Sequence[str]) -> tuple[StoredFit, Calibration, str]:
+def refit_with(extra: Sequence[str], folds: bool = False) -> tuple[StoredFit, Calibration, str]:
     """The shipped data plus `extra` rows (texts in the data file's format): the fit, its
-    calibration and the digest of the data it was made from. ValueError/TypeError on a bad row."""
+    calibration and the digest of the data it was made from (`folds`: with the nested source
+    folds, a fit per pair of sources, about half a minute; without them the bands are the same
+    and only their measured coverage is missing). ValueError/TypeError on a bad row."""
     text = data_text()
     measurements, shapes = load_published(text, extra)
-    stored = fit_published(text, extra)
+    stored = fit_published(text, extra, folds)
     return stored, calibration_for(measurements, shapes, stored), data_digest(text + "".join(extra))
 
 

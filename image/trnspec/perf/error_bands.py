@@ -13,12 +13,18 @@ row has no band, and says so.
 One line for a caller (predict, plan-deploy):
 
     band = band_for(cal, group, method, k, batch, tp=tp, context_tokens=ctx, target=shape)
+
+`source_band_for` takes the same arguments and returns the same type with the bands of issue 49
+(validation.SOURCE_BAND_RULE): the 80 % quantile of held-out errors from unseen sources, wider
+where the query extrapolates, None (unknown: measure) where no fold extrapolated that far, and
+`held`: how often bands of that kind held figures of sources the fit never saw. A caller switches
+by calling it instead of band_for; `max_abs_error` is then the band's half-width.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.calibrate import Calibration
@@ -30,8 +36,10 @@ from trnspec.perf.validation import (
     band_of,
     describe_range,
     error_band,
+    held_rate,
     kind_of,
     range_of,
+    source_error_band,
 )
 
 
@@ -63,6 +71,32 @@ def band_for(
         context_tokens,
         params_b(target) if target is not None else None,
     )
+
+
+def source_band_for(
+    cal: Calibration,
+    stack_group: str,
+    method: str,
+    k: int,
+    batch: int,
+    *,
+    tp: int | None = None,
+    context_tokens: int | None = None,
+    target: ModelShape | None = None,
+) -> ErrorBand:
+    """band_for's query with validation.SOURCE_BAND_RULE, and how often bands of its kind held
+    on unseen sources (cal.folds)."""
+    kind = "none" if k == 0 else method
+    band = source_error_band(
+        cal.validation,
+        stack_group,
+        kind,
+        batch,
+        tp,
+        context_tokens,
+        params_b(target) if target is not None else None,
+    )
+    return replace(band, held=held_rate(cal.folds, kind, len(band.outside)))
 
 
 @dataclass(frozen=True)
@@ -128,4 +162,5 @@ __all__ = [
     "kind_of",
     "outside_data",
     "params_b",
+    "source_band_for",
 ]

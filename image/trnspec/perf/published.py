@@ -17,6 +17,7 @@ import yaml
 
 from trnspec.hardware.model_shapes import KNOWN_SHAPES, ModelShape
 from trnspec.hardware.topology import INSTANCE_TYPES
+from trnspec.perf.stack_group import DIRECT_GROUPS
 from trnspec.perf.step_time import (
     TRN2,
     Deployment,
@@ -72,6 +73,9 @@ class Measurement:
     compiled_batch: int | None = None
     #: Replicas the instance ran at once (their host vCPUs are shared).
     replicas_per_instance: int = 1
+    #: Served through a vLLM server (False: NxD Inference measured directly, its own benchmark;
+    #: such a row belongs to a DIRECT_GROUPS stack, fitted apart from every served stack).
+    served: bool = True
 
     @property
     def held_out_unit(self) -> str:
@@ -186,6 +190,14 @@ def _rows(text: str, shapes: dict[str, ModelShape]) -> list[Measurement]:
                 f"{m.id}: compiled_batch={m.compiled_batch} is below batch={m.batch}; a graph"
                 " holds at least the sequences it runs"
             )
+        if m.served == (m.stack_group in DIRECT_GROUPS):
+            direct = ", ".join(sorted(DIRECT_GROUPS))
+            fix = (
+                f"a row measured through a vLLM server needs a stack group other than {direct}"
+                if m.served
+                else f"a row measured without a server needs stack group {direct}"
+            )
+            raise ValueError(f"{m.id}: stack_group={m.stack_group!r} with served={m.served}; {fix}")
         if m.replicas_per_instance < 1:
             raise ValueError(
                 f"{m.id}: replicas_per_instance={m.replicas_per_instance}; give the replicas the"

@@ -12,6 +12,10 @@ runs as, read from the command `render` gives it: the one the deployment runs.
 
 Both plugin releases (SDK 2.32 and 2.33) share the plugin groups: their figures were published
 for SDK 2.32, none yet for 2.33's plugin.
+
+* `nxdi-direct`: NxD Inference measured directly (its own benchmark, no vLLM server): a group of
+  its own, so that no served group's floor is fitted on rows without a server's host overhead.
+  `stack_group` never returns it: no deployment runs without a server, so none is priced from it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from trnspec.engine.render import render
 SYNC_FLAG = "--no-async-scheduling"
 #: Stack groups that schedule asynchronously (host work overlaps the device step).
 ASYNC_GROUPS = frozenset({"plugin"})
+#: Stack groups measured without a vLLM server (published rows with `served: false`).
+DIRECT_GROUPS = frozenset({"nxdi-direct"})
 #: The flag that turns async scheduling off on the plugin by itself (the engine's rule above).
 SPECULATIVE_FLAG = "--speculative-config"
 

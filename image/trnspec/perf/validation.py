@@ -14,8 +14,9 @@ acceptance they imply. The regimes the errors are reported and banded by are fix
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.fit import ModelTerms, StepTable, fit_constants, fit_rows
@@ -42,6 +43,9 @@ class HeldOutRow:
     tp: int = 0
     context_tokens: int = 0
     model_params_b: float = 0.0
+    #: Axes (REGIME_RULE) on which no row of the row's stack in the fit's sources lies in the
+    #: row's range: 0 when the fold interpolates, more the further it extrapolates.
+    depth: int = 0
 
     @property
     def error(self) -> float | None:
@@ -57,25 +61,57 @@ def published_speedup(m: Measurement, base: Measurement) -> float:
     raise ValueError(f"{m.id}: no comparable throughput or TPOT with {base.id}")
 
 
+def predictable(m: Measurement) -> bool:
+    """A row the validation predicts: a baseline, or a speculative row with a published
+    acceptance length."""
+    return not (m.role == "speculative" and m.acceptance_length is None)
+
+
 def leave_one_source_out(
-    measurements: Sequence[Measurement], shapes: Mapping[str, ModelShape], terms: ModelTerms
+    measurements: Sequence[Measurement],
+    shapes: Mapping[str, ModelShape],
+    terms: ModelTerms,
+    table: StepTable | None = None,
 ) -> tuple[HeldOutRow, ...]:
-    """Every predictable row, each predicted by the fit without its source (see the module)."""
+    """Every predictable row, each predicted by the fit without its source (see the module);
+    `table`, when given, holds the predictions of a superset of the fittable rows."""
     by_id = {m.id: m for m in measurements}
     fittable = fit_rows(measurements, terms)
-    table = StepTable(fittable, shapes, terms)
+    if table is None:
+        table = StepTable(fittable, shapes, terms)
     sources = list(dict.fromkeys(m.held_out_unit for m in measurements))
     out: list[HeldOutRow] = []
     for source in sources:
         train = [m for m in fittable if m.held_out_unit != source]
         effs = fit_constants(train, shapes, terms, table=table).efficiency if train else {}
+        seen = [m for m in measurements if m.held_out_unit != source and predictable(m)]
         out.extend(
-            _held_out_row(m, source, by_id, effs, shapes)
+            replace(
+                _held_out_row(m, source, by_id, effs, shapes),
+                depth=_fold_depth(m, seen, shapes),
+            )
             for m in measurements
-            if m.held_out_unit == source
-            and not (m.role == "speculative" and m.acceptance_length is None)
+            if m.held_out_unit == source and predictable(m)
         )
     return tuple(out)
+
+
+def _fold_depth(
+    m: Measurement, seen: Sequence[Measurement], shapes: Mapping[str, ModelShape]
+) -> int:
+    """The axes on which no predictable row of `m`'s stack among `seen` lies in `m`'s range."""
+    tp, context, size = _coordinates(m, shapes)
+    mine = {"tp": tp, "batch": m.batch, "context": context, "size": size}
+    stack = [(*_coordinates(s, shapes), s.batch) for s in seen if s.stack_group == m.stack_group]
+    values = {
+        "tp": [c[0] for c in stack],
+        "batch": [c[3] for c in stack],
+        "context": [c[1] for c in stack],
+        "size": [c[2] for c in stack],
+    }
+    return sum(
+        all(range_of(axis, v) != range_of(axis, mine[axis]) for v in values[axis]) for axis in AXES
+    )
 
 
 def _held_out_row(
@@ -205,20 +241,38 @@ def coordinates(h: HeldOutRow) -> Coordinates:
 
 @dataclass(frozen=True)
 class ErrorBand:
-    """The held-out error of a query's regime: the largest |error| of the held-out rows of its
-    stack and kind that share its range on every axis the data covers."""
+    """The held-out error band of a query's regime.
+
+    Two rules fill it. `band_of` (the rule before issue 49, still what `band_for` gives): the
+    largest |error| of the held-out rows of the query's stack and kind that share its range on
+    every axis the data covers. `source_band` (`pool` set): the COVERAGE quantile of the held-out
+    errors from unseen sources (split-conformal), see its docstring."""
 
     stack_group: str
     method: str
     #: The ranges the band's rows share with the query (axis, range).
     ranges: tuple[tuple[str, tuple[float, float]], ...]
-    #: Largest |relative error| of those rows (None: no predictable held-out row).
+    #: The band's half-width as a relative error: the largest held-out |error| (band_of) or the
+    #: quantile of the held-out |errors| (source_band); None: no band, the figure is unknown.
     max_abs_error: float | None
     rows: int
     #: Rows of the regime the validation could not predict (their ids).
     unpredicted: tuple[str, ...]
-    #: Axes on which no published row of the stack and kind lies in the query's range.
+    #: Axes on which no published row of the stack (and kind, for band_of) lies in the query's
+    #: range.
     outside: tuple[str, ...] = ()
+    #: source_band only: which held-out errors the band is made of (POOLS), "" for band_of.
+    pool: str = ""
+    #: source_band only: how many of those the band covers: the k-th smallest |error| of n.
+    rank: int = 0
+    #: How often bands of this kind held figures of sources the fit never saw
+    #: (inside, with a band), from the nested source folds; None where not measured.
+    held: tuple[int, int] | None = None
+
+    @property
+    def half_width(self) -> float | None:
+        """The band is +/- this relative error around the figure (None: unknown)."""
+        return self.max_abs_error
 
     @property
     def batches(self) -> tuple[float, float] | None:
@@ -231,6 +285,8 @@ class ErrorBand:
         return bool(self.outside)
 
     def describe(self) -> str:
+        if self.pool:
+            return self._describe_source_band()
         spans = ", ".join(describe_range(a, r) for a, r in self.ranges)
         where = f"{self.stack_group}, {self.method}" + (f", {spans}" if spans else "")
         if self.max_abs_error is None:
@@ -244,6 +300,29 @@ class ErrorBand:
             else ""
         )
         return f"+/-{self.max_abs_error:.0%} (max held-out error of {rows}: {where}){out}"
+
+    def _describe_source_band(self) -> str:
+        where = f"{self.stack_group}, {self.method}"
+        out = (
+            "; outside the data in " + ", ".join(AXIS_NAMES[a] for a in self.outside)
+            if self.outside
+            else ""
+        )
+        if self.max_abs_error is None:
+            return (
+                f"unknown for {where}{out}: too few held-out figures from unseen sources"
+                f" extrapolate this far ({self.rows} in the widest pool, {_min_rows()} needed);"
+                " measure it"
+            )
+        held = (
+            f"; bands of this kind held {self.held[0]} of {self.held[1]} figures of unseen sources"
+            if self.held
+            else ""
+        )
+        return (
+            f"+/-{self.max_abs_error:.0%} ({self.rank}th smallest of {self.rows} held-out"
+            f" errors from unseen sources, {self.pool}: {where}){out}{held}"
+        )
 
 
 def band_of(
@@ -291,6 +370,274 @@ def error_band(
         stack_group, kind_of(method), tp or 1, batch, context_tokens or 0, model_params_b or 0.0
     )
     return band_of(rows, query, [a for a, v in given.items() if v is not None])
+
+
+# ------------------------------------------------------------------------- bands from sources
+#
+# SOURCE_BAND_RULE (issue 49), fixed before looking at its coverage: a figure's band is the
+# COVERAGE quantile of held-out errors, each predicted by a fit that never saw the row's source,
+# taken split-conformally (the ceil(COVERAGE x (n + 1))-th smallest of n |errors|, so that a new
+# figure exchangeable with them falls inside at least COVERAGE of the time). The errors are those
+# of rows that extrapolated at least as far as the query does: a query outside the data on d
+# axes uses rows whose fold extrapolated on d axes or more (a query inside the data, every row).
+# The pool is the narrowest of POOLS with enough rows for the quantile; where none has, the
+# figure is unknown (no band: measure it).
+
+#: The share of figures from unseen sources a band is made to hold.
+COVERAGE = 0.80
+#: The pools tried in order, narrowest first.
+POOLS = (
+    "its regime (stack, method and ranges)",
+    "its stack and method",
+    "every stack",
+)
+PLAIN, SPECULATIVE = "plain", "speculative"
+
+
+def _min_rows() -> int:
+    """The fewest errors a COVERAGE quantile can be taken from (ceil(COVERAGE (n + 1)) <= n)."""
+    n = 1
+    while math.ceil(COVERAGE * (n + 1)) > n:
+        n += 1
+    return n
+
+
+def conformal_rank(n: int) -> int | None:
+    """The rank (1-based) of the |error| that is the COVERAGE band of n held-out errors, or None
+    when n is too few."""
+    k = math.ceil(COVERAGE * (n + 1) - 1e-9)
+    return k if k <= n else None
+
+
+def kind_class(method: str) -> str:
+    """Plain decoding (a step time is predicted) or speculative (a speedup is)."""
+    return PLAIN if kind_of(method) == "none" else SPECULATIVE
+
+
+def _as_far(h: HeldOutRow, depth: int) -> bool:
+    """`h`'s fold extrapolated at least as far as a query at `depth` does."""
+    return h.depth >= depth
+
+
+def source_band(
+    rows: Sequence[HeldOutRow], query: Coordinates, axes: Sequence[str] = tuple(AXES)
+) -> ErrorBand:
+    """The band of `query` by SOURCE_BAND_RULE from held-out `rows` (an axis not in `axes`
+    matches any range). The query's depth is the number of axes on which no row of its stack
+    lies in its range; a stack without rows is unknown."""
+    stack = [h for h in rows if h.stack_group == query.stack_group]
+    covered: list[tuple[str, tuple[float, float]]] = []
+    outside: list[str] = []
+    for axis in axes:
+        r = range_of(axis, query.value(axis))
+        if any(range_of(axis, coordinates(h).value(axis)) == r for h in stack):
+            covered.append((axis, r))
+        else:
+            outside.append(axis)
+    depth = len(outside) if stack else len(AXES)
+    kind = [h for h in stack if kind_of(h.method) == query.method]
+    regime = [h for h in kind if all(range_of(a, coordinates(h).value(a)) == r for a, r in covered)]
+    every = [h for h in rows if kind_class(h.method) == kind_class(query.method)]
+    pools = (regime, kind, every) if stack else ([], [], [])
+    widest = 0
+    for name, pool in zip(POOLS, pools, strict=True):
+        errors = sorted(abs(h.error) for h in pool if h.error is not None and _as_far(h, depth))
+        widest = max(widest, len(errors))
+        rank = conformal_rank(len(errors))
+        if rank is not None:
+            return ErrorBand(
+                query.stack_group,
+                query.method,
+                tuple(covered),
+                errors[rank - 1],
+                len(errors),
+                tuple(h.id for h in regime if h.error is None),
+                tuple(outside),
+                pool=name,
+                rank=rank,
+            )
+    return ErrorBand(
+        query.stack_group,
+        query.method,
+        tuple(covered),
+        None,
+        widest,
+        tuple(h.id for h in regime if h.error is None),
+        tuple(outside) if stack else tuple(axes),
+        pool=POOLS[-1],
+    )
+
+
+def source_error_band(
+    rows: Sequence[HeldOutRow],
+    stack_group: str,
+    method: str,
+    batch: int,
+    tp: int | None = None,
+    context_tokens: int | None = None,
+    model_params_b: float | None = None,
+) -> ErrorBand:
+    """`error_band`'s signature with SOURCE_BAND_RULE."""
+    given = {"tp": tp, "batch": batch, "context": context_tokens, "size": model_params_b}
+    query = Coordinates(
+        stack_group, kind_of(method), tp or 1, batch, context_tokens or 0, model_params_b or 0.0
+    )
+    return source_band(rows, query, [a for a, v in given.items() if v is not None])
+
+
+@dataclass(frozen=True)
+class FoldBand:
+    """One published row checked as a figure no fit had seen: its error predicted without its
+    source, and the band a calibration without its source prints for it, by the rule before
+    issue 49 (band_of) and by SOURCE_BAND_RULE (source_band)."""
+
+    id: str
+    source: str
+    stack_group: str
+    #: PLAIN or SPECULATIVE
+    kind: str
+    #: The row's depth in its fold (HeldOutRow.depth).
+    depth: int
+    error: float | None
+    band_before: float | None
+    band: float | None
+
+    @staticmethod
+    def _inside(error: float | None, band: float | None) -> bool:
+        return error is not None and band is not None and abs(error) <= band
+
+    @property
+    def inside(self) -> bool:
+        return self._inside(self.error, self.band)
+
+    @property
+    def inside_before(self) -> bool:
+        return self._inside(self.error, self.band_before)
+
+
+def source_fold(
+    measurements: Sequence[Measurement],
+    shapes: Mapping[str, ModelShape],
+    terms: ModelTerms,
+    source: str,
+    held_out: Sequence[HeldOutRow],
+    table: StepTable | None = None,
+) -> tuple[FoldBand, ...]:
+    """The rows of `source` as a calibration without it sees them: each row's held-out error
+    (from `held_out`, the leave-one-source-out rows of all `measurements`) and the band that
+    calibration (its own leave-one-source-out over the other sources) prints for it."""
+    rest_ids = {m.id for m in measurements if m.held_out_unit != source}
+    rest = [
+        m
+        for m in measurements
+        if m.id in rest_ids and (m.baseline is None or m.baseline in rest_ids)
+    ]
+    inner = leave_one_source_out(rest, shapes, terms, table)
+    out = []
+    for h in held_out:
+        if h.source != source:
+            continue
+        query = coordinates(h)
+        out.append(
+            FoldBand(
+                h.id,
+                h.source,
+                h.stack_group,
+                kind_class(h.method),
+                h.depth,
+                h.error,
+                band_of(inner, query).max_abs_error,
+                source_band(inner, query).max_abs_error,
+            )
+        )
+    return tuple(out)
+
+
+def source_folds(
+    measurements: Sequence[Measurement],
+    shapes: Mapping[str, ModelShape],
+    terms: ModelTerms,
+    held_out: Sequence[HeldOutRow],
+) -> tuple[FoldBand, ...]:
+    """source_fold for every source (a fit per source pair: the slow part of `--write`)."""
+    table = StepTable(fit_rows(measurements, terms), shapes, terms)
+    sources = list(dict.fromkeys(m.held_out_unit for m in measurements))
+    return tuple(
+        f for s in sources for f in source_fold(measurements, shapes, terms, s, held_out, table)
+    )
+
+
+@dataclass(frozen=True)
+class FoldSummary:
+    """How the bands of one group of FoldBands held: before (band_of) and after (source_band)."""
+
+    label: str
+    rows: int
+    predicted: int
+    within: int
+    with_band_before: int
+    inside_before: int
+    median_band_before: float | None
+    with_band: int
+    inside: int
+    median_band: float | None
+
+
+def _median(values: Sequence[float]) -> float | None:
+    v = sorted(values)
+    if not v:
+        return None
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def fold_summary(label: str, folds: Sequence[FoldBand]) -> FoldSummary:
+    predicted = [f for f in folds if f.error is not None]
+    before = [f.band_before for f in predicted if f.band_before is not None]
+    after = [f.band for f in predicted if f.band is not None]
+    return FoldSummary(
+        label,
+        len(folds),
+        len(predicted),
+        sum(abs(f.error or 0.0) <= WITHIN for f in predicted),
+        len(before),
+        sum(f.inside_before for f in predicted),
+        _median(before),
+        len(after),
+        sum(f.inside for f in predicted),
+        _median(after),
+    )
+
+
+def fold_summaries(folds: Sequence[FoldBand]) -> list[FoldSummary]:
+    """All rows, per stack, per kind (plain / speculative), per stack and kind, per depth."""
+    out = [fold_summary("all rows", folds)]
+    for g in sorted({f.stack_group for f in folds}):
+        out.append(fold_summary(f"stack {g}", [f for f in folds if f.stack_group == g]))
+    for k in (PLAIN, SPECULATIVE):
+        out.append(fold_summary(k, [f for f in folds if f.kind == k]))
+    for g in sorted({f.stack_group for f in folds}):
+        for k in (PLAIN, SPECULATIVE):
+            same = [f for f in folds if f.stack_group == g and f.kind == k]
+            if same:
+                out.append(fold_summary(f"stack {g}, {k}", same))
+    out.append(fold_summary("inside the data (depth 0)", [f for f in folds if f.depth == 0]))
+    out.append(fold_summary("extrapolated (depth >= 1)", [f for f in folds if f.depth >= 1]))
+    return out
+
+
+def held_rate(folds: Sequence[FoldBand], method: str, depth: int) -> tuple[int, int] | None:
+    """How often SOURCE_BAND_RULE bands of this kind (plain / speculative, inside the data or
+    extrapolated) held figures of unseen sources: (inside, with a band), None without folds."""
+    same = [
+        f
+        for f in folds
+        if f.kind == kind_class(method)
+        and (f.depth == 0) == (depth == 0)
+        and f.error is not None
+        and f.band is not None
+    ]
+    return (sum(f.inside for f in same), len(same)) if same else None
 
 
 # ------------------------------------------------------------------------------------ tables

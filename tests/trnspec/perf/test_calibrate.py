@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 from trnspec.perf.calibrate import (
+    CURRENT,
     FIT_FILE,
     Measurement,
     _stored_fit,
@@ -20,6 +22,7 @@ from trnspec.perf.calibrate import (
 from trnspec.perf.fit import THIRD_PASS, fit_constants, nnls
 from trnspec.perf.published import data_text
 from trnspec.perf.step_time import Efficiency
+from trnspec.perf.validation import COVERAGE, FoldBand, source_fold
 
 MEASUREMENTS, SHAPES = load_published()
 
@@ -49,10 +52,12 @@ def test_the_stored_fit_belongs_to_the_shipped_data():
 
 
 def test_a_fresh_fit_and_validation_reproduce_the_stored_ones_bit_for_bit():
+    """(The nested source folds take a fit per pair of sources: one source's are refitted in
+    test_a_refit_without_one_source_prints_bands_that_hold_its_rows.)"""
     text = data_text()
     stored = _stored_fit(data_digest(text))
-    fresh = fit_published(text)
-    assert stored is not None
+    fresh = fit_published(text, folds=False)
+    assert stored is not None and fresh.folds == ()
     assert fresh.fit.efficiency == stored.fit.efficiency
     assert fresh.fit.rms_rel_error == stored.fit.rms_rel_error
     assert fresh.validation == stored.validation
@@ -132,3 +137,58 @@ def test_the_docs_show_the_report_of_the_shipped_fit():
 
     docs = Path(__file__).parents[3] / "docs" / "performance.md"
     assert report_markdown(trn2_calibration()) in docs.read_text(encoding="utf-8")
+
+
+def binomial_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p)."""
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+
+
+#: A band rate is refuted when so few figures fell inside that a rate of COVERAGE would give as
+#: few at most this often (one-sided).
+SPREAD = 0.05
+
+
+def _held(folds: tuple[FoldBand, ...] | list[FoldBand]) -> tuple[int, int]:
+    banded = [f for f in folds if f.band is not None and f.error is not None]
+    return sum(f.inside for f in banded), len(banded)
+
+
+def test_a_refit_without_one_source_prints_bands_that_hold_its_rows():
+    """The largest study removed: the fit, the validation and the band of each of its rows are
+    recomputed without it, equal the stored nested fold bit for bit, and hold its rows at the
+    rate the bands are made for (COVERAGE, which docs/performance.md quotes) within the binomial
+    spread."""
+    cal = trn2_calibration()
+    units = [m.held_out_unit for m in MEASUREMENTS if m.role == "baseline"]
+    source = max(dict.fromkeys(units), key=units.count)
+    fresh = source_fold(MEASUREMENTS, SHAPES, CURRENT, source, cal.validation)
+    assert len(fresh) >= 4
+    assert fresh == tuple(f for f in cal.folds if f.source == source)
+    inside, banded = _held(fresh)
+    assert banded >= 3
+    assert binomial_cdf(inside, banded, COVERAGE) >= SPREAD, (inside, banded)
+
+
+def test_the_stored_bands_hold_figures_of_unseen_sources_at_the_claimed_rate():
+    cal = trn2_calibration()
+    assert {f.id for f in cal.folds} == {h.id for h in cal.validation}
+    inside, banded = _held(cal.folds)
+    assert banded >= len(cal.folds) // 2
+    assert binomial_cdf(inside, banded, COVERAGE) >= SPREAD, (inside, banded)
+    assert f"hold {COVERAGE:.0%} of figures from unseen sources" in report_markdown(cal)
+
+
+def test_a_row_measured_without_a_server_must_sit_in_a_direct_stack_and_back():
+    """NxD Inference measured directly shares no floor with any vLLM-served stack."""
+    row = "    stack_group: nxdi-fork\n    target: Llama-3.1-70B   # Llama-3.3-70B-Instruct"
+    assert row in data_text()
+    direct = data_text().replace(row, row.replace("nxdi-fork", "nxdi-fork\n    served: false"), 1)
+    with pytest.raises(ValueError, match="llama33-70b-tp64-bs1: stack_group='nxdi-fork' with se"):
+        load_published(direct)
+    moved = direct.replace("nxdi-fork\n    served: false", "nxdi-direct\n    served: false", 1)
+    rows, _ = load_published(moved)
+    assert next(m for m in rows if m.id == "llama33-70b-tp64-bs1").stack_group == "nxdi-direct"
+    served = data_text().replace(row, row.replace("nxdi-fork", "nxdi-direct"), 1)
+    with pytest.raises(ValueError, match="served=True; a row measured through a vLLM server"):
+        load_published(served)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from trnspec.perf.calibrate import refit_with, trn2_calibration
-from trnspec.perf.error_bands import band_for, outside_data, params_b
+from trnspec.perf.error_bands import band_for, outside_data, params_b, source_band_for
+from trnspec.perf.validation import held_rate
 
 CAL = trn2_calibration()
 
@@ -87,3 +88,21 @@ def test_one_calibration_run_brings_its_regime_into_the_data_and_gives_it_a_band
     assert after.outside == ()
     assert after.rows >= 1
     assert outside_data(cal, "plugin", qwen4, 4, [1, 4], 640) == []
+
+
+def test_the_band_from_unseen_sources_says_how_often_its_kind_held_and_keeps_band_fors_call():
+    qwen4 = CAL.shapes["qwen3-4b"]
+    kw = {"tp": 4, "context_tokens": 160, "target": qwen4}
+    band = source_band_for(CAL, "plugin-sync", "dflash", 0, 1, **kw)
+    assert band.method == "none" and band.outside == () and band.max_abs_error is not None
+    # inside the data, a plain figure: the folds' plain bands inside the data
+    assert band.held == held_rate(CAL.folds, "none", 0) and band.held is not None
+    assert f"held {band.held[0]} of {band.held[1]} figures of unseen sources" in band.describe()
+    # the same query by band_for (the rule before issue 49) is another number
+    assert band_for(CAL, "plugin-sync", "dflash", 0, 1, **kw).pool == ""
+
+
+def test_a_figure_of_a_stack_no_published_row_covers_is_unknown():
+    qwen4 = CAL.shapes["qwen3-4b"]
+    band = source_band_for(CAL, "nxdi-direct", "none", 0, 1, tp=4, target=qwen4)
+    assert band.max_abs_error is None and "unknown" in band.describe()

@@ -8,7 +8,13 @@ from trnspec.config.images import CommandForm, image_spec
 from trnspec.config.serving import list_profiles, load_profile
 from trnspec.engine.render import render
 from trnspec.perf.published import load_published
-from trnspec.perf.stack_group import SPECULATIVE_FLAG, SYNC_FLAG, plugin_group, stack_group
+from trnspec.perf.stack_group import (
+    DIRECT_GROUPS,
+    SPECULATIVE_FLAG,
+    SYNC_FLAG,
+    plugin_group,
+    stack_group,
+)
 
 
 @pytest.mark.parametrize(
@@ -59,3 +65,8 @@ def test_no_published_speculative_plugin_row_sits_in_the_async_group():
     for m in rows:
         if m.stack_group.startswith("plugin") and m.method != "none":
             assert m.stack_group == "plugin-sync", m.id
+
+
+def test_no_profile_is_priced_from_rows_measured_without_a_server():
+    groups = {stack_group(load_profile(n)) for n in list_profiles()}
+    assert groups and not groups & DIRECT_GROUPS

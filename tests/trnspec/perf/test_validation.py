@@ -11,14 +11,23 @@ from trnspec.perf.fit import THIRD_PASS
 from trnspec.perf.published import load_published
 from trnspec.perf.validation import (
     AXES,
+    POOLS,
     Coordinates,
+    FoldBand,
     HeldOutRow,
+    _fold_depth,
     band_of,
+    conformal_rank,
     coordinates,
     error_band,
+    fold_summary,
+    held_rate,
     leave_one_source_out,
+    predictable,
     range_of,
     regime_summaries,
+    source_band,
+    source_error_band,
 )
 
 MEASUREMENTS, SHAPES = load_published()
@@ -129,3 +138,98 @@ def test_every_stack_of_the_shipped_data_has_a_held_out_prediction():
     assert summaries
     for r in summaries:
         assert r.predicted >= 1, r.label
+
+
+# ------------------------------------------------------------------- bands from unseen sources
+
+
+def at(rid: str, error: float, depth: int = 0, **where: object) -> HeldOutRow:
+    return dataclasses.replace(row(rid, error, **where), depth=depth)
+
+
+def test_the_band_is_the_conformal_quantile_so_that_four_of_five_new_figures_fall_inside():
+    # ceil(0.8 (n + 1)): 3 errors are too few, of 4 the largest, of 9 the 8th smallest
+    assert [conformal_rank(n) for n in (1, 2, 3, 4, 9, 19)] == [None, None, None, 4, 8, 16]
+    errors = (0.01, -0.02, 0.03, -0.04, 0.05, -0.06, 0.07, -0.08, 0.50)
+    rows = [at(f"r{i}", e) for i, e in enumerate(errors)]
+    band = source_band(rows, Coordinates("s", "none", 4, 1, 300, 7.0))
+    assert band.max_abs_error == pytest.approx(0.08) and band.rank == 8 and band.rows == 9
+    assert band.pool == POOLS[0] and "8th smallest of 9 held-out errors" in band.describe()
+
+
+def test_too_few_errors_anywhere_leave_the_figure_unknown_and_say_measure():
+    rows = [at("a", 0.1), at("b", 0.2), at("c", -0.1)]
+    band = source_band(rows, Coordinates("s", "none", 4, 1, 300, 7.0))
+    assert band.max_abs_error is None and band.half_width is None
+    assert "unknown" in band.describe() and "measure it" in band.describe()
+
+
+def test_a_regime_with_too_few_errors_takes_its_stacks_then_every_stacks_of_its_kind():
+    regime = [at(f"r{i}", 0.01 * (i + 1)) for i in range(2)]  # TP 4, batch 1
+    stack = [at(f"s{i}", 0.10 * (i + 1), batch=4) for i in range(2)]  # batch 2-4
+    other = [at(f"o{i}", 0.30, stack_group="t") for i in range(3)]
+    spec = [at(f"x{i}", 0.90, method="dflash") for i in range(9)]
+    query = Coordinates("s", "none", 4, 1, 300, 7.0)
+    band = source_band([*regime, *stack, *spec], query)
+    assert band.pool == POOLS[1] and band.rows == 4 and band.max_abs_error == pytest.approx(0.2)
+    band = source_band([*regime, *other, *spec], query)
+    # the speculative errors (a speedup's) never widen a plain band
+    assert band.pool == POOLS[2] and band.rows == 5 and band.max_abs_error == pytest.approx(0.3)
+
+
+def test_an_extrapolated_query_takes_the_errors_of_folds_that_extrapolated_as_far():
+    inside = [at(f"i{i}", 0.05) for i in range(9)]
+    one = [at(f"e{i}", 0.40, depth=1) for i in range(3)]
+    two = [at(f"f{i}", 0.60, depth=2) for i in range(2)]
+    rows = [*inside, *one, *two]
+    # inside the data: every held-out error counts (14: the 12th smallest)
+    near = source_band(rows, Coordinates("s", "none", 4, 1, 300, 7.0))
+    assert near.outside == () and near.max_abs_error == pytest.approx(0.40)
+    # TP 64 lies in no range of the stack: only folds that extrapolated on >= 1 axis (5 rows)
+    far = source_band(rows, Coordinates("s", "none", 64, 1, 300, 7.0))
+    assert far.outside == ("tp",) and far.rows == 5 and far.max_abs_error == pytest.approx(0.60)
+    # TP and batch outside: 2 folds extrapolated that far, too few: unknown
+    farther = source_band(rows, Coordinates("s", "none", 64, 32, 300, 7.0))
+    assert farther.outside == ("tp", "batch") and farther.max_abs_error is None
+
+
+def test_a_stack_without_held_out_rows_is_unknown_on_every_axis():
+    rows = [at(f"r{i}", 0.05) for i in range(9)]
+    band = source_error_band(rows, "nxdi-direct", "none", 1, 4, 300, 7.0)
+    assert band.max_abs_error is None and band.outside == tuple(AXES)
+
+
+def test_a_held_out_rows_depth_counts_the_axes_its_stack_has_no_row_of_in_the_fold():
+    llama = next(m for m in MEASUREMENTS if m.id == "llama31-8b-tp4-c1")
+    seen = [m for m in MEASUREMENTS if m.held_out_unit != llama.held_out_unit and predictable(m)]
+    # another study of the stack (Qwen3-4B, TP 4, batch 1) covers every axis
+    assert _fold_depth(llama, seen, SHAPES) == 0
+    far = dataclasses.replace(llama, tp=64, batch=32)
+    assert _fold_depth(far, seen, SHAPES) == 2
+    alone = [m for m in seen if m.stack_group != llama.stack_group]
+    assert _fold_depth(llama, alone, SHAPES) == len(AXES)
+
+
+def test_a_fold_band_is_inside_only_with_a_band_that_holds_the_error():
+    f = FoldBand("a", "s", "g", "plain", 0, 0.2, 0.1, 0.25)
+    assert f.inside and not f.inside_before
+    assert not dataclasses.replace(f, band=None).inside
+    assert not dataclasses.replace(f, error=None).inside
+    summary = fold_summary("x", [f, dataclasses.replace(f, error=-0.3)])
+    assert (summary.with_band, summary.inside, summary.within) == (2, 1, 1)
+    assert summary.median_band == pytest.approx(0.25)
+
+
+def test_the_held_rate_counts_the_folds_of_the_same_kind_and_extrapolation_only():
+    f = FoldBand("a", "s", "g", "plain", 0, 0.1, None, 0.2)
+    folds = [
+        f,
+        dataclasses.replace(f, error=0.3),  # outside its band
+        dataclasses.replace(f, band=None),  # unknown: not counted
+        dataclasses.replace(f, depth=2),  # extrapolated
+        dataclasses.replace(f, kind="speculative", error=0.5),
+    ]
+    assert held_rate(folds, "none", 0) == (1, 2)
+    assert held_rate(folds, "none", 1) == (1, 1)
+    assert held_rate(folds, "dflash", 0) == (0, 1)
+    assert held_rate(folds, "dflash", 3) is None
