@@ -52,6 +52,8 @@ FAULTS = {
     # issue 50: a counter exported twice must not be summed
     "counters_twice": "the draft-tokens counter also under its bare name (same labels, value)",
     "counters_unlabelled": "the draft-tokens counter also without labels (same value)",
+    "metrics_401": "/metrics answers 401 (behind authentication)",
+    "metrics_403": "/metrics answers 403",
     "continue_100": "every POST is answered with an interim 100 Continue before the real answer",
     "huge_header": "a response header line longer than 64 KiB",
     "model_markup": "the served model id is rich markup ([bold]...[/])",
@@ -176,6 +178,8 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
                 data = [{"id": i, "object": "model"} for i in ids]
                 doc: object = data if s.fault == "models_list" else {"object": "list", "data": data}
                 self._send(200, json.dumps(doc).encode())
+            elif self.path == "/metrics" and s.fault in ("metrics_401", "metrics_403"):
+                self._send(int(s.fault[-3:]), b'{"error": "refused"}')
             elif self.path == "/metrics" and not s.faults.no_metrics_endpoint:
                 self._send(200, _metrics(s), {"Content-Type": "text/plain"})
             else:

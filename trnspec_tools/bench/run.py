@@ -26,7 +26,7 @@ from trnspec_tools.client.bench_client import (
     Api,
     RequestResult,
     StreamClient,
-    scrape_metrics,
+    scrape,
     send_request,
 )
 from trnspec_tools.client.client_args import api_key
@@ -94,6 +94,7 @@ def spec_decode_fields(
     k: int | None,
     model: str | None = None,
     completed: int | None = None,
+    missing: str | None = None,
 ) -> AcceptanceFigures:
     """Acceptance figures for the window between two /metrics snapshots.
 
@@ -106,13 +107,14 @@ def spec_decode_fields(
     exports none (or /metrics is missing), or they did not move (some Neuron builds), fall back to
     the chunk-size estimate, labelled as such. When they are present but inconsistent (a reset
     or restart in the window, accepted > drafted), acceptance is absent: an estimate would hide
-    a fault. `acceptance_note` says why the counters were not used.
+    a fault. `acceptance_note` says why the counters were not used (for a scrape that gave no
+    text, `missing`: the answer the server gave, e.g. HTTP 401).
     """
     if completed == 0:
         return AcceptanceFigures(
             acceptance_note="no request completed: acceptance is measured on completed work"
         )
-    figures, reason, may_estimate = _from_counters(before, after, k, model)
+    figures, reason, may_estimate = _from_counters(before, after, k, model, missing)
     if figures is not None:
         return figures
     if not may_estimate:
@@ -121,12 +123,16 @@ def spec_decode_fields(
 
 
 def _from_counters(
-    before: str | None, after: str | None, k: int | None, model: str | None
+    before: str | None,
+    after: str | None,
+    k: int | None,
+    model: str | None,
+    missing: str | None = None,
 ) -> tuple[AcceptanceFigures | None, str, bool]:
     """(the figures of a consistent counter delta, else None; why not; whether the chunk
     estimate may stand in: only when the counters are absent or did not move)."""
     if before is None or after is None:
-        return None, "the server has no /metrics endpoint", True
+        return None, missing or "the server has no /metrics endpoint", True
     try:
         first = SpecDecodeCounters.from_text(before, model)
         second = SpecDecodeCounters.from_text(after, model)
@@ -226,26 +232,27 @@ async def run_level(
         if n_warm > 0:
             warm = [specs[i % len(specs)] for i in range(n_warm)]
             await _run_requests(client, model, warm, concurrency, opts, [0.0] * len(warm), None)
-        before = await scrape_metrics(client)
+        before = await scrape(client)
         offsets = arrival_offsets(len(specs), opts.request_rate, opts.seed)
         cpu0 = time.process_time()
         start = time.perf_counter()
         results = await _run_requests(client, model, specs, concurrency, opts, offsets, on_done)
         duration = time.perf_counter() - start
         cpu_s = time.process_time() - cpu0
-        after = await scrape_metrics(client)
+        after = await scrape(client)
     figures = aggregate(results, duration, opts.slo)
     tps = figures.output_tokens_per_s
     out_tokens = figures.output_tokens
     return RunResult(
         requests=figures,
         acceptance=spec_decode_fields(
-            before,
-            after,
+            before.text,
+            after.text,
             figures.tokens_per_step_estimate,
             opts.num_speculative_tokens,
             model,
             completed=figures.completed,
+            missing=before.missing or after.missing,
         ),
         cost_per_1m_output_tokens_usd=(
             cost_per_1m_output_tokens(price_per_hour, tps) if price_per_hour else None

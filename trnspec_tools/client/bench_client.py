@@ -346,12 +346,43 @@ async def send_request(
         await asyncio.sleep(delay)
 
 
-async def scrape_metrics(client: StreamClient) -> str | None:
-    """The raw Prometheus text of /metrics, or None if the server does not expose it."""
+@dataclass(frozen=True)
+class MetricsScrape:
+    """One GET /metrics: its text, or why there is none (said as the server answered)."""
+
+    text: str | None
+    missing: str | None = None
+
+
+#: Why /metrics gave no text, by the status it answered with.
+_REFUSED = {
+    401: "unauthorized: it wants credentials this run did not send or that it refused",
+    403: "forbidden: the credentials this run sent may not read it",
+}
+
+
+def metrics_missing(status: int) -> str:
+    """Why a /metrics answer with this (non-200) status gives no counters, as the server said
+    it: 404 is an endpoint that does not exist, 401/403 one that refused this client."""
+    if status == 404:
+        return "the server has no /metrics endpoint (HTTP 404)"
+    if status in _REFUSED:
+        return (
+            f"/metrics answered HTTP {status} ({_REFUSED[status]}; pass the key it expects,"
+            " --api-key)"
+        )
+    return f"/metrics answered HTTP {status}, not the counters"
+
+
+async def scrape(client: StreamClient) -> MetricsScrape:
+    """The raw Prometheus text of /metrics, or why there is none."""
     try:
         status, body = await client.get("/metrics")
-    except (OSError, ProtocolError, TimeoutError):
-        return None
+    except TimeoutError:
+        return MetricsScrape(None, "/metrics did not answer within the request deadline")
+    except (OSError, ProtocolError) as exc:
+        why = f"{type(exc).__name__}: {exc}"[:160]
+        return MetricsScrape(None, f"/metrics could not be read ({why})")
     if status != 200:
-        return None
-    return body.decode("utf-8", "replace")
+        return MetricsScrape(None, metrics_missing(status))
+    return MetricsScrape(body.decode("utf-8", "replace"))

@@ -53,6 +53,21 @@ def test_a_counter_with_and_without_labels_gives_no_acceptance_and_says_why(tmp_
     assert "different label sets" in result["acceptance_note"]
 
 
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [("metrics_401", "HTTP 401 (unauthorized"), ("metrics_403", "HTTP 403 (forbidden")],
+)
+def test_a_metrics_endpoint_that_refuses_the_client_is_said_as_such(fault, said, tmp_path, capsys):
+    """Not "the server has no /metrics endpoint": it has one, and it refused this client."""
+    code, result = _bench(fault, tmp_path)
+    assert code == 0 and result["completed"] == 2
+    assert result["acceptance_source"] == "estimate-from-chunks"  # labelled, with the reason
+    assert (
+        said in result["acceptance_note"]
+        and "no /metrics endpoint" not in result["acceptance_note"]
+    )
+
+
 def test_an_interim_100_continue_is_skipped(tmp_path, capsys):
     code, result = _bench("continue_100", tmp_path)
     assert code == 0 and result["completed"] == 2
