@@ -272,14 +272,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "an SSE event, bounded by MAX_EVENT_BYTES, NaN refused, RecursionError caught (owner:"
         " tools; to move to boundary.json_io.loads)"
     ),
-    ("trnspec_tools/client/served_model.py", "discover_model", "json-parse"): (
-        "a /v1/models answer; to move to boundary.json_io.loads (a 100,000-deep answer is a"
-        " RecursionError there: issue root cause owned by tools)"
-    ),
-    ("trnspec_tools/client/retry_rule.py", "parse_retry_after", "number-of-text"): (
-        "Retry-After after str.isdigit (takes '²': root cause owned by tools; to move to"
-        " boundary.numbers.int_text)"
-    ),
     ("trnspec_tools/client/stack_endpoint.py", "StackOutputs.parse", "number-of-text"): (
         "a CloudFormation output port after str.isdigit, range-checked (owner: tools)"
     ),

@@ -52,6 +52,7 @@ FAULTS = {
     # issue 50: a counter exported twice must not be summed
     "counters_twice": "the draft-tokens counter also under its bare name (same labels, value)",
     "counters_unlabelled": "the draft-tokens counter also without labels (same value)",
+    "models_deep": "the /v1/models answer is a list nested 100,000 levels deep",
     "metrics_401": "/metrics answers 401 (behind authentication)",
     "metrics_403": "/metrics answers 403",
     "continue_100": "every POST is answered with an interim 100 Continue before the real answer",
@@ -172,7 +173,9 @@ def _handler(s: FaultServer) -> type[BaseHTTPRequestHandler]:
             if s.fault == "silent":
                 s.stop.wait()
                 return
-            if self.path == "/v1/models":
+            if self.path == "/v1/models" and s.fault == "models_deep":
+                self._send(200, b"[" * 100_000 + b"]" * 100_000)
+            elif self.path == "/v1/models":
                 model = MODEL_IDS.get(s.fault or "", MODEL)
                 ids = [] if s.faults.no_models else [*s.faults.other_models, model]
                 data = [{"id": i, "object": "model"} for i in ids]

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from email.utils import parsedate_to_datetime
 
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.numbers import int_text
+
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 RETRY_AFTER_STATUS = frozenset({429, 503})
 DEFAULT_RETRY_AFTER_CAP_S = 10.0
@@ -24,8 +27,11 @@ def parse_retry_after(value: str | None, now_epoch_s: float) -> float | None:
     if value is None:
         return None
     text = value.strip()
-    if text.isdigit():
-        return float(text)
+    try:
+        # delay-seconds is 1*DIGIT, ASCII (RFC 9110 10.2.3): not '²', not 400 digits
+        return float(int_text(text, "Retry-After", 0, None))
+    except BoundaryError:
+        pass
     try:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):

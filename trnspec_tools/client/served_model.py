@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.problems import ABSENT
 from trnspec.config.pod_contract import MODELS_PATH
@@ -67,7 +68,8 @@ async def discover_model(
             status, body = await client.get(MODELS_PATH)
         if status != 200:
             return None
-        ids = served_model_ids(json.loads(body))
+        # bounded: size, depth (a 100,000-deep answer is refused, not a RecursionError)
+        ids = served_model_ids(json_io.loads(body, f"GET {MODELS_PATH}"))
     except (OSError, ProtocolError, TimeoutError, ValueError):
         return None
     return ids[0] if ids else None

@@ -72,6 +72,14 @@ def test_retry_after_is_honoured_on_429_and_503_and_capped():
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now_epoch_s=1445412470.0) == 10.0
 
 
+@pytest.mark.parametrize("header", ["\u00b2", "\u0663", "1" * 400, "-5", "2.5", "soon"])
+def test_a_retry_after_that_is_not_ascii_seconds_or_a_date_is_ignored(header):
+    """Superscript two and Arabic-Indic three pass str.isdigit() (float() of them raised); 400
+    digits, a sign, a fraction or a word are not delay-seconds either: the backoff applies."""
+    assert parse_retry_after(header, now_epoch_s=0.0) is None
+    assert retry_delay(1, status=503, retry_after=header, backoff_s=0.5, cap_s=10.0) == 1.0
+
+
 def test_only_answers_without_content_and_connect_failures_are_retried():
     assert retry_delay(0, status=None, backoff_s=0.5) == 0.5  # could not connect
     assert retry_delay(2, status=502, backoff_s=0.5) == 2.0  # exponential backoff
@@ -179,7 +187,7 @@ def test_bench_cli_never_prints_a_traceback(fault, tmp_path, capsys):
         code = bench_main(bench_argv(server.url, out, *FAST_FLAGS, "--warmup", "0", "--no-plots"))
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out
-    if fault in ("silent", "models_list", "model_surrogate"):
+    if fault in ("silent", "models_list", "model_surrogate", "models_deep"):
         assert code == 2 and "--model" in captured.err  # no model to discover: named, no run
         return
     assert code in (0, 1)
@@ -287,6 +295,11 @@ SMOKE_OUTCOME = {
     "deep_json": (1, {"completion #1 (stream)", "chat (stream)"}),
     "data_no_space": (0, set()),
     "done_never_closes": (0, set()),
+    "counters_twice": (0, set()),
+    "counters_unlabelled": (1, {"spec-decode metrics"}),
+    "models_deep": (1, {"models"}),
+    "metrics_401": (1, {"spec-decode metrics"}),
+    "metrics_403": (1, {"spec-decode metrics"}),
 }
 
 

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from fake_openai_server import running
+from fault_server import fault_server
 
 from trnspec_tools.boundary.endpoint import BoundKey, Endpoint
 from trnspec_tools.client.served_model import (
@@ -76,3 +77,13 @@ def test_resolution_discovers_the_served_model_when_no_name_is_given() -> None:
 def test_resolution_against_a_silent_endpoint_says_which_flag_to_pass() -> None:
     with pytest.raises(NoServedModel, match=r"127\.0\.0\.1:9/v1/models .* pass --model NAME"):
         asyncio.run(resolve_model("http://127.0.0.1:9", None, timeout_s=1.0))
+
+
+def test_an_answer_nested_thousands_deep_is_no_served_model_not_a_recursion_error() -> None:
+    """A /v1/models answer 100,000 lists deep: discovery finds nothing (the bounded reader
+    refuses it) and the resolver's one-line error asks for --model."""
+    with fault_server("models_deep") as server:
+        assert asyncio.run(discover_model(server.url)) is None
+        with pytest.raises(NoServedModel) as err:
+            asyncio.run(resolve_model(server.url))
+    assert "\n" not in str(err.value) and "pass --model NAME" in str(err.value)
