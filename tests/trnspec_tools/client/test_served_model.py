@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from fake_kube_api import make_tls
 from fake_openai_server import running
 from fault_server import fault_server
 
+from trnspec_tools.bench.bench import main as bench_main
 from trnspec_tools.boundary.endpoint import BoundKey, Endpoint
 from trnspec_tools.client.served_model import (
     ModelListError,
@@ -87,3 +94,75 @@ def test_an_answer_nested_thousands_deep_is_no_served_model_not_a_recursion_erro
         with pytest.raises(NoServedModel) as err:
             asyncio.run(resolve_model(server.url))
     assert "\n" not in str(err.value) and "pass --model NAME" in str(err.value)
+
+
+@contextlib.contextmanager
+def tls_server(tmp_path: Path) -> Iterator[str]:
+    """A TLS listener on 127.0.0.1 whose certificate comes from a CA no client trusts: the
+    handshake is all it does. Its https:// base URL."""
+    context = make_tls(tmp_path).context
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with contextlib.suppress(OSError), conn, context.wrap_socket(conn, server_side=True):
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def refusal(url: str) -> str:
+    """The one-line error of resolving the model of `url`."""
+    with pytest.raises(NoServedModel) as err:
+        asyncio.run(resolve_model(url, timeout_s=30.0))
+    text = str(err.value)
+    assert "\n" not in text and text.endswith("; pass --model NAME")
+    return text
+
+
+def test_a_refused_certificate_is_said_as_such(tmp_path: Path) -> None:
+    with tls_server(tmp_path) as url:
+        assert "its TLS certificate was refused (" in refusal(url)
+
+
+def test_a_tls_handshake_with_a_plain_http_server_is_said_to_have_failed() -> None:
+    with fault_server() as server:
+        url = server.url.replace("http://", "https://")
+        text = refusal(url)
+    assert "the TLS handshake failed (" in text
+
+
+def test_a_404_is_said_with_the_fix() -> None:
+    with fault_server() as server:
+        text = refusal(server.url + "/api")
+    assert "HTTP 404" in text and "give the server's base URL" in text
+
+
+def test_a_refused_connection_is_said_as_such() -> None:
+    assert "could not connect (ConnectionRefusedError" in refusal("http://127.0.0.1:9")
+
+
+def test_bench_says_the_tls_handshake_failed_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with fault_server() as server:
+        url = server.url.replace("http://", "https://")
+        argv = ["--endpoint", url, "--num-prompts", "2", "--output-len", "6", "--no-plots"]
+        code = bench_main([*argv, "--no-progress", "--out", str(tmp_path / "b.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    (line,) = [x for x in err.splitlines() if "error" in x]
+    assert "the TLS handshake failed (" in line and "--model" in line
