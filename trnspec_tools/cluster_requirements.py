@@ -1,7 +1,7 @@
 """What the serving workload needs of an existing cluster, read from its own manifests, and
 whether a cluster's nodes (`kubectl get nodes -o json`) provide the node-side part.
 
-Pure: manifests and parsed node objects in, `Requirement`s and `Verdict`s out; the command
+Pure: manifests and parsed node objects in, `Requirement`s and `NodeCheck`s out; the command
 (`python -m trnspec_tools manifests --check`, trnspec_tools/manifests.py) reads the files and
 prints. Every requirement comes with the kubectl command that verifies it on the cluster; the
 node-side ones (the Neuron device resource, the node labels the pods select, the taints they
@@ -52,7 +52,7 @@ Outcome = Literal["pass", "fail", "no-node"]
 
 
 @dataclass(frozen=True)
-class Verdict:
+class NodeCheck:
     """A node-side requirement evaluated on the nodes."""
 
     requirement: Requirement
@@ -457,20 +457,20 @@ def no_node_up(manifests: Sequence[Manifest], nodes: Sequence[Node]) -> str | No
     )
 
 
-def evaluate(manifests: Sequence[Manifest], nodes: Sequence[Node]) -> list[Verdict]:
+def evaluate(manifests: Sequence[Manifest], nodes: Sequence[Node]) -> list[NodeCheck]:
     """The node-side requirements on `nodes`: the labels on some node; the Neuron devices and
     the tolerated taints on some node carrying those labels. With no node of the selected
     instance type up, every one is `no-node` (not a failure: the group may rest at zero)."""
     by_key = {r.key: r for r in requirements(manifests) if r.node_side}
     unknown = no_node_up(manifests, nodes)
     if unknown is not None:
-        return [Verdict(r, "no-node", unknown) for r in by_key.values()]
+        return [NodeCheck(r, "no-node", unknown) for r in by_key.values()]
     return _evaluate(manifests, nodes, by_key)
 
 
 def _evaluate(
     manifests: Sequence[Manifest], nodes: Sequence[Node], by_key: Mapping[str, Requirement]
-) -> list[Verdict]:
+) -> list[NodeCheck]:
     ask = pod_ask(manifests)
     selected = [n for n in nodes if all(n.labels.get(k) == v for k, v in ask.node_selector.items())]
     none = f"no node carries {_selector_text(ask.node_selector)} ({len(nodes)} node(s) read)"
@@ -488,19 +488,19 @@ def _evaluate(
         return "pass" if ok else "fail"
 
     return [
-        Verdict(
+        NodeCheck(
             by_key["neuron-device"],
             outcome(bool(enough)),
             f"{len(enough)} node(s): {_names(enough)}"
             if enough
             else (none if not selected else f"at most {most} on {_names(selected)}"),
         ),
-        Verdict(
+        NodeCheck(
             by_key["node-labels"],
             outcome(bool(selected)),
             f"{len(selected)} node(s): {_names(selected)}" if selected else none,
         ),
-        Verdict(
+        NodeCheck(
             by_key["node-taints"],
             outcome(bool(tolerated)),
             f"{len(tolerated)} node(s): {_names(tolerated)}"

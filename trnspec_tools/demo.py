@@ -39,9 +39,10 @@ from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.text import rich_text
 from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.cli.main import add_set_argument
+from trnspec.plan.verdict import Verdict
 
+from trnspec_tools.ab.comparison import exceeds_tokens_per_step
 from trnspec_tools.bench.run import RunOptions
-from trnspec_tools.bench.stats import exceeds_tokens_per_step
 from trnspec_tools.client.metrics import Acceptance
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
 from trnspec_tools.client.request_spec import RequestSpec
@@ -238,14 +239,14 @@ def tuned_choice(path: Path) -> TunedChoice:
 def sweep_rows(sweep: Mapping[int, list[RoundPair]]) -> list[dict[str, Any]]:
     """Per level: the median tok/s of each arm over the rounds, the ratio's spread and the
     tuned server's window (draft tokens per draft)."""
-    from trnspec_tools.bench.spread import spread
-    from trnspec_tools.tune.schedule_tune import k_used_of, ratios_of
+    from trnspec_tools.tune.schedule_tune import k_used_of
+    from trnspec_tools.tune.versus_plain import rounds_comparison
 
     rows = []
     k_used = k_used_of(dict(sweep))
     for c, pairs in sorted(sweep.items()):
-        ratios = ratios_of({c: pairs})[c]
-        med = spread(ratios) if ratios else None
+        ab = rounds_comparison(pairs)
+        med = ab.speedup
         rows.append(
             {
                 "concurrency": c,
@@ -254,7 +255,8 @@ def sweep_rows(sweep: Mapping[int, list[RoundPair]]) -> list[dict[str, Any]]:
                 "speedup": med.median if med else None,
                 "speedup_low": med.low if med else None,
                 "speedup_high": med.high if med else None,
-                "rounds": len(ratios),
+                "rounds": len(ab.pairs),
+                "verdict": None if ab.verdict is None else ab.verdict.value,
                 "k_used": k_used[c],
             }
         )
@@ -279,13 +281,9 @@ def sweep_table(rows: Sequence[dict[str, Any]], tuned: str) -> Table:
 
 
 def slower_than_baseline(rows: Sequence[dict[str, Any]]) -> list[int]:
-    """The levels at which the tuned deployment measured slower than the baseline in every round
-    (the whole range of the ratio below 1)."""
-    return [
-        r["concurrency"]
-        for r in rows
-        if r["speedup"] is not None and r["speedup_high"] is not None and r["speedup_high"] < 1.0
-    ]
+    """The levels at which the A/B verdict (trnspec_tools.ab.comparison) is plain: the tuned
+    deployment measured slower than the baseline over the whole interval of its rounds."""
+    return [r["concurrency"] for r in rows if r["verdict"] == Verdict.PLAIN.value]
 
 
 def slower_lines(rows: Sequence[dict[str, Any]], tuned: str) -> list[str]:
@@ -294,7 +292,7 @@ def slower_lines(rows: Sequence[dict[str, Any]], tuned: str) -> list[str]:
     on one idle host gave k=4 at concurrency 32 0.94x and 1.02x, tune's four rounds 1.22x)."""
     by_level = {r["concurrency"]: r for r in rows}
     return [
-        f"concurrency {c}: {tuned} measured slower than the baseline in all"
+        f"concurrency {c}: {tuned} measured slower than the baseline over its"
         f" {by_level[c]['rounds']} rounds ({by_level[c]['speedup']:.2f}x, rounds"
         f" {by_level[c]['speedup_low']:.2f}-{by_level[c]['speedup_high']:.2f}): do not serve this"
         " load with it before `make tune-schedule` has measured k per batch on more rounds (it"

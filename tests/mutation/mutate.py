@@ -157,12 +157,45 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "bench_rounds",
         "trnspec_tools/bench/rounds.py",
-        ("tests/trnspec_tools/bench/test_rounds.py",),
+        ("tests/trnspec_tools/bench/test_rounds.py", "tests/trnspec_tools/ab/test_one_answer.py"),
     ),
     Target(
-        "bench_arm_order",
-        "trnspec_tools/bench/arm_order.py",
-        ("tests/trnspec_tools/bench/test_arm_order.py",),
+        "ab_order",
+        "trnspec_tools/ab/order.py",
+        ("tests/trnspec_tools/ab/test_order.py",),
+    ),
+    Target(
+        "ab_spread",
+        "trnspec_tools/ab/spread.py",
+        ("tests/trnspec_tools/ab/test_spread.py",),
+    ),
+    Target(
+        "ab_median_round",
+        "trnspec_tools/ab/median_round.py",
+        ("tests/trnspec_tools/ab/test_median_round.py",),
+    ),
+    Target(
+        "ab_comparison",
+        "trnspec_tools/ab/comparison.py",
+        ("tests/trnspec_tools/ab/test_comparison.py", "tests/trnspec_tools/ab/test_one_answer.py"),
+    ),
+    Target(
+        "calibration_summary",
+        "trnspec_tools/calibration/summary.py",
+        (
+            "tests/trnspec_tools/calibration/test_summary.py",
+            "tests/trnspec_tools/ab/test_one_answer.py",
+        ),
+    ),
+    Target(
+        "calibration_rows",
+        "trnspec_tools/calibration/rows.py",
+        ("tests/trnspec_tools/calibration/test_rows.py",),
+    ),
+    Target(
+        "decision",
+        "image/trnspec/plan/decision.py",
+        ("tests/trnspec/plan/test_decision.py",),
     ),
     Target(
         "sse",

@@ -1,5 +1,7 @@
 """Typed runs (bench.run_result.RunResult) made by hand for pure tests: only the figures a test
-names are set, every other latency block is an empty sample and every other figure is absent."""
+names are set, every other latency block is an empty sample and every other figure is absent.
+Every run does the same work (OUTPUT_TOKENS output tokens, unless a test says otherwise), as the
+arms of a real comparison do: a faster run takes less time, it does not produce more tokens."""
 
 from __future__ import annotations
 
@@ -24,9 +26,14 @@ def deltas(drafts: int, draft_tokens: int, accepted: int, per_position=()) -> Sp
     return SpecDecodeDeltas(drafts, draft_tokens, accepted, tuple(per_position))
 
 
+#: the output tokens of a made run (the same for every arm, as with ignore_eos)
+OUTPUT_TOKENS = 1000
+
+
 def made_run(
     *,
     output_tokens_per_s: float = 100.0,
+    output_tokens: int = OUTPUT_TOKENS,
     ttft_p50: float | None = None,
     itl_p50: float | None = None,
     tpot_p50: float | None = None,
@@ -38,12 +45,12 @@ def made_run(
     requests = RequestFigures(
         num_requests=1,
         completed=1,
-        duration_s=1.0,
+        duration_s=output_tokens / output_tokens_per_s if output_tokens_per_s > 0 else 1.0,
         ttft_ms=p50(ttft_p50),
         itl_ms=p50(itl_p50),
         tpot_ms=p50(tpot_p50),
         e2e_ms=p50(e2e_p50),
-        output_tokens=int(output_tokens_per_s),
+        output_tokens=output_tokens,
         output_tokens_per_s=output_tokens_per_s,
         requests_per_s=1.0,
         errors={"total": 0},
@@ -65,7 +72,7 @@ def made_run(
 
 def kept_run(
     output_tokens_per_s: float,
-    output_tokens: int = 0,
+    output_tokens: int = OUTPUT_TOKENS,
     acceptance: AcceptanceFigures | None = None,
 ) -> RoundRun:
     """A round's kept run with the given throughput, no errors, one request."""

@@ -46,7 +46,8 @@ from trnspec.boundary.write import write_outputs as write_report_files
 from trnspec.cli.config_args import add_set_argument
 from trnspec.hardware.pricing import resolve_price
 
-from trnspec_tools.bench.arm_order import MAX_ROUNDS, measurement_order, measurement_steps
+from trnspec_tools.ab import comparison as ab
+from trnspec_tools.ab.order import MAX_ROUNDS, measurement_steps
 from trnspec_tools.bench.categories import (
     add_category_arguments,
     category_workloads,
@@ -326,8 +327,13 @@ def _comparison(measured: Rounds, levels: list[int]) -> list[dict[str, Any]]:
         return []
     out = []
     for c in levels:
-        pairs = zip(measured["target", c], measured["baseline", c], strict=True)
-        out.append({"concurrency": c, **combined([compare(t.result, b.result) for t, b in pairs])})
+        targets, baselines = measured["target", c], measured["baseline", c]
+        per_round = [compare(t.result, b.result) for t, b in zip(targets, baselines, strict=True)]
+        rounds = ab.compare(
+            [b.result.as_round(i) for i, b in enumerate(baselines)],
+            [t.result.as_round(i) for i, t in enumerate(targets)],
+        )
+        out.append({"concurrency": c, **combined(per_round, rounds)})
     return out
 
 
@@ -362,7 +368,8 @@ async def run(o: BenchOptions) -> dict[str, Any]:
             "api": o.run.api,
             "compare": o.compare,
             "measurement_order": [
-                [name, c] for c, name in measurement_order([a.name for a in arms], levels, o.rounds)
+                [s.arm, s.level]
+                for s in measurement_steps([a.name for a in arms], levels, o.rounds)
             ],
             "rounds": o.rounds,
             "concurrency": levels,

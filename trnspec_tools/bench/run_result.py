@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trnspec_tools.ab.comparison import ArmRound
 from trnspec_tools.bench.json_fields import Fields
 
 PERCENTILES = (50, 90, 99)
@@ -250,6 +251,19 @@ class RunResult:
     @property
     def k_used(self) -> float | None:
         return self.acceptance.k_used
+
+    def as_round(self, round_index: int) -> ArmRound:
+        """This run as round `round_index` of an A/B comparison (trnspec_tools.ab)."""
+        req = self.requests
+        return ArmRound.of_run(
+            round_index,
+            req.output_tokens_per_s,
+            req.output_tokens,
+            req.completed,
+            req.num_requests,
+            req.error_total,
+            self.acceptance.mean_accepted_length,
+        )
 
     @classmethod
     def from_json(cls, obj: object, where: str) -> RunResult:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from math import comb
 from typing import TYPE_CHECKING
 
+from trnspec_tools.ab.comparison import exceeds_tokens_per_step
 from trnspec_tools.bench.run_result import Goodput, Latency, RequestFigures, RunResult
 
 if TYPE_CHECKING:
@@ -48,20 +48,6 @@ class Slo:
                     continue
                 return False
         return True
-
-
-def median_interval(values: Sequence[float], confidence: float = 0.9) -> tuple[float, float] | None:
-    """Distribution-free confidence interval for the median: the order statistics (x_(j),
-    x_(n+1-j)) with the largest j whose binomial coverage 1 - 2 P(Bin(n, 1/2) < j) is at least
-    `confidence`. None when there are too few values for that coverage (n < 5 at 0.9)."""
-    xs = sorted(values)
-    n = len(xs)
-    best = None
-    for j in range(1, n // 2 + 1):
-        below = sum(comb(n, i) for i in range(j)) / 2**n  # P(fewer than j values below median)
-        if 1.0 - 2.0 * below >= confidence:
-            best = j
-    return None if best is None else (xs[best - 1], xs[n - best])
 
 
 def tokens_per_step_estimate(results: Sequence[RequestResult]) -> float | None:
@@ -120,24 +106,6 @@ def aggregate(
 
 #: below this median gap (ms) a stream is coalesced (many tokens per read), not paced per step
 BURST_ITL_MS = 0.05
-
-
-#: Slack on the bound speedup <= tokens per step (run-to-run noise of two arms measured apart).
-SPEEDUP_BOUND_SLACK = 0.10
-
-
-def exceeds_tokens_per_step(speedup: float | None, tokens_per_step: float | None) -> bool:
-    """Whether a measured speedup is physically impossible for its acceptance.
-
-    A speculative step does all a plain step does (the target's pass over each sequence) plus
-    the drafts and the extra verified positions, so it is never cheaper; it emits
-    `tokens_per_step` tokens per sequence against one. Speedup over plain decoding at the same
-    concurrency is therefore at most the tokens per step; beyond it (with SPEEDUP_BOUND_SLACK)
-    the baseline arm ran slower than plain decoding does (a stalled server, a disturbed host)
-    and the ratio measures that, not speculation. Unknown inputs are not judged (False)."""
-    if speedup is None or tokens_per_step is None or tokens_per_step < 1.0:
-        return False
-    return speedup > tokens_per_step * (1.0 + SPEEDUP_BOUND_SLACK)
 
 
 def compare(target: RunResult, baseline: RunResult) -> dict[str, object]:

@@ -37,9 +37,10 @@ from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.cli.main import add_set_argument
 
+from trnspec_tools.ab.order import round_order
+from trnspec_tools.ab.spread import median_interval
 from trnspec_tools.bench.bench import Arm, opened
 from trnspec_tools.bench.run import RunOptions, run_level
-from trnspec_tools.bench.stats import median_interval
 from trnspec_tools.bench.workload import (
     VOCABULARY,
     WorkloadError,
@@ -392,8 +393,7 @@ def compare_tools(
             asyncio.run(run_level(base_url, model, specs, concurrency, opts))
             reference.run(argv)
         for i in range(repeats):
-            steps = ("ours", "ref") if i % 2 == 0 else ("ref", "ours")
-            for step in steps:
+            for step in round_order(("ours", "ref"), i):
                 if step == "ours":
                     ours.append(
                         asyncio.run(run_level(base_url, model, specs, concurrency, opts)).to_json()
@@ -405,7 +405,10 @@ def compare_tools(
         "bench.py": ours_m,
         "vllm bench serve": ref_m,
         "repeats": {"bench.py": ours, "vllm bench serve": refs},
-        "order": ["bench.py first" if i % 2 == 0 else "vllm first" for i in range(repeats)],
+        "order": [
+            "bench.py first" if round_order(("ours", "ref"), i)[0] == "ours" else "vllm first"
+            for i in range(repeats)
+        ],
         "table": side_by_side(ours_m, ref_m),
         "pair_ratios": pair_ratios(ours, refs),
     }

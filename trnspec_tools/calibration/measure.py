@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from trnspec.boundary.text import printable
 
+from trnspec_tools.ab.order import measurement_steps
 from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.bench.run_result import RunResult
-from trnspec_tools.calibration.abba import Arm, schedule
-from trnspec_tools.calibration.summary import RoundRun
+from trnspec_tools.calibration.summary import ARMS, Arm, CalibrationRun
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.client.served_model import discover_model
 
@@ -71,27 +71,30 @@ async def measure(
     deadline_s: float | None = None,
     runner: Runner = _level_runner,
     log: Callable[[str], None] = print,
-) -> list[RoundRun]:
+) -> list[CalibrationRun]:
     """Every run of the calibration, in the order run. Past `deadline_s` (seconds from now) the
     remaining runs are recorded as failed ("not run: ...") instead of started."""
     start = time.monotonic()
-    out: list[RoundRun] = []
+    out: list[CalibrationRun] = []
     position: dict[int, int] = {}
-    for c, r, arm in schedule(tuple(levels), rounds):
+    for step in measurement_steps(ARMS, levels, rounds):
+        c, r, arm = step.level, step.round, step.arm
         pos = position.get(c, 0)
         position[c] = pos + 1
         if deadline_s is not None and time.monotonic() - start > deadline_s:
             why = f"not run: the deadline passed ({deadline_s:.0f} s were left for the rounds)"
-            out.append(RoundRun(arm, c, r, pos, None, why))
+            out.append(CalibrationRun(arm, c, r, pos, None, why))
             continue
         ep = arms[arm]
         try:
             result = await runner(ep.url, ep.model, specs, c, ep.options)
         except Exception as exc:  # any fault of one run is that arm's failure, with its reason
-            out.append(RoundRun(arm, c, r, pos, None, printable(f"{type(exc).__name__}: {exc}")))
+            out.append(
+                CalibrationRun(arm, c, r, pos, None, printable(f"{type(exc).__name__}: {exc}"))
+            )
             log(f"concurrency {c} round {r + 1} {arm}: failed ({type(exc).__name__})")
             continue
-        out.append(RoundRun(arm, c, r, pos, result))
+        out.append(CalibrationRun(arm, c, r, pos, result))
         req = result.requests
         log(
             f"concurrency {c} round {r + 1} {arm}: {req.output_tokens_per_s:.1f} tok/s, "

@@ -4,9 +4,10 @@ format `python -m trnspec.cli.calibrate --add FILE` and `plan-deploy --measured`
 Per level where both arms are ok: one baseline row from the plain arm, under the plain profile's
 conditions (its stack group by the stack-group rule), and one speculative row from the
 speculative arm, under its profile's conditions, pointing at that baseline. Each row is one real
-run, the level's median round by throughput (the lower of the middle two for an even count), not
-an average of rounds; its figures (p50 TPOT, throughput, acceptance from the server's counters)
-all come from that run. A level with a failed arm gives no row, and the reason is listed.
+run, the level's median round by throughput (trnspec_tools.ab.median_round), not an average of
+rounds; its figures (p50 TPOT, throughput, acceptance from the server's counters) all come from
+that run. A level without a verdict (a failed arm, or a round the A/B core could not pair, e.g.
+an arm that stopped early) gives no row, and the reason is listed.
 """
 
 from __future__ import annotations
@@ -16,25 +17,16 @@ from collections.abc import Sequence
 
 from trnspec.perf.published import Measurement
 
-from trnspec_tools.bench.run_result import ArmRun
-from trnspec_tools.calibration.abba import Arm
-from trnspec_tools.calibration.summary import RoundRun, Summary
+from trnspec_tools.ab.median_round import median_round
+from trnspec_tools.bench.run_result import ArmRun, RunResult
+from trnspec_tools.calibration.summary import Arm, CalibrationRun, Summary
 from trnspec_tools.tune import trn2_rows
 from trnspec_tools.tune.trn2_rows import Conditions, measured_rows
 
 
-def median_round(runs: Sequence[RoundRun]) -> RoundRun | None:
-    """The run at the (lower) median of the rounds' throughput."""
-    done = [r for r in runs if r.result is not None]
-    if not done:
-        return None
-    done.sort(key=lambda r: r.result.output_tokens_per_s if r.result else 0.0)
-    return done[(len(done) - 1) // 2]
-
-
 def calibration_rows(
     summary: Summary,
-    runs: Sequence[RoundRun],
+    runs: Sequence[CalibrationRun],
     plain: Conditions,
     speculative: Conditions,
     k: int,
@@ -44,18 +36,17 @@ def calibration_rows(
     skipped: list[str] = []
     baseline: dict[int, ArmRun] = {}
     spec: dict[int, ArmRun] = {}
-    ok = {(a.arm, a.concurrency) for a in summary.arms if a.status == "ok"}
     for verdict in summary.verdicts:
         c = verdict.concurrency
-        if ("plain", c) not in ok or ("speculative", c) not in ok:
-            skipped.append(f"concurrency {c}: an arm failed, no rows")
+        if verdict.verdict is None:
+            skipped.append(f"concurrency {c}: no verdict, no rows ({verdict.text})")
             continue
         for arm, into, label in (("plain", baseline, "baseline"), ("speculative", spec, "target")):
-            pick = median_round([r for r in runs if r.arm == arm and r.concurrency == c])
-            if pick is None or pick.result is None:
-                continue
+            results: list[RunResult] = [
+                r.result for r in runs if r.arm == arm and r.concurrency == c and r.result
+            ]
             url, model = endpoints[arm]
-            into[c] = ArmRun(arm=label, endpoint=url, model=model, result=pick.result)
+            into[c] = ArmRun(arm=label, endpoint=url, model=model, result=median_round(results))
     base_rows, base_skipped = measured_rows(plain, baseline, {})
     base_ids = {row.batch: row.id for row in base_rows}
     spec_all, spec_skipped = measured_rows(speculative, baseline, {k: spec})

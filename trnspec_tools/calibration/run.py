@@ -34,10 +34,9 @@ from trnspec.boundary.write import write_file
 from trnspec_tools.bench.run import RunOptions
 from trnspec_tools.bench.workload import WorkloadError
 from trnspec_tools.calibration import store
-from trnspec_tools.calibration.abba import ARMS, Arm
 from trnspec_tools.calibration.measure import ArmEndpoint, measure, wait_ready
 from trnspec_tools.calibration.prompts import DEFAULT_SET, load_prompts
-from trnspec_tools.calibration.summary import RoundRun, Summary, summarize
+from trnspec_tools.calibration.summary import ARMS, Arm, CalibrationRun, Summary, summarize
 
 PROG = "calibrate run"
 #: Files written (store.RESULT_FILES).
@@ -146,7 +145,7 @@ def calibration_document(
     opts: CalibrationOptions,
     run_stamp: str,
     models: dict[Arm, str],
-    runs: Sequence[RoundRun],
+    runs: Sequence[CalibrationRun],
     summary: Summary,
     rows_note: dict[str, object],
 ) -> dict[str, object]:
@@ -190,7 +189,7 @@ def calibration_document(
 def trn2_rows_text(
     opts: CalibrationOptions,
     summary: Summary,
-    runs: Sequence[RoundRun],
+    runs: Sequence[CalibrationRun],
     models: dict[Arm, str],
     run_stamp: str,
     input_len: int,

@@ -1,35 +1,37 @@
 """What the rounds of a calibration show: per arm and level the figures with their spread, the
 status (ok, or failed with the reason), and the verdict per level. Pure: runs in, typed out.
 
-- A figure's spread is over rounds: the median of the rounds' values and the lowest and highest
-  (each round's TPOT and ITL are that run's p50). With 4 rounds that is 4 values, not a
-  confidence interval: it is printed as what it is.
+- A figure's spread is over rounds (trnspec_tools.ab.spread: the median with the range of the
+  rounds, or the median's 90 % interval from 5 rounds on; each round's TPOT and ITL are that
+  run's p50).
 - An arm fails at a level when any of its rounds raised, lost a request or produced no output:
   then it has no figures at all, so a broken arm can never pass for a slow one, and the level
-  has no verdict ("failed", naming the arm and the reason).
-- Cost per 1M output tokens = the arm's hourly price / its output tokens per hour. Both arms run
-  on one chip each, so without prices the cost ratio is the inverse of the throughput ratio.
-- The verdict of a level compares the arms round by round (each round holds one run of each arm,
-  back to back): an arm is cheaper only if it is cheaper in every round; when the rounds
-  disagree, the level is "within the spread" (undecided: measure more rounds or prompts).
+  has no verdict (naming the arm and the reason).
+- Cost per 1M output tokens = the arm's hourly price / its output tokens per hour.
+- The verdict of a level is the A/B core's (trnspec_tools.ab.comparison): the rounds paired by
+  round number, each arm at its own price, decided on the cost ratio's interval.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from trnspec_tools.bench.run_result import RunResult
-from trnspec_tools.calibration.abba import ARMS, Arm
+from trnspec.plan.verdict import Verdict
 
+from trnspec_tools.ab.comparison import ArmRound, Comparison, Prices, compare
+from trnspec_tools.ab.spread import Spread, spread
+from trnspec_tools.bench.run_result import RunResult
+
+Arm = Literal["plain", "speculative"]
+#: the arms in the order of round 0 (trnspec_tools.ab.order reverses it in odd rounds)
+ARMS: tuple[Arm, Arm] = ("plain", "speculative")
 Status = Literal["ok", "failed"]
-Decision = Literal["speculative", "plain", "within-spread", "failed"]
 
 
 @dataclass(frozen=True)
-class RoundRun:
+class CalibrationRun:
     """One measured run of one arm in one round (result None when the run itself raised)."""
 
     arm: Arm
@@ -41,26 +43,12 @@ class RoundRun:
     error: str | None = None
 
 
-@dataclass(frozen=True)
-class OverRounds:
-    """A figure over rounds: median, lowest and highest, and every round's value in order."""
-
-    median: float
-    low: float
-    high: float
-    values: tuple[float, ...]
-
-    @classmethod
-    def of(cls, values: Sequence[float | None]) -> OverRounds | None:
-        """None when any round lacks the figure (a spread over some rounds would hide it)."""
-        if not values or any(v is None for v in values):
-            return None
-        vals = tuple(float(v) for v in values if v is not None)
-        return cls(statistics.median(vals), min(vals), max(vals), vals)
-
-    def to_json(self) -> dict[str, object]:
-        return {"median": self.median, "low": self.low, "high": self.high,
-                "rounds": list(self.values)}  # fmt: skip
+def over_rounds(values: Sequence[float | None]) -> Spread | None:
+    """A figure's spread over the rounds; None when any round lacks it (a spread over some
+    rounds would hide the round that could not be measured)."""
+    if not values or any(v is None for v in values):
+        return None
+    return spread([v for v in values if v is not None])
 
 
 @dataclass(frozen=True)
@@ -72,10 +60,10 @@ class ArmLevel:
     status: Status
     reason: str | None
     rounds: int
-    tpot_ms: OverRounds | None = None
-    itl_ms: OverRounds | None = None
-    output_tokens_per_s: OverRounds | None = None
-    cost_per_1m_output_tokens_usd: OverRounds | None = None
+    tpot_ms: Spread | None = None
+    itl_ms: Spread | None = None
+    output_tokens_per_s: Spread | None = None
+    cost_per_1m_output_tokens_usd: Spread | None = None
     #: pooled over the rounds' spec-decode counter deltas (None without server counters)
     acceptance_rate: float | None = None
     mean_accepted_length: float | None = None
@@ -83,7 +71,7 @@ class ArmLevel:
     acceptance_note: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        def spread(s: OverRounds | None) -> object:
+        def figure(s: Spread | None) -> object:
             return None if s is None else s.to_json()
 
         return {
@@ -92,10 +80,10 @@ class ArmLevel:
             "status": self.status,
             "reason": self.reason,
             "rounds": self.rounds,
-            "tpot_ms": spread(self.tpot_ms),
-            "itl_ms": spread(self.itl_ms),
-            "output_tokens_per_s": spread(self.output_tokens_per_s),
-            "cost_per_1m_output_tokens_usd": spread(self.cost_per_1m_output_tokens_usd),
+            "tpot_ms": figure(self.tpot_ms),
+            "itl_ms": figure(self.itl_ms),
+            "output_tokens_per_s": figure(self.output_tokens_per_s),
+            "cost_per_1m_output_tokens_usd": figure(self.cost_per_1m_output_tokens_usd),
             "acceptance_rate": self.acceptance_rate,
             "mean_accepted_length": self.mean_accepted_length,
             "k_used": self.k_used,
@@ -108,12 +96,19 @@ class LevelVerdict:
     """Which arm is cheaper per 1M output tokens at one concurrency, and how sure."""
 
     concurrency: int
-    decision: Decision
-    #: speculative / plain output throughput, per round
-    speedup: OverRounds | None
-    #: speculative / plain cost per 1M output tokens, per round (below 1: speculation cheaper)
-    cost_ratio: OverRounds | None
+    #: None: no verdict (an arm failed, or a round could not be paired)
+    verdict: Verdict | None
+    #: speculative / plain output throughput, per paired round
+    speedup: Spread | None
+    #: speculative / plain cost per 1M output tokens, per paired round (below 1: speculation
+    #: cheaper)
+    cost_ratio: Spread | None
     text: str
+
+    @property
+    def decision(self) -> str:
+        """The verdict's word, or "failed" when there is none (calibration.json's field)."""
+        return "failed" if self.verdict is None else self.verdict.value
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -125,7 +120,7 @@ class LevelVerdict:
         }
 
 
-def failure_reason(run: RoundRun) -> str | None:
+def failure_reason(run: CalibrationRun) -> str | None:
     """Why one run does not count as a measurement, or None when it does."""
     where = f"round {run.round + 1}"
     if run.result is None:
@@ -160,7 +155,7 @@ def _pooled_acceptance(
 
 
 def arm_level(
-    arm: Arm, concurrency: int, runs: Sequence[RoundRun], price_per_hour: float | None
+    arm: Arm, concurrency: int, runs: Sequence[CalibrationRun], price_per_hour: float | None
 ) -> ArmLevel:
     """The figures of one arm at one level from its rounds (in round order)."""
     runs = sorted(runs, key=lambda r: r.round)
@@ -178,12 +173,12 @@ def arm_level(
         "ok",
         None,
         len(runs),
-        tpot_ms=OverRounds.of([r.requests.tpot_ms.p50 for r in results]),
-        itl_ms=OverRounds.of([r.requests.itl_ms.p50 for r in results]),
-        output_tokens_per_s=OverRounds.of(tps),
+        tpot_ms=over_rounds([r.requests.tpot_ms.p50 for r in results]),
+        itl_ms=over_rounds([r.requests.itl_ms.p50 for r in results]),
+        output_tokens_per_s=over_rounds(tps),
         cost_per_1m_output_tokens_usd=None
         if price_per_hour is None
-        else OverRounds.of([price_per_hour / (t * 3600.0) * 1e6 for t in tps]),
+        else over_rounds([price_per_hour / (t * 3600.0) * 1e6 for t in tps]),
         acceptance_rate=rate,
         mean_accepted_length=length,
         k_used=k,
@@ -191,57 +186,71 @@ def arm_level(
     )
 
 
-def _fmt(s: OverRounds, unit: str = "", digits: int = 2) -> str:
-    return f"{s.median:.{digits}f}{unit} (rounds {s.low:.{digits}f}-{s.high:.{digits}f})"
+def _fmt(s: Spread, unit: str = "", digits: int = 2) -> str:
+    return f"{s.median:.{digits}f}{unit} ({s.method} {s.low:.{digits}f}-{s.high:.{digits}f})"
+
+
+def arm_rounds(runs: Sequence[CalibrationRun]) -> list[ArmRound]:
+    """An arm's runs at one level as the A/B core pairs them (by their round number)."""
+    out = []
+    for r in runs:
+        result = r.result
+        out.append(
+            ArmRound(
+                r.round,
+                None if result is None else result.requests.output_tokens_per_s,
+                None if result is None else result.requests.output_tokens,
+                failure_reason(r),
+                None if result is None else result.acceptance.mean_accepted_length,
+            )
+        )
+    return out
+
+
+#: what each verdict says of a level
+HEADS = {
+    Verdict.SPECULATION: "speculation is cheaper",
+    Verdict.PLAIN: "plain is cheaper",
+    Verdict.UNDECIDED: "undecided: measure more rounds or prompts",
+}
 
 
 def level_verdict(
     plain: ArmLevel,
     speculative: ArmLevel,
-    plain_runs: Sequence[RoundRun],
-    speculative_runs: Sequence[RoundRun],
+    plain_runs: Sequence[CalibrationRun],
+    speculative_runs: Sequence[CalibrationRun],
     prices: Mapping[Arm, float | None],
 ) -> LevelVerdict:
-    """The verdict of one level from both arms' rounds (paired by round)."""
+    """The verdict of one level from both arms' rounds (trnspec_tools.ab.comparison)."""
     c = plain.concurrency
     failed = [a for a in (plain, speculative) if a.status == "failed"]
     if failed:
         text = "; ".join(f"{a.arm} arm failed ({a.reason})" for a in failed)
-        return LevelVerdict(c, "failed", None, None, f"concurrency {c}: no verdict: {text}")
-    by_round = {r.round: r for r in plain_runs}
-    pairs = [
-        (by_round[s.round].result, s.result)
-        for s in sorted(speculative_runs, key=lambda r: r.round)
-        if s.round in by_round
-    ]
-    ratios = [s.output_tokens_per_s / p.output_tokens_per_s for p, s in pairs if p and s]
-    price_p, price_s = prices.get("plain"), prices.get("speculative")
-    price_ratio = price_s / price_p if price_p and price_s else 1.0
-    speedup = OverRounds.of(ratios)
-    cost_ratio = OverRounds.of([price_ratio / r for r in ratios])
-    if speedup is None or cost_ratio is None:
-        return LevelVerdict(c, "failed", None, None, f"concurrency {c}: no paired rounds")
-    basis = (
-        f"cost per 1M output tokens speculative/plain {_fmt(cost_ratio, 'x')}, "
-        f"throughput speculative/plain {_fmt(speedup, 'x')}"
+        return LevelVerdict(c, None, None, None, f"concurrency {c}: no verdict: {text}")
+    cmp = compare(
+        arm_rounds(plain_runs),
+        arm_rounds(speculative_runs),
+        Prices(prices.get("plain"), prices.get("speculative")),
     )
-    if plain.cost_per_1m_output_tokens_usd and speculative.cost_per_1m_output_tokens_usd:
-        basis += (
-            f"; ${speculative.cost_per_1m_output_tokens_usd.median:.4g} vs "
-            f"${plain.cost_per_1m_output_tokens_usd.median:.4g} per 1M"
-        )
-    elif price_ratio == 1.0:
+    return LevelVerdict(
+        c, cmp.verdict, cmp.speedup, cmp.cost_ratio, _text(c, cmp, plain, speculative)
+    )
+
+
+def _text(c: int, cmp: Comparison, plain: ArmLevel, speculative: ArmLevel) -> str:
+    if cmp.verdict is None or cmp.speedup is None or cmp.cost_ratio is None:
+        return f"concurrency {c}: no verdict: {cmp.reason}"
+    basis = (
+        f"cost per 1M output tokens speculative/plain {_fmt(cmp.cost_ratio, 'x')}, "
+        f"throughput speculative/plain {_fmt(cmp.speedup, 'x')}"
+    )
+    p_cost, s_cost = plain.cost_per_1m_output_tokens_usd, speculative.cost_per_1m_output_tokens_usd
+    if p_cost and s_cost:
+        basis += f"; ${s_cost.median:.4g} vs ${p_cost.median:.4g} per 1M"
+    elif cmp.price_ratio == 1.0:
         basis += " (same hardware per arm: one chip each)"
-    if cost_ratio.high < 1.0:
-        decision: Decision = "speculative"
-        head = "speculative is cheaper in every round"
-    elif cost_ratio.low > 1.0:
-        decision = "plain"
-        head = "plain is cheaper in every round"
-    else:
-        decision = "within-spread"
-        head = "undecided: the rounds disagree (within the spread; measure more)"
-    return LevelVerdict(c, decision, speedup, cost_ratio, f"concurrency {c}: {head}: {basis}")
+    return f"concurrency {c}: {HEADS[cmp.verdict]}: {basis}; {cmp.reason}"
 
 
 @dataclass(frozen=True)
@@ -253,22 +262,22 @@ class Summary:
 
     def overall(self) -> str:
         """One line: at which loads which arm is cheaper."""
+        labels: dict[Verdict | None, str] = {
+            Verdict.SPECULATION: "speculation is cheaper per 1M output tokens",
+            Verdict.PLAIN: "plain is cheaper per 1M output tokens",
+            Verdict.UNDECIDED: "undecided (within the spread)",
+            None: "no verdict (an arm failed)",
+        }
         parts = []
-        for decision in ("speculative", "plain", "within-spread", "failed"):
-            levels = [str(v.concurrency) for v in self.verdicts if v.decision == decision]
+        for verdict, label in labels.items():
+            levels = [str(v.concurrency) for v in self.verdicts if v.verdict is verdict]
             if levels:
-                label = {
-                    "speculative": "speculation is cheaper per 1M output tokens",
-                    "plain": "plain is cheaper per 1M output tokens",
-                    "within-spread": "undecided (within the spread)",
-                    "failed": "no verdict (an arm failed)",
-                }[decision]
                 parts.append(f"{label} at concurrency {', '.join(levels)}")
         return "; ".join(parts) or "nothing measured"
 
 
 def summarize(
-    runs: Sequence[RoundRun], levels: Sequence[int], prices: Mapping[Arm, float | None]
+    runs: Sequence[CalibrationRun], levels: Sequence[int], prices: Mapping[Arm, float | None]
 ) -> Summary:
     """The summary of a whole calibration."""
     arms: list[ArmLevel] = []

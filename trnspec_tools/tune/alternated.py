@@ -26,10 +26,12 @@ from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.problems import ABSENT
 
+from trnspec_tools.ab.comparison import compare
+from trnspec_tools.ab.median_round import median_round
+from trnspec_tools.ab.order import round_order, step_index
 from trnspec_tools.bench.bench import Arm, opened, served_model
 from trnspec_tools.bench.json_fields import Fields
 from trnspec_tools.bench.options import UsageError
-from trnspec_tools.bench.rounds import median_round
 from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.bench.run_result import ArmRun, RunResult
 from trnspec_tools.client.metrics import MAX_POSITIONS
@@ -60,18 +62,20 @@ class SweepRuns:
     cats: Categories
 
     def versus_plain(self) -> VersusPlain:
-        """Each window's ratio to plain per level: its rounds, else its run over the baseline."""
+        """Each window's comparison with plain per level: its rounds, else its one run against the
+        baseline's (one round: no verdict)."""
         if self.rounds:
             return VersusPlain.of_rounds(self.rounds)
-        ratios = {
-            k: {
-                c: arm.result.output_tokens_per_s / self.baseline[c].result.output_tokens_per_s
-                for c, arm in by_c.items()
-                if c in self.baseline and self.baseline[c].result.output_tokens_per_s > 0
+        return VersusPlain(
+            {
+                k: {
+                    c: compare([self.baseline[c].result.as_round(0)], [arm.result.as_round(0)])
+                    for c, arm in by_c.items()
+                    if c in self.baseline
+                }
+                for k, by_c in self.runs.items()
             }
-            for k, by_c in self.runs.items()
-        }
-        return VersusPlain.of_ratios(ratios)
+        )
 
     def rounds_json(self) -> dict[str, object]:
         return {
@@ -136,22 +140,28 @@ class _Served:
 
 
 async def alternate(
-    plain: _Served, window: _Served, specs: list[RequestSpec], c: int, rounds: int, log: Log
+    plain: _Served,
+    window: _Served,
+    specs: list[RequestSpec],
+    level: tuple[int, int],
+    rounds: int,
+    log: Log,
 ) -> tuple[list[RoundPair], list[RunResult], list[RunResult]]:
-    """`rounds` back-to-back pairs in ABBA order: the pairs, the plain runs, the window runs."""
+    """`rounds` back-to-back pairs in ABBA order at level (index, concurrency): the pairs, the
+    plain runs, the window runs."""
+    i, c = level
     pairs, plain_runs, window_runs = [], [], []
     for r in range(rounds):
         log(f"plain and k={window.opts.num_speculative_tokens} at c={c}, round {r + 1}/{rounds}")
-        plain_first = r % 2 == 0
-        if plain_first:
-            p = await plain.run(specs, c, window)
-            x = await window.run(specs, c, plain)
-        else:
-            x = await window.run(specs, c, plain)
-            p = await plain.run(specs, c, window)
+        ran: dict[str, RunResult] = {}
+        order = round_order(("plain", "window"), step_index(i, rounds, r))
+        for arm in order:
+            this, other = (plain, window) if arm == "plain" else (window, plain)
+            ran[arm] = await this.run(specs, c, other)
+        p, x = ran["plain"], ran["window"]
         plain_runs.append(p)
         window_runs.append(x)
-        pairs.append(RoundPair.measured(plain_first, RoundRun.of(p), RoundRun.of(x)))
+        pairs.append(RoundPair.measured(order[0] == "plain", RoundRun.of(p), RoundRun.of(x)))
     return pairs, plain_runs, window_runs
 
 
@@ -174,8 +184,9 @@ async def measure_all(
         for k, arm in sorted(arms.items()):
             with opened(arm) as live:
                 window = await _Served.of(live, options, k)
-                for c in options.levels:
-                    pairs, p, x = await alternate(plain, window, specs, c, options.rounds, log)
+                for i, c in enumerate(options.levels):
+                    level = (i, c)
+                    pairs, p, x = await alternate(plain, window, specs, level, options.rounds, log)
                     plain_runs.setdefault(c, []).extend(p)
                     rounds.setdefault(k, {})[c] = pairs
                     runs.setdefault(k, {})[c] = ArmRun(

@@ -30,7 +30,7 @@ from trnspec.perf.step_time import (
     step_cost,
 )
 
-from trnspec_tools.bench.stats import exceeds_tokens_per_step
+from trnspec_tools.ab.comparison import exceeds_tokens_per_step
 from trnspec_tools.tune.window_fit import (
     expected_tokens_per_step,
     precompile_set,

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass
 
 from trnspec.boundary.problems import ABSENT
 
+from trnspec_tools.ab.comparison import compare
+from trnspec_tools.ab.spread import Spread
 from trnspec_tools.bench.options import UsageError
 from trnspec_tools.bench.run_result import RunResult
-from trnspec_tools.bench.spread import Spread
-from trnspec_tools.bench.stats import exceeds_tokens_per_step
 from trnspec_tools.tune.versus_plain import VersusPlain
 from trnspec_tools.tune.window_fit import (
     FittedModel,
@@ -53,7 +53,9 @@ class KRow:
 
     def to_json(self) -> dict[str, object]:
         out = asdict(self)
-        out["ratio_to_plain"] = None if self.ratio_to_plain is None else asdict(self.ratio_to_plain)
+        out["ratio_to_plain"] = (
+            None if self.ratio_to_plain is None else self.ratio_to_plain.to_json()
+        )
         out["slower_than_plain_at"] = list(self.slower_than_plain_at)
         return out
 
@@ -127,12 +129,9 @@ def k_measurement(k: int, run: RunResult, measured_speedup: float) -> KMeasureme
 
 
 def single_round(baseline: RunResult, runs: Mapping[int, RunResult], level: int) -> VersusPlain:
-    """The ratio to plain of runs measured once each (no alternation, no spread)."""
-    base = baseline.output_tokens_per_s
-    if base <= 0:
-        return VersusPlain({})
-    return VersusPlain.of_ratios(
-        {k: {level: r.output_tokens_per_s / base} for k, r in runs.items()}
+    """The comparison with plain of runs measured once each (one round: no spread, no verdict)."""
+    return VersusPlain(
+        {k: {level: compare([baseline.as_round(0)], [r.as_round(0)])} for k, r in runs.items()}
     )
 
 
@@ -149,13 +148,10 @@ def analyse(
     versus = versus or single_round(baseline, runs, level)
 
     def speedup(k: int) -> float | None:
-        """k's measured speedup; absent when not measured against plain or above its tokens
-        per step (the baseline ran slow: bench.stats.exceeds_tokens_per_step)."""
+        """k's measured speedup; absent when not measured against plain or when a round could
+        not be paired (e.g. above its tokens per step: trnspec_tools.ab.comparison)."""
         s = versus.at(k, level)
-        if s is None or k not in runs:
-            return None
-        mal = runs[k].acceptance.mean_accepted_length
-        return None if exceeds_tokens_per_step(s.median, mal) else s.median
+        return None if s is None or k not in runs else s.median
 
     speedups = {k: speedup(k) for k in runs}
     measurements = [
@@ -191,7 +187,7 @@ def _row(
         predicted_speedup=model.predicted_speedup(k),
         predicted_tokens_per_step=model.tokens_per_step(k),
         measured_speedup=measured,
-        implausible=r is not None and versus.at(k, level) is not None and measured is None,
+        implausible=r is not None and versus.implausible(k, level),
         output_tokens_per_s=r.output_tokens_per_s if r else None,
         mean_accepted_length=r.acceptance.mean_accepted_length if r else None,
         acceptance_rate=r.acceptance.acceptance_rate if r else None,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 
 from trnspec.boundary.errors import BoundaryError
 
+from trnspec_tools.ab.comparison import ArmRound
 from trnspec_tools.bench.json_fields import Fields
 from trnspec_tools.bench.run_result import AcceptanceFigures, RequestFigures, RunResult
 
@@ -60,6 +61,18 @@ class RoundRun:
     @property
     def k_used(self) -> float | None:
         return self.acceptance.k_used
+
+    def as_round(self, round_index: int) -> ArmRound:
+        """This run as round `round_index` of an A/B comparison (trnspec_tools.ab)."""
+        return ArmRound.of_run(
+            round_index,
+            self.output_tokens_per_s,
+            self.output_tokens,
+            self.completed,
+            self.num_requests,
+            self.errors,
+            self.acceptance.mean_accepted_length,
+        )
 
     def to_json(self) -> dict[str, object]:
         figures = {

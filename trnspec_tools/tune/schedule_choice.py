@@ -23,8 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trnspec.config.k_schedule import schedule_text
+from trnspec.plan.verdict import Verdict
 
-from trnspec_tools.bench.spread import Spread, spread
+from trnspec_tools.ab.comparison import Comparison
+from trnspec_tools.ab.spread import Spread
 
 Band = tuple[int, int, int]
 
@@ -71,7 +73,7 @@ def scheduled(bands: Sequence[Band]) -> Candidate:
     return Candidate(f"schedule {schedule_text(merged)}", schedule=tuple(merged))
 
 
-EXACT = Spread(1.0, 1.0, 1.0, 0, "the reference")
+EXACT = Spread(1.0, 1.0, 1.0, (), "the reference", 1.0)
 
 
 def level_bands(levels: Sequence[int], max_num_seqs: int) -> list[tuple[int, int]]:
@@ -103,12 +105,17 @@ def merge_bands(bands: Sequence[Band]) -> list[Band]:
     return out
 
 
-#: ratios[candidate name][level] = one ratio per alternated round
-Ratios = Mapping[str, Mapping[int, Sequence[float]]]
+#: comparisons[candidate name][level]: the A/B core's comparison with plain at that level
+Comparisons = Mapping[str, Mapping[int, Comparison]]
 
 
-def spreads(ratios: Ratios) -> dict[str, dict[int, Spread]]:
-    return {name: {c: spread(r) for c, r in by_c.items() if r} for name, by_c in ratios.items()}
+def spreads(comparisons: Comparisons) -> dict[str, dict[int, Spread]]:
+    """Each candidate's ratio to plain per level (levels with a round that could not be paired
+    have none)."""
+    return {
+        name: {c: cmp.speedup for c, cmp in by_c.items() if cmp.speedup is not None}
+        for name, by_c in comparisons.items()
+    }
 
 
 def best_static_per_level(
@@ -250,11 +257,12 @@ class ZeroBand:
     batches: tuple[int, int]
     concurrency: int
     spread: Spread
+    verdict: Verdict | None
 
     @property
     def loses(self) -> bool:
-        """Slower than plain by its median: such a schedule is never recommended."""
-        return self.spread.median < 1.0
+        """The A/B verdict there is plain: such a schedule is never recommended."""
+        return self.verdict is Verdict.PLAIN
 
     def note(self) -> str:
         lo, hi = self.batches
@@ -270,20 +278,20 @@ class ZeroBand:
 
 
 def zero_bands(
-    measured: Mapping[str, Mapping[int, Spread]],
+    comparisons: Comparisons,
     candidates: Sequence[Candidate],
     levels: Sequence[int],
     max_num_seqs: int,
 ) -> list[ZeroBand]:
-    """Every measured level that a schedule runs at k=0, with its ratio to plain."""
+    """Every measured level that a schedule runs at k=0, with its comparison with plain."""
     out = []
     bands = dict(zip(sorted(set(levels)), level_bands(levels, max_num_seqs), strict=True))
     for cand in candidates:
         for c, (lo, hi) in bands.items():
             ks = {k for a, b, k in cand.schedule if a <= hi and b >= lo}
-            s = measured.get(cand.name, {}).get(c)
-            if ks == {0} and s is not None:
-                out.append(ZeroBand(cand.name, (lo, hi), c, s))
+            cmp = comparisons.get(cand.name, {}).get(c)
+            if ks == {0} and cmp is not None and cmp.speedup is not None:
+                out.append(ZeroBand(cand.name, (lo, hi), c, cmp.speedup, cmp.verdict))
     return out
 
 

@@ -10,11 +10,10 @@ the plot are schedule_report.py's.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from trnspec_tools.bench.spread import Spread
+from trnspec_tools.ab.spread import Spread
 from trnspec_tools.tune.round_run import RoundPair
 from trnspec_tools.tune.schedule_choice import (
     PLAIN,
@@ -102,8 +101,8 @@ class Recommendation:
 def level_json(entry: LevelChoice) -> dict[str, object]:
     return {
         "best": entry.best,
-        "best_ratio_to_plain": dataclasses.asdict(entry.best_spread),
-        "chosen_ratio_to_plain": dataclasses.asdict(entry.chosen_spread),
+        "best_ratio_to_plain": entry.best_spread.to_json(),
+        "chosen_ratio_to_plain": entry.chosen_spread.to_json(),
         "chosen_over_best": entry.chosen_over_best,
     }
 
@@ -150,8 +149,7 @@ class ScheduleResult:
             "candidates": {c.name: {"overrides": c.overrides()} for c in self.candidates},
             "plain_tokens_per_s": {str(c): v for c, v in self.plain_tokens_per_s.items()},
             "spreads": {
-                m.name: {str(c): dataclasses.asdict(s) for c, s in m.spreads.items()}
-                for m in self.measured
+                m.name: {str(c): s.to_json() for c, s in m.spreads.items()} for m in self.measured
             },
             "k_used": {m.name: {str(c): v for c, v in m.k_used.items()} for m in self.measured},
             "zero_band_notes": [z.note() for z in self.zero_bands],

@@ -37,10 +37,12 @@ from trnspec.boundary.problems import ABSENT
 from trnspec.boundary.write import moved_lines, write_outputs
 from trnspec.config.serving import apply_overrides, load_profile
 
+from trnspec_tools.ab.comparison import Comparison
+from trnspec_tools.ab.order import round_order, step_index
+from trnspec_tools.ab.spread import Spread
 from trnspec_tools.bench.json_fields import Fields
 from trnspec_tools.bench.options import UsageError
 from trnspec_tools.bench.run import RunOptions, run_level
-from trnspec_tools.bench.spread import Spread
 from trnspec_tools.client.request_spec import RequestSpec
 from trnspec_tools.local_engine.local_server import LocalServer
 from trnspec_tools.local_engine.paused import paused
@@ -66,6 +68,7 @@ from trnspec_tools.tune.schedule_result import (
     ScheduleWorkload,
 )
 from trnspec_tools.tune.tune_options import TuneOptions
+from trnspec_tools.tune.versus_plain import rounds_comparison
 
 #: The alternated rounds of one candidate, by concurrency level.
 Rounds = dict[int, list[RoundPair]]
@@ -97,26 +100,25 @@ async def alternate(
 ) -> Rounds:
     """Per level, `rounds` back-to-back pairs in ABBA order; each pair's ratio and both runs."""
     out: Rounds = {}
-    for c in levels:
+    for i, c in enumerate(levels):
         level_specs = prompts_for_level(specs, c)
         pairs = []
         for r in range(rounds):
-            plain_first = r % 2 == 0
             if log:
                 log(f"c={c} round {r + 1}/{rounds}")
-            if plain_first:
-                p = await _measure(plain, cand, level_specs, c, opts)
-                x = await _measure(cand, plain, level_specs, c, opts)
-            else:
-                x = await _measure(cand, plain, level_specs, c, opts)
-                p = await _measure(plain, cand, level_specs, c, opts)
-            pairs.append(RoundPair.measured(plain_first, p, x))
+            ran: dict[str, RoundRun] = {}
+            order = round_order(("plain", "candidate"), step_index(i, rounds, r))
+            for arm in order:
+                this, other = (plain, cand) if arm == "plain" else (cand, plain)
+                ran[arm] = await _measure(this, other, level_specs, c, opts)
+            pairs.append(RoundPair.measured(order[0] == "plain", ran["plain"], ran["candidate"]))
         out[c] = pairs
     return out
 
 
-def ratios_of(rounds: Rounds) -> dict[int, list[float]]:
-    return {c: [p.ratio for p in pairs if p.ratio is not None] for c, pairs in rounds.items()}
+def comparisons_of(rounds: Rounds) -> dict[int, Comparison]:
+    """The A/B core's comparison with plain at each level (plain is the reference)."""
+    return {c: rounds_comparison(pairs) for c, pairs in rounds.items() if pairs}
 
 
 def k_used_of(rounds: Rounds) -> dict[int, float | None]:
@@ -135,8 +137,9 @@ def analyse(
     max_num_seqs: int,
 ) -> tuple[dict[str, dict[int, Spread]], Choice, list[ZeroBand]]:
     """Spreads, the choice (schedules with a losing k=0 band left out) and the k=0 verdicts."""
-    measured = spreads({name: ratios_of(r) for name, r in rounds_by_cand.items()})
-    zeros = zero_bands(measured, candidates, levels, max_num_seqs)
+    comparisons = {name: comparisons_of(r) for name, r in rounds_by_cand.items()}
+    measured = spreads(comparisons)
+    zeros = zero_bands(comparisons, candidates, levels, max_num_seqs)
     losers = {z.candidate for z in zeros if z.loses}
     eligible = [c for c in candidates if c.name not in losers]
     return measured, choose(measured, eligible, levels), zeros
@@ -259,7 +262,7 @@ def measure_all(sweep: Sweep, statics: Sequence[Candidate], found: Measurements)
 
         for cand in statics:
             measure(cand)
-        static_spreads = spreads({n: ratios_of(r) for n, r in found.rounds.items()})
+        static_spreads = spreads({n: comparisons_of(r) for n, r in found.rounds.items()})
         for cand in schedule_candidates(static_spreads, statics, sweep.levels, sweep.max_num_seqs):
             found.candidates.append(cand)
             measure(cand)

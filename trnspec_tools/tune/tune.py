@@ -47,7 +47,7 @@ from trnspec.cli.main import add_set_argument
 from trnspec.config.serving import ConfigError
 from trnspec.perf.step_time import decode_context_tokens
 
-from trnspec_tools.bench.arm_order import MAX_ROUNDS
+from trnspec_tools.ab.order import MAX_ROUNDS
 from trnspec_tools.bench.categories import category_groups, sample_groups
 from trnspec_tools.bench.options import UsageError
 from trnspec_tools.bench.workload import WorkloadError

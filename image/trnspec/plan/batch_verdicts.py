@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from trnspec.plan.decision import Verdict, speedup_edges
+from trnspec.plan.decision import speedup_edges
+from trnspec.plan.verdict import Verdict
 
 
 class Point(Protocol):

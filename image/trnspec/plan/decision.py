@@ -22,16 +22,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 
 from trnspec.plan.deploy_plan import ProfilePlan, Variant, rank
-
-
-class Verdict(Enum):
-    SPECULATION = "speculation"
-    PLAIN = "plain"
-    UNDECIDED = "undecided"
-
+from trnspec.plan.verdict import Verdict
 
 #: What the plan says when the model cannot tell.
 UNDECIDED_TEXT = "undecided at this confidence: measure"

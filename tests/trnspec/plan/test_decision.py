@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from trnspec.plan.decision import UNDECIDED_TEXT, Verdict, decide
+from trnspec.plan.decision import UNDECIDED_TEXT, decide
 from trnspec.plan.deploy_plan import ProfilePlan, Variant
 from trnspec.plan.document import calibration_section, concurrency_levels, plan_document
+from trnspec.plan.verdict import Verdict
 
 
 def _variant(cost: float, error: float | None, *, spec: bool, speedup: float = 1.0) -> Variant:
@@ -137,3 +138,28 @@ def test_the_plain_twin_serves_the_speculative_arms_target() -> None:
 @pytest.mark.parametrize(("top", "levels"), [(1, [1]), (4, [1, 2, 4]), (6, [1, 2, 4, 6])])
 def test_calibration_levels_run_from_one_stream_up_to_max_num_seqs(top, levels) -> None:
     assert concurrency_levels(top) == levels
+
+
+def test_speculation_cheaper_at_every_edge_but_slower_at_some_batch_with_bands_against_it_is_undecided():
+    """Costs alone would say speculation (5 x 1.1 < 8 x 0.9), but its smallest speedup over
+    plain, 1.05x, falls to 0.86x with both bands against it: a confident plan must be faster
+    than plain at every batch at the band edges, so the plan measures."""
+    spec = _variant(5.0, 0.10, spec=True, speedup=1.05)
+    plain = _variant(8.0, 0.10, spec=False)
+    d = decide(_plans(spec, plain))
+    assert d is not None and d.verdict is Verdict.UNDECIDED and d.calibrate
+    sure = decide(_plans(replace(spec, min_speedup=1.3), plain))
+    assert sure is not None and sure.verdict is Verdict.SPECULATION
+
+
+@pytest.mark.parametrize(("spec_seqs", "twin_seqs"), [(8, 4), (4, 8)])
+def test_a_calibration_measures_up_to_the_smaller_max_num_seqs_of_its_two_arms(
+    spec_seqs, twin_seqs
+) -> None:
+    """Both arms must take every level: an arm never runs a batch above its max_num_seqs."""
+    spec = replace(_variant(9.0, 0.12, spec=True, speedup=0.65), max_num_seqs=spec_seqs)
+    twin = replace(_variant(6.0, None, spec=False), max_num_seqs=twin_seqs)
+    d = decide(_plans(spec, twin))
+    assert d is not None and d.calibrate
+    section = calibration_section(d, 256)
+    assert section is not None and section["concurrency"] == [1, 2, 4]

@@ -1,35 +1,53 @@
-"""bench --rounds: a level's speedup is the median of its rounds' paired ratios, with their
-range; a figure one round could not give is not given for the level; one round is the pair."""
+"""bench --rounds: a level's speedup and verdict are the A/B core's over its rounds (the median
+of the paired ratios, with their interval); a figure one round could not give is not given for
+the level; one round is the pair."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from made_runs import made_run
+from trnspec.plan.verdict import Verdict
 
-from trnspec_tools.bench.rounds import PAIRED_FIGURES, combined, median_round, median_runs
-from trnspec_tools.bench.run_result import AcceptanceFigures, ArmRun
+from trnspec_tools.ab import comparison as ab
+from trnspec_tools.bench.rounds import PAIRED_FIGURES, combined, median_runs
+from trnspec_tools.bench.run_result import AcceptanceFigures, ArmRun, RunResult
 from trnspec_tools.bench.stats import compare
 
+Pair = tuple[RunResult, RunResult]
 
-def _pair(target_tps: float, baseline_tps: float, **latency: float) -> dict[str, object]:
-    return compare(
+
+def _pair(target_tps: float, baseline_tps: float, **latency: float) -> Pair:
+    return (
         made_run(output_tokens_per_s=target_tps, **latency),
         made_run(output_tokens_per_s=baseline_tps, **latency),
     )
 
 
+def level_of(pairs: list[Pair]) -> dict[str, object]:
+    """What bench writes for a level measured in these rounds (target, baseline)."""
+    return combined(
+        [compare(t, b) for t, b in pairs],
+        ab.compare(
+            [b.as_round(i) for i, (_, b) in enumerate(pairs)],
+            [t.as_round(i) for i, (t, _) in enumerate(pairs)],
+        ),
+    )
+
+
 def test_one_round_is_the_pairs_own_comparison():
     pair = _pair(150.0, 100.0, itl_p50=10.0)
-    assert combined([pair]) == pair
+    assert level_of([pair]) == {**compare(*pair), "verdict": Verdict.UNDECIDED.value}
 
 
 def test_the_speedup_is_the_median_of_the_paired_ratios_not_the_ratio_of_medians():
     # target 300, 100, 200 against baseline 100, 100, 400: paired ratios 3.0, 1.0, 0.5;
     # the ratio of the arms' medians would be 200 / 100 = 2.0
     rounds = [_pair(300, 100), _pair(100, 100), _pair(200, 400)]
-    level = combined(rounds)
+    level = level_of(rounds)
     assert level["speedup_output_tokens_per_s"] == pytest.approx(1.0)
     assert level["speedup_rounds"] == pytest.approx([3.0, 1.0, 0.5])
     assert (level["speedup_low"], level["speedup_high"]) == pytest.approx((0.5, 3.0))
@@ -37,26 +55,26 @@ def test_the_speedup_is_the_median_of_the_paired_ratios_not_the_ratio_of_medians
 
 
 def test_a_range_that_holds_one_says_the_arms_are_not_told_apart():
-    level = combined([_pair(110, 100), _pair(95, 100)])
+    level = level_of([_pair(110, 100), _pair(95, 100)])
     assert level["note"] == (
         "the speedup's min-max of the rounds (0.95-1.10) holds 1.0: at this level the target is"
         " not told apart from the baseline; measure more rounds"
     )
-    assert "note" not in combined([_pair(110, 100), _pair(120, 100)])
+    assert "note" not in level_of([_pair(110, 100), _pair(120, 100)])
     # a round at exactly 1.0 is a round without a speedup: the range holds 1.0 at either end
-    assert "not told apart" in str(combined([_pair(100, 100), _pair(120, 100)])["note"])
-    assert "not told apart" in str(combined([_pair(80, 100), _pair(100, 100)])["note"])
+    assert "not told apart" in str(level_of([_pair(100, 100), _pair(120, 100)])["note"])
+    assert "not told apart" in str(level_of([_pair(80, 100), _pair(100, 100)])["note"])
 
 
 def test_five_rounds_give_the_interval_of_the_median():
-    level = combined([_pair(100 + i, 100) for i in range(1, 6)])
+    level = level_of([_pair(100 + i, 100) for i in range(1, 6)])
     assert level["speedup_interval"] == "90% CI of the median"
 
 
 def test_a_speedup_one_round_lacks_is_not_given_for_the_level():
     """A round whose baseline produced nothing has no ratio: the level's median over the other
     rounds would hide it, so the level gives none, and every round's value is shown."""
-    level = combined([_pair(150, 100), _pair(150, 0)])
+    level = level_of([_pair(150, 100), _pair(150, 0)])
     assert level["speedup_output_tokens_per_s"] is None
     assert level["speedup_rounds"] == [1.5, None]
     assert "speedup_low" not in level
@@ -65,28 +83,28 @@ def test_a_speedup_one_round_lacks_is_not_given_for_the_level():
 def test_a_round_whose_speedup_the_acceptance_cannot_explain_leaves_the_level_without_one():
     """stats.compare refuses a speedup above the target's tokens per step (a stalled baseline):
     the level says which round it was, with the refused values, and gives no speedup."""
-    stalled = compare(
+    stalled = (
         made_run(output_tokens_per_s=1034.0, acceptance=AcceptanceFigures(mean_accepted_length=2)),
         made_run(output_tokens_per_s=262.7),
     )
-    level = combined([_pair(150, 100), stalled])
+    level = level_of([_pair(150, 100), stalled])
     assert level["speedup_output_tokens_per_s"] is None
     assert level["implausible_speedup"] == [None, pytest.approx(1034.0 / 262.7)]
     assert str(level["note"]).startswith("round 2: measured speedup 3.94x exceeds the 2.00")
-    assert "implausible_speedup" not in combined([_pair(150, 100), _pair(140, 100)])
+    assert "implausible_speedup" not in level_of([_pair(150, 100), _pair(140, 100)])
 
 
 def test_no_rounds_is_an_error_not_a_figure():
     with pytest.raises(ValueError, match=r"^no rounds measured$"):
-        combined([])
+        level_of([])
 
 
 def test_a_rounds_note_is_kept_with_its_round_number():
     bursty = _pair(300, 400, itl_p50=0.01, tpot_p50=0.1)
-    level = combined([_pair(300, 200, itl_p50=6.0, tpot_p50=4.0), bursty])
+    level = level_of([_pair(300, 200, itl_p50=6.0, tpot_p50=4.0), bursty])
     assert level["itl_p50_change"] is None
     assert "round 2: " in str(level["note"]) and "round 1: " not in str(level["note"])
-    both = combined([bursty, _pair(110, 100), bursty])
+    both = level_of([bursty, _pair(110, 100), bursty])
     notes = str(both["note"]).split("; ")
     assert [n[:9] for n in notes if n.startswith("round")] == ["round 1: ", "round 3: "]
     assert notes[0].startswith("the speedup's min-max")
@@ -95,24 +113,15 @@ def test_a_rounds_note_is_kept_with_its_round_number():
 @given(st.lists(st.tuples(st.floats(1, 1e4), st.floats(1, 1e4)), min_size=2, max_size=9))
 def test_every_paired_figure_lies_within_its_rounds(pairs):
     rounds = [_pair(t, b, ttft_p50=t, e2e_p50=b) for t, b in pairs]
-    level = combined(rounds)
+    level = level_of(rounds)
     for key in PAIRED_FIGURES:
-        values = [r[key] for r in rounds]
+        values = [compare(*r)[key] for r in rounds]
         if all(isinstance(v, float) for v in values):
             assert min(values) <= level[key] <= max(values)
 
 
 def _arm_run(tps: float) -> ArmRun:
     return ArmRun("target", "http://x", "m", made_run(output_tokens_per_s=tps))
-
-
-def test_the_median_round_is_the_middle_throughput_and_the_lower_of_an_even_count():
-    assert median_round([_arm_run(v) for v in (300, 100, 200)]).result.output_tokens_per_s == 200
-    assert (
-        median_round([_arm_run(v) for v in (400, 100, 300, 200)]).result.output_tokens_per_s == 200
-    )
-    with pytest.raises(ValueError, match=r"^no rounds measured$"):
-        median_round([])
 
 
 def test_each_arm_is_listed_by_its_median_round_level_by_level_whatever_order_the_rounds_ran():
@@ -125,3 +134,27 @@ def test_each_arm_is_listed_by_its_median_round_level_by_level_whatever_order_th
     }
     listed = median_runs(rounds, [1, 8], ["target", "baseline"])
     assert [r.result.output_tokens_per_s for r in listed] == [200, 20, 800, 60]
+
+
+def test_the_level_carries_the_ab_verdict_of_its_rounds():
+    assert level_of([_pair(150, 100), _pair(160, 100)])["verdict"] == "speculation"
+    assert level_of([_pair(50, 100), _pair(60, 100)])["verdict"] == "plain"
+    assert level_of([_pair(150, 100), _pair(90, 100)])["verdict"] == "undecided"
+    assert level_of([_pair(150, 100), _pair(150, 0)])["verdict"] is None
+
+
+def test_a_round_with_failed_requests_gives_no_speedup_for_the_level():
+    """A round whose target lost a request is not a measurement of the target's speed."""
+    lost = made_run(output_tokens_per_s=300.0)
+    lost = RunResult(
+        dataclasses.replace(lost.requests, completed=0, errors={"total": 1, "http 500": 1}),
+        lost.acceptance,
+        None,
+        None,
+        None,
+        1,
+        None,
+    )
+    level = level_of([_pair(150, 100), (lost, made_run(output_tokens_per_s=100.0))])
+    assert level["speedup_output_tokens_per_s"] is None and level["verdict"] is None
+    assert "round 2: the candidate run does not count" in str(level["note"])

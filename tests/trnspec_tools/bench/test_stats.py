@@ -111,34 +111,6 @@ def test_compare_omits_per_token_changes_against_a_bursty_stream_and_says_why():
     assert "baseline streamed in bursts" in c["note"]
 
 
-def test_median_interval_is_the_order_statistics_with_the_asked_coverage():
-    from trnspec_tools.bench.stats import median_interval
-
-    # n=8: (x_(2), x_(7)) covers 1 - 2*9/256 = 93 %; (x_(3), x_(6)) only 71 %.
-    assert median_interval([8, 1, 7, 2, 6, 3, 5, 4], 0.9) == (2, 7)
-    # n=10 at 0.9: (x_(3), x_(8)) covers 89 % < 90 %, so (x_(2), x_(9)) at 97.9 %.
-    assert median_interval(list(range(1, 11)), 0.9) == (2, 9)
-    assert median_interval(list(range(1, 11)), 0.85) == (3, 8)
-
-
-def test_median_interval_needs_enough_values_for_the_coverage():
-    from trnspec_tools.bench.stats import median_interval
-
-    assert median_interval([1.0, 2.0, 3.0, 4.0], 0.9) is None  # best is (x1, x4): 87.5 %
-    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0], 0.9) == (1.0, 5.0)  # 93.75 %
-    assert median_interval([], 0.9) is None
-
-
-def test_a_speedup_above_the_tokens_per_step_is_impossible():
-    from trnspec_tools.bench.stats import exceeds_tokens_per_step
-
-    # a speculative step is never cheaper than a plain one: speedup <= tokens per step
-    assert not exceeds_tokens_per_step(1.9, 4.7)
-    assert not exceeds_tokens_per_step(4.9, 4.7)  # within the 10 % slack for noise
-    assert exceeds_tokens_per_step(3.94, 1.99)  # make tune, c=8, k=1, baseline stalled
-    assert not exceeds_tokens_per_step(None, 2.0) and not exceeds_tokens_per_step(3.0, None)
-
-
 def test_compare_omits_a_speedup_the_acceptance_cannot_explain_and_says_why():
     from trnspec_tools.bench.stats import compare
 

@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import math
 import statistics
-from math import comb
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from made_runs import made_run
 
+from trnspec_tools.ab.comparison import SPEEDUP_BOUND_SLACK, exceeds_tokens_per_step
 from trnspec_tools.bench.run_result import AcceptanceFigures
 from trnspec_tools.bench.stats import (
-    SPEEDUP_BOUND_SLACK,
     Slo,
     aggregate,
     compare,
-    exceeds_tokens_per_step,
-    median_interval,
     tokens_per_step_estimate,
 )
 from trnspec_tools.client.bench_client import RequestResult
@@ -99,24 +96,6 @@ def test_goodput_counts_requests_meeting_every_objective_over_the_window():
     assert (fig.goodput.good_requests, fig.goodput.fraction) == (1, 1 / 3)
     assert fig.goodput.requests_per_s == 0.5
     assert aggregate([fast], 1.0, Slo()).goodput is None
-
-
-def _coverage(n: int, j: int) -> float:
-    return 1.0 - 2.0 * sum(comb(n, i) for i in range(j)) / 2**n
-
-
-@SETTINGS
-@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=40))
-def test_the_median_interval_holds_the_median_with_the_tightest_sufficient_coverage(values):
-    got = median_interval(values, 0.9)
-    xs, n = sorted(values), len(values)
-    if got is None:
-        assert all(_coverage(n, j) < 0.9 for j in range(1, n // 2 + 1))
-        return
-    low, high = got
-    assert low <= statistics.median(xs) <= high
-    tightest = max(j for j in range(1, n // 2 + 1) if _coverage(n, j) >= 0.9)
-    assert (low, high) == (xs[tightest - 1], xs[n - tightest])
 
 
 @SETTINGS
@@ -212,18 +191,6 @@ def test_a_single_token_request_is_still_held_to_its_other_objectives():
     single = RequestResult(ttft_s=0.01, e2e_s=2.0, output_tokens=1)  # no TPOT
     assert not Slo(tpot_ms=10.0, e2e_ms=1000.0).met_by(single)
     assert Slo(tpot_ms=10.0, e2e_ms=3000.0).met_by(single)
-
-
-@pytest.mark.parametrize("n", [5, 10, 40, 100])
-def test_the_median_interval_takes_the_tightest_order_statistics_at_the_default_90_percent(n):
-    values = list(range(n))
-    tightest = max(j for j in range(1, n // 2 + 1) if _coverage(n, j) >= 0.9)
-    assert median_interval(values) == (tightest - 1, n - tightest)
-
-
-def test_a_coverage_exactly_at_the_asked_confidence_is_enough():
-    # n=5, (x_(1), x_(5)): 1 - 2/32 = 0.9375 exactly
-    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0], 0.9375) == (1.0, 5.0)
 
 
 def test_a_speedup_exactly_at_the_bound_is_possible():

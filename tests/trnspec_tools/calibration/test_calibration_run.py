@@ -12,9 +12,9 @@ import pytest
 import yaml
 from fake_openai_server import running
 
+from trnspec_tools.ab.order import measurement_steps
 from trnspec_tools.bench.run import RunOptions
 from trnspec_tools.calibration import run as calibrate_run
-from trnspec_tools.calibration.abba import schedule
 from trnspec_tools.calibration.measure import ArmEndpoint, measure
 from trnspec_tools.tune.trn2_rows import conditions_for
 
@@ -69,11 +69,11 @@ def test_the_run_reports_the_servers_known_timing_acceptance_and_verdict(tmp_pat
         # the quickest round shows the server's timing; a slow round moves only the median
         assert close(r["tpot_ms"]["low"], expected), (arm, r["tpot_ms"])
         assert r["tpot_ms"]["low"] <= r["tpot_ms"]["median"] <= r["tpot_ms"]["high"]
-        assert len(r["tpot_ms"]["rounds"]) == 2
+        assert r["tpot_ms"]["rounds"] == len(r["tpot_ms"]["values"]) == 2
         # cost = price / tokens per hour, round by round
         for tps, cost in zip(
-            r["output_tokens_per_s"]["rounds"],
-            r["cost_per_1m_output_tokens_usd"]["rounds"],
+            r["output_tokens_per_s"]["values"],
+            r["cost_per_1m_output_tokens_usd"]["values"],
             strict=True,
         ):
             assert cost == pytest.approx(2.235 / (tps * 3600) * 1e6)
@@ -86,7 +86,7 @@ def test_the_run_reports_the_servers_known_timing_acceptance_and_verdict(tmp_pat
     # Speculation decodes 11 tokens in 4 steps instead of 11: cheaper in every round.
     verdicts = {v["concurrency"]: v for v in doc["verdicts"]}
     for c in (1, 2):
-        assert verdicts[c]["decision"] == "speculative", verdicts[c]["text"]
+        assert verdicts[c]["decision"] == "speculation", verdicts[c]["text"]
         assert verdicts[c]["cost_ratio"]["high"] < 1.0 < verdicts[c]["speedup"]["low"]
     assert "speculation is cheaper per 1M output tokens at concurrency 1, 2" in doc["verdict"]
     rows = yaml.safe_load((tmp_path / "trn2_rows.yaml").read_text())["measurements"]
@@ -128,7 +128,9 @@ def test_a_broken_arm_is_reported_as_failed_never_as_slow(tmp_path: Path) -> Non
 
 
 def test_arms_alternate_abba_within_every_level() -> None:
-    assert schedule((1, 4), 4) == [
+    assert [
+        (s.level, s.round, s.arm) for s in measurement_steps(("plain", "speculative"), (1, 4), 4)
+    ] == [
         (c, r, arm)
         for c in (1, 4)
         for r, pair in enumerate([("plain", "speculative"), ("speculative", "plain")] * 2)

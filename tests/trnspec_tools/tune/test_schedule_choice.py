@@ -8,6 +8,7 @@ import pytest
 from trnspec.checks.all_checks import check
 from trnspec.config.serving import apply_overrides, load_profile
 
+from trnspec_tools.ab.comparison import ArmRound, Comparison, compare
 from trnspec_tools.tune.schedule_choice import (
     PLAIN,
     Candidate,
@@ -39,8 +40,23 @@ def test_adjacent_bands_with_one_k_are_merged():
     assert merge_bands([(9, 32, 2), (1, 1, 4), (2, 8, 2)]) == [(1, 1, 4), (2, 32, 2)]
 
 
+def _compared(ratios: list[float]) -> Comparison:
+    """The A/B comparison of rounds whose candidate ran `ratios` times plain's 100 tok/s."""
+    return compare(
+        [ArmRound(i, 100.0, 1000) for i in range(len(ratios))],
+        [ArmRound(i, 100.0 * r, 1000) for i, r in enumerate(ratios)],
+    )
+
+
+def _comparisons(table: dict[str, list[list[float]]]):
+    return {
+        name: {c: _compared(r) for c, r in zip(LEVELS, rows, strict=True)}
+        for name, rows in table.items()
+    }
+
+
 def _measured(table: dict[str, list[list[float]]]):
-    return spreads({name: dict(zip(LEVELS, rows, strict=True)) for name, rows in table.items()})
+    return spreads(_comparisons(table))
 
 
 def test_schedule_candidates_take_the_best_static_k_per_band():
@@ -121,11 +137,11 @@ def test_plain_is_recommended_when_no_speculation_beats_it_anywhere():
 
 def test_a_k0_band_slower_than_plain_is_reported_as_losing():
     sched = scheduled([(1, 1, 4), (2, 8, 2), (9, 32, 0)])
-    measured = _measured({sched.name: [[1.6, 1.6], [1.2, 1.2], [0.83, 0.85]]})
+    measured = _comparisons({sched.name: [[1.6, 1.6], [1.2, 1.2], [0.83, 0.85]]})
     [zero] = zero_bands(measured, [sched], LEVELS, 32)
     assert zero.loses and zero.batches == (9, 32) and zero.concurrency == 32
     assert "loses to a server without speculation" in zero.note()
-    fine = _measured({sched.name: [[1.6, 1.6], [1.2, 1.2], [0.99, 1.03]]})
+    fine = _comparisons({sched.name: [[1.6, 1.6], [1.2, 1.2], [0.99, 1.03]]})
     assert not zero_bands(fine, [sched], LEVELS, 32)[0].loses
 
 

@@ -18,9 +18,8 @@ def test_the_table_gives_every_candidate_at_every_level_its_ratio_spread_and_k_u
         "| plain (tok/s) | 1.00x (100 tok/s) | 1.00x (400 tok/s) | 1.00x (800 tok/s) |",
         "| k=2 | 1.30x [1.25-1.35], k 2.00 | 1.20x [1.15-1.25], k 2.00"
         " | 1.05x [1.00-1.10], k 2.00 |",
-        # the round with errors at c=32 has no ratio: two rounds remain
         "| k=4 | 1.60x [1.50-1.70], k 3.50 | 1.10x [1.05-1.15], k 3.50"
-        " | 0.93x [0.90-0.95], k 3.50 |",
+        " | 0.92x [0.90-0.95], k 3.50 |",
         # no counters, no k used
         f"| {SCHEDULE} | 1.58x [1.55-1.60] | 1.21x [1.20-1.22] | 1.04x [1.03-1.06] |",
         f"| {ZERO_SCHEDULE} | 1.57x [1.56-1.59], k 2.50 | 1.20x [1.19-1.21], k 2.50"
@@ -29,8 +28,12 @@ def test_the_table_gives_every_candidate_at_every_level_its_ratio_spread_and_k_u
     assert "- bands (batches per level): [[1, 1], [2, 8], [9, 32]]" in lines
 
 
-def test_a_level_without_a_clean_round_is_a_dash_and_left_out_of_the_plot(tmp_path):
-    failed = {**RATIOS, "k=4": {**RATIOS["k=4"], 32: (None, None, None)}}
+def test_a_level_with_a_round_that_could_not_be_paired_is_a_dash_and_left_out_of_the_plot(
+    tmp_path,
+):
+    """One round with errors at c=32: a spread over the other two would hide it (the A/B
+    core gives the level no ratio)."""
+    failed = {**RATIOS, "k=4": {**RATIOS["k=4"], 32: (0.9, None, 0.95)}}
     result = analysed(tmp_path, failed)
     [row] = [line for line in markdown(result).splitlines() if line.startswith("| k=4 ")]
     assert row.endswith("| 1.10x [1.05-1.15], k 3.50 | - |")
@@ -103,7 +106,7 @@ def test_the_plot_draws_each_candidate_s_median_and_spread_per_level_the_recomme
     assert list(drawn) == ["k=2", "k=4", SCHEDULE, ZERO_SCHEDULE]
     line = drawn["k=4"].lines[0]
     assert list(line.get_xdata()) == [1, 8, 32]
-    assert list(line.get_ydata()) == pytest.approx([1.6, 1.1, 0.925])
+    assert list(line.get_ydata()) == pytest.approx([1.6, 1.1, 0.92])
     widths = {name: c.lines[0].get_linewidth() for name, c in drawn.items()}
     assert widths == {"k=2": 1.0, "k=4": 1.0, SCHEDULE: 2.2, ZERO_SCHEDULE: 1.0}
     # the bars span each spread, lopsided where the rounds are

@@ -11,8 +11,10 @@ from made_runs import deltas, made_run
 
 from trnspec_tools.bench.run_result import AcceptanceFigures, ArmRun, RunResult
 from trnspec_tools.tune.k_sweep import analyse
+from trnspec_tools.tune.round_run import RoundPair, RoundRun
 from trnspec_tools.tune.tune import check_override, main
 from trnspec_tools.tune.tune_options import parse_endpoints
+from trnspec_tools.tune.versus_plain import VersusPlain
 from trnspec_tools.tune.window_fit import expected_tokens_per_step
 
 
@@ -33,6 +35,22 @@ def model_runs(alpha: float, c: float, ks: list[int], base_tps: float = 100.0):
     return baseline, runs
 
 
+def twice(baseline: RunResult, runs: dict[int, RunResult]) -> VersusPlain:
+    """Each run alternated with the baseline in two identical rounds (one round decides
+    nothing: trnspec_tools.ab.comparison)."""
+    return VersusPlain.of_rounds(
+        {
+            k: {
+                baseline.concurrency: [
+                    RoundPair.measured(i == 0, RoundRun.of(baseline), RoundRun.of(r))
+                    for i in range(2)
+                ]
+            }
+            for k, r in runs.items()
+        }
+    )
+
+
 def at_tps(run: RunResult, tps: float) -> RunResult:
     """The run with another measured output throughput."""
     return dataclasses.replace(
@@ -43,7 +61,7 @@ def at_tps(run: RunResult, tps: float) -> RunResult:
 def test_analysis_recommends_the_hand_computed_k_and_its_precompile_neighbours():
     # a = 0.6, c = 0.2: speedups 1.333, 1.400, 1.360 for k = 1, 2, 3 -> k = 2
     baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
-    a = analyse(baseline, runs, k_max=7)
+    a = analyse(baseline, runs, k_max=7, versus=twice(baseline, runs))
     assert a.recommendation.k == 2
     assert a.recommendation.precompile == (1, 2, 3)
     assert a.recommendation.best_measured_k == 2
@@ -57,7 +75,7 @@ def test_analysis_recommends_the_hand_computed_k_and_its_precompile_neighbours()
 
 def test_analysis_may_recommend_an_unmeasured_k_and_says_so():
     baseline, runs = model_runs(0.9, 0.02, [1, 2])
-    rec = analyse(baseline, runs, k_max=7).recommendation
+    rec = analyse(baseline, runs, k_max=7, versus=twice(baseline, runs)).recommendation
     assert rec.k > 2 and rec.measured is False
 
 
@@ -180,7 +198,7 @@ def test_remote_mode_needs_a_baseline(tmp_path, capsys):
 def test_a_measured_k_that_beats_the_model_is_preferred_over_the_prediction():
     baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
     runs[3] = at_tps(runs[3], 150.0)  # 1.5x measured, the model says 1.36x
-    rec = analyse(baseline, runs, k_max=7).recommendation
+    rec = analyse(baseline, runs, k_max=7, versus=twice(baseline, runs)).recommendation
     assert rec.k == 3 and rec.measured and rec.expected_speedup == pytest.approx(1.5)
     assert rec.best_measured_k == 3
 
@@ -463,7 +481,7 @@ def test_per_category_sweep_against_fake_servers_reports_acceptance_per_category
 def test_a_speedup_above_its_tokens_per_step_is_left_out_of_the_fit_and_the_table():
     baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
     runs[1] = at_tps(runs[1], 400.0)  # 4x from a window of 1 (at most 2 tokens per step)
-    a = analyse(baseline, runs, k_max=7)
+    a = analyse(baseline, runs, k_max=7, versus=twice(baseline, runs))
     row1 = next(r for r in a.rows if r.k == 1)
     assert row1.measured_speedup is None and row1.implausible is True
     assert a.recommendation.k == 2  # from the plausible runs, as without k=1
@@ -563,3 +581,12 @@ def test_runs_keyed_by_a_non_canonical_or_huge_window_are_refused_in_one_line(
     argv = ["--from-json", str(earlier), "--concurrency", "1", "--out", str(tmp_path / "t.json")]
     err = _one_line_refusal(capsys, argv)
     assert "window k" in err and len(err) < 400
+
+
+def test_one_round_per_window_decides_nothing_and_says_so():
+    """Without alternated rounds each run against the baseline is one round: it fits the model
+    but recommends no window (one round bounds nothing)."""
+    baseline, runs = model_runs(0.6, 0.2, [1, 2, 3])
+    a = analyse(baseline, runs, k_max=7)
+    assert a.recommendation.k == 0
+    assert a.model.alpha == pytest.approx(0.6, abs=1e-6)

@@ -1,0 +1,90 @@
+"""One question, one answer: the same rounds fed to every tool that asks "is the speculative arm
+cheaper than plain here?" (bench --rounds, tune, tune --schedule, the calibration, the demo) give
+the same verdict, because each asks the one A/B core (trnspec_tools.ab.comparison)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from made_runs import made_run
+from trnspec.plan.verdict import Verdict
+
+from trnspec_tools.bench import bench
+from trnspec_tools.bench.run_result import ArmRun, RunResult
+from trnspec_tools.calibration.summary import CalibrationRun, summarize
+from trnspec_tools.demo import sweep_rows
+from trnspec_tools.tune.round_run import RoundPair, RoundRun
+from trnspec_tools.tune.schedule_tune import comparisons_of
+from trnspec_tools.tune.versus_plain import VersusPlain
+
+C, K = 4, 3
+tps = st.floats(10.0, 1000.0)
+#: (plain tok/s, speculative tok/s, whether the speculative run lost a request) per round
+lost = st.integers(0, 9).map(lambda x: x == 0)
+rounds_st = st.lists(st.tuples(tps, tps, lost), min_size=1, max_size=9)
+
+
+def _run(tokens_per_s: float, lost: bool) -> RunResult:
+    run = made_run(output_tokens_per_s=tokens_per_s, concurrency=C)
+    if not lost:
+        return run
+    req = dataclasses.replace(run.requests, completed=0, errors={"total": 1, "http 500": 1})
+    return dataclasses.replace(run, requests=req)
+
+
+def answers(rounds: list[tuple[float, float, bool]]) -> dict[str, Verdict | None]:
+    """Each tool's verdict at the level for the same rounds (plain, speculative, lost)."""
+    plain = [_run(p, False) for p, _, _ in rounds]
+    spec = [_run(s, lost) for _, s, lost in rounds]
+    pairs = [
+        RoundPair.measured(i % 2 == 0, RoundRun.of(p), RoundRun.of(s))
+        for i, (p, s) in enumerate(zip(plain, spec, strict=True))
+    ]
+    measured = {
+        ("target", C): [ArmRun("target", "u", "m", r) for r in spec],
+        ("baseline", C): [ArmRun("baseline", "u", "m", r) for r in plain],
+    }
+    [bench_level] = bench._comparison(measured, [C])
+    calibration = summarize(
+        [CalibrationRun("plain", C, i, 2 * i, r) for i, r in enumerate(plain)]
+        + [CalibrationRun("speculative", C, i, 2 * i + 1, r) for i, r in enumerate(spec)],
+        [C],
+        {"plain": None, "speculative": None},
+    )
+    [demo_row] = sweep_rows({C: pairs})
+
+    def word(value: object) -> Verdict | None:
+        return None if value is None else Verdict(value)
+
+    return {
+        "bench": word(bench_level["verdict"]),
+        "tune": VersusPlain.of_rounds({K: {C: pairs}}).verdict(K, C),
+        "tune --schedule": comparisons_of({C: pairs})[C].verdict,
+        "demo": word(demo_row["verdict"]),
+        "calibration": calibration.verdicts[0].verdict,
+    }
+
+
+@settings(max_examples=60, deadline=None)
+@given(rounds_st)
+def test_the_same_rounds_get_the_same_verdict_from_every_tool(rounds):
+    got = answers(rounds)
+    assert len(set(got.values())) == 1, got
+
+
+def test_the_tools_agree_where_the_old_rules_disagreed():
+    """Eight rounds, one disturbed: calibration's old rule ("cheaper in every round") said
+    undecided, tune's (the low end of the median's 90 % interval) said speculation."""
+    rounds = [(100.0, 150.0, False)] * 7 + [(100.0, 80.0, False)]
+    assert set(answers(rounds).values()) == {Verdict.SPECULATION}
+
+
+def test_a_round_with_a_lost_request_leaves_every_tool_without_a_verdict():
+    rounds = [(100.0, 150.0, False), (100.0, 150.0, True), (100.0, 150.0, False)]
+    assert set(answers(rounds).values()) == {None}
+
+
+def test_one_round_is_undecided_everywhere():
+    assert set(answers([(100.0, 300.0, False)]).values()) == {Verdict.UNDECIDED}
