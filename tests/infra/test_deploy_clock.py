@@ -72,7 +72,8 @@ RULES = {
         "an InterceptorRoute holds a request while no replica is ready for timeouts.readiness, "
         "then sends it to coldStart.fallback; timeouts.responseHeader bounds the wait for the "
         "upstream's response headers (504 past it)",
-        "kedacore/http-add-on 0.15.0, InterceptorRoute v1beta1 CRD and interceptor docs",
+        "kedacore/http-add-on InterceptorRoute v1beta1 CRD and interceptor docs (read at 0.15.0; "
+        "0.16.0, the pinned chart, keeps these fields)",
     ),
     "openai-client": Rule(
         "openai-python retries 408/409/429/5xx DEFAULT_MAX_RETRIES = 2 times, honours Retry-After "

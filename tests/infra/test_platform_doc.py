@@ -10,8 +10,11 @@ from pathlib import Path
 from platform_synth import ADMIN
 
 from infra.app.composition import check_profile
+from infra.contracts import MAX_HELM_TIMEOUT_MINUTES
+from infra.platform.addons.pins import KEDA_HTTP_CHART
 from infra.serving.manifests.autoscaling import scale_up_pods_per_period, time_to_peak_seconds
 from infra.serving.manifests.server import startup_budget_seconds
+from infra.settings.models import AddonSettings
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "platform.md").read_text()
 DEFAULT = check_profile("default", ADMIN).workload
@@ -41,3 +44,32 @@ def test_every_npx_cdk_block_silences_the_node_banner_first() -> None:
     for block in with_cdk:
         silenced = block.find("export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=")
         assert 0 <= silenced < block.find("npx cdk"), block
+
+
+WORKLOAD_DOC = (Path(__file__).resolve().parents[2] / "docs" / "workload.md").read_text()
+
+
+def test_the_helm_wait_quoted_is_the_one_the_settings_allow() -> None:
+    """The reference row and the add-on section give the default and ceiling the settings hold
+    (13 minutes since the Helm wait must end before the kubectl Lambda's 900 s)."""
+    default = AddonSettings().helm_timeout_minutes
+    assert default == MAX_HELM_TIMEOUT_MINUTES
+    (row,) = re.findall(r"^\| `helm_timeout_minutes` \| int \| (\d+) \| 5 to (\d+):", DOC, re.M)
+    assert row == (str(default), str(MAX_HELM_TIMEOUT_MINUTES))
+    assert f"(default and maximum {MAX_HELM_TIMEOUT_MINUTES}: the kubectl provider" in DOC
+    assert f"at most about {MAX_HELM_TIMEOUT_MINUTES}\nminutes per release" in DOC
+
+
+def test_every_http_add_on_version_named_is_the_pinned_one() -> None:
+    named = re.findall(r"`keda-add-ons-http` (\d+\.\d+\.\d+)", DOC)
+    assert named and set(named) == {KEDA_HTTP_CHART.version}
+
+
+def test_the_compile_cache_is_described_as_the_bucket_keeps_it() -> None:
+    """Current compile-cache entries never expire (the retention is for old versions), and
+    serving pods, the calibration's arm among them, refill the cache after a miss."""
+    (row,) = [r for r in WORKLOAD_DOC.splitlines() if r.startswith("| `compile_cache_retention")]
+    assert "replaced or deleted" in row and "current entries never expire" in row
+    assert "not rewritten for this long expire" not in WORKLOAD_DOC
+    assert "its graphs are not cached" not in DOC
+    assert "the serve role cannot (least privilege)" not in WORKLOAD_DOC

@@ -5,8 +5,9 @@ that measures both (`serving.calibration`, infra/settings/calibration.py).
   profile, named `<name>-spec`): its own ConfigMap, Deployment, ClusterIP Service and
   NetworkPolicy, exactly as the main ones are built, and a weights Job for the models only it
   needs (a drafter). Its pods run as the main workload's service accounts (serve, weights): same
-  permissions, no new role. It compiles on its own start (no precompile Job: the serve role
-  reads the cache, so its graphs are not cached).
+  permissions, no new role. It compiles on its own start (no precompile Job) and, like any
+  serving pod after a miss, publishes its graphs to compile-cache/ (the serve role may write
+  there), so the next calibration of the same arm loads them.
 - The arm runs only while a calibration Job's pod does: its ScaledObject (KEDA's
   kubernetes-workload scaler, which counts the pods of a selector that have not Succeeded or
   Failed) holds CALIBRATION_ARM_REPLICAS while the Job's pod is Pending or Running and 0 after

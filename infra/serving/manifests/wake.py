@@ -3,7 +3,7 @@ the serving Service, so a request at zero replicas wakes the workload and waits 
 503 with Retry-After, never a refused connection.
 
 What it adds (only with `serving.scale_to_zero`):
-- an InterceptorRoute (http.keda.sh/v1beta1, KEDA HTTP add-on 0.15): requests whose Host is the
+- an InterceptorRoute (http.keda.sh/v1beta1, KEDA HTTP add-on 0.16.0): requests whose Host is the
   wake Service's name go to the serving Service; while no replica is ready they are held up to
   `wake.hold_seconds` and then sent to the busy responder (mode hold), or answered 503 at once
   (mode reply, the route's cold-start placeholder);

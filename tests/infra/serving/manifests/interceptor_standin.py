@@ -1,7 +1,9 @@
 """A stand-in for the KEDA HTTP add-on's interceptor, a scaler and the cluster behind them, on
 127.0.0.1, for the wake path's local end-to-end test. It is NOT the real interceptor (a Go binary
 that needs a cluster); it reproduces the protocol of release 0.15.0 as its code reads
-(kedacore/http-add-on v0.15.0, interceptor/proxy.go builds the chain):
+(kedacore/http-add-on v0.15.0, interceptor/proxy.go builds the chain). The pinned release is
+0.16.0 (infra/platform/addons/pins.py: InterceptorRoute stays v1beta1, only fields the workload
+does not set are added); 0.16.0's request path was not re-read for this stand-in:
 
 - routing (pkg/routing/table.go): the request's Host, port stripped, picks the route; no route
   is 404;

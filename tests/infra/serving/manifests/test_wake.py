@@ -4,8 +4,8 @@ talk to whom with the interceptor in the path.
 
 The interceptor and scaler pods' labels are written here from the chart's templates (kedacore/
 charts http-add-on 0.15.0: templates/interceptor/deployment.yaml, templates/scaler/deployment.yaml
-and the matchLabels/labels helpers in templates/_helpers.tpl), not from infra.contracts, so a
-wrong label in the contract is caught.
+and the matchLabels/labels helpers in templates/_helpers.tpl; the version labels are the pinned
+chart's, 0.16.0), not from infra.contracts, so a wrong label in the contract is caught.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from netpol_model import Cluster, Pod
 from workload_cases import build, by_kind
 
 from infra.platform.addons.keda_http.network_policy import interceptor_policy
+from infra.platform.addons.pins import KEDA_HTTP_CHART
 from infra.serving.manifests.wake import busy_name, wake_service_name
 
 NS = "trnspec"
@@ -29,8 +30,8 @@ _CHART_LABELS = {
     "app.kubernetes.io/part-of": "keda-add-ons-http",
     "app.kubernetes.io/managed-by": "Helm",
     "app.kubernetes.io/instance": "http-add-on",
-    "app.kubernetes.io/version": "0.15.0",
-    "helm.sh/chart": "keda-add-ons-http-0.15.0",
+    "app.kubernetes.io/version": KEDA_HTTP_CHART.version,
+    "helm.sh/chart": f"keda-add-ons-http-{KEDA_HTTP_CHART.version}",
 }
 INTERCEPTOR_LABELS = {**_CHART_LABELS, "app.kubernetes.io/component": "interceptor"}
 SCALER_LABELS = {**_CHART_LABELS, "app.kubernetes.io/component": "scaler"}

@@ -1,6 +1,7 @@
 """The wake path end to end on 127.0.0.1: a client calls the wake Service's host name while the
 workload has no replica; a stand-in of the KEDA HTTP add-on's interceptor (interceptor_standin:
-NOT the real Go interceptor, which needs a cluster; its protocol as release 0.15.0's code reads)
+NOT the real Go interceptor, which needs a cluster; its protocol as release 0.15.0's code reads,
+where 0.16.0 is pinned)
 holds the request, a stand-in scaler starts an OpenAI-compatible server on the first counted
 request, and the held request is answered. Past the bound the route's fallback, the rendered
 nginx responder's 503 with Retry-After, answers. The route and the responder come from the
