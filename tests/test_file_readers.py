@@ -18,7 +18,7 @@ from trnspec.boundary.files import nesting, read_json, read_yaml
 from trnspec.boundary.json_io import MAX_DEPTH
 from trnspec.boundary.problems import InputError
 from trnspec.cli.calibrate import read_rows_file
-from trnspec.cli.plan_deploy import tune_report_alpha
+from trnspec.plan.readers.evidence import tune_report_alpha
 
 SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -23,7 +23,7 @@ from infra.settings.plan_figures import PLAN_FIGURES_FIELD, PlanFigures, read_pl
 #: The key that names a plan file, in the serving section or as a dotted override.
 PLAN_KEY = "plan"
 PLAN_OVERRIDE = f"serving.{PLAN_KEY}"
-#: What `trnspec plan-deploy` writes (trnspec.cli.plan_deploy.PLAN_KIND).
+#: What `trnspec plan-deploy` writes (trnspec.plan.document.PLAN_KIND).
 PLAN_KIND = "trnspec-deployment-plan"
 #: The serving fields a plan sets.
 PLAN_FIELDS = frozenset(

@@ -1,5 +1,5 @@
 """Outside evidence is read bounded and refused in one line naming the flag: a rows file at a path
-or in S3 (moto), and an HTTP API's base URL (trnspec.plan.fetch)."""
+or in S3 (moto), and an HTTP API's base URL (trnspec.plan.readers.fetch)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.user_input import MAX_INPUT_BYTES
-from trnspec.plan.fetch import http_url, read_rows_text
+from trnspec.plan.readers.fetch import http_url, read_rows_text
 
 
 def test_a_local_rows_file_is_read(tmp_path: Path) -> None:
