@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -33,14 +34,20 @@ from trnspec_tools.client.retry_rule import DEFAULT_RETRY_AFTER_CAP_S, retry_del
 
 Api = Literal["completions", "chat"]
 
-#: error kinds, as counted in the report
+#: error kinds, as counted in the report: a TLS failure (tls_certificate: the server's
+#: certificate was refused; tls: the handshake failed otherwise, e.g. https:// to a plain HTTP
+#: port) and a 404 (the path does not exist there) are told apart from other connection
+#: failures and 4xx answers, and are not retried (the same request would fail the same way)
 ERROR_KINDS = (
     "http_5xx",
     "http_429",
+    "http_404",
     "http_4xx",
     "stream_error",
     "dropped_stream",
     "timeout",
+    "tls_certificate",
+    "tls",
     "connect",
     "bad_response",
 )
@@ -205,7 +212,16 @@ async def _stream_once(
         async with client.opened("POST", path, body, spent_s=time.perf_counter() - start) as resp:
             return await _read_events(resp, api, result, start, max_tokens)
     except ConnectFailed as exc:
-        raise _Retry("connect", None, None) from exc.__cause__
+        raise _Retry(connect_kind(exc.__cause__), None, None) from exc.__cause__
+
+
+def connect_kind(cause: BaseException | None) -> str:
+    """The error kind of a connection that could not be opened: TLS said apart."""
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return "tls_certificate"
+    if isinstance(cause, ssl.SSLError):
+        return "tls"
+    return "connect"
 
 
 async def _read_events(
@@ -262,6 +278,8 @@ async def _refuse(resp: Response, result: RequestResult) -> NoReturn:
         if status >= 500
         else "http_429"
         if status == 429
+        else "http_404"
+        if status == 404
         else "http_4xx"
         if status >= 400
         else "bad_response"
@@ -312,16 +330,20 @@ async def send_request(
             kind = await _stream_once(client, path, body, api, result, start, spec.max_tokens)
         except _Retry as exc:
             kind = exc.kind
-            if kind == "connect":
+            if kind in ("connect", "tls", "tls_certificate"):
                 cause = exc.__cause__
                 result.error_detail = f"{type(cause).__name__}: {cause}"[:200]
-            delay = retry_delay(
-                retries,
-                status=exc.status,
-                retry_after=exc.retry_after,
-                backoff_s=retry_backoff_s,
-                cap_s=client.retry_after_cap_s,
-                now_epoch_s=time.time(),
+            delay = (
+                None
+                if kind.startswith("tls")
+                else retry_delay(
+                    retries,
+                    status=exc.status,
+                    retry_after=exc.retry_after,
+                    backoff_s=retry_backoff_s,
+                    cap_s=client.retry_after_cap_s,
+                    now_epoch_s=time.time(),
+                )
             )
         except TimeoutError:
             kind = "timeout"

@@ -9,7 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
+from fake_openai_server import running
 from fault_server import FAULTS, MODEL, fault_server
+from tls_listener import tls_server
 
 from trnspec_tools.bench.bench import main as bench_main
 from trnspec_tools.bench.run import RunOptions, run_level
@@ -457,3 +459,25 @@ def test_a_bad_dataset_file_is_one_line_not_a_traceback(tmp_path, capsys, conten
     )
     err = capsys.readouterr().err
     assert code == 2 and needle in err and "Traceback" not in err
+
+
+# --- what a request that cannot be made at all is counted as ----------------------------------
+
+
+def test_a_refused_certificate_is_counted_as_such_and_not_retried(tmp_path):
+    with tls_server(tmp_path) as url:
+        r = bench_level(url, warmup=0, max_retries=2)
+    assert r["errors"] == {"total": 2, "tls_certificate": 2}
+    assert r["retries"] == 0  # the same handshake would be refused again
+
+
+def test_a_failed_tls_handshake_is_counted_as_such_and_not_retried():
+    with fault_server() as server:
+        r = bench_level(server.url.replace("http://", "https://"), warmup=0, max_retries=2)
+    assert r["errors"] == {"total": 2, "tls": 2} and r["retries"] == 0
+
+
+def test_a_404_is_counted_apart_from_other_4xx():
+    with running() as url:  # its routes are exact: /api/v1/completions is not one
+        r = bench_level(url + "/api", warmup=0)
+    assert r["errors"] == {"total": 2, "http_404": 2} and r["retries"] == 0

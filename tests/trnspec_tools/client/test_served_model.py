@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_kube_api import make_tls
 from fake_openai_server import running
 from fault_server import fault_server
+from tls_listener import tls_server
 
 from trnspec_tools.bench.bench import main as bench_main
 from trnspec_tools.boundary.endpoint import BoundKey, Endpoint
@@ -94,34 +90,6 @@ def test_an_answer_nested_thousands_deep_is_no_served_model_not_a_recursion_erro
         with pytest.raises(NoServedModel) as err:
             asyncio.run(resolve_model(server.url))
     assert "\n" not in str(err.value) and "pass --model NAME" in str(err.value)
-
-
-@contextlib.contextmanager
-def tls_server(tmp_path: Path) -> Iterator[str]:
-    """A TLS listener on 127.0.0.1 whose certificate comes from a CA no client trusts: the
-    handshake is all it does. Its https:// base URL."""
-    context = make_tls(tmp_path).context
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with contextlib.suppress(OSError), conn, context.wrap_socket(conn, server_side=True):
-                pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
 
 
 def refusal(url: str) -> str:
