@@ -87,9 +87,7 @@ def test_a_bad_dataset_is_one_problem_naming_the_flag_the_file_and_the_line(
     assert problem.fix.startswith(fix)
 
 
-@pytest.mark.parametrize(
-    "inside", ["\u2028", "\u2029", "\x85"], ids=["LS", "PS", "NEL"]
-)
+@pytest.mark.parametrize("inside", ["\u2028", "\u2029", "\x85"], ids=["LS", "PS", "NEL"])
 def test_a_prompt_holding_a_unicode_line_break_is_one_prompt(tmp_path, inside):
     """JSON Lines ends a line at "\\n" only: a line or paragraph separator or a NEL, which JSON
     allows raw inside a string, is text there (str.splitlines() cut these lines in two); a
