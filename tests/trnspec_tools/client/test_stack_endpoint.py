@@ -491,7 +491,9 @@ def test_exit_closes_the_listener_and_connections_still_open(aws: None) -> None:
             keep_alive.get(f"{url}/v1/models")
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> bool:
+def wait_until(condition: Callable[[], bool], timeout_s: float = 120.0) -> bool:
+    """Whether `condition` became true, polled until it did: the bound is a hang guard, not a
+    speed bound (generous for a 2-core host at load 8)."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
