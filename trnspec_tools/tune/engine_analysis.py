@@ -24,9 +24,12 @@ from trnspec.plan.predict import regime_band
 from trnspec_tools.bench.run_result import RunResult
 from trnspec_tools.local_engine.local_server import model_overrides
 from trnspec_tools.tune.engine_fit import (
+    BatchAdvice,
     EngineFit,
     EngineSetup,
+    HeldOut,
     SweepPoint,
+    ValidationRow,
     advice_of,
     conditional_tokens_per_step,
     deployment,
@@ -38,65 +41,6 @@ from trnspec_tools.tune.window_fit import fit_alpha, pool_conditional
 
 #: (conditional acceptance, single rate) -> k per batch with some step-time constants.
 AdviceFor = Callable[[Sequence[float], float], "BatchAdvice"]
-
-
-@dataclass(frozen=True)
-class BatchAdvice:
-    """k per batch size (with its predicted speedup), the batch from which speculation stops
-    paying (None: it pays at every batch given) and the k values to precompile."""
-
-    best_k_per_batch: Mapping[int, tuple[int, float]]
-    disable_speculation_at_batch: int | None
-    precompile: tuple[int, ...]
-
-    @classmethod
-    def of(cls, rec: Mapping[str, object]) -> BatchAdvice:
-        """From engine_fit.advice_of's answer."""
-        best = rec["best_k_per_batch"]
-        assert isinstance(best, dict)
-        stop = rec["disable_speculation_at_batch"]
-        precompile = rec["precompile"]
-        assert isinstance(precompile, list) and (stop is None or isinstance(stop, int))
-        return cls(
-            {int(b): (v["k"], v["predicted_speedup"]) for b, v in best.items()},
-            stop,
-            tuple(precompile),
-        )
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "best_k_per_batch": {
-                str(b): {"k": k, "predicted_speedup": s}
-                for b, (k, s) in self.best_k_per_batch.items()
-            },
-            "disable_speculation_at_batch": self.disable_speculation_at_batch,
-            "precompile": list(self.precompile),
-        }
-
-
-@dataclass(frozen=True)
-class ValidationRow:
-    """One speculative run: measured speedup against the step-time model's prediction."""
-
-    concurrency: int
-    k: int
-    mean_accepted_length: float
-    measured_speedup: float
-    predicted_speedup: float
-    error: float
-    used_for_fit: bool
-    implausible: bool
-
-
-@dataclass(frozen=True)
-class HeldOut:
-    """The error over the held-out rows (implausible ones counted apart)."""
-
-    rows: int
-    max_abs_error: float | None
-    mean_abs_error: float | None
-    within_15pct: int | None
-    implausible_rows: int
 
 
 @dataclass(frozen=True)
@@ -282,9 +226,7 @@ def engine_recommendation(
     k_max: int,
 ) -> BatchAdvice:
     """k per batch on the local engine with its fitted constants (pure)."""
-    return BatchAdvice.of(
-        advice_of(engine_grid(setup, fit, tokens_per_step, batches, k_max), k_max)
-    )
+    return advice_of(engine_grid(setup, fit, tokens_per_step, batches, k_max), k_max)
 
 
 def engine_verdicts(
@@ -316,15 +258,15 @@ def concurrency_analysis(
     """Check the step-time model fitted at one concurrency on the others, recommend k (pure)."""
     rows = validation_rows(points, setup, fit)
     grid = engine_grid(setup, fit, conditional_tokens_per_step(conditional, alpha), batches, k_max)
-    held_out = HeldOut(**held_out_summary(rows))  # type: ignore[arg-type]
+    held_out = held_out_summary(rows)
     measured = sorted({p.concurrency for p in points})
     return ConcurrencyAnalysis(
         fit_concurrency=fit.fit_concurrency,
         constants=fit.constants(),
         fit_rms_log_error=fit.rms_log_error,
-        rows=tuple(ValidationRow(**r) for r in rows),  # type: ignore[arg-type]
+        rows=tuple(rows),
         held_out=held_out,
-        recommendation_by_batch=BatchAdvice.of(advice_of(grid, k_max)),
+        recommendation_by_batch=advice_of(grid, k_max),
         verdicts=tuple(engine_verdicts(grid, measured, held_out.max_abs_error)),
     )
 
@@ -352,4 +294,4 @@ def trn2_recommendation(
     verdicts = verdicts_of(
         points, lambda k, b: regime_band(cal, model, k, b, context_tokens).max_abs_error
     )
-    return Trn2Advice(profile, k_max, BatchAdvice.of(advice_of(points, k_max)), tuple(verdicts))
+    return Trn2Advice(profile, k_max, advice_of(points, k_max), tuple(verdicts))

@@ -15,7 +15,7 @@ step, per sequential draft pass and per position with logits. Pure: no I/O.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from trnspec.hardware.model_shapes import ModelShape
@@ -187,13 +187,61 @@ def fit_engine(points: Sequence[SweepPoint], setup: EngineSetup, fit_concurrency
     return EngineFit(hw, eff, fit_concurrency, math.sqrt(best[1] / len(rows)))
 
 
+@dataclass(frozen=True)
+class ValidationRow:
+    """One speculative run: measured speedup against the step-time model's prediction."""
+
+    concurrency: int
+    k: int
+    mean_accepted_length: float
+    measured_speedup: float
+    predicted_speedup: float
+    #: predicted / measured - 1
+    error: float
+    used_for_fit: bool
+    #: Measured above its tokens per step: the baseline at this concurrency ran slow.
+    implausible: bool
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """The error over the held-out rows (implausible ones counted apart)."""
+
+    rows: int
+    max_abs_error: float | None
+    mean_abs_error: float | None
+    within_15pct: int | None
+    implausible_rows: int
+
+
+@dataclass(frozen=True)
+class BatchAdvice:
+    """k per batch size (with its predicted speedup, to 3 decimals), the batch from which
+    speculation stops paying (None: it pays at every batch given) and the k values to
+    precompile."""
+
+    best_k_per_batch: Mapping[int, tuple[int, float]]
+    disable_speculation_at_batch: int | None
+    precompile: tuple[int, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "best_k_per_batch": {
+                str(b): {"k": k, "predicted_speedup": s}
+                for b, (k, s) in self.best_k_per_batch.items()
+            },
+            "disable_speculation_at_batch": self.disable_speculation_at_batch,
+            "precompile": list(self.precompile),
+        }
+
+
 def validation_rows(
     points: Sequence[SweepPoint], setup: EngineSetup, fit: EngineFit
-) -> list[dict[str, object]]:
+) -> list[ValidationRow]:
     """Every speculative run: measured vs predicted speedup, the latter from its own measured
     acceptance and the fitted step times (the baseline at that concurrency is modelled too)."""
     base = {p.concurrency: p for p in points if p.k == 0}
-    out: list[dict[str, object]] = []
+    out: list[ValidationRow] = []
     for p in sorted(points, key=lambda p: (p.concurrency, p.k)):
         b = base.get(p.concurrency)
         if p.k == 0 or b is None or b.output_tokens_per_s <= 0:
@@ -204,45 +252,38 @@ def validation_rows(
         measured = p.output_tokens_per_s / b.output_tokens_per_s
         predicted = p.tokens_per_step * t_base / t_spec
         out.append(
-            {
-                "concurrency": p.concurrency,
-                "k": p.k,
-                "mean_accepted_length": p.mean_accepted_length,
-                "measured_speedup": measured,
-                "predicted_speedup": predicted,
-                "error": predicted / measured - 1.0,
-                "used_for_fit": used_for_fit(p, fit.fit_concurrency),
-                # above its tokens per step: the baseline at this concurrency ran slow
-                "implausible": exceeds_tokens_per_step(measured, p.mean_accepted_length),
-            }
+            ValidationRow(
+                concurrency=p.concurrency,
+                k=p.k,
+                mean_accepted_length=p.mean_accepted_length,
+                measured_speedup=measured,
+                predicted_speedup=predicted,
+                error=predicted / measured - 1.0,
+                used_for_fit=used_for_fit(p, fit.fit_concurrency),
+                implausible=exceeds_tokens_per_step(measured, p.mean_accepted_length),
+            )
         )
     return out
 
 
-def held_out_summary(rows: Sequence[dict[str, object]]) -> dict[str, object]:
+def held_out_summary(rows: Sequence[ValidationRow]) -> HeldOut:
     """Errors over the held-out rows whose measurement is possible (implausible ones counted
     apart: an error against a disturbed baseline says nothing about the model)."""
-    held = [r for r in rows if not r["used_for_fit"]]
-    errors = [abs(float(r["error"])) for r in held if not r.get("implausible")]  # type: ignore[arg-type]
+    held = [r for r in rows if not r.used_for_fit]
+    errors = [abs(r.error) for r in held if not r.implausible]
     implausible = len(held) - len(errors)
     if not errors:
-        return {
-            "rows": 0,
-            "max_abs_error": None,
-            "mean_abs_error": None,
-            "within_15pct": None,
-            "implausible_rows": implausible,
-        }
-    return {
-        "rows": len(errors),
-        "max_abs_error": max(errors),
-        "mean_abs_error": sum(errors) / len(errors),
-        "within_15pct": sum(e <= 0.15 for e in errors),
-        "implausible_rows": implausible,
-    }
+        return HeldOut(0, None, None, None, implausible)
+    return HeldOut(
+        rows=len(errors),
+        max_abs_error=max(errors),
+        mean_abs_error=sum(errors) / len(errors),
+        within_15pct=sum(e <= 0.15 for e in errors),
+        implausible_rows=implausible,
+    )
 
 
-def advice_of(points: Sequence[Prediction], k_max: int) -> dict[str, object]:
+def advice_of(points: Sequence[Prediction], k_max: int) -> BatchAdvice:
     """Best k per batch, the batch from which to run without speculation, and the k values to
     precompile (every best k where speculation pays, and the batch-1 optimum's neighbours), of a
     grid of predictions."""
@@ -252,14 +293,11 @@ def advice_of(points: Sequence[Prediction], k_max: int) -> dict[str, object]:
     precompile = set(paying)
     if paying:
         precompile |= set(precompile_set(best[min(best)].k, k_max))
-    return {
-        "best_k_per_batch": {
-            str(b): {"k": p.k, "predicted_speedup": round(p.speedup, 3)}
-            for b, p in sorted(best.items())
-        },
-        "disable_speculation_at_batch": stop,
-        "precompile": sorted(precompile),
-    }
+    return BatchAdvice(
+        {b: (p.k, round(p.speedup, 3)) for b, p in sorted(best.items())},
+        stop,
+        tuple(sorted(precompile)),
+    )
 
 
 def conditional_tokens_per_step(

@@ -95,12 +95,20 @@ class Sourced:
 
 @dataclass(frozen=True)
 class Inputs:
-    """Everything the prediction used, by name, in the order it was read."""
+    """Inputs of the prediction by name, in the order they were read (a name given again keeps
+    its place and takes the later value)."""
 
-    values: dict[str, Sourced]
+    entries: tuple[tuple[str, Sourced], ...] = ()
 
-    def add(self, name: str, value: object, source: str) -> None:
-        self.values[name] = Sourced(value, source)
+    def add(self, name: str, value: object, source: str) -> Inputs:
+        """These inputs and one more."""
+        return Inputs((*self.entries, (name, Sourced(value, source))))
+
+    def __add__(self, other: Inputs) -> Inputs:
+        return Inputs((*self.entries, *other.entries))
+
+    def by_name(self) -> dict[str, Sourced]:
+        return dict(self.entries)
 
 
 @dataclass(frozen=True)
@@ -144,34 +152,39 @@ class PredictReport:
         return json.dumps(asdict(self), indent=2)
 
 
-def _acceptance(
-    query: PredictQuery, cfg: ServingConfig, inputs: Inputs
-) -> tuple[float, list[Problem]]:
-    """The acceptance rate asked for (recorded in `inputs` with its source), or the problems."""
+def _acceptance(query: PredictQuery, cfg: ServingConfig) -> tuple[float, Inputs, list[Problem]]:
+    """The acceptance rate asked for and its source as an input, or the problems."""
     k_ref = query.acceptance_k or cfg.speculation.num_speculative_tokens
+    inputs = Inputs()
     try:
         alpha = acceptance_rate(query.acceptance_rate, query.acceptance_length, k_ref)
     except ConfigError as err:
-        return 0.0, list(err.problems)
+        return 0.0, inputs, list(err.problems)
     if query.acceptance_rate is not None:
-        inputs.add("acceptance_rate", query.acceptance_rate, "--acceptance-rate (user supplied)")
+        inputs = inputs.add(
+            "acceptance_rate", query.acceptance_rate, "--acceptance-rate (user supplied)"
+        )
     elif alpha is not None:
-        inputs.add(
+        inputs = inputs.add(
             "acceptance_rate",
             round(alpha, 6),
             f"from --acceptance-length {query.acceptance_length} at k={k_ref}"
             " by (1 - a^(k+1)) / (1 - a) = tau (Leviathan et al., 2023)",
         )
     if alpha is not None or cfg.speculation.method == "none":
-        return alpha or 0.0, []
-    return 0.0, [
-        Problem(
-            "--acceptance-rate",
-            ABSENT,
-            "give --acceptance-rate A (per token) or --acceptance-length TAU (tokens per"
-            " verification step, as published); acceptance depends on the workload",
-        )
-    ]
+        return alpha or 0.0, inputs, []
+    return (
+        0.0,
+        inputs,
+        [
+            Problem(
+                "--acceptance-rate",
+                ABSENT,
+                "give --acceptance-rate A (per token) or --acceptance-length TAU (tokens per"
+                " verification step, as published); acceptance depends on the workload",
+            )
+        ],
+    )
 
 
 @dataclass(frozen=True)
@@ -242,10 +255,11 @@ def _pricing(cfg: ServingConfig, price_per_hour: float | None) -> Pricing:
     return Pricing(placement, price, price_source or problem or "", problem)
 
 
-def _add_model_inputs(inputs: Inputs, model: ProfileModel, cal: Calibration) -> None:
+def _model_inputs(model: ProfileModel, cal: Calibration) -> Inputs:
     """The shapes, the hardware's peaks and cores, the host vCPUs and every constant of the fitted
     efficiency the rows used (each field of Efficiency, so one added later is listed), with
     sources."""
+    inputs = Inputs()
     cfg, target, draft, hw, eff = (
         model.cfg,
         model.target,
@@ -253,17 +267,17 @@ def _add_model_inputs(inputs: Inputs, model: ProfileModel, cal: Calibration) -> 
         model.deployment.hardware,
         model.efficiency,
     )
-    inputs.add("target", target.name, target.origin)
+    inputs = inputs.add("target", target.name, target.origin)
     if model.method != "none":
-        inputs.add("method", model.method, f"speculation.method of {cfg.name}")
+        inputs = inputs.add("method", model.method, f"speculation.method of {cfg.name}")
         if draft is not None:
-            inputs.add("draft", draft.name, draft.origin)
-    inputs.add("hardware", hw.name, hw.source)
-    inputs.add("hbm_bytes_per_s_per_chip", hw.memory_bytes_per_s, hw.source)
-    inputs.add("peak_flops_per_chip", hw.peak_flops, hw.source)
-    inputs.add("link_bytes_per_s_per_chip", hw.link_bytes_per_s, hw.source)
-    inputs.add("cores_per_chip", hw.cores_per_chip, hw.source)
-    inputs.add(
+            inputs = inputs.add("draft", draft.name, draft.origin)
+    inputs = inputs.add("hardware", hw.name, hw.source)
+    inputs = inputs.add("hbm_bytes_per_s_per_chip", hw.memory_bytes_per_s, hw.source)
+    inputs = inputs.add("peak_flops_per_chip", hw.peak_flops, hw.source)
+    inputs = inputs.add("link_bytes_per_s_per_chip", hw.link_bytes_per_s, hw.source)
+    inputs = inputs.add("cores_per_chip", hw.cores_per_chip, hw.source)
+    inputs = inputs.add(
         "vcpus_per_replica",
         model.deployment.vcpus_per_replica,
         f"the vCPUs of a {cfg.hardware.instance_type} over the replicas its cores hold"
@@ -272,40 +286,43 @@ def _add_model_inputs(inputs: Inputs, model: ProfileModel, cal: Calibration) -> 
     stack = f"{cal.source}; stack group {model.group!r} for image {cfg.image.value}"
     for f in fields(eff):
         source = stack if f.name in PER_STACK else cal.source
-        inputs.add(f"efficiency.{f.name}", getattr(eff, f.name), source)
+        inputs = inputs.add(f"efficiency.{f.name}", getattr(eff, f.name), source)
     if model.plain_group != model.group:
         for name in PLAIN_ROW:
-            inputs.add(
+            inputs = inputs.add(
                 f"efficiency.plain_{name}",
                 getattr(model.plain_efficiency, name),
                 f"{cal.source}; stack group {model.plain_group!r}: k=0 rows are the same model"
                 " without speculation, as a plain server would run",
             )
+    return inputs
 
 
-def _add_deployment_inputs(
-    inputs: Inputs, cfg: ServingConfig, query: PredictQuery, context: int, pricing: Pricing
-) -> None:
+def _deployment_inputs(
+    cfg: ServingConfig, query: PredictQuery, context: int, pricing: Pricing
+) -> Inputs:
     """The profile's serving settings, the workload's context, replicas and price, with sources."""
+    inputs = Inputs()
     placement = pricing.placement
-    inputs.add("tensor_parallel_size", cfg.tensor_parallel_size, f"profile {cfg.name}")
-    inputs.add("lnc", cfg.hardware.lnc, f"profile {cfg.name}")
-    inputs.add("dtype", cfg.dtype, f"profile {cfg.name}")
-    inputs.add(
+    inputs = inputs.add("tensor_parallel_size", cfg.tensor_parallel_size, f"profile {cfg.name}")
+    inputs = inputs.add("lnc", cfg.hardware.lnc, f"profile {cfg.name}")
+    inputs = inputs.add("dtype", cfg.dtype, f"profile {cfg.name}")
+    inputs = inputs.add(
         "context_tokens",
         context,
         f"--input-len {query.input_len} + half of --output-len {query.output_len}",
     )
-    inputs.add(
+    inputs = inputs.add(
         "replicas_per_instance",
         pricing.replicas,
         "trnspec.hardware.packing (what the deploy's pods request on the kubelet's "
         + (f"{placement.disk}); limited by {placement.packing.reason}" if placement else "disk)"),
     )
-    inputs.add("price_per_hour_usd", pricing.price, pricing.source)
-    inputs.add(
+    inputs = inputs.add("price_per_hour_usd", pricing.price, pricing.source)
+    inputs = inputs.add(
         "max_num_seqs", cfg.max_num_seqs, f"profile {cfg.name} (batches above it need a recompile)"
     )
+    return inputs
 
 
 def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
@@ -313,9 +330,8 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
     context = decode_context_tokens(query.input_len, query.output_len)
     model = profile_model(cfg, context)
     cal = trn2_calibration()
-    inputs = Inputs({})
     axes = _axes(query, cfg, model.method)
-    alpha, acc_problems = _acceptance(query, cfg, inputs)
+    alpha, acc_inputs, acc_problems = _acceptance(query, cfg)
     fit_problems = request_fit_problems(query.input_len, query.output_len, cfg)
     if axes.problems or acc_problems or fit_problems:
         raise ConfigError([*axes.problems, *acc_problems, *fit_problems])
@@ -324,8 +340,9 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
     except ModelInputError as err:
         raise ConfigError([Problem("--k/--batch", f"{query.k}/{query.batch}", str(err))]) from None
     pricing = _pricing(cfg, query.price_per_hour)
-    _add_model_inputs(inputs, model, cal)
-    _add_deployment_inputs(inputs, cfg, query, context, pricing)
+    inputs = (
+        acc_inputs + _model_inputs(model, cal) + _deployment_inputs(cfg, query, context, pricing)
+    )
 
     @cache
     def band(k: int, batch: int) -> ErrorBand:
@@ -343,7 +360,7 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
         speculation_stops_paying_at_batch=speculation_stops_paying(points),
         batch_verdicts=verdicts_of(points, lambda k, b: band(k, b).max_abs_error),
         cost_note=None if pricing.price is not None else pricing.problem,
-        inputs=inputs.values,
+        inputs=inputs.by_name(),
         outside_data=[o.describe() for o in outside],
         caveats=[
             "HBM fit at these batches is not checked here; run `trnspec plan`.",

@@ -8,8 +8,11 @@ from trnspec.perf.step_time import predict_grid
 
 from trnspec_tools.tune.engine_analysis import engine_grid, engine_verdicts
 from trnspec_tools.tune.engine_fit import (
+    BatchAdvice,
     EngineFit,
+    HeldOut,
     SweepPoint,
+    ValidationRow,
     advice_of,
     conditional_tokens_per_step,
     deployment,
@@ -46,14 +49,16 @@ def test_a_fit_at_one_concurrency_predicts_the_others_when_the_engine_follows_th
     assert fit.rms_log_error < 0.02
     rows = validation_rows(points, SETUP, fit)
     for r in rows:
-        if r["used_for_fit"]:
-            assert r["predicted_speedup"] == pytest.approx(r["measured_speedup"], rel=0.02)
-    held = [r for r in rows if not r["used_for_fit"]]
-    assert {r["concurrency"] for r in held} == {1, 4, 8} and len(held) == 12
+        if r.used_for_fit:
+            assert r.predicted_speedup == pytest.approx(r.measured_speedup, rel=0.02)
+    held = [r for r in rows if not r.used_for_fit]
+    assert {r.concurrency for r in held} == {1, 4, 8} and len(held) == 12
     for r in rows:
-        assert r["predicted_speedup"] == pytest.approx(r["measured_speedup"], rel=0.15)
+        assert r.predicted_speedup == pytest.approx(r.measured_speedup, rel=0.15)
+        assert r.error == pytest.approx(r.predicted_speedup / r.measured_speedup - 1)
+        assert not r.implausible
     summary = held_out_summary(rows)
-    assert summary["rows"] == 12 and summary["within_15pct"] == 12
+    assert summary.rows == 12 and summary.within_15pct == 12
 
 
 def test_fit_refuses_a_sweep_without_speculative_runs_at_the_fit_concurrency():
@@ -62,7 +67,7 @@ def test_fit_refuses_a_sweep_without_speculative_runs_at_the_fit_concurrency():
         fit_engine(points, SETUP, fit_concurrency=2)
 
 
-def true_advice(batches: list[int]) -> dict:
+def true_advice(batches: list[int]) -> BatchAdvice:
     """The advice for the true engine over k = 0..8 (advice_of its grid)."""
     tau = conditional_tokens_per_step([], ALPHA)
     grid = predict_grid(TARGET, "draft_model", DRAFT, tau, range(9), batches,
@@ -72,11 +77,13 @@ def true_advice(batches: list[int]) -> dict:
 
 def test_advice_switches_speculation_off_at_large_batch_and_names_what_to_precompile():
     rec = true_advice([1, 2, 4, 8, 64, 512, 4096])
-    best = {int(b): v["k"] for b, v in rec["best_k_per_batch"].items()}
-    stop = rec["disable_speculation_at_batch"]
+    best = {b: k for b, (k, _) in rec.best_k_per_batch.items()}
+    stop = rec.disable_speculation_at_batch
     assert best[1] > 0 and stop is not None
     assert all(k == 0 for b, k in best.items() if b >= stop)
-    assert best[1] in rec["precompile"] and all(1 <= k <= 8 for k in rec["precompile"])
+    assert best[1] in rec.precompile and all(1 <= k <= 8 for k in rec.precompile)
+    # a speculative best k pays (speedup above 1); k=0 is plain itself
+    assert all(s > 1 for k, s in rec.best_k_per_batch.values() if k > 0)
 
 
 def test_per_position_acceptance_drives_tokens_per_step_where_measured():
@@ -88,14 +95,15 @@ def test_per_position_acceptance_drives_tokens_per_step_where_measured():
 
 
 def test_held_out_errors_leave_out_rows_whose_baseline_ran_slow():
-    rows = [
-        {"used_for_fit": False, "error": 0.10, "implausible": False},
-        {"used_for_fit": False, "error": -0.65, "implausible": True},
-        {"used_for_fit": True, "error": 0.01, "implausible": False},
-    ]
+    def row(used: bool, error: float, implausible: bool) -> ValidationRow:
+        return ValidationRow(2, 3, 2.0, 1.5, 1.5 * (1 + error), error, used, implausible)
+
+    rows = [row(False, -0.10, False), row(False, -0.65, True), row(True, 0.01, False)]
     summary = held_out_summary(rows)
-    assert summary["rows"] == 1 and summary["implausible_rows"] == 1
-    assert summary["mean_abs_error"] == pytest.approx(0.10)
+    assert summary == HeldOut(
+        rows=1, max_abs_error=0.10, mean_abs_error=0.10, within_15pct=1, implausible_rows=1
+    )
+    assert held_out_summary(rows[1:]) == HeldOut(0, None, None, None, 1)
 
 
 TRUE_FIT = EngineFit(TRUTH_HW, TRUTH, fit_concurrency=2, rms_log_error=0.0)
@@ -118,7 +126,7 @@ def test_engine_advice_is_sure_only_inside_the_measured_concurrencies_and_its_he
         64: "plain", 4096: "undecided",
     }  # fmt: skip
     assert {b: v.k for b, v in tight.items() if b <= 8} == {
-        int(b): v["k"] for b, v in advice["best_k_per_batch"].items() if int(b) <= 8
+        b: k for b, (k, _) in advice.best_k_per_batch.items() if b <= 8
     }
     assert tight[4096].speedup_low is None
     loose = _engine_verdicts([1, 64], 0.2)
