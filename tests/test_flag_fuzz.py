@@ -2,8 +2,8 @@
 traceback, and never prints nan or inf as a result.
 
 The commands are enumerated, not listed: `trnspec`'s command table (trnspec.cli.main.SUBCOMMANDS,
-walked through its argparse subparsers, `stage` actions included), `python -m
-trnspec.cli.calibrate`, and `python -m trnspec_tools`'s table (trnspec_tools.cli.COMMANDS, each
+walked through its argparse subparsers, `stage` actions included) and `python -m
+trnspec_tools`'s table (trnspec_tools.cli.COMMANDS, each
 module's parser captured as its `main` builds it). A new command or flag is fuzzed without
 editing this file; a command whose required flags have no known-good value in `BASE` fails
 `test_every_command_parses_its_base_arguments`, so it cannot be skipped silently.
@@ -29,7 +29,6 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from trnspec.cli import calibrate
 from trnspec.cli import main as trnspec_cli
 
 from trnspec_tools import cli as tools_cli
@@ -91,7 +90,7 @@ RUNS = {
     "trnspec predict",
     "trnspec plan-deploy",
     "trnspec stage cache-key",
-    "calibrate",
+    "trnspec fit",
 }
 
 
@@ -192,7 +191,6 @@ def commands() -> list[Command]:
         Command(path, parser, prefix, trnspec_cli.main if path in RUNS else None)
         for path, parser, prefix in _leaves(trnspec_cli.build_parser(), "trnspec", ())
     ]
-    out.append(Command("calibrate", calibrate.build_parser(), (), calibrate.main))
     for name, (module_name, _) in tools_cli.COMMANDS.items():
         for path, parser, prefix in _leaves(_tool_parser(module_name), f"tools {name}", ()):
             run = _stopped(tools_cli.command(name), STOP_AT[path]) if path in STOP_AT else None
@@ -306,7 +304,7 @@ def test_the_enumeration_reaches_every_command_of_both_tables() -> None:
     assert {f"trnspec {c.name}" for c in trnspec_cli.SUBCOMMANDS} - {"trnspec stage"} <= paths
     for name in tools_cli.COMMANDS:  # a tool, or every step of one with subcommands
         assert any(p == f"tools {name}" or p.startswith(f"tools {name} ") for p in paths), name
-    assert {"trnspec stage download", "trnspec stage hub", "calibrate"} <= paths
+    assert {"trnspec stage download", "trnspec stage hub", "trnspec fit"} <= paths
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.path)

@@ -41,7 +41,7 @@ from trnspec_tools.client.request_spec import RequestSpec
 
 LABEL = "model estimate (trnspec.perf.step_time, constants fitted to published Trn2 figures)"
 SCOPE = "decode only, one replica: the measured figures also hold prefill and queueing"
-SOURCE = "trnspec.perf.step_time via trnspec.perf.profile_model; calibration trnspec.perf.calibrate"
+SOURCE = "trnspec.perf.step_time via trnspec.perf.profile_model; fit trnspec.perf.trn2_fit"
 
 
 @dataclass(frozen=True)

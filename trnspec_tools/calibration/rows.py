@@ -1,5 +1,5 @@
 """A calibration's measurements as rows of the Trn2 data file (trnspec_tools.tune.trn2_rows: the
-format `python -m trnspec.cli.calibrate --add FILE` and `plan-deploy --measured` read).
+format `python -m trnspec fit --add FILE` and `plan-deploy --measured` read).
 
 Per level where both arms are ok: one baseline row from the plain arm, under the plain profile's
 conditions (its stack group by the stack-group rule), and one speculative row from the

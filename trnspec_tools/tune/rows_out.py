@@ -1,5 +1,5 @@
 """`tune --rows-out FILE`: the sweep's runs as rows of trnspec's Trn2 data file (trn2_rows.py),
-for `python -m trnspec.cli.calibrate --add FILE`.
+for `python -m trnspec fit --add FILE`.
 
 The rows describe the deployed profile (`--trn2-profile`), so the flag is refused without one,
 and the profile is checked before anything is measured (`rows_conditions`).

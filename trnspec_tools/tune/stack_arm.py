@@ -6,7 +6,7 @@ A deployed stack serves one configuration, so it is one arm: the window k is P's
 the stack's service (its internal NLB or a port-forward, trnspec_tools.client.stack_endpoint),
 and the baseline (speculation off) is another server given by `--baseline URL`. The context
 yields the options with `endpoints = {K: URL}`, which is what tune's remote mode measures;
-`--rows-out` then writes the run as rows for `python -m trnspec.cli.calibrate --add`.
+`--rows-out` then writes the run as rows for `python -m trnspec fit --add`.
 """
 
 from __future__ import annotations

@@ -144,7 +144,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         "--rows-out",
         type=Path,
         help="also write the measurements as rows of trnspec's Trn2 data file (needs"
-        " --trn2-profile, the deployed profile), for `python -m trnspec.cli.calibrate --add FILE`",
+        " --trn2-profile, the deployed profile), for `python -m trnspec fit --add FILE`",
     )
     p.add_argument(
         "--override-out", type=Path, help="file for the override line (default: <out>.override)"

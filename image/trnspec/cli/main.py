@@ -23,7 +23,7 @@ from trnspec.boundary.reader_gone import quiet_exit, stdout_reader_gone
 from trnspec.boundary.text import printable
 from trnspec.checks.all_checks import assess, check, validate, warnings
 from trnspec.checks.doctor_probe import examine
-from trnspec.cli import plan_deploy, predict, serve, stage
+from trnspec.cli import fit, plan_deploy, predict, serve, stage
 from trnspec.cli.config_args import (
     add_config_arguments,
     add_set_argument,
@@ -146,6 +146,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand(
         "predict", predict.HELP, predict.add_arguments, predict.main, True, predict.DESCRIPTION
     ),
+    Subcommand("fit", fit.HELP, fit.add_arguments, fit.main, False, fit.DESCRIPTION),
     Subcommand(
         "plan-deploy",
         plan_deploy.HELP,

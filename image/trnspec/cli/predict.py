@@ -5,7 +5,7 @@
 For every (batch, k) it prints TPOT, output tokens/s of one replica, the speedup over k=0 at the
 same batch and the cost per million output tokens of the whole instance (all replicas busy), then
 the best k per batch and the batch from which speculation no longer pays. The numbers come from
-`trnspec.perf.step_time` with constants fitted to published Trn2 figures (`trnspec.perf.calibrate`);
+`trnspec.perf.step_time` with constants fitted to published Trn2 figures (`trnspec.perf.trn2_fit`);
 `--format json` lists every constant used with its source. Bad input exits 2 naming the flag.
 """
 

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from trnspec.hardware.model_shapes import ModelShape
-from trnspec.perf.calibrate import Calibration
 from trnspec.perf.step_time import weight_elements_read
+from trnspec.perf.trn2_fit import Calibration
 from trnspec.perf.validation import (
     AXIS_NAMES,
     Coordinates,

@@ -9,7 +9,7 @@ sure of). So the fit walks a grid of the two efficiencies and, at each point, so
 rest by non-negative least squares on the *relative* step-time error
 (Lawson-Hanson, below); the grid point with the smallest RMS relative error wins (ties: the
 lower compute efficiency, then the higher HBM efficiency). The same rows and code give the same
-constants bit for bit, which `tests/trnspec/perf/test_calibrate.py` checks against the stored fit.
+constants bit for bit, which `tests/trnspec/perf/test_trn2_fit.py` checks against the stored fit.
 
 `ModelTerms` names which constants a model variant may use and whether speculative rows (with a
 published acceptance length) enter the fit: `FIRST_PASS` is the model as first calibrated

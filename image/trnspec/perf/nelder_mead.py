@@ -1,6 +1,6 @@
 """A derivative-free minimiser (a plain, deterministic Nelder-Mead), for fits whose loss has no
 convenient gradient: tune fits the performance model to a measured sweep with it
-(trnspec_tools.tune.engine_fit, through trnspec.perf.calibrate)."""
+(trnspec_tools.tune.engine_fit, through trnspec.perf.trn2_fit)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,6 @@ from trnspec.hardware.drafters import drafter_for
 from trnspec.hardware.model_shapes import ModelShape, ShapeError, known_model_names, resolve_shape
 from trnspec.hardware.sizing import BYTES_PER_DTYPE
 from trnspec.hardware.topology import INSTANCE_TYPES
-from trnspec.perf.calibrate import trn2_calibration
 from trnspec.perf.stack_group import stack_group
 from trnspec.perf.step_time import (
     DRAFT_METHODS,
@@ -26,6 +25,7 @@ from trnspec.perf.step_time import (
     TokensPerStep,
     predict_grid,
 )
+from trnspec.perf.trn2_fit import trn2_calibration
 
 
 def _shape(ref_field: str, ref: Any) -> ModelShape | None:

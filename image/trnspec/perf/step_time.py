@@ -43,7 +43,7 @@ paying. Tokens per step follow Leviathan et al. (2023): `(1 - a^(k+1)) / (1 - a)
 per-token acceptance rate `a`, or a mean accepted length given directly.
 
 The free constants (efficiencies, overheads, collective latency) are fitted to published Trn2
-figures by `trnspec.perf.calibrate`; the hardware peaks come from the Trainium2 architecture pages.
+figures by `trnspec.perf.trn2_fit`; the hardware peaks come from the Trainium2 architecture pages.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ TRN2 = Hardware(
 
 @dataclass(frozen=True)
 class Efficiency:
-    """The free constants of the model, fitted to measurements (see trnspec.perf.calibrate)."""
+    """The free constants of the model, fitted to measurements (see trnspec.perf.trn2_fit)."""
 
     #: Fraction of the HBM bandwidth a decode pass achieves.
     memory: float

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import pytest
-from trnspec.perf.calibrate import refit_with, trn2_calibration
 from trnspec.perf.error_bands import band_for, outside_data, params_b, source_band_for
+from trnspec.perf.trn2_fit import refit_with, trn2_calibration
 from trnspec.perf.validation import held_rate
 
 CAL = trn2_calibration()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from trnspec.perf.calibrate import trn2_calibration
 from trnspec.perf.fit import THIRD_PASS
 from trnspec.perf.published import load_published
+from trnspec.perf.trn2_fit import trn2_calibration
 from trnspec.perf.validation import (
     AXES,
     POOLS,

@@ -357,8 +357,8 @@ def test_a_cost_tie_goes_to_fewer_nodes_and_a_cent_is_no_tie() -> None:
 
 
 def test_a_plan_priced_with_another_calibration_uses_its_constants_everywhere() -> None:
-    from trnspec.perf.calibrate import trn2_calibration
     from trnspec.perf.profile_model import profile_model
+    from trnspec.perf.trn2_fit import trn2_calibration
 
     cal = trn2_calibration()
     other = replace(
@@ -453,7 +453,7 @@ def test_every_candidate_is_planned_at_its_windows_and_its_instances_price() -> 
 
 
 def test_every_candidate_is_planned_with_the_calibration_and_veto_given() -> None:
-    from trnspec.perf.calibrate import trn2_calibration
+    from trnspec.perf.trn2_fit import trn2_calibration
 
     cfgs = [load_profile("llama31-8b-eagle3")]
     inputs = PlanInputs(1e6, 4, 1, (1, 4), decode_context_tokens(512, 256))

@@ -19,7 +19,6 @@ from trnspec.config.serving import (
 from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PRICES
 from trnspec.hardware.sizing import BYTES_PER_DTYPE
-from trnspec.perf.calibrate import DATA_FILE, trn2_calibration
 from trnspec.perf.profile_model import ProfileModel, profile_model
 from trnspec.perf.step_time import (
     Deployment,
@@ -29,6 +28,7 @@ from trnspec.perf.step_time import (
     decode_context_tokens,
     predict_grid,
 )
+from trnspec.perf.trn2_fit import DATA_FILE, trn2_calibration
 from trnspec.plan import predict as predict_module
 from trnspec.plan.predict import (
     DEFAULT_BATCHES,

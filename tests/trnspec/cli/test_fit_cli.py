@@ -1,13 +1,19 @@
-"""`python -m trnspec.cli.calibrate --add`: a user's own rows refit the constants; a file that
-cannot be read is refused in one line."""
+"""`python -m trnspec fit --add`: a user's own rows refit the constants; a file that cannot be
+read is refused in one line. `python -m trnspec.cli.calibrate`, its former name, still runs it
+for one release after saying so."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from trnspec.cli.calibrate import main
+from trnspec.cli import calibrate
+from trnspec.cli.main import main as trnspec_main
 from trnspec.perf.published import data_text
+
+
+def main(argv: list[str]) -> int:
+    return trnspec_main(["fit", *argv])
 
 
 def test_add_refits_with_a_users_own_rows(tmp_path, capsys):
@@ -128,7 +134,7 @@ def test_out_under_a_file_is_refused_before_the_fit_in_one_line(tmp_path, capsys
     blocker.write_text("x", encoding="utf-8")
     assert main(["--add", str(rows), "--out", str(blocker / "fit.json")]) == 2
     captured = capsys.readouterr()
-    assert captured.err.startswith("calibrate: error: --out=") and captured.err.count("\n") == 1
+    assert captured.err.startswith("--out=") and captured.err.count("\n") == 1
     assert captured.out == "" and blocker.read_text(encoding="utf-8") == "x"
 
 
@@ -153,3 +159,14 @@ def test_out_that_fails_while_writing_keeps_the_fit_elsewhere_and_says_where(
     assert "No space left on device" in err and "kept it at " in err
     kept = Path(err.split("kept it at ")[1].split()[0])
     assert "data_sha256" in kept.read_text(encoding="utf-8")
+
+
+def test_the_former_command_says_where_it_went_in_one_line_and_runs_the_fit(tmp_path, capsys):
+    rows = tmp_path / "rows.yaml"
+    rows.write_text(ROW, encoding="utf-8")
+    assert calibrate.main(["--add", str(rows)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == calibrate.NOTICE + "\n"
+    assert "`python -m trnspec fit`" in calibrate.NOTICE
+    assert main(["--add", str(rows)]) == 0
+    assert capsys.readouterr().out == captured.out and "my-row" in captured.out

@@ -6,7 +6,10 @@ import dataclasses
 import math
 
 import pytest
-from trnspec.perf.calibrate import (
+from trnspec.perf.fit import THIRD_PASS, fit_constants, nnls
+from trnspec.perf.published import data_text
+from trnspec.perf.step_time import Efficiency
+from trnspec.perf.trn2_fit import (
     CURRENT,
     FIT_FILE,
     Measurement,
@@ -19,9 +22,6 @@ from trnspec.perf.calibrate import (
     report_markdown,
     trn2_calibration,
 )
-from trnspec.perf.fit import THIRD_PASS, fit_constants, nnls
-from trnspec.perf.published import data_text
-from trnspec.perf.step_time import Efficiency
 from trnspec.perf.validation import COVERAGE, FoldBand, source_fold
 
 MEASUREMENTS, SHAPES = load_published()
@@ -46,7 +46,7 @@ def test_a_row_without_a_quote_is_refused_naming_the_field():
 
 def test_the_stored_fit_belongs_to_the_shipped_data():
     assert _stored_fit(data_digest(data_text())) is not None, (
-        f"trnspec/{FIT_FILE} is stale: run python -m trnspec.cli.calibrate --write"
+        f"trnspec/{FIT_FILE} is stale: run python -m trnspec fit --write"
     )
     assert _stored_fit("0" * 64) is None
 
@@ -131,7 +131,7 @@ def test_report_lists_every_row_and_both_held_out_tables():
 
 
 def test_the_docs_show_the_report_of_the_shipped_fit():
-    """docs/performance.md quotes `python -m trnspec.cli.calibrate` of the shipped data; a refit
+    """docs/performance.md quotes `python -m trnspec fit` of the shipped data; a refit
     without regenerating it would leave the published error tables stale."""
     from pathlib import Path
 
