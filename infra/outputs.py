@@ -46,6 +46,13 @@ class ServingOutputs:
     """The Secrets Manager secret holding the API key; only when the key is enabled."""
     HF_TOKEN_SECRET_ARN: Final = "HfTokenSecretArn"
     """The Secrets Manager secret for a Hugging Face token (created empty)."""
+    DEPLOY_CONTEXT: Final = "DeployContext"
+    """The deploy's `-c profile=... -c KEY=VALUE ...` items (shell-quoted), but the plan's and
+    the calibration's: what the next `cdk deploy` of this deployment repeats. Only when the
+    app read a profile (infra.settings.deploy_context)."""
+    PLAN_COMMAND: Final = "PlanCommand"
+    """The deployed plan file's `plan.command` (the plan-deploy that wrote it); only with a plan
+    that records one."""
     WEIGHTS_JOB: Final = "WeightsJob"
     """namespace/name of the Job copying the models from the Hub; only when there are any."""
 

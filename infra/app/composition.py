@@ -44,6 +44,7 @@ from infra.serving.stack import (
     serving_stack_name,
 )
 from infra.settings import DeploymentSettings, SettingsError, load_settings, profile_data
+from infra.settings.deploy_context import DeployContext, deploy_context
 from infra.settings.serving import ServingSettingsError
 
 
@@ -55,6 +56,9 @@ class Preflight:
     settings: DeploymentSettings
     workload: WorkloadPreflight
     """The serving section checked, its engine config, workload spec and manifests."""
+    deploy: DeployContext | None = None
+    """The profile and `-c` overrides it was read from (check_profile), which the serving stack
+    outputs so the next deploy can repeat them; None when built from settings alone."""
 
     @property
     def needs(self) -> WorkloadNeeds:
@@ -97,12 +101,13 @@ def build_stacks(app: App, checked: Preflight) -> Composition:
             ExistingClusterProps(existing.name, existing.kubectl_role_arn),
             existing.vpc_cidr,
             Environment(account=account, region=region) if (account or region) else None,
+            deploy=checked.deploy,
         )
         return Composition(None, serving, acknowledge(serving))
     platform = PlatformStack(
         app, checked.settings.stack_name, settings=checked.settings, needs=checked.needs
     )
-    serving = add_serving(app, platform, checked.workload)
+    serving = add_serving(app, platform, checked.workload, deploy=checked.deploy)
     acknowledged = acknowledge(platform)
     return Composition(platform, serving, acknowledged)
 
@@ -155,7 +160,7 @@ def check_profile(
         problems += access_problems(settings)
     checked = None
     if settings is not None and workload is not None:
-        checked = Preflight(settings, workload)
+        checked = Preflight(settings, workload, deploy_context(profile, overrides))
         problems += platform_problems(checked, deploy_region=deploy_region)
     if problems or checked is None:
         raise SettingsError(problems, source=f"profile {profile}")

@@ -58,6 +58,7 @@ from infra.serving.manifests.service import SERVICE_PORT, nlb_service_name
 from infra.serving.manifests.weights import weights_job_name
 from infra.serving.preflight import WorkloadPreflight
 from infra.serving.workload import ServingWorkload, ServingWorkloadProps
+from infra.settings.deploy_context import DeployContext
 
 
 class ServingStack(Stack):
@@ -87,6 +88,7 @@ class ServingStack(Stack):
         existing: ExistingClusterProps | None = None,
         vpc_cidr: str | None = None,
         bundle_root: Path = REPO_DIR,
+        deploy: DeployContext | None = None,
         **kwargs: Any,
     ) -> None:
         settings, cfg = preflight.settings, preflight.config
@@ -95,6 +97,7 @@ class ServingStack(Stack):
             raise ValueError("ServingStack takes a cluster, or existing= with its vpc_cidr")
         super().__init__(scope, id, **kwargs)
         self.settings = settings
+        self.deploy = deploy
         self.serving_config = cfg
         self.existing_cluster: ExistingCluster | None = None
         if existing is not None:
@@ -288,6 +291,20 @@ class ServingStack(Stack):
             value=f"{spec.namespace}/{precompile_job_name(spec)}",
             description="Job that fills the compile cache (docs/workload.md)",
         )
+        if self.deploy is not None:
+            CfnOutput(
+                self,
+                ServingOutputs.DEPLOY_CONTEXT,
+                value=self.deploy.output_text(),
+                description="the -c items of this deploy, for the next one (calibrate fetch)",
+            )
+            if self.deploy.plan_command is not None:
+                CfnOutput(
+                    self,
+                    ServingOutputs.PLAN_COMMAND,
+                    value=self.deploy.plan_command,
+                    description="the plan-deploy command of the plan deployed",
+                )
         if self.settings.internal_nlb:
             hostname = eks.KubernetesObjectValue(
                 self,
@@ -340,7 +357,10 @@ class ServingStack(Stack):
 
 
 def add_serving(
-    scope: Construct, platform_stack: Stack, preflight: WorkloadPreflight
+    scope: Construct,
+    platform_stack: Stack,
+    preflight: WorkloadPreflight,
+    deploy: DeployContext | None = None,
 ) -> ServingStack:
     """Compose the serving stack on the platform stack's cluster (same env, deployed after it).
 
@@ -360,6 +380,7 @@ def add_serving(
         cluster=cluster,
         preflight=preflight,
         env=env,
+        deploy=deploy,
     )
     stack.add_stack_dependency(platform_stack)
     return stack
@@ -378,9 +399,16 @@ def add_serving_on_existing(
     existing: ExistingClusterProps,
     vpc_cidr: str,
     env: Environment | None = None,
+    deploy: DeployContext | None = None,
 ) -> ServingStack:
     """The serving stack alone, on an EKS cluster made elsewhere (docs/platform.md, "Existing
     cluster"): no platform stack to follow, the cluster imported inside this stack."""
     return ServingStack(
-        scope, stack_name, preflight=preflight, existing=existing, vpc_cidr=vpc_cidr, env=env
+        scope,
+        stack_name,
+        preflight=preflight,
+        existing=existing,
+        vpc_cidr=vpc_cidr,
+        env=env,
+        deploy=deploy,
     )

@@ -4,15 +4,23 @@ home from a deployed serving stack, without kubectl.
 The stack is looked up as `bench --stack` does (client.stack_endpoint: the serving stack's
 CloudFormation outputs, here its model bucket's name); the newest complete prefix
 s3://BUCKET/calibration/<stamp>/ (one holding calibration.json) is downloaded to DIR/<stamp>/,
-and its verdict printed. Needs s3:ListBucket on calibration/ and s3:GetObject under it.
+and its verdict printed, then the next two commands, exactly (`next_commands`): `plan-deploy`
+on the measured rows (the deployed plan's own command, from the stack's PlanCommand output, with
+`--measured` and `--out DIR/<stamp>/plan.yaml`) and the `cdk deploy` of that plan with the
+deploy's own `-c` items (the DeployContext output: profile, cluster admins, every override).
+Needs s3:ListBucket on calibration/ and s3:GetObject under it.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import shlex
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.json_io import loads
@@ -33,7 +41,11 @@ PROG = "calibrate fetch"
 
 def stack_bucket(cloudformation: object, stack: str) -> str:
     """The serving stack's model bucket (its ModelBucketName output)."""
-    outputs = read_stack_outputs(cloudformation, stack)
+    return stack_bucket_of(read_stack_outputs(cloudformation, stack), stack)
+
+
+def stack_bucket_of(outputs: dict[str, str], stack: str) -> str:
+    """The model bucket in a serving stack's outputs."""
     bucket = outputs.get(ServingOutputs.MODEL_BUCKET_NAME)
     if not bucket:
         have = ", ".join(sorted(outputs)) or "no outputs"
@@ -44,6 +56,125 @@ def stack_bucket(cloudformation: object, stack: str) -> str:
     return bucket
 
 
+#: The plan-deploy flags a next command sets itself (the rows, the plan file) or drops.
+_REPLACED_FLAGS = frozenset({"--measured", "--out", "--format"})
+#: What stands for a value the stack cannot tell (a deploy without a plan command).
+TPOT_PLACEHOLDER = "<TPOT_MS>"
+PEAK_PLACEHOLDER = "<PEAK_STREAMS>"
+ADMIN_PLACEHOLDER = "<YOUR_IAM_ARN>"
+
+
+@dataclass(frozen=True)
+class NextCommands:
+    """What to run after a fetch: plan on the measured rows, then deploy that plan."""
+
+    plan_deploy: tuple[str, ...] | None
+    """`python -m trnspec plan-deploy ...` (None: the run wrote no rows)."""
+    cdk_env: tuple[tuple[str, str], ...]
+    """Environment for the cdk command (AWS_REGION: the stack's region)."""
+    cdk_deploy: tuple[str, ...]
+    """`npx cdk deploy --all -c ... -c serving.plan=PLAN`."""
+    plan_file: str
+    notes: tuple[str, ...]
+    """One line each: what the commands could not take from the stack."""
+
+    def lines(self) -> list[str]:
+        """The commands as a shell takes them (shlex-quoted), after their notes."""
+        out = list(self.notes)
+        if self.plan_deploy is not None:
+            out.append(shlex.join(self.plan_deploy))
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.cdk_env)
+        out.append(f"{env} {shlex.join(self.cdk_deploy)}".strip())
+        return out
+
+
+def next_commands(
+    outputs: dict[str, str], result: dict[str, Any], run_dir: str, rows_file: str | None
+) -> NextCommands:
+    """The exact `plan-deploy --measured` and `cdk deploy` after a calibration: `outputs` are
+    the serving stack's, `result` its calibration.json, `run_dir` where the run was written (as
+    the commands should name it) and `rows_file` its trn2_rows.yaml (None: no rows)."""
+    notes: list[str] = []
+    plan_file = f"{run_dir}/plan.yaml"
+    context = outputs.get(ServingOutputs.DEPLOY_CONTEXT)
+    if context is not None:
+        context_args = shlex.split(context)
+    else:
+        context_args = ["-c", "profile=default", "-c", f"admin_principal_arns={ADMIN_PLACEHOLDER}"]
+        notes.append(
+            f"the stack has no {ServingOutputs.DEPLOY_CONTEXT} output (deployed before it "
+            "existed): repeat the -c items of your deploy (profile, admin_principal_arns, every "
+            "override) in the cdk command below"
+        )
+    plan = None
+    if rows_file is None:
+        notes.append(
+            "this run wrote no trn2_rows.yaml (calibration.json's trn2_rows says why): "
+            "nothing to plan on; measure again"
+        )
+    else:
+        plan = _plan_deploy(outputs.get(ServingOutputs.PLAN_COMMAND), result, context_args, notes)
+        plan = (*plan, "--measured", rows_file, "--out", plan_file)
+    region = outputs.get(ServingOutputs.REGION)
+    env = (("AWS_REGION", region),) if region else ()
+    cdk = ("npx", "cdk", "deploy", "--all", *context_args, "-c", f"serving.plan={plan_file}")
+    return NextCommands(plan, env, cdk, plan_file, tuple(notes))
+
+
+def _context_items(args: Sequence[str]) -> list[str]:
+    """The `KEY=VALUE` after each `-c`."""
+    return [item for flag, item in itertools.pairwise(args) if flag == "-c"]
+
+
+def _context_value(args: Sequence[str], key: str) -> str | None:
+    items = _context_items(args)
+    found = [item.split("=", 1)[1] for item in items if item.startswith(f"{key}=")]
+    return found[-1] if found else None
+
+
+def _plan_deploy(
+    command: str | None, result: dict[str, Any], context_args: Sequence[str], notes: list[str]
+) -> tuple[str, ...]:
+    """The deployed plan's command, its --config the deployed profile's file, without the flags
+    the next command sets; with no command, the calibration's two profiles and placeholders."""
+    head = ("python", "-m", "trnspec", "plan-deploy")
+    if command is None:
+        arms = result.get("arms") if isinstance(result.get("arms"), dict) else {}
+        profiles = [
+            str(arm.get("profile"))
+            for arm in (arms.get("speculative"), arms.get("plain"))
+            if isinstance(arm, dict) and arm.get("profile")
+        ]
+        notes.append(
+            f"the stack has no {ServingOutputs.PLAN_COMMAND} output (no plan deployed): "
+            f"replace {TPOT_PLACEHOLDER} and {PEAK_PLACEHOLDER} with your targets"
+        )
+        flags = [x for name in profiles for x in ("--profile", name)]
+        return (*head, *flags, "--tpot-ms", TPOT_PLACEHOLDER, "--peak-streams", PEAK_PLACEHOLDER)
+    words = shlex.split(command)
+    args = words[len(head) :] if tuple(words[: len(head)]) == head else words
+    kept: list[str] = []
+    skip = False
+    profile = _context_value(context_args, "profile") or "default"
+    for word in args:
+        if skip:
+            skip = False
+            continue
+        if word in _REPLACED_FLAGS:
+            skip = True
+            continue
+        if word == "--config":
+            kept += ["--config", f"config/{profile}.yaml"]
+            skip = True
+            continue
+        kept.append(word)
+    if "--config" in kept:
+        # The pools the deploy overrode are the pools the plan must fit.
+        pools = [item for item in _context_items(context_args) if item.startswith("trn2_pools.")]
+        kept += [x for item in pools for x in ("--set", item)]
+    return (*head, *kept)
+
+
 def fetch(
     stack: str,
     out_dir: Path,
@@ -51,11 +182,13 @@ def fetch(
     clients: Callable[[str | None], tuple[object, object]] | None = None,
     log: Callable[[str], None] = print,
 ) -> list[Path]:
-    """Download the newest complete run; `clients(region)` gives (cloudformation, s3)."""
+    """Download the newest complete run, print its verdict and the next commands;
+    `clients(region)` gives (cloudformation, s3)."""
     if clients is None:
         clients = _boto_clients
     cloudformation, s3 = clients(region)
-    bucket = stack_bucket(cloudformation, stack)
+    outputs = read_stack_outputs(cloudformation, stack)
+    bucket = stack_bucket_of(outputs, stack)
     newest = store.newest_complete(s3, bucket)
     if newest is None:
         raise StackError(
@@ -72,6 +205,17 @@ def fetch(
             log(printable(line["text"], 400))
     if isinstance(verdict, str):
         log(f"verdict: {printable(verdict, 400)}")
+    run_dir = out_dir / newest
+    rows = run_dir / store.ROWS_YAML
+    following = next_commands(
+        outputs,
+        doc if isinstance(doc, dict) else {},
+        run_dir.as_posix(),
+        rows.as_posix() if rows in files else None,
+    )
+    log("next: plan on the measured rows, then deploy that plan (from the repository root):")
+    for line in following.lines():
+        log(f"  {line}")
     return files
 
 

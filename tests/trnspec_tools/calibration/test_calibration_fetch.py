@@ -3,17 +3,32 @@ through the stack's outputs as `bench --stack` finds its service (moto: CloudFor
 
 from __future__ import annotations
 
+import argparse
+import itertools
 import json
+import shlex
+import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
+from trnspec.cli.plan_deploy import add_arguments
 
 from infra.outputs import ServingOutputs
+from infra.settings import load_settings
+from infra.settings.deploy_context import DeployContext
 from trnspec_tools.calibration import store
-from trnspec_tools.calibration.fetch import fetch
+from trnspec_tools.calibration.fetch import (
+    ADMIN_PLACEHOLDER,
+    PEAK_PLACEHOLDER,
+    TPOT_PLACEHOLDER,
+    fetch,
+    next_commands,
+)
 from trnspec_tools.client.stack_endpoint import StackError
 
 REGION = "us-east-2"
@@ -80,3 +95,137 @@ def test_stamps_sort_in_time_and_are_checked() -> None:
     assert store.run_prefix("20261202T090000Z") == "calibration/20261202T090000Z/"
     with pytest.raises(ValueError, match="yyyymmddThhmmssZ"):
         store.run_prefix("2026-12-02")
+
+
+# The next commands: what `calibrate fetch` prints after the verdict (finding 6 of issue 48).
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "tests" / "trnspec" / "plan"))
+from rows_fixture import rows_text  # noqa: E402
+
+ADMIN_ARN = "arn:aws:iam::123456789012:role/Admin"
+#: What a default deploy with a pool override and a rerun token outputs (DeployContext, as the
+#: serving stack writes it: the rerun token is the plan's business and is left out).
+DEPLOYED_WITH = DeployContext(
+    "default",
+    (
+        ("admin_principal_arns", f"[{ADMIN_ARN}]"),
+        ("trn2_pools.0.max_size", "3"),
+        ("serving.calibration.rerun", "2"),
+    ),
+)
+CONTEXT = DEPLOYED_WITH.output_text()
+PLAN_COMMAND = (
+    "python -m trnspec plan-deploy --profile qwen3-4b-dflash --profile qwen3-4b-baseline "
+    "--acceptance-length 2.1 --acceptance-k 15 --tpot-ms 30 --peak-streams 16 --min-replicas 1 "
+    "--input-len 512 --output-len 256 --config config/default.yaml"
+)
+
+
+DEPLOYED = "deployed-serving"
+
+
+def _stack_with(cfn: Any, outputs: dict[str, str]) -> str:
+    """A stack with the serving stack's bucket and region outputs plus `outputs`; its bucket."""
+    template = {
+        "Resources": {"Bucket": {"Type": "AWS::S3::Bucket"}},
+        "Outputs": {
+            ServingOutputs.MODEL_BUCKET_NAME: {"Value": {"Ref": "Bucket"}},
+            ServingOutputs.REGION: {"Value": {"Ref": "AWS::Region"}},
+            **{k: {"Value": v} for k, v in outputs.items()},
+        },
+    }
+    cfn.create_stack(StackName=DEPLOYED, TemplateBody=json.dumps(template))
+    described = cfn.describe_stacks(StackName=DEPLOYED)["Stacks"][0]["Outputs"]
+    return next(
+        o["OutputValue"] for o in described if o["OutputKey"] == ServingOutputs.MODEL_BUCKET_NAME
+    )
+
+
+def _calibration(arms: dict[str, str]) -> bytes:
+    doc = json.loads(_result("plain is cheaper"))
+    doc["arms"] = {arm: {"profile": profile} for arm, profile in arms.items()}
+    return json.dumps(doc).encode()
+
+
+def _printed_commands(lines: list[str]) -> list[list[str]]:
+    start = lines.index(
+        "next: plan on the measured rows, then deploy that plan (from the repository root):"
+    )
+    return [shlex.split(line) for line in lines[start + 1 :]]
+
+
+def test_fetch_prints_the_plan_deploy_and_cdk_deploy_that_follow_and_both_run(
+    aws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The printed plan-deploy parses with plan-deploy's own parser (the fetched rows, the
+    deployed profile's pools with its pool override); the printed cdk deploy's -c items load with
+    the app's settings loader, on the plan it writes, with the deploy's admins and pools."""
+    cfn, s3, _ = aws
+    outputs = {ServingOutputs.DEPLOY_CONTEXT: CONTEXT, ServingOutputs.PLAN_COMMAND: PLAN_COMMAND}
+    bucket = _stack_with(cfn, outputs)
+    store.upload(
+        s3,
+        bucket,
+        "20261202T090000Z",
+        {
+            store.RESULT_JSON: _calibration({"plain": "qwen3-4b-baseline"}),
+            store.ROWS_YAML: rows_text(0.64).encode(),
+        },
+    )
+    lines: list[str] = []
+    monkeypatch.chdir(REPO)  # plan.command names config/default.yaml, as run from the repo
+    out = tmp_path / "reports"
+    fetch(DEPLOYED, out, REGION, clients=lambda _r: (cfn, s3), log=lines.append)
+    plan_cmd, cdk_cmd = _printed_commands(lines)[-2:]
+    run_dir = out / "20261202T090000Z"
+
+    assert plan_cmd[:4] == ["python", "-m", "trnspec", "plan-deploy"]
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(plan_cmd[4:])
+    assert args.measured == str(run_dir / "trn2_rows.yaml")
+    assert args.out == str(run_dir / "plan.yaml")
+    assert args.config == "config/default.yaml"
+    assert args.overrides == ["trn2_pools.0.max_size=3"]
+    assert args.profile == ["qwen3-4b-dflash", "qwen3-4b-baseline"]
+    # plan-deploy itself on measured rows runs in tests/trnspec/cli/test_plan_deploy_cli.py (about
+    # 3 minutes on this shared machine); the plan it writes is stood in for by the shipped plan.
+    shutil.copy(REPO / "config" / "plans" / "default.yaml", run_dir / "plan.yaml")
+
+    env, *cdk = cdk_cmd
+    assert env == f"AWS_REGION={REGION}"
+    assert cdk[:4] == ["npx", "cdk", "deploy", "--all"]
+    context = dict(item.split("=", 1) for flag, item in itertools.pairwise(cdk) if flag == "-c")
+    assert context["serving.plan"] == str(run_dir / "plan.yaml")
+    assert "serving.calibration.rerun" not in context
+    overrides = {k: v for k, v in context.items() if k != "profile"}
+    settings = load_settings(context["profile"], overrides)
+    assert settings.admin_principal_arns == (ADMIN_ARN,)
+    assert settings.trn2_pools[0].max_size == 3
+    assert settings.serving is not None
+    assert settings.serving["profile"] == "qwen3-4b-baseline"
+
+
+def test_without_the_deploy_outputs_the_commands_say_what_to_fill_in() -> None:
+    """A stack deployed before DeployContext/PlanCommand existed: placeholders, each named."""
+    doc = json.loads(_calibration({"plain": "qwen3-4b-baseline", "speculative": "qwen3-4b-dflash"}))
+    following = next_commands({ServingOutputs.REGION: REGION}, doc, "r/1", "r/1/trn2_rows.yaml")
+    assert following.plan_deploy is not None
+    assert following.plan_deploy[4:8] == (
+        "--profile", "qwen3-4b-dflash", "--profile", "qwen3-4b-baseline",
+    )  # fmt: skip
+    assert TPOT_PLACEHOLDER in following.plan_deploy and PEAK_PLACEHOLDER in following.plan_deploy
+    assert f"admin_principal_arns={ADMIN_PLACEHOLDER}" in following.cdk_deploy
+    assert len(following.notes) == 2
+
+
+def test_a_run_without_rows_prints_no_plan_deploy() -> None:
+    following = next_commands(
+        {ServingOutputs.DEPLOY_CONTEXT: CONTEXT, ServingOutputs.PLAN_COMMAND: PLAN_COMMAND},
+        {},
+        "r/1",
+        None,
+    )
+    assert following.plan_deploy is None
+    assert "no trn2_rows.yaml" in following.notes[0]
