@@ -10,7 +10,11 @@ Waits until both arms answer, runs the ABBA rounds at every level (measure), wri
 calibration.json (and, with both Trn2 profiles, trn2_rows.yaml) to --out-dir and to
 s3://BUCKET/calibration/<UTC stamp>/, and prints the verdict per level. Exit 0 when every arm
 was measured, 1 when an arm failed somewhere (the results are written all the same: the failed
-arm is reported as failed), 2 for bad input.
+arm is reported as failed) or a result could not be written or uploaded where asked (a local
+copy is kept and named), 2 for bad input. Every flag is checked before any work: the URLs
+(http(s), no credentials), the bucket name, both profiles and --k against the speculative one,
+and --out-dir (made, proven writable, none of its outputs one of the inputs); the arms must
+serve the same model before a round runs.
 """
 
 from __future__ import annotations
@@ -29,10 +33,14 @@ from typing import Any
 from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
 from trnspec.boundary.json_io import dumps
 from trnspec.boundary.numbers import float_arg, int_arg, parse_int_list
-from trnspec.boundary.write import write_file
+from trnspec.boundary.text import printable
+from trnspec.boundary.write import moved_lines, write_outputs
+from trnspec.config.s3_uri import is_s3_uri
 
 from trnspec_tools.bench.run import RunOptions
 from trnspec_tools.bench.workload import WorkloadError
+from trnspec_tools.boundary.destination import bucket_name, check_out_dir
+from trnspec_tools.boundary.endpoint import Endpoint
 from trnspec_tools.calibration import store
 from trnspec_tools.calibration.measure import ArmEndpoint, measure, wait_ready
 from trnspec_tools.calibration.prompts import DEFAULT_SET, load_prompts
@@ -94,7 +102,25 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int_arg(0, 2**31), default=0)
 
 
+def _profile_k(field: str, profile: str | None) -> int | None:
+    """The profile's window (0: plain), read before any work: a typo is named at once, not
+    after hours of rounds that then write no rows."""
+    if profile is None:
+        return None
+    from trnspec.config.serving import ConfigError, load_profile
+
+    try:
+        spec = load_profile(profile).speculation
+    except ConfigError as exc:
+        raise BoundaryError(field, profile, str(exc).splitlines()[-1][:200]) from None
+    return spec.num_speculative_tokens if spec.method != "none" else 0
+
+
 def options_from_args(args: argparse.Namespace) -> CalibrationOptions:
+    for flag, url in (("--plain", args.plain), ("--speculative", args.speculative)):
+        Endpoint.parse(url, flag)
+    if args.bucket is not None:
+        bucket_name("--bucket", args.bucket)
     levels = tuple(parse_int_list("--concurrency", args.concurrency, 1, 1024, 16))
     if any(b <= a for a, b in itertools.pairwise(levels)):
         raise BoundaryError("--concurrency", args.concurrency, "list the levels increasing")
@@ -104,6 +130,19 @@ def options_from_args(args: argparse.Namespace) -> CalibrationOptions:
         raise BoundaryError(
             "--plain-profile", args.plain_profile, "give both arms' Trn2 profiles, or neither"
         )
+    _profile_k("--plain-profile", args.plain_profile)
+    profile_k = _profile_k("--speculative-profile", args.speculative_profile)
+    if args.k is not None and profile_k and args.k != profile_k:
+        raise BoundaryError(
+            "--k",
+            args.k,
+            f"--speculative-profile {args.speculative_profile} drafts k={profile_k}: its rows"
+            " would carry another window's acceptance; give the k the arm serves",
+        )
+    inputs = [] if is_s3_uri(args.prompts) or args.prompts == DEFAULT_SET else [
+        ("--prompts", Path(args.prompts))
+    ]  # fmt: skip
+    check_out_dir("--out-dir", args.out_dir, store.RESULT_FILES, inputs)
     return CalibrationOptions(
         urls={"plain": args.plain.rstrip("/"), "speculative": args.speculative.rstrip("/")},
         models={"plain": args.plain_model, "speculative": args.speculative_model},
@@ -254,10 +293,12 @@ class Outcome:
     summary: Summary
     files: dict[str, Path]
     uploaded: str | None
+    #: outputs not written or uploaded where asked, each with where it is kept
+    problems: tuple[str, ...] = ()
 
     @property
     def any_failed(self) -> bool:
-        return any(a.status == "failed" for a in self.summary.arms)
+        return bool(self.problems) or any(a.status == "failed" for a in self.summary.arms)
 
 
 def calibrate(
@@ -280,6 +321,12 @@ def calibrate(
     run_stamp = store.stamp()
     started = time.monotonic()
     models = asyncio.run(_models(opts, api_key, log))
+    if models["plain"] != models["speculative"]:
+        raise ValueError(
+            f"the arms serve different models (plain {models['plain']!r}, speculative"
+            f" {models['speculative']!r}): both arms must serve the same target for their costs"
+            " to compare; point --plain and --speculative at the two arms of one deployment"
+        )
     options = {
         arm: RunOptions(
             seed=opts.seed,
@@ -301,14 +348,29 @@ def calibrate(
     payload = {RESULT_JSON: dumps(doc).encode()}
     if rows_text is not None:
         payload[ROWS_YAML] = rows_text.encode()
-    files = {name: write_file(opts.out_dir / name, data) for name, data in payload.items()}
-    uploaded = store.upload(s3, opts.bucket, run_stamp, payload) if opts.bucket else None
+    written = write_outputs(
+        "calibrate", [(opts.out_dir / name, data) for name, data in payload.items()]
+    )
+    files = {w.target.name: w.path for w in written if w.path is not None}
+    problems = moved_lines(written)
+    uploaded = None
+    if opts.bucket:
+        try:
+            uploaded = store.upload(s3, opts.bucket, run_stamp, payload)
+        except Exception as exc:  # any failure of the upload keeps the local copies, named
+            kept = ", ".join(str(p) for p in files.values()) or "nowhere"
+            problems.append(
+                f"cannot upload to s3://{opts.bucket}/{store.run_prefix(run_stamp)}"
+                f" ({type(exc).__name__}: {printable(str(exc), 200)}); the results are at {kept}"
+            )
     print_summary(summary, log)
     for name, path in files.items():
         log(f"wrote {path}" + (f" and {uploaded}{name}" if uploaded else ""))
+    for line in problems:
+        log(f"error: {line}")
     if rows_text is None:
         log(f"trn2 rows: {rows_note['note']}")
-    return Outcome(run_stamp, summary, files, uploaded)
+    return Outcome(run_stamp, summary, files, uploaded, tuple(problems))
 
 
 async def _models(

@@ -109,6 +109,39 @@ def _row(cond: Conditions, c: int, run: ArmRun, **spec: Any) -> Measurement:
     )
 
 
+#: how far the counters' draft tokens per draft may lie from the k a row is written for
+K_USED_SLACK = 0.5
+
+
+def _unmeasured(run: ArmRun) -> str | None:
+    """Why a run's figures cannot be a row (None: they can): a row is fitted on its throughput
+    and its p50 TPOT, which must both be positive; a TPOT of 0 is what a stream merged into
+    bursts shows (a buffering proxy, an API process behind its engine), not a step time."""
+    if not run.result.output_tokens_per_s > 0:
+        return "no output throughput measured"
+    tpot = run.result.requests.tpot_ms.p50
+    if tpot is None or not tpot > 0:
+        return (
+            f"no per-token time measured (p50 TPOT {tpot}): the stream arrived in bursts"
+            " (a buffering proxy or a server behind its engine), so it times no decode step"
+        )
+    return None
+
+
+def _not_at_k(k: int, accepted_length: float, k_used: float | None) -> str | None:
+    """Why an acceptance length cannot stand for window k (None: it can): at most k + 1 tokens
+    per step, and the server's counters must show drafts of about k tokens (a row written for
+    k=15 from a server drafting 4 would fit the wrong window)."""
+    if accepted_length > k + 1:
+        return f"acceptance length {accepted_length:.2f} exceeds k + 1 = {k + 1}: not physical"
+    if k_used is not None and abs(k_used - k) > K_USED_SLACK:
+        return (
+            f"the server drafted {k_used:.2f} tokens per draft, not k={k}: the row would carry"
+            " another window's acceptance"
+        )
+    return None
+
+
 def measured_rows(
     cond: Conditions, baseline: Levels, runs: Mapping[int, Levels]
 ) -> tuple[list[Measurement], list[str]]:
@@ -117,8 +150,8 @@ def measured_rows(
     skipped: list[str] = []
     base_ids: dict[int, str] = {}
     for c, run in sorted(baseline.items()):
-        if not run.result.output_tokens_per_s:
-            skipped.append(f"baseline at concurrency {c}: no output throughput measured")
+        if (why := _unmeasured(run)) is not None:
+            skipped.append(f"baseline at concurrency {c}: {why}")
             continue
         row = _row(cond, c, run)
         base_ids[c] = row.id
@@ -133,10 +166,12 @@ def measured_rows(
                     f"{where}: acceptance not from the server's counters"
                     f" ({acc.acceptance_source or acc.acceptance_note})"
                 )
-            elif not run.result.output_tokens_per_s:
-                skipped.append(f"{where}: no output throughput measured")
+            elif (why := _unmeasured(run)) is not None:
+                skipped.append(f"{where}: {why}")
             elif acc.mean_accepted_length is None:
                 skipped.append(f"{where}: the counters gave no acceptance length")
+            elif (why := _not_at_k(k, acc.mean_accepted_length, acc.k_used)) is not None:
+                skipped.append(f"{where}: {why}")
             else:
                 rows.append(
                     _row(

@@ -16,6 +16,7 @@ from trnspec_tools.ab.order import measurement_steps
 from trnspec_tools.bench.run import RunOptions
 from trnspec_tools.calibration import run as calibrate_run
 from trnspec_tools.calibration.measure import ArmEndpoint, measure
+from trnspec_tools.calibration.run import main as run_main
 from trnspec_tools.tune.trn2_rows import conditions_for
 
 TTFT_MS, ITL_MS, OUTPUT_LEN = 40.0, 25.0, 12
@@ -38,12 +39,16 @@ def _args(plain: str, spec: str, out: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _servers():
+def _servers(k: int = 4):
     plain = running("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS),
                     "--tokens-per-step", "1", "--k", "1", "--no-spec-metrics")  # fmt: skip
     spec = running("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS),
-                   "--tokens-per-step", "3", "--k", "4")  # fmt: skip
+                   "--tokens-per-step", "3", "--k", str(k))  # fmt: skip
     return plain, spec
+
+
+#: the window of the qwen3-4b-dflash profile the rows are written for
+DFLASH_K = 15
 
 
 def close(measured: float, expected: float, rel: float = 0.05, abs_ms: float = 1.0) -> bool:
@@ -51,12 +56,14 @@ def close(measured: float, expected: float, rel: float = 0.05, abs_ms: float = 1
 
 
 def test_the_run_reports_the_servers_known_timing_acceptance_and_verdict(tmp_path: Path) -> None:
-    plain_srv, spec_srv = _servers()
+    """The speculative fake drafts the profile's k=15 and emits 3 tokens per step."""
+    plain_srv, spec_srv = _servers(DFLASH_K)
     with plain_srv as plain, spec_srv as spec:
         code = calibrate_run.main(
             _args(plain, spec, tmp_path, "--plain-profile", "qwen3-4b-baseline",
                   "--speculative-profile", "qwen3-4b-dflash",
-                  "--price-per-hour-plain", "2.235", "--price-per-hour-speculative", "2.235")
+                  "--price-per-hour-plain", "2.235", "--price-per-hour-speculative", "2.235",
+                  "--k", str(DFLASH_K))
         )  # fmt: skip
     assert code == 0
     doc = json.loads((tmp_path / "calibration.json").read_text())
@@ -79,9 +86,9 @@ def test_the_run_reports_the_servers_known_timing_acceptance_and_verdict(tmp_pat
             assert cost == pytest.approx(2.235 / (tps * 3600) * 1e6)
     for c in (1, 2):
         spec_r = results[("speculative", c)]
-        assert spec_r["acceptance_rate"] == pytest.approx(SPEC_ACCEPTANCE)
+        assert spec_r["acceptance_rate"] == pytest.approx(7 / (SPEC_STEPS * DFLASH_K))
         assert spec_r["mean_accepted_length"] == pytest.approx(SPEC_MEAN_ACCEPTED_LENGTH)
-        assert spec_r["k_used"] == pytest.approx(4)
+        assert spec_r["k_used"] == pytest.approx(DFLASH_K)
         assert results[("plain", c)]["acceptance_rate"] is None
     # Speculation decodes 11 tokens in 4 steps instead of 11: cheaper in every round.
     verdicts = {v["concurrency"]: v for v in doc["verdicts"]}
@@ -95,7 +102,7 @@ def test_the_run_reports_the_servers_known_timing_acceptance_and_verdict(tmp_pat
     assert sorted(base) == [1, 2] and len(spec_rows) == 2
     for row in spec_rows:
         assert row["baseline"] == base[row["batch"]]["id"]
-        assert row["k"] == 4
+        assert row["k"] == DFLASH_K
         assert row["acceptance_length"] == pytest.approx(SPEC_MEAN_ACCEPTED_LENGTH)
         # each arm's row carries its own profile's stack group (the stack-group rule)
         assert row["stack_group"] == _group("qwen3-4b-dflash")
@@ -266,18 +273,105 @@ def test_the_deadline_counts_the_wait_for_the_servers(tmp_path: Path) -> None:
     assert all(r["reason"] == f"round 1: {not_run}; round 2: {not_run}" for r in doc["results"])
 
 
-def test_an_arm_without_a_model_name_uses_the_one_its_server_lists(tmp_path: Path) -> None:
+def _discovering(tmp_path: Path, plain_model: str, spec_model: str) -> int:
     timing = ("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS))
     plain_srv = running(*timing, "--k", "1", "--tokens-per-step", "1", "--no-spec-metrics",
-                        "--model", "plain-m")  # fmt: skip
-    spec_srv = running(*timing, "--k", "4", "--tokens-per-step", "3", "--model", "spec-m")
+                        "--model", plain_model)  # fmt: skip
+    spec_srv = running(*timing, "--k", "4", "--tokens-per-step", "3", "--model", spec_model)
     with plain_srv as plain, spec_srv as spec:
         args = _args(plain, spec, tmp_path)
         for flag in ("--plain-model", "--speculative-model"):
             del args[args.index(flag) : args.index(flag) + 2]
-        assert calibrate_run.main(args) == 0
+        return calibrate_run.main(args)
+
+
+def test_an_arm_without_a_model_name_uses_the_one_its_server_lists(tmp_path: Path) -> None:
+    assert _discovering(tmp_path, "target-m", "target-m") == 0
     doc = json.loads((tmp_path / "calibration.json").read_text())
     assert {arm: a["model"] for arm, a in doc["arms"].items()} == {
-        "plain": "plain-m",
-        "speculative": "spec-m",
+        "plain": "target-m",
+        "speculative": "target-m",
     }
+
+
+def test_arms_serving_different_models_are_refused_before_a_round(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Their costs would not compare: the calibration pairs two arms of one deployment."""
+    assert _discovering(tmp_path, "plain-m", "spec-m") == 2
+    err = capsys.readouterr().err
+    assert "the arms serve different models" in err and "'plain-m'" in err
+    assert not (tmp_path / "calibration.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "says"),
+    [
+        (("--plain", "http://user:pw@127.0.0.1:9"), "--plain", "credentials in the URL"),
+        (("--speculative", "ftp://127.0.0.1:9"), "--speculative", "http:// or https://"),
+        (("--bucket", "../etc"), "--bucket", "not an S3 bucket name"),
+        (("--bucket", "Bad_Bucket"), "--bucket", "not an S3 bucket name"),
+        (
+            ("--plain-profile", "qwen3-4b-baselin", "--speculative-profile", "qwen3-4b-dflash"),
+            "--plain-profile",
+            "",
+        ),
+        (
+            ("--plain-profile", "qwen3-4b-baseline", "--speculative-profile", "qwen3-4b-dflash",
+             "--k", "4"),
+            "--k",
+            "drafts k=15",
+        ),
+    ],
+)  # fmt: skip
+def test_bad_flags_are_refused_in_one_line_before_any_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra, field, says
+) -> None:
+    """No server answers at port 9: a run that got past the flags would wait or fail later."""
+    argv = ["--plain", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9"]
+    argv += ["--out-dir", str(tmp_path / "out"), *extra]
+    code = run_main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and field in err and says in err and len(err.strip().splitlines()) == 1
+    assert "pw" not in err
+    assert not (tmp_path / "out" / "calibration.json").exists()
+
+
+def test_an_out_dir_that_cannot_hold_the_results_is_refused_before_the_rounds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a_file = tmp_path / "taken"
+    a_file.write_text("x")
+    prompts = tmp_path / "calibration.json"
+    prompts.write_text('{"prompt": "hello"}\n')
+    for out_dir, says in ((a_file, "is not a directory"), (tmp_path, "would overwrite --prompts")):
+        argv = ["--plain", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9"]
+        argv += ["--out-dir", str(out_dir), "--prompts", str(prompts)]
+        assert run_main(argv) == 2
+        err = capsys.readouterr().err
+        assert "--out-dir" in err and says in err
+    assert prompts.read_text() == '{"prompt": "hello"}\n'
+
+
+class _UnwritableBucket:
+    """An S3 client whose every upload fails, as a bucket without the Job's write grant does."""
+
+    def put_object(self, **_: object) -> None:
+        raise RuntimeError("AccessDenied: s3:PutObject")
+
+
+def test_a_failed_upload_keeps_the_results_on_disk_and_names_them(tmp_path: Path) -> None:
+    plain_srv, spec_srv = _servers()
+    lines: list[str] = []
+    with plain_srv as plain, spec_srv as spec:
+        parser = argparse.ArgumentParser()
+        calibrate_run.add_cli_args(parser)
+        args = parser.parse_args(_args(plain, spec, tmp_path, "--bucket", "trnspec-results"))
+        opts = calibrate_run.options_from_args(args)
+        outcome = calibrate_run.calibrate(opts, s3=_UnwritableBucket(), log=lines.append)
+    assert outcome.uploaded is None and outcome.any_failed
+    assert (tmp_path / "calibration.json").exists()
+    [problem] = outcome.problems
+    assert "cannot upload to s3://trnspec-results/calibration/" in problem
+    assert str(tmp_path / "calibration.json") in problem
+    assert any(line.startswith("error: cannot upload") for line in lines)

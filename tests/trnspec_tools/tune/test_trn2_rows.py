@@ -68,3 +68,39 @@ def test_the_rows_load_back_with_their_quote_and_refit_with_calibrate_add(tmp_pa
     path.write_text(text, encoding="utf-8")
     assert calibrate_main(["--add", str(path)]) == 0
     assert "llama31-8b-eagle3-c1-k3" in capsys.readouterr().out
+
+
+def test_a_run_without_a_per_token_time_is_no_row():
+    """Behind a buffering proxy the stream arrives in bursts: p50 TPOT 0 times no decode step."""
+    bursty = {1: run("baseline", 80.0, 0.0)}
+    rows, skipped = measured_rows(COND, bursty, {})
+    assert rows == [] and skipped[0].startswith("baseline at concurrency 1: no per-token time")
+    untimed = {3: {1: run("k=3", 190.0, 0.0, 2.9, "server-metrics")}}
+    rows, skipped = measured_rows(COND, BASELINE, untimed)
+    assert [r.role for r in rows] == ["baseline", "baseline"]
+    assert skipped[0].startswith("k=3 at concurrency 1: no per-token time")
+
+
+def _counted(tau: float, k_used: float | None) -> dict[int, dict[int, ArmRun]]:
+    acceptance = AcceptanceFigures(
+        mean_accepted_length=tau, acceptance_source="server-metrics", k_used=k_used
+    )
+    result = made_run(output_tokens_per_s=190.0, tpot_p50=5.2, acceptance=acceptance)
+    return {15: {1: ArmRun("k=15", "http://127.0.0.1:8000", "m", result)}}
+
+
+def test_a_row_is_written_only_for_the_window_the_server_drafted():
+    """A row for k=15 whose server drafted 4 tokens per draft would fit another window."""
+    rows, skipped = measured_rows(COND, BASELINE, _counted(2.9, 4.0))
+    assert [r.role for r in rows] == ["baseline", "baseline"]
+    assert "drafted 4.00 tokens per draft, not k=15" in skipped[0]
+    rows, _ = measured_rows(COND, BASELINE, _counted(2.9, 15.0))
+    assert rows[-1].k == 15
+
+
+def test_an_acceptance_length_above_k_plus_one_is_no_row():
+    rows, skipped = measured_rows(
+        COND, BASELINE, {3: {1: run("k=3", 190.0, 5.2, 4.5, "server-metrics")}}
+    )
+    assert [r.role for r in rows] == ["baseline", "baseline"]
+    assert "exceeds k + 1 = 4" in skipped[0]
