@@ -15,12 +15,14 @@ import re
 import subprocess
 import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
 
-from tests.requirement_closure import modules_of, requirement_closure
+from tests.requirement_closure import distribution_name, modules_of, requirement_closure
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = ("smoke", "bench")
@@ -51,6 +53,21 @@ def _recipe_installs() -> list[tuple[Path, set[str]]]:
     return out
 
 
+def extra_requirements(project: Mapping[str, Any], extra: str) -> list[Requirement]:
+    """An extra's requirements, with the project's own extras it names (`tools` lists
+    `trnspec-platform[pods]`) replaced by their lists: read from the pyproject, not from the
+    installed metadata, which is as old as the last `make setup`."""
+    out: list[Requirement] = []
+    for text in project["optional-dependencies"][extra]:
+        req = Requirement(text)
+        if distribution_name(req.name) == distribution_name(project["name"]):
+            for inner in sorted(req.extras):
+                out += extra_requirements(project, inner)
+        else:
+            out.append(req)
+    return out
+
+
 def _light_install() -> set[str]:
     """Normalized names of every distribution the light install puts in the venv."""
     wanted: list[Requirement] = []
@@ -58,7 +75,7 @@ def _light_install() -> set[str]:
         data = tomllib.loads((project / "pyproject.toml").read_text())["project"]
         wanted += [Requirement(r) for r in data.get("dependencies", [])]
         for extra in extras:
-            wanted += [Requirement(r) for r in data["optional-dependencies"][extra]]
+            wanted += extra_requirements(data, extra)
     return requirement_closure(wanted)
 
 
@@ -68,6 +85,18 @@ def _allowed_modules() -> set[str]:
 
 def test_the_recipe_installs_the_tools_extra() -> None:
     assert any("tools" in extras for _, extras in _recipe_installs())
+
+
+def test_an_extra_that_names_the_projects_own_extra_brings_that_list() -> None:
+    project = {
+        "name": "Trnspec_Platform",
+        "optional-dependencies": {
+            "pods": ["numpy>=1.26,<3"],
+            "tools": ["trnspec-platform[pods]", "rich>=13"],
+        },
+    }
+    assert [str(r) for r in extra_requirements(project, "tools")] == ["numpy<3,>=1.26", "rich>=13"]
+    assert "prometheus-client" in _light_install()  # the root pyproject's pods extra, read
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

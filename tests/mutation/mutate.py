@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.serving.bundle.requirements import PYPROJECTS
+from infra.serving.bundle.requirements import DECLARATIONS
 
 REPO = Path(__file__).resolve().parents[2]
 STAGE_ROOT = REPO / ".cache" / "mutate"
@@ -44,7 +44,7 @@ ALSO_COPY = ("tests", "conftest.py", "pyproject.toml", "image", "config", "docs"
 #: Repo files that packaged code reads through its own location (infra.serving.bundle's
 #: REPO_DIR, three levels above infra/serving/bundle): in the stage that location is `src/`, so
 #: they are copied there too.
-READ_THROUGH_PACKAGE_PATH = PYPROJECTS
+READ_THROUGH_PACKAGE_PATH = tuple(dict.fromkeys(d.pyproject for d in DECLARATIONS))
 #: mutmut's exit codes that mean a test caught the mutant (failed, pytest error, timeout).
 KILLED_CODES = frozenset({1, 3, 24, -24, 36, 152, 255})
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not e2e and not slow", "-q"]

@@ -1,7 +1,7 @@
 """What the bundle needs from the image it runs in: the runtime dependencies that
-image/pyproject.toml (trnspec) and image/tools/pyproject.toml (trnspec_tools) declare, each with
-the module it is imported as. The init container checks each imports, in its declared range,
-before any pod runs trnspec (infra/serving/bundle/install.py)."""
+image/pyproject.toml declares for trnspec and the root pyproject.toml's `pods` extra for
+trnspec_tools, each with the module it is imported as. The init container checks each imports,
+in its declared range, before any pod runs trnspec (infra/serving/bundle/install.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,27 @@ from pathlib import Path
 
 from infra.serving.bundle.archive import REPO_DIR
 
-#: The projects whose dependencies the bundle's two packages declare.
-PYPROJECTS = ("image/pyproject.toml", "image/tools/pyproject.toml")
+
+@dataclass(frozen=True)
+class Declaration:
+    """Where one bundled package declares its runtime dependencies: a pyproject's
+    `dependencies`, or with `extra` that optional-dependencies list."""
+
+    pyproject: str
+    extra: str | None = None
+
+    def where(self) -> str:
+        return f"{self.pyproject} [{self.extra}]" if self.extra else self.pyproject
+
+    def texts(self, repo_dir: Path) -> list[str]:
+        project = tomllib.loads((repo_dir / self.pyproject).read_text())["project"]
+        if self.extra is None:
+            return list(project.get("dependencies", []))
+        return list(project["optional-dependencies"][self.extra])
+
+
+#: trnspec's dependencies, then trnspec_tools' (the root project's `pods` extra).
+DECLARATIONS = (Declaration("image/pyproject.toml"), Declaration("pyproject.toml", "pods"))
 #: Distribution name (normalized) -> the module it is imported as.
 IMPORT_NAMES = {
     "pydantic": "pydantic",
@@ -45,21 +64,21 @@ def normalize(name: str) -> str:
 
 
 def declared(repo_dir: Path = REPO_DIR) -> tuple[RuntimeRequirement, ...]:
-    """Every dependency of PYPROJECTS, in declaration order; ValueError for one without a known
+    """Every dependency of DECLARATIONS, in declaration order; ValueError for one without a known
     module (add it to IMPORT_NAMES) or with a marker or extras (the check cannot evaluate them)."""
     out: list[RuntimeRequirement] = []
-    for pyproject in PYPROJECTS:
-        project = tomllib.loads((repo_dir / pyproject).read_text())["project"]
-        for text in project.get("dependencies", []):
+    for declaration in DECLARATIONS:
+        where = declaration.where()
+        for text in declaration.texts(repo_dir):
             match = _NAME.match(text)
             if match is None or ";" in text or "[" in text:
                 raise ValueError(
-                    f"{pyproject}: {text!r}: write it as name>=x,<y (no extras or markers)"
+                    f"{where}: {text!r}: write it as name>=x,<y (no extras or markers)"
                 )
             name, specifier = normalize(match.group(1)), match.group(2).replace(" ", "")
             if name not in IMPORT_NAMES:
                 raise ValueError(
-                    f"{pyproject}: {text!r}: no module known for {name!r}; add it to "
+                    f"{where}: {text!r}: no module known for {name!r}; add it to "
                     "infra/serving/bundle/requirements.py IMPORT_NAMES"
                 )
             out.append(RuntimeRequirement(name, specifier, IMPORT_NAMES[name]))
