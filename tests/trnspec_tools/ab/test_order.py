@@ -84,6 +84,10 @@ def test_rounds_outside_one_to_the_maximum_are_refused(rounds):
         measurement_steps(ARMS, [1], rounds)
 
 
+def test_the_most_rounds_any_tool_may_ask_for_are_accepted():
+    assert len(measurement_steps(ARMS, [1], MAX_ROUNDS)) == 2 * MAX_ROUNDS
+
+
 def test_a_negative_step_has_no_order():
     with pytest.raises(ValueError, match="step"):
         round_order(ARMS, -1)

@@ -54,7 +54,7 @@ def test_the_interval_holds_the_median_and_lies_within_the_rounds(ratios):
 
 
 def test_no_rounds_and_non_finite_rounds_are_errors_not_figures():
-    with pytest.raises(ValueError, match="no rounds"):
+    with pytest.raises(ValueError, match=r"^no rounds measured$"):
         spread([])
     with pytest.raises(ValueError, match="not finite"):
         spread([1.0, float("nan")])
@@ -92,3 +92,33 @@ def test_the_median_interval_holds_the_median_with_the_tightest_sufficient_cover
 @pytest.mark.parametrize(("n", "j"), [(2, 1), (5, 1), (8, 2), (10, 3), (40, 14)])
 def test_coverage_is_one_minus_twice_the_binomial_tail(n, j):
     assert coverage(n, j) == pytest.approx(_coverage(n, j))
+
+
+def test_a_spread_is_written_with_every_round_and_how_sure_it_is():
+    s = spread([1.2, 1.0, 1.1])
+    assert s.to_json() == {
+        "median": 1.1,
+        "low": 1.0,
+        "high": 1.2,
+        "rounds": 3,
+        "method": RANGE,
+        "confidence": 0.75,
+        "values": [1.2, 1.0, 1.1],
+    }
+    assert s.text() == "1.10x [1.00-1.20]"
+
+
+def test_holding_and_overlapping_include_the_ends():
+    s = spread([0.9, 1.0])
+    assert s.holds(1.0) and s.holds(0.9) and not s.holds(1.01) and not s.holds(0.89)
+    assert s.overlaps(spread([1.0, 1.5])) and spread([1.0, 1.5]).overlaps(s)
+    assert not s.overlaps(spread([1.01, 1.5])) and not spread([1.01, 1.5]).overlaps(s)
+
+
+@pytest.mark.parametrize(("n", "j"), [(5, 1), (8, 2), (10, 2), (17, 5), (4, None), (1, None)])
+def test_the_tightest_order_statistic_at_ninety_percent(n, j):
+    from trnspec_tools.ab.spread import order_statistic
+
+    assert order_statistic(n) == j
+    assert order_statistic(10, 0.85) == 3
+    assert order_statistic(10, 0.5) == 4  # (x_(4), x_(7)) covers 65.6 %
