@@ -6,17 +6,18 @@ A plain module (not conftest) so test files import it by a unique name.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from aws_cdk import App
 from aws_cdk.assertions import Template
 
-from infra.app.composition import compose
+from infra.app.composition import build_stacks, preflight
 from infra.platform.stack import PlatformStack
 from infra.serving.stack import ServingStack
 from infra.settings import load_settings
+from infra.settings.deploy_context import deploy_context
 
 REPO = Path(__file__).resolve().parents[2]
 #: The profiles shipped under config/ that tests synthesize.
@@ -87,8 +88,11 @@ def synth_profile(
         outdir=str(outdir),
         builtin_cloud_formation_validation=validation,
     )
-    settings = load_settings(profile, {**ADMIN, **(overrides or {})})
-    built = compose(app, settings, check_placement=check_placement)
+    given = {**ADMIN, **(overrides or {})}
+    settings = load_settings(profile, given)
+    # As app.py's check_profile: the preflight carries the profile and -c items it was read from.
+    checked = preflight(settings, check_placement=check_placement)
+    built = build_stacks(app, replace(checked, deploy=deploy_context(profile, given)))
     app.synth()
     stack, serving = built.platform, built.serving
     raw = json.loads((outdir / f"{stack.stack_name}.template.json").read_text())

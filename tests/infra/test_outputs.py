@@ -10,13 +10,16 @@ the port-forward needs. cfn-lint and cdk-nag run over the same templates in test
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import shlex
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from platform_synth import PROFILES, Synth, synth_profile
+import yaml
+from platform_synth import ADMIN_ARN, PROFILES, REPO, Synth, synth_profile
 
 from infra.outputs import (
     PlatformOutputs,
@@ -40,11 +43,12 @@ def platform_output_names() -> frozenset[str]:
 
 
 def serving_output_names(
-    internal_nlb: bool, api_key: bool, weights_job: bool = True
+    internal_nlb: bool, api_key: bool, weights_job: bool = True, plan_command: bool = True
 ) -> frozenset[str]:
-    """Every output the serving stack declares (the NLB endpoint, the key's secret and the
-    weights Job only when they are enabled)."""
+    """Every output the serving stack declares (the NLB endpoint, the key's secret, the weights
+    Job and the plan's command only when they are enabled)."""
     names = {
+        ServingOutputs.DEPLOY_CONTEXT,
         ServingOutputs.PLATFORM_STACK,
         ServingOutputs.REGION,
         ServingOutputs.NAMESPACE,
@@ -59,6 +63,8 @@ def serving_output_names(
     }
     if weights_job:
         names.add(ServingOutputs.WEIGHTS_JOB)
+    if plan_command:
+        names.add(ServingOutputs.PLAN_COMMAND)
     if internal_nlb:
         names.add(ServingOutputs.INTERNAL_NLB_ENDPOINT)
     if api_key:
@@ -151,8 +157,27 @@ def synth(request: pytest.FixtureRequest, platform_synth: Callable[[str], Synth]
 def test_templates_declare_exactly_the_outputs_infra_outputs_names(synth: Synth) -> None:
     assert declared(synth.raw) == platform_output_names()
     settings = synth.serving.settings
-    expected = serving_output_names(settings.internal_nlb, settings.api_key_enabled)
+    deploy = synth.serving.deploy
+    assert deploy is not None
+    expected = serving_output_names(
+        settings.internal_nlb, settings.api_key_enabled, plan_command=bool(deploy.plan_command)
+    )
     assert declared(synth.serving_raw) == expected
+
+
+def test_the_serving_stack_records_the_deploys_context_and_its_plans_command(
+    synth: Synth,
+) -> None:
+    """What `calibrate fetch` reads to print the next deploy: the -c items as given (but the
+    plan's), and the deployed plan file's own `plan.command`."""
+    outputs = Deployed(synth).outputs(synth.serving_raw)
+    words = shlex.split(outputs[ServingOutputs.DEPLOY_CONTEXT])
+    items = [w for flag, w in itertools.pairwise(words) if flag == "-c"]
+    assert items[0].startswith("profile=") and f"admin_principal_arns=[{ADMIN_ARN}]" in items
+    assert not any(i.startswith("serving.plan=") for i in items)
+    plan = yaml.safe_load((REPO / "config" / "plans" / "default.yaml").read_text())
+    # every shipped profile synthesized here names the default plan
+    assert outputs[ServingOutputs.PLAN_COMMAND] == plan["plan"]["command"]
 
 
 def test_serving_outputs_after_deploy_parse_into_what_the_port_forward_needs(
