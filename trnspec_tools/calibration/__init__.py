@@ -8,7 +8,7 @@ Order of work (`python -m trnspec_tools calibrate run`, the calibration Job's co
 3. `summary`: per arm and level the figures with their spread over rounds, status ok or failed
    (a failed arm is never a slow one), and the verdict of the A/B core
    (`trnspec_tools.ab.comparison`): which arm is cheaper per 1M output tokens, or undecided;
-4. `rows`: the same measurements as rows of the Trn2 data file (`calibrate --add`,
+4. `rows`: the same measurements as rows of the Trn2 data file (`trnspec fit --add`,
    `plan-deploy --measured`);
 5. `store`: calibration.json and trn2_rows.yaml to a directory and to
    s3://BUCKET/calibration/<UTC stamp>/.

@@ -7,7 +7,7 @@
         --endpoint-for-k 7=http://h:8007 --model M --out reports/tune.json  # one server per k
     python scripts/tune.py --stack TrnspecPlatform-serving --trn2-profile llama31-8b-eagle3 \\
         --baseline http://h:8000 --concurrency 1,2,4 --out reports/trn2.json \\
-        --rows-out reports/trn2_rows.yaml     # a deployed stack; rows for calibrate --add
+        --rows-out reports/trn2_rows.yaml     # a deployed stack; rows for trnspec fit --add
 
 Each k is measured against the same plain server (speculation off) with the same prompts,
 alternated round by round (ABBA, `--rounds`, alternated.py), so every k has a ratio to plain with

@@ -290,7 +290,7 @@ def _band_cell(with_band: int, inside: int, median: float | None, predicted: int
 
 def fold_table(folds: Sequence[FoldBand]) -> list[str]:
     """How the bands held figures of sources the fit never saw, before (largest held-out error of
-    the regime, the rule before issue 49) and after (SOURCE_BAND_RULE), as Markdown lines."""
+    the regime: band_for's rule) and after (SOURCE_BAND_RULE), as Markdown lines."""
     lines = [
         f"| figures | rows | within {WITHIN:.0%} of the figure | before: inside the printed band"
         " | after: inside the printed band |",

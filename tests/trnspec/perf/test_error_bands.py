@@ -10,7 +10,7 @@ from trnspec.perf.validation import held_rate
 
 CAL = trn2_calibration()
 
-#: A calibration run's rows as `calibrate --add` reads them: plain Qwen3-4B on the plugin's
+#: A calibration run's rows as `trnspec fit --add` reads them: plain Qwen3-4B on the plugin's
 #: async scheduling at TP 4, two concurrencies, one study (made-up figures).
 MEASURED = """
 measurements:

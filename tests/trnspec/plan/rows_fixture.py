@@ -1,4 +1,4 @@
-"""A measured rows file as the calibration Job writes it (the `calibrate --add` format): plain
+"""A measured rows file as the calibration Job writes it (the `trnspec fit --add` format): plain
 Qwen3-4B and Qwen3-4B DFlash at concurrency 1, the speculative arm at `ratio` of plain."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Measured rows are the plan's evidence: they refit the model through the `calibrate --add` path,
+"""Measured rows are the plan's evidence: they refit the model through the `trnspec fit --add` path,
 and a speculative row measured slower than its plain row keeps speculation out at that target,
 stack group and batch (trnspec.plan.measured)."""
 
