@@ -239,10 +239,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("infra/platform/cluster/placement.py", "pod_request.amount", "number-of-text"): (
         "as gib: a quantity of the project's own manifests (owner: platform)"
     ),
-    ("infra/settings/loading.py", "_list_index", "number-of-text"): (
-        "a list index of a `-c` path, after str.isdigit (owner: deploy; isdigit also takes"
-        " superscripts: to move to boundary.numbers.int_text)"
-    ),
     # --- raw-lines: the first or last line of an exception's message, shown to a user ---------
     ("image/trnspec/perf/published.py", "_rows", "raw-lines"): (
         "the first line of a YAML error's message, for a one-line refusal (not data)"
@@ -331,10 +327,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "--max-tokens: bounded in smoke's options, refused naming the flag"
     ),
     # --- text a pattern has already bounded -----------------------------------------------------
-    ("image/trnspec/plan/pools.py", "_set", "number-of-text"): (
-        "a list index in a --set path: int() only after str.isdigit(), then checked against the"
-        " list's length on the next line (BoundaryError naming --set)"
-    ),
     ("image/trnspec/plan/served_acceptance.py", "window", "number-of-text"): (
         "1 to 6 digits matched by _WINDOW, the seconds checked within 1m..30d before use"
     ),

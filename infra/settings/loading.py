@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 from trnspec.boundary.problems import InputError, Problem, problems_from_validation
-from trnspec.boundary.user_input import InputReadError, load_yaml, parse_value, read_text_file
+from trnspec.boundary.user_input import InputReadError, load_yaml, read_text_file
+from trnspec.plan.deployment_schema import set_dotted
 
 from infra.settings.cross_checks import deployment_cross_checks
 from infra.settings.models import DeploymentSettings
@@ -73,69 +74,22 @@ def settings_overrides(context: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _scalar(value: Any) -> Any:
-    """`-c` values arrive as strings: one rule with the engine's `--set`
-    (trnspec's user_input.parse_value): YAML 1.2 values, text fields keep the text as written."""
-    return parse_value(value) if isinstance(value, str) else value
-
-
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Set dotted keys (`trn2_pools.0.max_size`, `vpc.nat_gateways`) in a copy of `data`.
-
-    A list segment is an index or a pool name (`trn2_pools.trn2.max_size`). Problems with the
-    paths themselves are collected and raised together.
+    """Set dotted keys (`trn2_pools.0.max_size`, `vpc.nat_gateways`) in a copy of `data`, by
+    the walker plan-deploy's `--set` uses too (trnspec.plan.deployment_schema.set_dotted: a list
+    segment is an index or a pool name, a missing `trn2_pools` the default pool, `-c` text read
+    as YAML 1.2 values, as the engine's `--set`). Problems with the paths themselves are
+    collected and raised together.
     """
     out = copy.deepcopy(data)
-    problems: list[Problem] = []
-    for key, raw in sorted(overrides.items()):
-        parts = key.split(".")
-        node: Any = out
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            if isinstance(node, list):
-                idx = _list_index(node, part)
-                if idx is None:
-                    problems.append(
-                        Problem(
-                            key,
-                            raw,
-                            f"no item {part!r} in {'.'.join(parts[:i])} "
-                            f"(indexes 0..{len(node) - 1} or a pool name)",
-                        )
-                    )
-                    break
-                if last:
-                    node[idx] = _scalar(raw)
-                else:
-                    node = node[idx]
-            elif isinstance(node, dict):
-                if last:
-                    node[part] = _scalar(raw)
-                else:
-                    node = node.setdefault(part, _default_container(parts, i))
-            else:
-                problems.append(Problem(key, raw, f"{'.'.join(parts[:i])} is not a section"))
-                break
+    problems = [
+        Problem(key, raw, fix)
+        for key, raw in sorted(overrides.items())
+        if (fix := set_dotted(out, key, raw)) is not None
+    ]
     if problems:
         raise SettingsError(problems, "context overrides")
     return out
-
-
-def _default_container(parts: list[str], i: int) -> Any:
-    """Missing intermediate: `trn2_pools` is a list of pools (its defaults), others sections."""
-    if parts[i] == "trn2_pools":
-        return [p.model_dump(mode="json") for p in DeploymentSettings().trn2_pools]
-    return {}
-
-
-def _list_index(node: list[Any], part: str) -> int | None:
-    if part.isdigit():
-        idx = int(part)
-        return idx if idx < len(node) else None
-    for idx, item in enumerate(node):
-        if isinstance(item, dict) and item.get("name") == part:
-            return idx
-    return None
 
 
 def list_profiles(config_dir: Path = CONFIG_DIR) -> list[str]:

@@ -6,11 +6,20 @@ sections are in `cross_checks`, reading a profile and `-c` overrides in `loading
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
-from trnspec.boundary.user_input import Int, Text, as_text, refuse_bool
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from trnspec.boundary.user_input import Int, Text, as_text
 from trnspec.hardware.topology import INSTANCE_TYPES
+from trnspec.plan.deployment_schema import (
+    DEFAULT_INSTANCE_TYPE,
+    DEFAULT_LNC,
+    DEFAULT_POOL_MAX_SIZE,
+    DEFAULT_POOL_NAME,
+    Lnc,
+    PoolMaxSize,
+    PoolNodes,
+)
 
 from infra.contracts import KUBECTL_PROVIDER_TIMEOUT_SECONDS, MAX_HELM_TIMEOUT_MINUTES
 from infra.settings.existing_cluster import ClusterSettings
@@ -101,13 +110,13 @@ class Trn2PoolSettings(_Frozen):
 
     name: Text = Field(pattern=_DNS_LABEL)
     """Short DNS-label name; the node group is named <cluster_name>-<name>."""
-    instance_type: Text = "trn2.48xlarge"
+    instance_type: Text = DEFAULT_INSTANCE_TYPE
     """trn2.48xlarge, trn2u.48xlarge or trn2.3xlarge (the table in trnspec.hardware.topology)."""
-    min_size: Int = Field(default=0, ge=0, le=64)
+    min_size: PoolNodes = 0
     """Minimum nodes; 0 lets the autoscaler release every Trn2 node."""
-    desired_size: Int = Field(default=0, ge=0, le=64)
+    desired_size: PoolNodes = 0
     """Nodes at deploy time (the autoscaler owns it afterwards)."""
-    max_size: Int = Field(default=2, ge=1, le=64)
+    max_size: PoolMaxSize = DEFAULT_POOL_MAX_SIZE
     """Upper bound for the autoscaler."""
     capacity: CapacitySettings = CapacitySettings()
     """On-demand, capacity block or capacity reservation."""
@@ -118,7 +127,7 @@ class Trn2PoolSettings(_Frozen):
     efa: bool = False
     """ENA on the primary interface and an EFA-only interface on every EFA network card of the
     type; on-demand pools get a new cluster placement group, reserved ones use their own."""
-    lnc: Annotated[Literal[1, 2], BeforeValidator(refuse_bool)] = 2
+    lnc: Lnc = DEFAULT_LNC
     """Logical NeuronCore config written to the node (2 is the Trn2 default)."""
     root_volume_gib: Int | None = Field(default=None, ge=20, le=16384)
     """Root gp3 volume; None sizes it for what it holds (infra/platform/cluster/root_volume.py):
@@ -236,7 +245,7 @@ class DeploymentSettings(_Frozen):
     system_nodes: SystemNodeGroupSettings = SystemNodeGroupSettings()
     """The non-Trn2 node group."""
     trn2_pools: tuple[Trn2PoolSettings, ...] = Field(
-        default=(Trn2PoolSettings(name="trn2"),), min_length=1
+        default=(Trn2PoolSettings(name=DEFAULT_POOL_NAME),), min_length=1
     )
     """Trn2 node pools; names must be unique."""
     autoscaler: Literal["cluster-autoscaler", "karpenter"] = "cluster-autoscaler"

@@ -17,14 +17,13 @@ from typing import Any
 
 from trnspec.boundary.problems import Problem
 from trnspec.boundary.user_input import InputReadError, load_yaml, read_text_file
+from trnspec.plan.deployment_schema import PLAN_KIND
 
 from infra.settings.plan_figures import PLAN_FIGURES_FIELD, PlanFigures, read_plan_figures
 
 #: The key that names a plan file, in the serving section or as a dotted override.
 PLAN_KEY = "plan"
 PLAN_OVERRIDE = f"serving.{PLAN_KEY}"
-#: What `trnspec plan-deploy` writes (trnspec.plan.document.PLAN_KIND).
-PLAN_KIND = "trnspec-deployment-plan"
 #: The serving fields a plan sets.
 PLAN_FIELDS = frozenset(
     {"profile", "overrides", "min_replicas", "max_replicas", "streams_per_replica", "calibration"}

@@ -15,7 +15,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trnspec.boundary.problems import InputError, Problem, problems_from_validation
 from trnspec.boundary.user_input import Int, Text
-from trnspec.config.pod_contract import DEFAULT_MAX_STARTUP_MINUTES, MAX_STARTUP_MINUTES_RANGE
+from trnspec.plan.deployment_schema import (
+    DEFAULT_MAX_STARTUP_MINUTES,
+    DEFAULT_SCALE_TO_ZERO,
+    StartupMinutes,
+)
 
 from infra.settings.calibration import CalibrationSettings
 from infra.settings.plan_figures import PlanFigures
@@ -57,7 +61,8 @@ class ServingSettings(BaseModel):
     min_replicas: Int = Field(1, ge=1, le=64, description="Replicas kept while there is no load.")
     max_replicas: Int = Field(2, ge=1, le=64, description="Upper bound for the autoscaler.")
     scale_to_zero: bool = Field(
-        False, description="Let KEDA remove the last replica when idle (see docs/workload.md)."
+        DEFAULT_SCALE_TO_ZERO,
+        description="Let KEDA remove the last replica when idle (see docs/workload.md).",
     )
     wake: WakeSettings = Field(
         WakeSettings(),
@@ -108,10 +113,8 @@ class ServingSettings(BaseModel):
         "later deploys, or the Job of the previous token runs again.",
     )
     shm_gib: Int = Field(32, ge=1, le=512, description="Size of the /dev/shm memory emptyDir.")
-    max_startup_minutes: Int = Field(
+    max_startup_minutes: StartupMinutes = Field(
         DEFAULT_MAX_STARTUP_MINUTES,
-        ge=MAX_STARTUP_MINUTES_RANGE[0],
-        le=MAX_STARTUP_MINUTES_RANGE[1],
         description="Startup budget after the engine's waits for weights: staging + load "
         "(+ compile); the startup probe adds those waits (trnspec.config.pod_contract).",
     )

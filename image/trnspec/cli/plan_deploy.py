@@ -34,9 +34,8 @@ from trnspec.plan.document import json_document, plan_file_text
 from trnspec.plan.plan_deploy import check_request_fit, nothing_fits, plan_deploy
 from trnspec.plan.plan_request import PlanRequest, PoolsGiven
 from trnspec.plan.plan_text import format_plans
-from trnspec.plan.pools import read_deployment_config
 from trnspec.plan.predict import int_list
-from trnspec.plan.readers.evidence import read_acceptance, read_measured
+from trnspec.plan.readers.evidence import read_acceptance, read_deployment_config, read_measured
 from trnspec.plan.served_acceptance import window
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "command_line", "main", "request_from_args"]

@@ -21,12 +21,11 @@ import yaml
 
 from trnspec.plan.decision import Decision
 from trnspec.plan.deploy_plan import ProfilePlan, Variant
+from trnspec.plan.deployment_schema import PLAN_KIND
 
 if TYPE_CHECKING:  # plan_deploy imports idle_cost, which imports this module's constants
     from trnspec.plan.plan_deploy import PlanResult
 
-#: The plan file's format marker, checked by the deploy (infra/settings/plan_file.py).
-PLAN_KIND = "trnspec-deployment-plan"
 #: Alternated (ABBA) rounds per concurrency level of a calibration.
 CALIBRATION_ROUNDS = 4
 #: The calibration Job's bound.

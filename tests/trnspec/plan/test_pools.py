@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from trnspec.boundary.errors import BoundaryError
-from trnspec.plan.pools import DeploymentConfig, Pool, max_nodes, read_deployment_config
+from trnspec.plan.pools import DeploymentConfig, Pool, max_nodes
+from trnspec.plan.readers.evidence import read_deployment_config
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -1,17 +1,20 @@
 """The evidence plan-deploy reads from outside, each value typed as trnspec.plan takes it: a tune
 report's `fit.alpha`, the acceptance served over a window (Prometheus), measured rows (a path or
-S3) and a deployment config's pools; every failure is one BoundaryError naming the flag."""
+S3) and a deployment config's pools (a file); every failure is one BoundaryError naming the flag."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.files import read_json
 from trnspec.boundary.numbers import finite_in
+from trnspec.boundary.user_input import InputReadError, load_yaml, read_text_file
 from trnspec.config.serving import ServingConfig
 from trnspec.plan.measured import MeasuredEvidence, measured_evidence
 from trnspec.plan.plan_request import NO_ACCEPTANCE, Acceptance, given_acceptance
+from trnspec.plan.pools import DeploymentConfig, deployment_config
 from trnspec.plan.readers.fetch import get_json, http_url, read_rows_text
 from trnspec.plan.served_acceptance import ServedAcceptance, served_acceptance
 
@@ -73,3 +76,14 @@ def read_acceptance(
         return served_acceptance_of(served_from, window)
     default_k = (speculative or cfgs)[0].speculation.num_speculative_tokens
     return given_acceptance(rate, length, k, default_k)
+
+
+def read_deployment_config(path: str, sets: Sequence[str] = ()) -> DeploymentConfig:
+    """The deployment config at `path` (--config) after `sets` (--set); BoundaryError naming
+    --config, --set or the field."""
+    try:
+        doc = load_yaml(read_text_file(Path(path)))
+    except (OSError, InputReadError) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise BoundaryError("--config", path, f"cannot read it ({why})") from None
+    return deployment_config(path, doc, sets)

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from platform_synth import ADMIN
 from trnspec.boundary.errors import BoundaryError
-from trnspec.plan.pools import read_deployment_config
 from trnspec.plan.ramp import deployed_policy, ramp
+from trnspec.plan.readers.evidence import read_deployment_config
 from workload_cases import build, by_kind
 
 from infra.app.composition import check_profile

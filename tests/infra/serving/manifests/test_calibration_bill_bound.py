@@ -13,7 +13,7 @@ import yaml
 from trnspec.boundary.errors import BoundaryError
 from trnspec.plan.deploy_plan import Variant
 from trnspec.plan.idle_cost import idle_cost
-from trnspec.plan.pools import read_deployment_config
+from trnspec.plan.readers.evidence import read_deployment_config
 from workload_cases import build
 
 from infra.platform.addons.cluster_autoscaler.install import chart_values
