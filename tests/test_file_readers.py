@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from trnspec.boundary.files import nesting, read_json, read_yaml
 from trnspec.boundary.json_io import MAX_DEPTH
 from trnspec.boundary.problems import InputError
-from trnspec.cli.calibrate import read_rows_file
+from trnspec.cli.fit import read_rows_file
 from trnspec.plan.readers.evidence import tune_report_alpha
 
 SETTINGS = settings(

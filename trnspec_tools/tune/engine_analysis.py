@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from trnspec.perf.calibrate import trn2_calibration
 from trnspec.perf.step_time import Prediction, decode_context_tokens, predict_grid
+from trnspec.perf.trn2_fit import trn2_calibration
 from trnspec.plan.batch_verdicts import BatchVerdict, verdicts_of
 from trnspec.plan.predict import regime_band
 

@@ -1,5 +1,5 @@
 """Tune's measurements as rows of trnspec/data/trn2_published.yaml, so a user's own Trn2 runs can
-refit the perf model's constants: `python -m trnspec.cli.calibrate --add FILE`.
+refit the perf model's constants: `python -m trnspec fit --add FILE`.
 
 One baseline row per measured concurrency and one speculative row per (k, concurrency), with the
 deployed profile's conditions (target, method, TP, LNC, instance, the stack group its image

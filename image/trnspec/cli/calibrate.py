@@ -8,10 +8,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from trnspec.cli.fit import read_rows_file
 from trnspec.cli.main import main as trnspec_main
 
-__all__ = ["NOTICE", "main", "read_rows_file"]
+__all__ = ["NOTICE", "main"]
 
 NOTICE = (
     "trnspec.cli.calibrate is deprecated and goes in the next release: run"

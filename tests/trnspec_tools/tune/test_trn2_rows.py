@@ -1,10 +1,10 @@
-"""tune's measurements as rows of the Trn2 data file: what calibrate --add reads back."""
+"""tune's measurements as rows of the Trn2 data file: what `trnspec fit --add` reads back."""
 
 from __future__ import annotations
 
 import yaml
 from made_runs import made_run
-from trnspec.cli.calibrate import main as calibrate_main
+from trnspec.cli.main import main as trnspec_main
 from trnspec.perf.published import data_text, load_published
 
 from trnspec_tools.bench.run_result import AcceptanceFigures, ArmRun
@@ -58,7 +58,7 @@ def test_a_baseline_row_per_concurrency_and_a_speculative_row_per_k_and_concurre
     ]
 
 
-def test_the_rows_load_back_with_their_quote_and_refit_with_calibrate_add(tmp_path, capsys):
+def test_the_rows_load_back_with_their_quote_and_refit_with_fit_add(tmp_path, capsys):
     rows, _ = measured_rows(COND, BASELINE, RUNS)
     text = rows_yaml(COND, rows)
     assert "output_tokens_per_s 190.0" in yaml.safe_load(text)["measurements"][2]["quote"]
@@ -66,7 +66,7 @@ def test_the_rows_load_back_with_their_quote_and_refit_with_calibrate_add(tmp_pa
     assert {r.id for r in rows} <= {m.id for m in measurements}
     path = tmp_path / "mine.yaml"
     path.write_text(text, encoding="utf-8")
-    assert calibrate_main(["--add", str(path)]) == 0
+    assert trnspec_main(["fit", "--add", str(path)]) == 0
     assert "llama31-8b-eagle3-c1-k3" in capsys.readouterr().out
 
 
