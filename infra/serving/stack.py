@@ -53,7 +53,7 @@ from infra.serving.manifests.pod import (
     WEIGHTS_COMPONENT,
     service_account_name,
 )
-from infra.serving.manifests.precompile import precompile_job_name
+from infra.serving.manifests.precompile import precompile_beside_replica, precompile_job_name
 from infra.serving.manifests.service import SERVICE_PORT, nlb_service_name
 from infra.serving.manifests.weights import weights_job_name
 from infra.serving.preflight import WorkloadPreflight
@@ -285,12 +285,13 @@ class ServingStack(Stack):
                 value=f"{spec.namespace}/{weights_job_name(spec, self.settings.weights_rerun)}",
                 description="Job that copies the models from the Hugging Face Hub to the bucket",
             )
-        CfnOutput(
-            self,
-            ServingOutputs.PRECOMPILE_JOB,
-            value=f"{spec.namespace}/{precompile_job_name(spec)}",
-            description="Job that fills the compile cache (docs/workload.md)",
-        )
+        if precompile_beside_replica(spec):
+            CfnOutput(
+                self,
+                ServingOutputs.PRECOMPILE_JOB,
+                value=f"{spec.namespace}/{precompile_job_name(spec)}",
+                description="Job that fills the compile cache (docs/workload.md)",
+            )
         if self.deploy is not None:
             CfnOutput(
                 self,

@@ -88,7 +88,9 @@ def test_every_neuron_pod_fits_an_empty_trn2_pool_of_every_autoscaler(
     assert chipless == sorted(expected)
     servers = sorted(p.owner for p in pods if p.owner.startswith("Deployment/"))
     assert servers == [f"Deployment/{name}", *([f"Deployment/{name}-spec"] if calibrating else [])]
-    assert any(p.owner.startswith(f"Job/{name}-precompile-") for p in pods)
+    # The precompile Job exactly where it fits beside a replica (not on a one-chip node).
+    precompiles = any(p.owner.startswith(f"Job/{name}-precompile-") for p in pods)
+    assert precompiles == (profile != "first-node")
     pools = {n.pool for n in nodes}
     assert len(pools) == len(synth.stack.settings.trn2_pools)
     assert simulate(synth) == []
@@ -136,7 +138,9 @@ def test_without_the_ephemeral_storage_tag_the_empty_group_never_scales_up(
             },
             "its nodes offer 392 GiB of ephemeral storage",
             "Insufficient ephemeral-storage (requests 500.00Gi, allocatable 392.",
-            2,  # the weights Job keeps its scratch on its own EBS volume: it still fits
+            # the Deployment alone: the weights Job keeps its scratch on its own EBS volume (it
+            # still fits), and a one-chip node gets no precompile Job
+            1,
         ),
         (
             {"trn2_pools.0.lnc": "1"},
@@ -320,3 +324,20 @@ def test_without_the_instance_store_a_root_volume_holds_fewer_default_replicas(
     placed = pack([server] * 16, booted, daemonsets, installed_schedulers(synth.raw))
     assert server.requests()[STORAGE] == 40 * GI
     assert [len(n) for n in placed] == [2] * 8
+
+
+def test_the_first_node_profile_bills_one_node_on_its_first_deploy(platform_synth: Any) -> None:
+    """On a one-chip trn2.3xlarge the precompile Job and the replica cannot share the node: a
+    Job there held the only chip and the replica started a second node (issue 48, finding 7).
+    The templates now emit no precompile Job for it, and every pod of the first deploy (weights
+    Job, replica) lands on one node in every autoscaler's view."""
+    synth: Synth = platform_synth("first-node")
+    pods, daemonsets = _workloads(synth)
+    name = synth.serving.spec.name
+    assert not [p for p in pods if p.owner.startswith(f"Job/{name}-precompile-")]
+    assert [p.owner for p in pods if p.requests_neuron()] == [f"Deployment/{name}"]
+    schedulers = installed_schedulers(synth.raw)
+    for node in _nodes(synth):
+        assert node.instance_type == "trn2.3xlarge"
+        placed = pack(pods, node, daemonsets, schedulers)
+        assert len(placed) == 1, node.name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trnspec.config.pod_contract import SERVE_COMMAND
+from trnspec.hardware.topology import instance
 
 from infra.compliance.scan_skips import NEURON_POD_SKIPS
 from infra.serving.manifests.job import job
@@ -31,6 +32,16 @@ def precompile_job_name(spec: WorkloadSpec) -> str:
     # A Job's pod template is immutable: a new config must be a new Job, so the name carries
     # the config hash and the old Job is pruned by the manifest's owner.
     return f"{spec.name}-precompile-{spec.short_hash}"
+
+
+def precompile_beside_replica(spec: WorkloadSpec) -> bool:
+    """Whether the precompile Job fits beside a replica on one node (their Neuron devices
+    together at most the instance's chips). On a one-chip trn2.3xlarge they do not: the Job
+    would hold the only chip while the replica, Pending, starts a second node that bills for
+    as long as the compile takes. There no Job is made: the replica compiles on a miss itself
+    and publishes the graphs to the compile cache (the serve role may write it), which is what
+    the Job would have done on the same kind of node."""
+    return 2 * spec.neuron_devices <= instance(spec.instance_type).chips
 
 
 def precompile_job(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
