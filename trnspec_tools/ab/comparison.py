@@ -189,8 +189,10 @@ def pair_rounds(
         if unpaired is not None:
             left_out.append(LeftOut(r, *unpaired))
             continue
-        ref, cand = refs[r], cands[r]
-        speedup = (cand.output_tokens_per_s or 0.0) / (ref.output_tokens_per_s or 1.0)
+        ref_tps, cand_tps = refs[r].output_tokens_per_s, cands[r].output_tokens_per_s
+        assert ref_tps is not None and cand_tps is not None  # both counted (_unpaired)
+        cand = cands[r]
+        speedup = cand_tps / ref_tps
         if exceeds_tokens_per_step(speedup, cand.tokens_per_step):
             text = (
                 f"measured speedup {speedup:.2f}x exceeds the {cand.tokens_per_step:.2f} tokens"

@@ -204,3 +204,71 @@ def test_decide_reads_the_interval_not_the_median():
     assert decide(spread([0.5, 0.9, 1.1])) is Verdict.UNDECIDED
     assert decide(spread([0.5, 0.9, 0.95])) is Verdict.SPECULATION
     assert decide(spread([1.05, 1.1, 2.0])) is Verdict.PLAIN
+
+
+def test_a_finished_run_counts_only_without_errors_and_lost_requests():
+    assert ArmRound.of_run(0, 100.0, 10, 4, 4, 0, 2.5) == ArmRound(0, 100.0, 10, None, 2.5)
+    assert ArmRound.of_run(0, 100.0, 10, 4, 4, 1).failure == "0 of 4 requests failed"
+    assert ArmRound.of_run(0, 100.0, 10, 3, 4, 0).failure == "1 of 4 requests failed"
+
+
+def test_what_a_run_that_does_not_count_says():
+    assert ArmRound(0, None).problem() == "the run did not complete"
+    assert ArmRound(0, 10.0, 0).problem() == "no output tokens were produced"
+    assert ArmRound(0, 10.0, 1).problem() is None
+    assert ArmRound(0, 10.0, None).problem() is None
+
+
+def test_what_each_left_out_round_says():
+    plain = [ArmRound(0, None, failure="timeout"), ArmRound(1, 100.0, 1000)]
+    spec = [ArmRound(1, 150.0, 1000, tokens_per_step=1.0), ArmRound(2, 150.0, 1000)]
+    _, left_out = pair_rounds(plain, spec)
+    assert [x.line() for x in left_out] == [
+        "round 1: no candidate run",
+        "round 2: measured speedup 1.50x exceeds the 1.00 tokens per step the candidate's"
+        " counters show (a speculative step is never cheaper than a plain one): the reference"
+        " ran slow; re-measure",
+        "round 3: no reference run",
+    ]
+    _, failed = pair_rounds([ArmRound(0, None, failure="timeout")], [ArmRound(0, 150.0, 1000)])
+    assert failed[0].text == "the reference run does not count (timeout)"
+    _, short = pair_rounds([ArmRound(0, 100.0, 1000)], [ArmRound(0, 150.0, 250)])
+    assert short[0].text == (
+        "the arms did not do the same work (reference 1000, candidate 250 output tokens):"
+        " an arm stopped early"
+    )
+
+
+def test_a_left_out_round_does_not_stop_the_pairing_of_later_ones():
+    plain = [ArmRound(0, None, failure="timeout"), *rounds([100, 100, 100])[1:]]
+    pairs, left_out = pair_rounds(plain, rounds([150, 150, 150]))
+    assert [p.round for p in pairs] == [1, 2] and [x.round for x in left_out] == [0]
+    spec = [ArmRound(0, 400.0, 1000, tokens_per_step=2.0), *rounds([150, 150, 150])[1:]]
+    pairs, _ = pair_rounds(rounds([100, 100, 100]), spec)
+    assert [p.round for p in pairs] == [1, 2]
+
+
+def test_without_a_price_ratio_the_cost_ratio_is_the_inverse_speedup():
+    [pair] = pair_rounds(rounds([100]), rounds([150]))[0]
+    assert pair.cost_ratio == pytest.approx(1 / 1.5)
+
+
+def test_output_totals_exactly_the_same_work_tolerance_apart_pair():
+    assert pair_rounds(rounds([100], 1000), rounds([150], 950))[1] == []
+
+
+def test_prices_below_one_dollar_are_prices_and_errors_name_the_arm():
+    assert Prices(reference=0.5, candidate=0.25).ratio == pytest.approx(0.5)
+    with pytest.raises(ValueError, match=r"^reference price"):
+        Prices(reference=0.0)
+    with pytest.raises(ValueError, match=r"^candidate price"):
+        Prices(candidate=-1.0)
+    with pytest.raises(ValueError, match=r"^reference arm: round 0"):
+        pair_rounds([ArmRound(0, 1.0), ArmRound(0, 2.0)], rounds([1.0]))
+    with pytest.raises(ValueError, match=r"^candidate arm: round 0"):
+        pair_rounds(rounds([1.0]), [ArmRound(0, 1.0), ArmRound(0, 2.0)])
+
+
+def test_one_token_per_step_bounds_the_speedup_at_one_with_its_slack():
+    assert exceeds_tokens_per_step(1.2, 1.0) and not exceeds_tokens_per_step(1.05, 1.0)
+    assert not exceeds_tokens_per_step(5.0, 0.99)  # below one token per step: not judged
