@@ -112,7 +112,8 @@ def _profile_k(field: str, profile: str | None) -> int | None:
     try:
         spec = load_profile(profile).speculation
     except ConfigError as exc:
-        raise BoundaryError(field, profile, str(exc).splitlines()[-1][:200]) from None
+        first = exc.problems[0] if exc.problems else None
+        raise BoundaryError(field, profile, str(first or exc)[:200]) from None
     return spec.num_speculative_tokens if spec.method != "none" else 0
 
 
