@@ -138,7 +138,7 @@ def test_node_template_tags_let_the_autoscaler_build_an_empty_trn2_group(default
 def test_capacity_block_pool_targets_its_reservation_in_one_az(capacity_block: Synth) -> None:
     capacity_block.template.has_resource_properties(
         "AWS::EKS::Nodegroup",
-        {"NodegroupName": "trnspec-cb-trn2-cb", "CapacityType": "CAPACITY_BLOCK"},
+        {"NodegroupName": "trnspec-trn2-cb", "CapacityType": "CAPACITY_BLOCK"},
     )
     (lt,) = capacity_block.resources("AWS::EC2::LaunchTemplate").values()
     data = lt["Properties"]["LaunchTemplateData"]
@@ -150,7 +150,7 @@ def test_capacity_block_pool_targets_its_reservation_in_one_az(capacity_block: S
     (ng,) = [
         r
         for r in capacity_block.resources("AWS::EKS::Nodegroup").values()
-        if r["Properties"]["NodegroupName"] == "trnspec-cb-trn2-cb"
+        if r["Properties"]["NodegroupName"] == "trnspec-trn2-cb"
     ]
     assert len(ng["Properties"]["Subnets"]) == 1  # pinned to us-east-2a
     assert "InstanceTypes" not in ng["Properties"]
@@ -358,7 +358,7 @@ def test_karpenter_profile_has_no_trn2_managed_nodegroups_but_nodepools(
         r["Properties"]["NodegroupName"]
         for r in karpenter_synth.resources("AWS::EKS::Nodegroup").values()
     ]
-    assert names == ["trnspec-kp-system"]
+    assert names == ["trnspec-system"]
     chart = _helm(karpenter_synth, KARPENTER_CHART.chart)
     assert chart["Repository"] == KARPENTER_CHART.repository
     assert chart["Version"] == KARPENTER_CHART.version
