@@ -4,10 +4,13 @@ written as they run (without the Node 20 banner)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 from platform_synth import ADMIN
+from trnspec.hardware.topology import instance
 
 from infra.app.composition import check_profile
 from infra.contracts import MAX_HELM_TIMEOUT_MINUTES
@@ -73,3 +76,54 @@ def test_the_compile_cache_is_described_as_the_bucket_keeps_it() -> None:
     assert "not rewritten for this long expire" not in WORKLOAD_DOC
     assert "its graphs are not cached" not in DOC
     assert "the serve role cannot (least privilege)" not in WORKLOAD_DOC
+
+
+def _idle_floor_row() -> str:
+    (row,) = [r for r in DOC.splitlines() if r.startswith("| `scale_to_zero: true` | the platform")]
+    return row
+
+
+def test_the_idle_floor_lists_what_the_templates_create_and_prices_nothing_it_cannot(
+    platform_synth: Any,
+) -> None:
+    """The platform's idle items, counted in the synthesized default (both stacks); the floor is
+    not priced, since the price table holds Trn2 instances only (the old '$350' was derived from
+    nothing)."""
+    synth = platform_synth("default")
+    resources = [*synth.raw["Resources"].values(), *synth.serving_raw["Resources"].values()]
+
+    def count(cfn_type: str, **props: Any) -> int:
+        return sum(
+            r["Type"] == cfn_type and all(r["Properties"].get(k) == v for k, v in props.items())
+            for r in resources
+        )
+
+    words = {2: "two", 5: "five", 6: "six", 1: "one"}
+    row = _idle_floor_row()
+    groups = [r["Properties"] for r in resources if r["Type"] == "AWS::EKS::Nodegroup"]
+    (system,) = [g for g in groups if g["NodegroupName"].endswith("system")]
+    nodes = system["ScalingConfig"]["DesiredSize"]
+    assert f"{words[nodes]} {system['InstanceTypes'][0]} system nodes" in row
+    assert f"{words[count('AWS::EC2::NatGateway')]} NAT gateway" in row
+    endpoints = count("AWS::EC2::VPCEndpoint", VpcEndpointType="Interface")
+    assert f"{words[endpoints]} interface endpoints" in row
+    assert f"{words[count('AWS::KMS::Key')]} customer-managed KMS keys" in row
+    assert "$" not in row.split("the platform's floor")[1]
+
+
+def test_deploying_needs_no_docker_since_no_stack_has_an_image_asset(platform_synth: Any) -> None:
+    synth = platform_synth("default")
+    manifests = list(synth.outdir.glob("*.assets.json"))
+    assert manifests
+    for manifest in manifests:
+        assert not json.loads(manifest.read_text()).get("dockerImages"), manifest.name
+    assert "- **No Docker**: no stack builds an image." in DOC
+    assert "- **Docker**" not in DOC
+
+
+def test_the_workload_gaps_say_what_is_installed_and_which_disk_holds_weights() -> None:
+    assert "not installed here" not in WORKLOAD_DOC
+    assert instance("trn2.3xlarge").instance_store_gb is not None
+    assert instance("trn2u.48xlarge").instance_store_gb is None
+    assert "the instance store of trn2u.48xlarge (left out" in WORKLOAD_DOC
+    assert "trn2.3xlarge / trn2u.48xlarge" not in WORKLOAD_DOC
