@@ -24,6 +24,7 @@ from trnspec.plan.verdict import Verdict
 
 from trnspec_tools.ab.comparison import Comparison, Unpaired
 from trnspec_tools.ab.median_round import median_round
+from trnspec_tools.bench.stats import RoundComparison
 
 #: the figures of stats.compare that are combined as medians over the rounds
 PAIRED_FIGURES = (
@@ -46,22 +47,22 @@ def median_runs(
     return [median_round(rounds[arm, level]) for level in levels for arm in arms]  # type: ignore[type-var]
 
 
-def combined(per_round: Sequence[Mapping[str, object]], ab: Comparison) -> dict[str, object]:
+def combined(per_round: Sequence[RoundComparison], ab: Comparison) -> dict[str, object]:
     """The level's comparison from its rounds' comparisons, in round order, and the A/B core's
     comparison of the same rounds (see the module)."""
     if not per_round:
         raise ValueError("no rounds measured")
     verdict = None if ab.verdict is None else ab.verdict.value
     if len(per_round) == 1:
-        return {**per_round[0], "verdict": verdict}
+        return {**per_round[0].to_json(), "verdict": verdict}
     out: dict[str, object] = {}
     for key in PAIRED_FIGURES[1:]:
-        values = [r.get(key) for r in per_round]
-        numbers = [float(v) for v in values if isinstance(v, int | float)]
+        values = [r.figure(key) for r in per_round]
+        numbers = [v for v in values if v is not None]
         out[key] = median(numbers) if len(numbers) == len(values) else None
     s = ab.speedup
     out[SPEEDUP] = None if s is None else s.median
-    out["speedup_rounds"] = [r.get(SPEEDUP) for r in per_round]
+    out["speedup_rounds"] = [r.speedup_output_tokens_per_s for r in per_round]
     notes = []
     if s is not None:
         out["speedup_low"], out["speedup_high"], out["speedup_interval"] = s.low, s.high, s.method
@@ -71,10 +72,10 @@ def combined(per_round: Sequence[Mapping[str, object]], ab: Comparison) -> dict[
             f"the speedup's {s.method} ({s.low:.2f}-{s.high:.2f}) holds 1.0: at this level"
             " the target is not told apart from the baseline; measure more rounds"
         )
-    implausible = [r.get("implausible_speedup") for r in per_round]
+    implausible = [r.implausible_speedup for r in per_round]
     if any(v is not None for v in implausible):
         out["implausible_speedup"] = implausible
-    notes += [f"round {i + 1}: {r['note']}" for i, r in enumerate(per_round) if r.get("note")]
+    notes += [f"round {i + 1}: {r.note}" for i, r in enumerate(per_round) if r.note]
     # an implausible round is already in its own note (stats.compare)
     notes += [x.line() for x in ab.left_out if x.why is not Unpaired.IMPLAUSIBLE]
     if notes:

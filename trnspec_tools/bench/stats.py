@@ -108,7 +108,42 @@ def aggregate(
 BURST_ITL_MS = 0.05
 
 
-def compare(target: RunResult, baseline: RunResult) -> dict[str, object]:
+@dataclass(frozen=True)
+class RoundComparison:
+    """One round of an A/B: the target's throughput speedup over the baseline and the relative
+    change of median ITL, TPOT, TTFT and E2E (None: not measurable, with the reason in note)."""
+
+    speedup_output_tokens_per_s: float | None
+    itl_p50_change: float | None
+    tpot_p50_change: float | None
+    ttft_p50_change: float | None
+    e2e_p50_change: float | None
+    #: a speedup the target's tokens per step cannot explain, left out of speedup
+    implausible_speedup: float | None = None
+    note: str | None = None
+
+    def figure(self, name: str) -> float | None:
+        """One of PAIRED_FIGURES by name (bench/rounds.py combines them over rounds)."""
+        value = getattr(self, name)
+        return value if isinstance(value, float) else None
+
+    def to_json(self) -> dict[str, object]:
+        """The keys bench's JSON has always held (implausible_speedup and note only when set)."""
+        out: dict[str, object] = {
+            "speedup_output_tokens_per_s": self.speedup_output_tokens_per_s,
+            "itl_p50_change": self.itl_p50_change,
+            "tpot_p50_change": self.tpot_p50_change,
+            "ttft_p50_change": self.ttft_p50_change,
+            "e2e_p50_change": self.e2e_p50_change,
+        }
+        if self.implausible_speedup is not None:
+            out["implausible_speedup"] = self.implausible_speedup
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def compare(target: RunResult, baseline: RunResult) -> RoundComparison:
     """A/B figures: throughput speedup and relative change of median ITL, TPOT, TTFT and E2E.
 
     A server whose API process falls behind its engine merges queued outputs into one chunk
@@ -128,15 +163,6 @@ def compare(target: RunResult, baseline: RunResult) -> dict[str, object]:
         for name, run in (("target", target), ("baseline", baseline))
         if run.requests.itl_ms.p50 is not None and run.requests.itl_ms.p50 < BURST_ITL_MS
     ]
-    out: dict[str, object] = {
-        "speedup_output_tokens_per_s": ratio(
-            target.output_tokens_per_s, baseline.output_tokens_per_s
-        ),
-        "itl_p50_change": None if bursty else change(lambda r: r.itl_ms),
-        "tpot_p50_change": None if bursty else change(lambda r: r.tpot_ms),
-        "ttft_p50_change": change(lambda r: r.ttft_ms),
-        "e2e_p50_change": change(lambda r: r.e2e_ms),
-    }
     notes = []
     if bursty:
         notes.append(
@@ -144,17 +170,23 @@ def compare(target: RunResult, baseline: RunResult) -> dict[str, object]:
             " server merged queued tokens into single chunks, so ITL/TPOT changes are omitted;"
             " compare throughput and E2E"
         )
+    speedup = ratio(target.output_tokens_per_s, baseline.output_tokens_per_s)
+    implausible = None
     tau = target.acceptance.mean_accepted_length
-    speedup = out["speedup_output_tokens_per_s"]
-    if tau is not None and isinstance(speedup, float) and exceeds_tokens_per_step(speedup, tau):
-        out["speedup_output_tokens_per_s"] = None
-        out["implausible_speedup"] = speedup
+    if tau is not None and speedup is not None and exceeds_tokens_per_step(speedup, tau):
+        implausible, speedup = speedup, None
         notes.append(
-            f"measured speedup {speedup:.2f}x exceeds the {tau:.2f} tokens per step the"
+            f"measured speedup {implausible:.2f}x exceeds the {tau:.2f} tokens per step the"
             " target's counters show; a speculative step is never cheaper than a plain one,"
             " so the baseline arm ran slow (stalled server or busy host): speedup omitted,"
             " re-measure"
         )
-    if notes:
-        out["note"] = "; ".join(notes)
-    return out
+    return RoundComparison(
+        speedup_output_tokens_per_s=speedup,
+        itl_p50_change=None if bursty else change(lambda r: r.itl_ms),
+        tpot_p50_change=None if bursty else change(lambda r: r.tpot_ms),
+        ttft_p50_change=change(lambda r: r.ttft_ms),
+        e2e_p50_change=change(lambda r: r.e2e_ms),
+        implausible_speedup=implausible,
+        note="; ".join(notes) or None,
+    )

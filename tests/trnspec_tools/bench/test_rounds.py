@@ -40,7 +40,7 @@ def level_of(pairs: list[Pair]) -> dict[str, object]:
 
 def test_one_round_is_the_pairs_own_comparison():
     pair = _pair(150.0, 100.0, itl_p50=10.0)
-    assert level_of([pair]) == {**compare(*pair), "verdict": Verdict.UNDECIDED.value}
+    assert level_of([pair]) == {**compare(*pair).to_json(), "verdict": Verdict.UNDECIDED.value}
 
 
 def test_the_speedup_is_the_median_of_the_paired_ratios_not_the_ratio_of_medians():
@@ -115,7 +115,7 @@ def test_every_paired_figure_lies_within_its_rounds(pairs):
     rounds = [_pair(t, b, ttft_p50=t, e2e_p50=b) for t, b in pairs]
     level = level_of(rounds)
     for key in PAIRED_FIGURES:
-        values = [compare(*r)[key] for r in rounds]
+        values = [compare(*r).figure(key) for r in rounds]
         if all(isinstance(v, float) for v in values):
             assert min(values) <= level[key] <= max(values)
 

@@ -94,10 +94,10 @@ def test_compare_reports_speedup_and_relative_latency_changes():
     t = made_run(output_tokens_per_s=300.0, itl_p50=30.0, ttft_p50=110.0, tpot_p50=10.0)
     b = made_run(output_tokens_per_s=200.0, itl_p50=20.0, ttft_p50=100.0, tpot_p50=20.0)
     c = compare(t, b)
-    assert c["speedup_output_tokens_per_s"] == pytest.approx(1.5)
-    assert c["itl_p50_change"] == pytest.approx(0.5)
-    assert c["ttft_p50_change"] == pytest.approx(0.1)
-    assert c["tpot_p50_change"] == pytest.approx(-0.5)
+    assert c.speedup_output_tokens_per_s == pytest.approx(1.5)
+    assert c.itl_p50_change == pytest.approx(0.5)
+    assert c.ttft_p50_change == pytest.approx(0.1)
+    assert c.tpot_p50_change == pytest.approx(-0.5)
 
 
 def test_compare_omits_per_token_changes_against_a_bursty_stream_and_says_why():
@@ -106,9 +106,9 @@ def test_compare_omits_per_token_changes_against_a_bursty_stream_and_says_why():
         output_tokens_per_s=400.0, itl_p50=0.01, ttft_p50=130.0, tpot_p50=0.1, e2e_p50=150.0
     )
     c = compare(t, b)
-    assert c["itl_p50_change"] is None and c["tpot_p50_change"] is None
-    assert c["e2e_p50_change"] == pytest.approx(1.0)
-    assert "baseline streamed in bursts" in c["note"]
+    assert c.itl_p50_change is None and c.tpot_p50_change is None
+    assert c.e2e_p50_change == pytest.approx(1.0)
+    assert "baseline streamed in bursts" in c.note
 
 
 def test_compare_omits_a_speedup_the_acceptance_cannot_explain_and_says_why():
@@ -119,12 +119,12 @@ def test_compare_omits_a_speedup_the_acceptance_cannot_explain_and_says_why():
     )
     baseline = made_run(output_tokens_per_s=262.7)
     out = compare(target, baseline)
-    assert out["speedup_output_tokens_per_s"] is None
-    assert abs(out["implausible_speedup"] - 1034.0 / 262.7) < 1e-9
-    assert "exceeds the 1.99 tokens per step" in out["note"]
+    assert out.speedup_output_tokens_per_s is None
+    assert abs(out.implausible_speedup - 1034.0 / 262.7) < 1e-9
+    assert "exceeds the 1.99 tokens per step" in out.note
     fine = compare(
         made_run(output_tokens_per_s=300.0, acceptance=AcceptanceFigures(mean_accepted_length=4.7)),
         baseline,
     )
-    assert abs(fine["speedup_output_tokens_per_s"] - 300.0 / 262.7) < 1e-9
-    assert "implausible_speedup" not in fine
+    assert abs(fine.speedup_output_tokens_per_s - 300.0 / 262.7) < 1e-9
+    assert fine.implausible_speedup is None

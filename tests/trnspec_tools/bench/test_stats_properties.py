@@ -205,8 +205,8 @@ def test_a_speedup_exactly_at_the_bound_is_possible():
 def test_a_ratio_with_a_figure_missing_or_a_zero_baseline_is_absent(target, baseline):
     t = made_run(ttft_p50=target)
     b = made_run(ttft_p50=baseline)
-    assert compare(t, b)["ttft_p50_change"] is None
-    assert compare(made_run(ttft_p50=110.0), made_run(ttft_p50=100.0))["ttft_p50_change"] == (
+    assert compare(t, b).ttft_p50_change is None
+    assert compare(made_run(ttft_p50=110.0), made_run(ttft_p50=100.0)).ttft_p50_change == (
         pytest.approx(0.1)
     )
 
@@ -215,15 +215,15 @@ def test_the_note_names_each_bursty_arm_and_what_was_left_out():
     bursty = dict(itl_p50=0.01, tpot_p50=0.1)
     paced = dict(itl_p50=6.0, tpot_p50=4.0)
     both = compare(made_run(**bursty), made_run(**bursty))
-    assert both["note"] == (
+    assert both.note == (
         "target and baseline streamed in bursts (median ITL < 0.05 ms): the server merged"
         " queued tokens into single chunks, so ITL/TPOT changes are omitted; compare"
         " throughput and E2E"
     )
-    assert compare(made_run(**bursty), made_run(**paced))["note"].startswith(
+    assert compare(made_run(**bursty), made_run(**paced)).note.startswith(
         "target streamed in bursts"
     )
-    assert "note" not in compare(made_run(**paced), made_run(**paced))
+    assert compare(made_run(**paced), made_run(**paced)).note is None
 
 
 def test_two_reasons_are_one_note_joined_in_order():
@@ -232,7 +232,7 @@ def test_two_reasons_are_one_note_joined_in_order():
         itl_p50=0.01,
         acceptance=AcceptanceFigures(mean_accepted_length=2.0),
     )
-    note = str(compare(target, made_run(output_tokens_per_s=100.0, itl_p50=6.0))["note"])
+    note = str(compare(target, made_run(output_tokens_per_s=100.0, itl_p50=6.0)).note)
     bursts, speedup = note.split("; compare throughput and E2E; ")
     assert bursts.startswith("target streamed in bursts")
     assert speedup == (
