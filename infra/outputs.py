@@ -36,6 +36,10 @@ class ServingOutputs:
     """The Service port (the tools resolve its targetPort on the pod for a port-forward)."""
     IN_CLUSTER_ENDPOINT: Final = "ServiceEndpoint"
     """The URL inside the cluster only (cluster DNS): not reachable from an operator's machine."""
+    WAKE_ENDPOINT: Final = "WakeEndpoint"
+    """The wake Service's URL inside the cluster (the KEDA HTTP add-on's interceptor, whose route
+    matches its host); only with `serving.scale_to_zero`, where the Service of
+    IN_CLUSTER_ENDPOINT has no endpoint at zero replicas and a request to it wakes nothing."""
     INTERNAL_NLB_ENDPOINT: Final = "InternalNlbEndpoint"
     """The URL on the internal NLB; only with `serving.internal_nlb: true`."""
     MODEL_BUCKET_NAME: Final = "ModelBucketName"

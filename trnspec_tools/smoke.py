@@ -48,6 +48,7 @@ from trnspec_tools.client.metrics import (
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
 from trnspec_tools.client.served_model import NoServedModel, choose_model
 from trnspec_tools.client.stack_endpoint import StackError, add_stack_arguments, resolve_endpoint
+from trnspec_tools.smoke_wake import WAKE_BUDGET_MINUTES, wake_stack
 
 COMPLETION_PROMPTS = (
     "import json\n\n\ndef filter_orders(orders):\n",
@@ -341,6 +342,13 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--endpoint", help="base URL, e.g. http://127.0.0.1:8000")
     add_stack_arguments(parser, where)
+    parser.add_argument(
+        "--wake-minutes",
+        type=float,
+        default=WAKE_BUDGET_MINUTES,
+        help="with --stack on a deploy that scales to zero: how long to wait for a woken "
+        f"replica (default {WAKE_BUDGET_MINUTES:g}: a cold start from zero nodes is 7-17 min)",
+    )
     parser.add_argument("--baseline-endpoint", default=None)
     add_model_args(parser, api=False)
     parser.add_argument("--max-tokens", type=int, default=48)
@@ -371,6 +379,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if url is not None:
                 Endpoint.parse(url, flag)  # a BoundaryError (an InputError) naming the flag
         key, limits, retries = api_key(args), deadlines(args), args.max_retries
+        if args.stack:
+            if not 0 < args.wake_minutes <= 180:
+                raise InputError([Problem("--wake-minutes", args.wake_minutes, "0 < m <= 180")])
+            # A deploy that scales to zero has no pod to forward to: wake it first.
+            wake_stack(args.stack, args.region, args.wake_minutes, log=console.print)
         with resolve_endpoint(args) as endpoint:
             result = run_smoke(
                 endpoint,

@@ -29,7 +29,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.contracts import COMPILE_CACHE_PREFIX, MODELS_PREFIX
+from infra.contracts import COMPILE_CACHE_PREFIX, KEDA_HTTP_PROXY_PORT, MODELS_PREFIX
 from infra.outputs import PlatformOutputs, ServingOutputs, update_kubeconfig_command
 from infra.platform.cluster.existing import ExistingCluster, ExistingClusterProps
 from infra.serving.api_key import ApiKeySecret, ApiKeySecretProps
@@ -55,6 +55,7 @@ from infra.serving.manifests.pod import (
 )
 from infra.serving.manifests.precompile import precompile_beside_replica, precompile_job_name
 from infra.serving.manifests.service import SERVICE_PORT, nlb_service_name
+from infra.serving.manifests.wake import wake_hosts
 from infra.serving.manifests.weights import weights_job_name
 from infra.serving.preflight import WorkloadPreflight
 from infra.serving.workload import ServingWorkload, ServingWorkloadProps
@@ -267,10 +268,21 @@ class ServingStack(Stack):
             ServingOutputs.IN_CLUSTER_ENDPOINT,
             value=f"http://{spec.name}.{spec.namespace}.svc.cluster.local:{SERVICE_PORT}",
             description=(
-                "OpenAI-compatible endpoint inside the cluster only; from outside use "
+                "OpenAI-compatible endpoint inside the cluster only (no endpoint at zero "
+                "replicas: with scale to zero, call WakeEndpoint); from outside use "
                 "scripts/smoke.py --stack (port-forward over the Kubernetes API)"
             ),
         )
+        if self.settings.scale_to_zero:
+            CfnOutput(
+                self,
+                ServingOutputs.WAKE_ENDPOINT,
+                value=f"http://{wake_hosts(spec)[0]}:{KEDA_HTTP_PROXY_PORT}",
+                description=(
+                    "the address that wakes the workload from zero replicas (inside the "
+                    "cluster; smoke.py --stack sends through it: docs/platform.md)"
+                ),
+            )
         CfnOutput(
             self,
             ServingOutputs.HF_TOKEN_SECRET_ARN,
