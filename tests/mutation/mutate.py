@@ -198,6 +198,16 @@ TARGETS: tuple[Target, ...] = (
         ("tests/trnspec/plan/test_decision.py",),
     ),
     Target(
+        "wake",
+        "infra/serving/manifests/wake.py",
+        ("tests/infra/serving/manifests/test_wake.py",),
+    ),
+    Target(
+        "bundle_pods",
+        "infra/serving/manifests/bundle.py",
+        ("tests/infra/serving/manifests/test_bundle_pods.py",),
+    ),
+    Target(
         "sse",
         "trnspec_tools/boundary/sse.py",
         (

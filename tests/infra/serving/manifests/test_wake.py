@@ -79,6 +79,15 @@ def test_the_route_sends_the_wake_hosts_to_the_serving_service_port() -> None:
     assert fqdn in route["rules"][0]["hosts"]
 
 
+def test_the_route_matches_the_short_service_name_clients_also_use() -> None:
+    """A client in the cluster may call http://<name>-wake.<ns>.svc:8080 (the search path
+    resolves it): its Host is the short form, and the interceptor routes on the Host alone, so
+    a route without it answers 404 to that client and nothing wakes."""
+    _, spec, manifests, _ = build(scale_to_zero=True)
+    hosts = _route(manifests)["spec"]["rules"][0]["hosts"]
+    assert f"{wake_service_name(spec)}.{NS}.svc" in hosts
+
+
 def test_hold_mode_waits_the_bound_then_falls_back_to_the_503_responder() -> None:
     _, spec, manifests, _ = build(scale_to_zero=True, wake={"hold_seconds": 120})
     route = _route(manifests)["spec"]
