@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from trnspec.boundary.args import path_arg, text_arg
@@ -38,6 +41,7 @@ from trnspec.boundary.problems import ABSENT
 from trnspec.boundary.text import printable
 from trnspec.boundary.write import moved_lines, output_clash, write_outputs
 
+from infra.serving.bundle.archive import Bundle, build_bundle
 from infra.serving.image import base_image_reference
 from infra.serving.manifests.placeholders import (
     API_KEY_SECRET_PLACEHOLDER,
@@ -64,15 +68,16 @@ from trnspec_tools.cluster_requirements import (
     parse_nodes,
     requirements,
 )
+from trnspec_tools.manifests_iam import IamTargets, roles_to_create, synthesized_serving_template
 
 #: The placeholders an export may leave, and what fills each on a deploy.
 LEFT_FOR_THE_STACK = {
     BUCKET_PLACEHOLDER: "the model bucket (--bucket, or the stack's ModelBucketName output)",
     REGION_PLACEHOLDER: "the region (--region)",
-    HF_TOKEN_SECRET_PLACEHOLDER: "the Hugging Face token secret's ARN (HfTokenSecretArn)",
-    API_KEY_SECRET_PLACEHOLDER: "the API key secret's ARN (ApiKeySecretArn)",
-    BUNDLE_URI_PLACEHOLDER: "the trnspec bundle's S3 URI (the stack's file asset)",
-    BUNDLE_SHA256_PLACEHOLDER: "the trnspec bundle's sha256 (the stack's file asset)",
+    HF_TOKEN_SECRET_PLACEHOLDER: "the Hugging Face token secret's ARN (--hf-token-secret-arn)",
+    API_KEY_SECRET_PLACEHOLDER: "the API key secret's ARN (--api-key-secret-arn)",
+    BUNDLE_URI_PLACEHOLDER: "the trnspec bundle's S3 URI (--upload-bundle)",
+    BUNDLE_SHA256_PLACEHOLDER: "the trnspec bundle's sha256 (--upload-bundle)",
 }
 
 
@@ -134,6 +139,36 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bucket", type=text_arg(63), help="with --out: the model bucket's name")
     parser.add_argument("--region", type=text_arg(32), help="with --out: the AWS region")
     parser.add_argument(
+        "--upload-bundle",
+        metavar="s3://BUCKET[/PREFIX]",
+        type=text_arg(1024),
+        help="with --out: build the trnspec bundle and upload it there (what cdk deploy's file "
+        "asset does); the export then carries its URI and sha256",
+    )
+    parser.add_argument(
+        "--hf-token-secret-arn",
+        type=text_arg(2048),
+        help="with --out: the Secrets Manager secret the weights Job reads a Hub token from",
+    )
+    parser.add_argument(
+        "--api-key-secret-arn",
+        type=text_arg(2048),
+        help="with --out, when the API key is on: the secret holding the key",
+    )
+    parser.add_argument(
+        "--iam-cluster",
+        metavar="CLUSTER",
+        type=text_arg(100),
+        help="with --out: also write iam/: each service account's role (trust and policy, "
+        "from the serving stack built for an existing cluster CLUSTER) and the command that "
+        "creates its Pod Identity association (needs --bucket and --region)",
+    )
+    parser.add_argument(
+        "--kms-key-arn",
+        type=text_arg(2048),
+        help="with --iam-cluster: the KMS key of the model bucket (SSE-KMS)",
+    )
+    parser.add_argument(
         "--set",
         dest="overrides",
         action="append",
@@ -154,19 +189,77 @@ def plan_workload(plan: str, sets: Sequence[tuple[str, str]] = ()) -> WorkloadPr
     return workload_preflight(checked)
 
 
+@dataclass(frozen=True)
+class Known:
+    """What the export binds besides the VPC CIDR (None: left as its placeholder)."""
+
+    bucket: str | None = None
+    region: str | None = None
+    bundle: UploadedBundle | None = None
+    hf_token_secret_arn: str | None = None
+    api_key_secret_arn: str | None = None
+
+
+@dataclass(frozen=True)
+class UploadedBundle:
+    """The trnspec bundle where --upload-bundle put it."""
+
+    uri: str
+    sha256: str
+
+
+def upload_bundle(
+    destination: str, s3: Any | None = None, bundle: Bundle | None = None
+) -> UploadedBundle:
+    """Build the bundle (the stack's builder: same source, same bytes) and upload it under
+    `destination` (s3://BUCKET[/PREFIX]) as the stack's asset would be named."""
+    if not destination.startswith("s3://") or not destination[5:].split("/", 1)[0]:
+        raise BoundaryError(
+            "--upload-bundle", destination, "give s3://BUCKET or s3://BUCKET/PREFIX"
+        )
+    bucket, _, prefix = destination[5:].partition("/")
+    bundle = bundle or build_bundle()
+    key = f"{prefix.strip('/')}/{bundle.file_name}".lstrip("/")
+    if s3 is None:
+        import boto3
+
+        s3 = boto3.client("s3")
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        s3.put_object(Bucket=bucket, Key=key, Body=bundle.data)
+    except (BotoCoreError, ClientError) as err:
+        raise BoundaryError(
+            "--upload-bundle",
+            destination,
+            f"upload failed ({printable(err, 200)}); check the "
+            "bucket, its region and your s3:PutObject right",
+        ) from None
+    return UploadedBundle(f"s3://{bucket}/{key}", bundle.sha256)
+
+
 def exported(
-    workload: WorkloadPreflight, vpc_cidr: str, bucket: str | None, region: str | None
+    workload: WorkloadPreflight,
+    vpc_cidr: str,
+    bucket: str | None = None,
+    region: str | None = None,
+    known: Known | None = None,
 ) -> list[tuple[str, list[Manifest]]]:
     """(file name, objects) per apply step, in the serving stack's order (infra/serving/
     workload.py): namespace, service accounts, the workload, KEDA's objects, the monitors.
     Only what is known is bound; the image is the profile's public image, as the stack binds."""
+    known = known or Known(bucket=bucket, region=region)
     left = placeholder_values(workload.settings.api_key_enabled)
     values = dataclasses.replace(
         left,
-        bucket_name=bucket or left.bucket_name,
+        bucket_name=known.bucket or left.bucket_name,
         image_uri=base_image_reference(workload.config.image),
-        region=region or left.region,
+        region=known.region or left.region,
         vpc_cidr=vpc_cidr,
+        hf_token_secret_arn=known.hf_token_secret_arn or left.hf_token_secret_arn,
+        api_key_secret_arn=known.api_key_secret_arn or left.api_key_secret_arn,
+        bundle_uri=known.bundle.uri if known.bundle else left.bundle_uri,
+        bundle_sha256=known.bundle.sha256 if known.bundle else left.bundle_sha256,
     )
     manifests = bind(workload.manifests, values)
     accounts = [
@@ -197,10 +290,18 @@ def _export(args: argparse.Namespace, workload: WorkloadPreflight) -> int:
             " cluster VPC's CIDR, e.g. --vpc-cidr 10.0.0.0/16",
         )
     out = Path(args.out)
+    bundle = upload_bundle(args.upload_bundle) if args.upload_bundle else None
+    if bundle is not None:
+        print(f"uploaded the trnspec bundle to {bundle.uri} (sha256 {bundle.sha256})")
+    known = Known(
+        args.bucket, args.region, bundle, args.hf_token_secret_arn, args.api_key_secret_arn
+    )
     files = [
         (out / name, _yaml(objects))
-        for name, objects in exported(workload, args.vpc_cidr, args.bucket, args.region)
+        for name, objects in exported(workload, args.vpc_cidr, known=known)
     ]
+    if args.iam_cluster:
+        files += _iam_files(args, out / "iam", bundle)
     clash = output_clash([(f"--out {path.name}", path) for path, _ in files])
     if clash is not None:
         raise clash
@@ -214,11 +315,48 @@ def _export(args: argparse.Namespace, workload: WorkloadPreflight) -> int:
     left = [f"  {p}: {what}" for p, what in LEFT_FOR_THE_STACK.items() if p in text]
     if left:
         print("placeholders left (a deployed serving stack binds them):", *left, sep="\n")
-    print(
-        "not Kubernetes objects, so not exported: the Pod Identity roles and associations of "
-        "the service accounts, the model bucket and the secrets (the serving stack makes them)"
-    )
+    if not args.iam_cluster:
+        print(
+            "not Kubernetes objects, so not exported: the Pod Identity roles and associations "
+            "of the service accounts (--iam-cluster CLUSTER writes them), the model bucket and "
+            "the secrets"
+        )
     return 1 if any(w.moved for w in written) else 0
+
+
+def _iam_files(
+    args: argparse.Namespace, iam_dir: Path, bundle: UploadedBundle | None
+) -> list[tuple[Path, str]]:
+    """iam/<service account>.policy.json and .trust.json per role, and iam/associations.sh."""
+    for flag, value in (("--bucket", args.bucket), ("--region", args.region)):
+        if not value:
+            raise BoundaryError(flag, ABSENT, "required with --iam-cluster (the roles name it)")
+    targets = IamTargets(
+        cluster=args.iam_cluster,
+        bucket=args.bucket,
+        region=args.region,
+        kms_key_arn=args.kms_key_arn,
+        hf_token_secret_arn=args.hf_token_secret_arn,
+        api_key_secret_arn=args.api_key_secret_arn,
+        bundle_uri=bundle.uri if bundle else None,
+    )
+    workload = plan_workload(args.plan, args.overrides)
+    roles = roles_to_create(synthesized_serving_template(workload, args.iam_cluster), targets)
+    files = []
+    lines = ["#!/bin/sh", "# one IAM role per service account, then its Pod Identity association"]
+    for role in roles:
+        base = iam_dir / role.service_account
+        files.append((Path(f"{base}.policy.json"), json.dumps(role.policy, indent=2) + "\n"))
+        files.append((Path(f"{base}.trust.json"), json.dumps(role.trust, indent=2) + "\n"))
+        lines += [
+            f"aws iam create-role --role-name {role.role_name}"
+            f" --assume-role-policy-document file://{role.service_account}.trust.json",
+            f"aws iam put-role-policy --role-name {role.role_name} --policy-name trnspec"
+            f" --policy-document file://{role.service_account}.policy.json",
+            role.association_command(args.iam_cluster, args.region, None),
+        ]
+    files.append((iam_dir / "associations.sh", "\n".join(lines) + "\n"))
+    return files
 
 
 #: How each node-side outcome is marked in the listing.

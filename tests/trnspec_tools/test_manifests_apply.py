@@ -1,0 +1,108 @@
+"""The YAML export applies as is (issue 48, finding 11): `manifests --out` builds and uploads the
+trnspec bundle (`--upload-bundle`, what `cdk deploy`'s file asset does), binds its URI and sha256
+and the secrets' ARNs, and with `--iam-cluster` writes each service account's IAM role (trust and
+policy) and its Pod Identity association, read from the serving stack built for an existing
+cluster (the same constructs, not a copy). S3 is moto."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+import yaml
+from moto import mock_aws
+
+from infra.serving.bundle.archive import build_bundle
+from infra.serving.manifests.placeholders import (
+    BUNDLE_SHA256_PLACEHOLDER,
+    BUNDLE_URI_PLACEHOLDER,
+    HF_TOKEN_SECRET_PLACEHOLDER,
+)
+from trnspec_tools import manifests as command
+
+PLAN = str(Path(__file__).resolve().parents[2] / "config" / "plans" / "default.yaml")
+REGION = "us-east-2"
+BUCKET = "my-models"
+HF_ARN = f"arn:aws:secretsmanager:{REGION}:111122223333:secret:hf-AbCdEf"
+KEY_ARN = f"arn:aws:kms:{REGION}:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+@pytest.fixture
+def s3(fake_aws_env: None) -> Iterator[object]:
+    with mock_aws():
+        client = boto3.client("s3", region_name=REGION)
+        client.create_bucket(
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION}
+        )
+        yield client
+
+
+def _args(out: Path, *extra: str) -> list[str]:
+    return [
+        *("--plan", PLAN, "--out", str(out), "--vpc-cidr", "10.0.0.0/16"),
+        *("--bucket", BUCKET, "--region", REGION, "--upload-bundle", f"s3://{BUCKET}/bundles"),
+        *("--hf-token-secret-arn", HF_ARN),
+        *extra,
+    ]
+
+
+def test_the_export_uploads_the_bundle_and_binds_what_the_stack_would(s3, tmp_path: Path) -> None:
+    out = tmp_path / "deploy"
+    assert command.main(_args(out)) == 0
+    bundle = build_bundle()
+    key = f"bundles/{bundle.file_name}"
+    body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    assert hashlib.sha256(body).hexdigest() == bundle.sha256
+    text = "".join(p.read_text() for p in sorted(out.glob("*.yaml")))
+    for placeholder in (
+        BUNDLE_URI_PLACEHOLDER,
+        BUNDLE_SHA256_PLACEHOLDER,
+        HF_TOKEN_SECRET_PLACEHOLDER,
+    ):
+        assert placeholder not in text
+    assert HF_ARN in text
+    assert f"s3://{BUCKET}/{key}" in text and bundle.sha256 in text
+
+
+def test_a_bad_upload_destination_is_one_line_naming_the_flag(s3, tmp_path: Path, capsys) -> None:
+    args = _args(tmp_path / "d")
+    args[args.index("--upload-bundle") + 1] = "my-models/bundles"
+    assert command.main(args) == 2
+    assert "--upload-bundle" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # builds and synthesizes the serving stack (about 30 s here)
+def test_iam_gives_each_service_account_its_role_and_association(s3, tmp_path: Path) -> None:
+    out = tmp_path / "deploy"
+    assert command.main(_args(out, "--iam-cluster", "my-cluster", "--kms-key-arn", KEY_ARN)) == 0
+    accounts = [
+        (d["metadata"]["namespace"], d["metadata"]["name"])
+        for d in yaml.safe_load_all((out / "02-service-accounts.yaml").read_text())
+    ]
+    iam = out / "iam"
+    script = (iam / "associations.sh").read_text()
+    bundle = build_bundle()
+    for namespace, name in accounts:
+        policy = json.loads((iam / f"{name}.policy.json").read_text())
+        trust = json.loads((iam / f"{name}.trust.json").read_text())
+        assert trust["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+        text = json.dumps(policy)
+        assert "<ModelBucket" not in text and f"arn:aws:s3:::{BUCKET}" in text
+        (read_bundle,) = [s for s in policy["Statement"] if s["Sid"] == "ReadTrnspecBundle"]
+        assert read_bundle["Resource"] == f"arn:aws:s3:::{BUCKET}/bundles/{bundle.file_name}"
+        assert f"--namespace {namespace} --service-account {name} " in script
+    by_sid = {
+        name: {
+            s["Sid"]: s for s in json.loads((iam / f"{name}.policy.json").read_text())["Statement"]
+        }
+        for _, name in accounts
+    }
+    serve = next(v for k, v in by_sid.items() if k.endswith("-serve"))
+    assert serve["WriteCompileCacheOnly"]["Resource"] == f"arn:aws:s3:::{BUCKET}/compile-cache/*"
+    assert serve["BucketKeyViaS3"]["Resource"] == KEY_ARN
+    weights = next(v for k, v in by_sid.items() if k.endswith("-weights"))
+    assert weights["ReadHfToken"]["Resource"] == HF_ARN
