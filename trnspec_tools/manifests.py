@@ -209,7 +209,7 @@ class UploadedBundle:
 
 
 def upload_bundle(
-    destination: str, s3: Any | None = None, bundle: Bundle | None = None
+    destination: str, s3: Any | None = None, bundle: Bundle | None = None, region: str | None = None
 ) -> UploadedBundle:
     """Build the bundle (the stack's builder: same source, same bytes) and upload it under
     `destination` (s3://BUCKET[/PREFIX]) as the stack's asset would be named."""
@@ -223,7 +223,7 @@ def upload_bundle(
     if s3 is None:
         import boto3
 
-        s3 = boto3.client("s3")
+        s3 = boto3.client("s3", region_name=region)
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
@@ -290,7 +290,7 @@ def _export(args: argparse.Namespace, workload: WorkloadPreflight) -> int:
             " cluster VPC's CIDR, e.g. --vpc-cidr 10.0.0.0/16",
         )
     out = Path(args.out)
-    bundle = upload_bundle(args.upload_bundle) if args.upload_bundle else None
+    bundle = upload_bundle(args.upload_bundle, region=args.region) if args.upload_bundle else None
     if bundle is not None:
         print(f"uploaded the trnspec bundle to {bundle.uri} (sha256 {bundle.sha256})")
     known = Known(
