@@ -49,7 +49,7 @@ def format_table(report: PredictReport) -> str:
         f" ({per.source.split('; limited by ')[-1]});"
         " cost = instance price / (replicas x tokens/s)",
         f"{'batch':>5} {'k':>3} {'tok/step':>8} {'TPOT ms':>8} {'tok/s':>9} {'speedup':>8}"
-        f" {'$/1M out':>9} {'error':>6}  bound",
+        f" {'$/1M out':>9} {'error':>7} {'held':>7}  bound",
     ]
     for r in report.rows:
         cost = r.cost_per_1m_output_tokens_usd
@@ -58,7 +58,8 @@ def format_table(report: PredictReport) -> str:
         lines.append(
             f"{r.batch:>5} {r.k:>3} {r.tokens_per_step:>8.2f} {r.tpot_ms:>8.2f}"
             f" {r.output_tokens_per_s:>9.1f} {r.speedup:>7.2f}x"
-            f" {(f'{cost:.3f}' if cost is not None else '-'):>9} {_band_cell(r):>6}"
+            f" {(f'{cost:.3f}' if cost is not None else '-'):>9} {_band_cell(r):>7}"
+            f" {_held_cell(r):>7}"
             f"  {r.target_bound}{mark}{over}"
         )
     lines.append("best k per batch: " + ", ".join(f"{b}: k={k}" for b, k in sorted(best.items())))
@@ -101,13 +102,23 @@ def _verdict_lines(report: PredictReport) -> list[str]:
 
 
 def _band_cell(row: Row) -> str:
-    return f"+/-{row.error_band:.0%}" if row.error_band is not None else "n/a"
+    return f"+/-{row.error_band:.0%}" if row.error_band is not None else "unknown"
+
+
+def _held_cell(row: Row) -> str:
+    """How often bands of this kind held on unseen sources, as inside/with a band ('-': not
+    measured, as after a refit with measured rows)."""
+    return f"{row.error_band_held[0]}/{row.error_band_held[1]}" if row.error_band_held else "-"
 
 
 def _band_notes(report: PredictReport) -> list[str]:
     """The error column's meaning per regime, then every way the query is outside the data."""
     notes = sorted({r.error_band_note for r in report.rows})
-    lines = ["error (held out, leave one source out):", *(f"  {n}" for n in notes)]
+    lines = [
+        "error (band from sources the fit never saw; held: how often bands of that kind held"
+        " figures of unseen sources; unknown: measure it):",
+        *(f"  {n}" for n in notes),
+    ]
     lines += [f"outside the published data: {o}" for o in report.outside_data]
     return lines
 

@@ -1,24 +1,21 @@
-"""What `predict` and `plan-deploy` say about their own error: the held-out band of each figure's
-regime, and the ways a query lies outside the published data.
+"""What `predict` and `plan-deploy` say about their own error: the band of each figure from
+sources the fit never saw, and the ways a query lies outside the published data.
 
 The bands come from the leave-one-source-out validation stored with the constants
-(trnspec.perf.validation, `data/trn2_fit.json`). A figure's regime is its stack group, plain or
-its speculative method (k = 0 is plain decoding), and its range on four axes fixed before the fit
-(validation.REGIME_RULE: TP, batch, context, model size). The band is the largest held-out error
-of the rows of the same stack and kind in the same ranges; on an axis where no published row of
-that stack and kind lies in the query's range, the query is outside the data on that axis (named),
-and the band is taken over the axes the data does cover. A regime without a predictable held-out
-row has no band, and says so.
+(trnspec.perf.validation, `data/trn2_fit.json`), by validation.SOURCE_BAND_RULE: the 80 %
+quantile of the held-out errors of figures whose fold extrapolated at least as far as the query
+does (its regime's, else its stack and method's, else every stack's of its kind), so a query
+outside the data gets a wider band; where too few folds extrapolated that far the figure has no
+band (unknown: measure it). `held` says how often bands of that kind held figures of sources the
+fit never saw (the nested source folds, `cal.folds`). A figure's regime is its stack group, plain
+or its speculative method (k = 0 is plain decoding), and its range on four axes fixed before the
+fit (validation.REGIME_RULE: TP, batch, context, model size).
 
-One line for a caller (predict, plan-deploy):
+One line for a caller (predict, plan-deploy, tune's Trn2 advice):
 
-    band = band_for(cal, group, method, k, batch, tp=tp, context_tokens=ctx, target=shape)
+    band = source_band_for(cal, group, method, k, batch, tp=tp, context_tokens=ctx, target=shape)
 
-`source_band_for` takes the same arguments and returns the same type with the bands of issue 49
-(validation.SOURCE_BAND_RULE): the 80 % quantile of held-out errors from unseen sources, wider
-where the query extrapolates, None (unknown: measure) where no fold extrapolated that far, and
-`held`: how often bands of that kind held figures of sources the fit never saw. A caller switches
-by calling it instead of band_for; `max_abs_error` is then the band's half-width.
+`band.max_abs_error` is the band's half-width (None: unknown).
 """
 
 from __future__ import annotations
@@ -33,9 +30,7 @@ from trnspec.perf.validation import (
     AXIS_NAMES,
     Coordinates,
     ErrorBand,
-    band_of,
     describe_range,
-    error_band,
     held_rate,
     kind_of,
     range_of,
@@ -46,31 +41,6 @@ from trnspec.perf.validation import (
 def params_b(shape: ModelShape) -> float:
     """Billions of parameters one decode step reads (the size axis of the regimes)."""
     return round(weight_elements_read(shape) / 1e9, 2)
-
-
-def band_for(
-    cal: Calibration,
-    stack_group: str,
-    method: str,
-    k: int,
-    batch: int,
-    *,
-    tp: int | None = None,
-    context_tokens: int | None = None,
-    target: ModelShape | None = None,
-) -> ErrorBand:
-    """The held-out error band of one predicted figure (k = 0: plain decoding). Give `tp`,
-    `context_tokens` and `target` for the band of the query's full regime; an axis left out
-    matches any range (a wider, older-style band)."""
-    return error_band(
-        cal.validation,
-        stack_group,
-        "none" if k == 0 else method,
-        batch,
-        tp,
-        context_tokens,
-        params_b(target) if target is not None else None,
-    )
 
 
 def source_band_for(
@@ -84,8 +54,11 @@ def source_band_for(
     context_tokens: int | None = None,
     target: ModelShape | None = None,
 ) -> ErrorBand:
-    """band_for's query with validation.SOURCE_BAND_RULE, and how often bands of its kind held
-    on unseen sources (cal.folds)."""
+    """The band of one predicted figure (k = 0: plain decoding) by validation.SOURCE_BAND_RULE,
+    and how often bands of its kind held on unseen sources (cal.folds; None for an unknown
+    figure, which has no band, and without folds). Give `tp`,
+    `context_tokens` and `target` for the band of the query's full regime; an axis left out
+    matches any range."""
     kind = "none" if k == 0 else method
     band = source_error_band(
         cal.validation,
@@ -96,6 +69,8 @@ def source_band_for(
         context_tokens,
         params_b(target) if target is not None else None,
     )
+    if band.max_abs_error is None:
+        return band  # unknown: no band, so no rate of bands held
     return replace(band, held=held_rate(cal.folds, kind, len(band.outside)))
 
 
@@ -157,8 +132,6 @@ __all__ = [
     "Coordinates",
     "ErrorBand",
     "OutsideData",
-    "band_for",
-    "band_of",
     "kind_of",
     "outside_data",
     "params_b",

@@ -288,15 +288,16 @@ def _band_cell(with_band: int, inside: int, median: float | None, predicted: int
     return f"{share} inside, +/-{median:.0%} median; {predicted - with_band} unknown"
 
 
-def fold_table(folds: Sequence[FoldBand]) -> list[str]:
+def fold_table(folds: Sequence[FoldBand], rows: Sequence[HeldOutRow] = ()) -> list[str]:
     """How the bands held figures of sources the fit never saw, before (largest held-out error of
-    the regime: band_for's rule) and after (SOURCE_BAND_RULE), as Markdown lines."""
+    the regime: validation.band_of, the rule predict printed before) and after (SOURCE_BAND_RULE,
+    what predict prints), as Markdown lines; per axis range where `rows` place the folds."""
     lines = [
         f"| figures | rows | within {WITHIN:.0%} of the figure | before: inside the printed band"
         " | after: inside the printed band |",
         "|---|---|---|---|---|",
     ]
-    for r in fold_summaries(folds):
+    for r in fold_summaries(folds, rows):
         lines.append(_fold_line(r))
     s = fold_summaries(folds)[0] if folds else None
     if s is not None:
@@ -385,7 +386,7 @@ def report_markdown(cal: Calibration) -> str:
             " print the band of each of its rows, check the row against it):",
             "",
         ]
-        lines += fold_table(cal.folds)
+        lines += fold_table(cal.folds, cal.validation)
     lines += [
         "",
         "Speculative rows without a published acceptance (the acceptance length the fitted model"

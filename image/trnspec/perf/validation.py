@@ -181,9 +181,8 @@ AXIS_NAMES = {
 REGIME_RULE = (
     "a regime is a stack group, plain decoding or one speculative method, and one range on each"
     " axis: TP 1-4 / 5-16 / 17+; batch 1 / 2-4 / 5+; mean KV tokens 0-1023 / 1024-8191 / 8192+;"
-    " billions of parameters a step reads 0-10 / 10-40 / 40+. A query's band is the largest"
-    " held-out |error| of the rows of its stack and kind in its ranges, over the axes some such"
-    " row covers; on the others the query is outside the data."
+    " billions of parameters a step reads 0-10 / 10-40 / 40+. On an axis where no row of its"
+    " stack lies in its range, a query is outside the data."
 )
 #: What a reader can expect: per stack, this share of held-out rows within WITHIN...
 GOAL_SHARE = 0.60
@@ -243,10 +242,11 @@ def coordinates(h: HeldOutRow) -> Coordinates:
 class ErrorBand:
     """The held-out error band of a query's regime.
 
-    Two rules fill it. `band_of` (the rule before issue 49, still what `band_for` gives): the
+    Two rules fill it. `source_band` (`pool` set; what predict and plan-deploy print): the
+    COVERAGE quantile of the held-out errors from unseen sources (split-conformal), see its
+    docstring. `band_of` (the earlier rule, kept as the "before" of the source folds): the
     largest |error| of the held-out rows of the query's stack and kind that share its range on
-    every axis the data covers. `source_band` (`pool` set): the COVERAGE quantile of the held-out
-    errors from unseen sources (split-conformal), see its docstring."""
+    every axis the data covers."""
 
     stack_group: str
     method: str
@@ -320,9 +320,31 @@ class ErrorBand:
             else ""
         )
         return (
-            f"+/-{self.max_abs_error:.0%} ({self.rank}th smallest of {self.rows} held-out"
+            f"+/-{self.max_abs_error:.0%} ({ordinal(self.rank)} smallest of {self.rows} held-out"
             f" errors from unseen sources, {self.pool}: {where}){out}{held}"
         )
+
+
+def split_axes(
+    rows: Sequence[HeldOutRow], query: Coordinates, axes: Sequence[str]
+) -> tuple[list[tuple[str, tuple[float, float]]], list[str]]:
+    """`axes` split by `rows`: those on which some row lies in the query's range (with that
+    range), and those on which none does (the query is outside the data there)."""
+    covered: list[tuple[str, tuple[float, float]]] = []
+    outside: list[str] = []
+    for axis in axes:
+        r = range_of(axis, query.value(axis))
+        if any(range_of(axis, coordinates(h).value(axis)) == r for h in rows):
+            covered.append((axis, r))
+        else:
+            outside.append(axis)
+    return covered, outside
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st, 22nd, ..."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def band_of(
@@ -333,14 +355,7 @@ def band_of(
     same = [
         h for h in rows if h.stack_group == query.stack_group and kind_of(h.method) == query.method
     ]
-    covered: list[tuple[str, tuple[float, float]]] = []
-    outside: list[str] = []
-    for axis in axes:
-        r = range_of(axis, query.value(axis))
-        if any(range_of(axis, coordinates(h).value(axis)) == r for h in same):
-            covered.append((axis, r))
-        else:
-            outside.append(axis)
+    covered, outside = split_axes(same, query, axes)
     match = [h for h in same if all(range_of(a, coordinates(h).value(a)) == r for a, r in covered)]
     errors = [abs(h.error) for h in match if h.error is not None]
     return ErrorBand(
@@ -354,27 +369,9 @@ def band_of(
     )
 
 
-def error_band(
-    rows: Sequence[HeldOutRow],
-    stack_group: str,
-    method: str,
-    batch: int,
-    tp: int | None = None,
-    context_tokens: int | None = None,
-    model_params_b: float | None = None,
-) -> ErrorBand:
-    """The band of a figure of `stack_group` and `method` ('none': plain decoding) at `batch`,
-    TP, context and model size; an axis not given is left out of the regime."""
-    given = {"tp": tp, "batch": batch, "context": context_tokens, "size": model_params_b}
-    query = Coordinates(
-        stack_group, kind_of(method), tp or 1, batch, context_tokens or 0, model_params_b or 0.0
-    )
-    return band_of(rows, query, [a for a, v in given.items() if v is not None])
-
-
 # ------------------------------------------------------------------------- bands from sources
 #
-# SOURCE_BAND_RULE (issue 49), fixed before looking at its coverage: a figure's band is the
+# SOURCE_BAND_RULE, fixed before looking at its coverage: a figure's band is the
 # COVERAGE quantile of held-out errors, each predicted by a fit that never saw the row's source,
 # taken split-conformally (the ceil(COVERAGE x (n + 1))-th smallest of n |errors|, so that a new
 # figure exchangeable with them falls inside at least COVERAGE of the time). The errors are those
@@ -426,14 +423,7 @@ def source_band(
     matches any range). The query's depth is the number of axes on which no row of its stack
     lies in its range; a stack without rows is unknown."""
     stack = [h for h in rows if h.stack_group == query.stack_group]
-    covered: list[tuple[str, tuple[float, float]]] = []
-    outside: list[str] = []
-    for axis in axes:
-        r = range_of(axis, query.value(axis))
-        if any(range_of(axis, coordinates(h).value(axis)) == r for h in stack):
-            covered.append((axis, r))
-        else:
-            outside.append(axis)
+    covered, outside = split_axes(stack, query, axes)
     depth = len(outside) if stack else len(AXES)
     kind = [h for h in stack if kind_of(h.method) == query.method]
     regime = [h for h in kind if all(range_of(a, coordinates(h).value(a)) == r for a, r in covered)]
@@ -477,7 +467,9 @@ def source_error_band(
     context_tokens: int | None = None,
     model_params_b: float | None = None,
 ) -> ErrorBand:
-    """`error_band`'s signature with SOURCE_BAND_RULE."""
+    """The band of a figure of `stack_group` and `method` ('none': plain decoding) at `batch`,
+    TP, context and model size by SOURCE_BAND_RULE; an axis not given is left out of the
+    regime (it matches any range)."""
     given = {"tp": tp, "batch": batch, "context": context_tokens, "size": model_params_b}
     query = Coordinates(
         stack_group, kind_of(method), tp or 1, batch, context_tokens or 0, model_params_b or 0.0
@@ -488,8 +480,8 @@ def source_error_band(
 @dataclass(frozen=True)
 class FoldBand:
     """One published row checked as a figure no fit had seen: its error predicted without its
-    source, and the band a calibration without its source prints for it, by the rule before
-    issue 49 (band_of) and by SOURCE_BAND_RULE (source_band)."""
+    source, and the band a calibration without its source prints for it, by the earlier rule
+    (band_of) and by SOURCE_BAND_RULE (source_band)."""
 
     id: str
     source: str
@@ -609,8 +601,10 @@ def fold_summary(label: str, folds: Sequence[FoldBand]) -> FoldSummary:
     )
 
 
-def fold_summaries(folds: Sequence[FoldBand]) -> list[FoldSummary]:
-    """All rows, per stack, per kind (plain / speculative), per stack and kind, per depth."""
+def fold_summaries(folds: Sequence[FoldBand], rows: Sequence[HeldOutRow] = ()) -> list[FoldSummary]:
+    """All rows, per stack, per kind (plain / speculative), per stack and kind, per depth, then
+    per range of each axis (REGIME_RULE) where `rows` (the held-out rows of the same ids) give
+    the folds' coordinates."""
     out = [fold_summary("all rows", folds)]
     for g in sorted({f.stack_group for f in folds}):
         out.append(fold_summary(f"stack {g}", [f for f in folds if f.stack_group == g]))
@@ -623,6 +617,13 @@ def fold_summaries(folds: Sequence[FoldBand]) -> list[FoldSummary]:
                 out.append(fold_summary(f"stack {g}, {k}", same))
     out.append(fold_summary("inside the data (depth 0)", [f for f in folds if f.depth == 0]))
     out.append(fold_summary("extrapolated (depth >= 1)", [f for f in folds if f.depth >= 1]))
+    where = {h.id: coordinates(h) for h in rows}
+    placed = [f for f in folds if f.id in where]
+    for axis, ranges in AXES.items():
+        for r in ranges:
+            same = [f for f in placed if range_of(axis, where[f.id].value(axis)) == r]
+            if same:
+                out.append(fold_summary(describe_range(axis, r), same))
     return out
 
 

@@ -65,7 +65,7 @@ class BatchVerdict:
         edges = (
             f"{self.speedup_low:.2f}x-{self.speedup_high:.2f}x"
             if self.speedup_low is not None and self.speedup_high is not None
-            else "no held-out band"
+            else "a band unknown"
         )
         return f"{self.batch}: {self.verdict} (k={self.k} {edges})"
 

@@ -16,8 +16,9 @@ and the cost per 1M output tokens is nodes x instance price / (replicas x tokens
 nodes are billed too. The idle cost is the nodes min_replicas occupy. The cheapest kept variant
 wins; ties go to fewer nodes, then the smaller k and batch. Every variant left out is kept as a
 Skip with its reason (a check, the node, the TPOT target, the replica cap, the pools' node bound, a
-measured row slower than plain), and every kept variant carries the held-out error band of its
-regime (trnspec.perf.error_bands). Pure apart from reading packaged data.
+measured row slower than plain), and every kept variant carries the error band of its figures
+from sources the fit never saw (trnspec.perf.error_bands.source_band_for; None: unknown, the plan
+then measures). Pure apart from reading packaged data.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ from trnspec.config.images import image_spec
 from trnspec.config.serving import ConfigError, ServingConfig, apply_overrides
 from trnspec.hardware.packing import placement_for
 from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
-from trnspec.perf.calibrate import Calibration, trn2_calibration
-from trnspec.perf.error_bands import band_for
+from trnspec.perf.error_bands import source_band_for
 from trnspec.perf.profile_model import ProfileModel, profile_model
 from trnspec.perf.step_time import TokensPerStep
+from trnspec.perf.trn2_fit import Calibration, trn2_calibration
 
 #: KEDA's bound on replicas (serving.max_replicas).
 MAX_REPLICAS = 64
@@ -98,10 +99,10 @@ class Variant:
     cost_per_1m_output_tokens_usd: float
     idle_nodes: int
     idle_cost_per_hour_usd: float
-    #: The held-out error of the regime its figures come from, as a fraction (0.19 = +/-19 %;
-    #: None: no held-out row of the regime could be predicted), and the regime in words.
+    #: The band of its figures from unseen sources, as a fraction (0.19 = +/-19 %; None:
+    #: unknown, too few held-out figures extrapolate as far), and the band in words.
     error: float | None = None
-    band_note: str = "no held-out data"
+    band_note: str = "unknown: no band"
     instance_type: str = ""
     #: The target model's name (speculation and its plain twin serve the same one).
     target: str = ""
@@ -118,7 +119,7 @@ class Variant:
 
     @property
     def band_text(self) -> str:
-        return f"+/-{self.error:.0%}" if self.error is not None else "no held-out data"
+        return f"+/-{self.error:.0%}" if self.error is not None else "unknown"
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,7 @@ def _judge(p: _Planning, k: int, batch: int) -> Variant | Skip:
     cost = cost_per_1m_output_tokens(p.price_per_hour * nodes, tps * replicas)
     assert cost is not None  # tps > 0 for every predicted point
     idle_nodes = math.ceil(p.inputs.min_replicas / per_node)
-    band = band_for(
+    band = source_band_for(
         p.cal,
         model.group_for(k),
         model.method,

@@ -1,7 +1,7 @@
 """Measured Trn2 rows (what the calibration Job and `tune --rows-out` write, the format
-`python -m trnspec.cli.calibrate --add` reads) as a plan's evidence.
+`python -m trnspec fit --add` reads) as a plan's evidence.
 
-Two uses: the rows refit the model through the `--add` path (trnspec.perf.calibrate.refit_with),
+Two uses: the rows refit the model through the `--add` path (trnspec.perf.trn2_fit.refit_with),
 so the plan is priced and banded with them; and a measured speculative row slower than the
 measured plain row at the same target and batch vetoes speculation there. The plain rows a
 speculative row is compared with are the one it names as its `baseline` and every measured
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trnspec.boundary.errors import BoundaryError
-from trnspec.perf.calibrate import Calibration, refit_with
 from trnspec.perf.published import Measurement, load_published
+from trnspec.perf.trn2_fit import Calibration, refit_with
 from trnspec.perf.validation import published_speedup
 
 
@@ -102,5 +102,7 @@ def measured_evidence(flag: str, source: str, text: str) -> MeasuredEvidence:
             raise ValueError("no rows under `measurements:`")
         _, cal, _ = refit_with([text])
     except (ValueError, TypeError, KeyError) as err:
-        raise BoundaryError(flag, source, f"not a rows file calibrate --add reads: {err}") from None
+        raise BoundaryError(
+            flag, source, f"not a rows file `python -m trnspec fit --add` reads: {err}"
+        ) from None
     return MeasuredEvidence(source, tuple(rows), cal, tuple(slower_than_plain(rows)))

@@ -57,7 +57,7 @@ def _row(label: str, kind: str, v: Variant, chosen: Variant | None) -> str:
         f" {v.tokens_per_s_per_replica:>7.1f} {v.min_speedup:>6.2f}x"
         f" {v.replicas_per_node:>8} {v.replicas_at_peak:>8} {v.nodes_at_peak:>5}"
         f" {v.cost_per_1m_output_tokens_usd:>9.3f} {v.idle_cost_per_hour_usd:>8.2f}"
-        f" {(v.band_text if v.error is not None else 'none'):>8}{mark}"
+        f" {v.band_text:>8}{mark}"
         + ("" if v.pays else " (predicted slower than plain at some batch)")
     )
 
@@ -126,7 +126,7 @@ def format_plans(result: PlanResult) -> str:
         f"TPOT p50 <= {request.tpot_ms:g} ms, {request.peak_streams} streams at peak,"
         f" min_replicas {request.min_replicas}, acceptance a={result.acceptance_rate:.3f}"
         f" ({request.acceptance.source}); cost = nodes x price / (replicas x tokens/s);"
-        " band = held-out error of the row's regime",
+        " band = held-out error from sources the fit never saw (unknown: measure)",
         HEADER,
     ]
     for plan in result.plans:

@@ -3,8 +3,10 @@
 For every (batch, k): TPOT, output tokens/s of one replica, the speedup over k=0 at the same
 batch and the cost per million output tokens of the whole instance (all replicas busy), then the
 best k per batch and the batch from which speculation no longer pays. The numbers come from
-`trnspec.perf.step_time` with constants fitted to published Trn2 figures (`trnspec.perf.calibrate`);
-the document lists every constant used with its source. The flags are read by
+`trnspec.perf.step_time` with constants fitted to published Trn2 figures (`trnspec.perf.trn2_fit`);
+the document lists every constant used with its source. Each figure carries its band from sources
+the fit never saw (`trnspec.perf.error_bands.source_band_for`) and how often bands of that kind
+held; a figure without one is unknown and decides nothing. The flags are read by
 trnspec.cli.predict into a PredictQuery; bad input is a ConfigError naming the flag.
 """
 
@@ -22,8 +24,7 @@ from trnspec.config.images import image_spec
 from trnspec.config.serving import ConfigError, Problem, ServingConfig
 from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PriceError, cost_per_1m_output_tokens, resolve_price
-from trnspec.perf.calibrate import DATA_FILE, Calibration, trn2_calibration
-from trnspec.perf.error_bands import band_for, outside_data
+from trnspec.perf.error_bands import outside_data, source_band_for
 from trnspec.perf.profile_model import ProfileModel, profile_model
 from trnspec.perf.step_time import (
     ModelInputError,
@@ -32,6 +33,7 @@ from trnspec.perf.step_time import (
     decode_context_tokens,
     speculation_stops_paying,
 )
+from trnspec.perf.trn2_fit import DATA_FILE, Calibration, trn2_calibration
 from trnspec.perf.validation import ErrorBand
 from trnspec.plan.acceptance import acceptance_rate
 from trnspec.plan.batch_verdicts import BatchVerdict, verdicts_of
@@ -127,9 +129,12 @@ class Row:
     draft_ms: float
     target_bound: str
     within_max_num_seqs: bool
-    #: The held-out error of the regime (None where no published row there was predictable).
+    #: The band's half-width from sources the fit never saw (None: unknown, measure it).
     error_band: float | None
     error_band_note: str
+    #: How often bands of this kind held figures of unseen sources: (inside, with a band); None
+    #: where not measured (a refit with measured rows skips the nested folds).
+    error_band_held: tuple[int, int] | None
 
 
 @dataclass(frozen=True)
@@ -364,10 +369,11 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
         outside_data=[o.describe() for o in outside],
         caveats=[
             "HBM fit at these batches is not checked here; run `trnspec plan`.",
-            "error_band: the largest held-out error (leave one source out) of published rows in"
-            " the same stack and method and in the same TP, batch, context and model-size ranges;"
-            f" see docs/performance.md and"
-            f" trnspec/{DATA_FILE}.",
+            "error_band: the 80% quantile of held-out errors from sources the fit never saw, of"
+            " figures that extrapolated at least as far as this one (its regime's, else its stack"
+            " and method's, else its kind's on every stack); null where too few did: unknown,"
+            " measure it. error_band_held: how often bands of that kind held on unseen sources;"
+            f" see docs/performance.md and trnspec/{DATA_FILE}.",
         ],
     )
 
@@ -375,8 +381,9 @@ def build(query: PredictQuery, cfg: ServingConfig) -> PredictReport:
 def regime_band(
     cal: Calibration, model: ProfileModel, k: int, batch: int, context_tokens: int
 ) -> ErrorBand:
-    """The held-out band of `model`'s figure at window k and batch (k = 0: its plain server)."""
-    return band_for(
+    """The band of `model`'s figure at window k and batch (k = 0: its plain server) from sources
+    the fit never saw."""
+    return source_band_for(
         cal,
         model.group_for(k),
         model.method,
@@ -410,4 +417,5 @@ def _row(p: Prediction, pricing: Pricing, max_num_seqs: int, band: ErrorBand) ->
         within_max_num_seqs=p.batch <= max_num_seqs,
         error_band=round(band.max_abs_error, 3) if band.max_abs_error is not None else None,
         error_band_note=band.describe(),
+        error_band_held=band.held,
     )

@@ -19,7 +19,6 @@ from trnspec.perf.validation import (
     band_of,
     conformal_rank,
     coordinates,
-    error_band,
     fold_summary,
     held_rate,
     leave_one_source_out,
@@ -96,8 +95,16 @@ def test_a_regime_without_a_predicted_row_has_no_band_and_says_so():
 
 
 def test_an_axis_not_given_matches_every_range():
-    assert error_band(ROWS, "s", "none", 1).max_abs_error == pytest.approx(0.10)
-    assert error_band(ROWS, "s", "none", 1).rows == 2  # rows a and c: any TP, context, size
+    query = Coordinates("s", "none", 4, 1, 300, 7.0)
+    assert band_of(ROWS, query, ["batch"]).max_abs_error == pytest.approx(0.10)
+    assert band_of(ROWS, query, ["batch"]).rows == 2  # rows a and c: any TP, context, size
+    # the same for the band from unseen sources: TP, context and size not given, the TP-64 rows
+    # are in the query's regime (4 errors: the largest), and the query is outside nothing
+    rows = [at("t4", 0.05), *(at(f"t64-{i}", 0.2 * (i + 1), tp=64) for i in range(3))]
+    band = source_error_band(rows, "s", "none", 1)
+    assert band.pool == POOLS[0] and band.rows == 4 and band.outside == ()
+    assert band.max_abs_error == pytest.approx(0.6)
+    assert source_error_band(rows, "s", "none", 1, tp=4).pool == POOLS[1]
 
 
 def test_the_summaries_count_rows_within_the_goal_per_stack_and_range():

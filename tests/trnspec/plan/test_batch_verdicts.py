@@ -68,8 +68,8 @@ def test_the_k_reported_is_the_fastest_and_ties_go_to_the_smaller_k() -> None:
 
 def test_the_text_names_the_batch_the_verdict_the_k_and_the_edges() -> None:
     assert one(1.5, 0.1, 0.1).text() == "1: speculation (k=3 1.23x-1.83x)"
-    assert one(1.5, None, 0.1).text() == "1: undecided (k=3 no held-out band)"
-    assert one(1.5, 0.1, None).text() == "1: undecided (k=3 no held-out band)"
+    assert one(1.5, None, 0.1).text() == "1: undecided (k=3 a band unknown)"
+    assert one(1.5, 0.1, None).text() == "1: undecided (k=3 a band unknown)"
 
 
 def test_one_verdict_per_batch_in_batch_order_and_none_without_a_window() -> None:

@@ -16,6 +16,7 @@ from trnspec.config.serving import ConfigError, ServingConfig, apply_overrides, 
 from trnspec.hardware.packing import ReplicaPlacement, placement_for
 from trnspec.hardware.pricing import PRICES
 from trnspec.perf.step_time import decode_context_tokens
+from trnspec.perf.trn2_fit import Calibration, trn2_calibration
 from trnspec.plan import deploy_plan
 from trnspec.plan.deploy_plan import (
     Fleet,
@@ -104,19 +105,32 @@ def _plan_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str,
 
 
 def test_every_variant_carries_the_band_of_its_whole_regime() -> None:
-    """TP, batch, context and model size each bound a variant's band or are named as outside the
-    data: a band over fewer axes mixes in rows of other regimes."""
+    """A variant's band is the one from unseen sources for its own stack, method, batch, TP,
+    context and model size: an axis left out of the query would hide how far the figure
+    extrapolates (the plain plugin has no row at TP 4) and give it a narrower band."""
+    from trnspec.perf.error_bands import source_band_for
     from trnspec.perf.step_time import alpha_from_tokens_per_step
 
     cfg = load_profile("qwen3-4b-dflash")
     alpha = alpha_from_tokens_per_step(2.1, 15)
-    plan = plan_profile(cfg, alpha, [15], PRICE, _inputs())
+    inputs = _inputs()
+    plan = plan_profile(cfg, alpha, [15], PRICE, inputs)
     assert plan.speculative is not None and plan.plain is not None
-    for v in (plan.speculative, plan.plain):
-        for axis in ("tensor parallel size", "batch", "context (mean KV tokens)", "model size"):
-            assert axis in v.band_note, v.band_note
+    cal, qwen4 = trn2_calibration(), trn2_calibration().shapes["qwen3-4b"]
+    for v, group in ((plan.speculative, "plugin-sync"), (plan.plain, "plugin")):
+        full = source_band_for(
+            cal, group, "dflash", v.k, v.max_num_seqs, tp=4,
+            context_tokens=inputs.context_tokens, target=qwen4,
+        )  # fmt: skip
+        assert (v.error, v.band_note) == (full.max_abs_error, full.describe())
+    without_tp = source_band_for(
+        cal, "plugin", "none", 0, 1, context_tokens=inputs.context_tokens, target=qwen4
+    )
+    assert plan.plain.error is not None and without_tp.max_abs_error is not None
+    assert plan.plain.error > without_tp.max_abs_error
+    assert "outside the data in tensor parallel size" in plan.plain.band_note
     # no plugin row has a mean context of 1024-8191 tokens: a long context is outside the data
-    long = plan_profile(cfg, alpha, [15], PRICE, replace(_inputs(), context_tokens=3000))
+    long = plan_profile(cfg, alpha, [15], PRICE, replace(inputs, context_tokens=3000))
     assert long.plain is not None
     _, outside = long.plain.band_note.split("outside the data in ")
     assert "context (mean KV tokens)" in outside
@@ -205,19 +219,22 @@ GRID = [
 ]
 
 
-def _speedups(cfg_name: str, alpha: float, k: int, batches: range) -> list[float]:
-    """Speculation over plain at each batch, computed from the model directly."""
+def _speedups(
+    cfg_name: str, alpha: float, k: int, batches: range, cal: Calibration | None = None
+) -> list[float]:
+    """Speculation over plain at each batch, computed from the model directly (with `cal`'s
+    constants when given, else the shipped fit's)."""
     from trnspec.perf.profile_model import profile_model
+    from trnspec.plan.deploy_plan import with_calibration
 
     context = decode_context_tokens(512, 256)
-    cfg = load_profile(cfg_name)
-    spec = profile_model(cfg, context).grid(alpha, [k], list(batches))
-    plain_cfg = load_profile(cfg_name).model_copy()
-    from trnspec.config.serving import apply_overrides
-
-    plain = profile_model(apply_overrides(plain_cfg, ["speculation.method=none"]), context)
+    cal = cal or trn2_calibration()
+    spec = with_calibration(profile_model(load_profile(cfg_name), context), cal)
+    plain_cfg = apply_overrides(load_profile(cfg_name), ["speculation.method=none"])
+    plain = with_calibration(profile_model(plain_cfg, context), cal)
+    s = spec.grid(alpha, [k], list(batches))
     base = plain.grid(alpha, [0], list(batches))
-    return [p.output_tokens_per_s / q.output_tokens_per_s for p, q in zip(spec, base, strict=True)]
+    return [p.output_tokens_per_s / q.output_tokens_per_s for p, q in zip(s, base, strict=True)]
 
 
 @pytest.mark.parametrize(("profile", "alpha"), GRID)
@@ -242,19 +259,30 @@ def test_a_deployable_speculative_variant_beats_plain_at_every_batch_up_to_its_o
 
 
 def test_speculation_faster_at_its_full_batch_but_slower_below_it_is_not_deployable() -> None:
-    """Found by search over the model (the reachable case: llama31-8b-eagle3 at acceptance 0.25,
-    k=1, max_num_seqs 2 beat plain at batch 2 and lost at batch 1): such a variant never pays."""
+    """A variant faster than plain at its full batch but slower below it never pays. The shipped
+    fit has no such case (its speedups fall with batch everywhere on the grid); with the plain
+    server's host cost per sequence at 1.2 ms (the 19-row fit's, a constant the data moved once
+    already), EAGLE3 on Llama-3.1-8B has several, found by search, and the plan keeps plain."""
+    shipped = trn2_calibration()
+    plain_stack = shipped.efficiency["plugin"]
+    cal = replace(
+        shipped,
+        efficiency={
+            **shipped.efficiency,
+            "plugin": replace(plain_stack, sequence_overhead_s=1.2e-3),
+        },
+    )
     found = []
     for profile, alpha in GRID:
         for k in range(1, 8):
             for b in (2, 3, 4, 6, 8, 16):
-                s = _speedups(profile, alpha, k, range(1, b + 1))
+                s = _speedups(profile, alpha, k, range(1, b + 1), cal)
                 if s[-1] >= 1.0 and min(s) < 1.0:
                     found.append((profile, alpha, k, b))
     assert found, "the model has no such case on the grid: widen the grid"
     for profile, alpha, k, b in found[:6]:
         inputs = PlanInputs(1e6, 4, 1, (b,), decode_context_tokens(512, 256))
-        plan = plan_profile(load_profile(profile), alpha, [k], PRICE, inputs)
+        plan = plan_profile(load_profile(profile), alpha, [k], PRICE, inputs, cal=cal)
         assert plan.speculative is not None and not plan.speculative.pays
         assert plan.choice is plan.plain
 
@@ -280,12 +308,12 @@ def test_every_variant_left_out_says_why() -> None:
     """A variant within the TPOT target but over the replica cap is left out for the cap, and
     one over the target for the target, each with the figure that failed."""
     cfg = load_profile("qwen3-4b-baseline")
-    inputs = PlanInputs(50, 200, 1, (1, 32), decode_context_tokens(512, 256))
+    inputs = PlanInputs(30, 200, 1, (1, 32), decode_context_tokens(512, 256))
     plan = plan_profile(cfg, 0.0, [], PRICE, inputs)
     reasons = {s.batch: s for s in plan.skipped}
     assert "cap of 64" in reasons[1].reason and reasons[1].figure == 200
     assert "TPOT" in reasons[32].reason and reasons[32].figure is not None
-    assert reasons[32].figure > 50
+    assert reasons[32].figure > 30
 
 
 def test_a_veto_from_measured_rows_keeps_speculation_out_at_and_above_that_batch() -> None:
@@ -358,7 +386,6 @@ def test_a_cost_tie_goes_to_fewer_nodes_and_a_cent_is_no_tie() -> None:
 
 def test_a_plan_priced_with_another_calibration_uses_its_constants_everywhere() -> None:
     from trnspec.perf.profile_model import profile_model
-    from trnspec.perf.trn2_fit import trn2_calibration
 
     cal = trn2_calibration()
     other = replace(
@@ -453,7 +480,6 @@ def test_every_candidate_is_planned_at_its_windows_and_its_instances_price() -> 
 
 
 def test_every_candidate_is_planned_with_the_calibration_and_veto_given() -> None:
-    from trnspec.perf.trn2_fit import trn2_calibration
 
     cfgs = [load_profile("llama31-8b-eagle3")]
     inputs = PlanInputs(1e6, 4, 1, (1, 4), decode_context_tokens(512, 256))
