@@ -46,8 +46,8 @@ class ServingOutputs:
     MODELS_URI: Final = "ModelsUri"
     IMAGE_URI: Final = "ImageUri"
     PRECOMPILE_JOB: Final = "PrecompileJob"
-    """namespace/name of the precompile Job; only where it fits beside a replica on one node
-    (not on a one-chip trn2.3xlarge, where the replica compiles itself)."""
+    """namespace/name of the precompile Job; not on a one-chip trn2.3xlarge, where the replica
+    compiles itself."""
     API_KEY_SECRET_ARN: Final = "ApiKeySecretArn"
     """The Secrets Manager secret holding the API key; only when the key is enabled."""
     HF_TOKEN_SECRET_ARN: Final = "HfTokenSecretArn"

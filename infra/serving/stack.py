@@ -53,7 +53,7 @@ from infra.serving.manifests.pod import (
     WEIGHTS_COMPONENT,
     service_account_name,
 )
-from infra.serving.manifests.precompile import precompile_beside_replica, precompile_job_name
+from infra.serving.manifests.precompile import precompile_job_name, precompile_job_wanted
 from infra.serving.manifests.service import SERVICE_PORT, nlb_service_name
 from infra.serving.manifests.wake import wake_hosts
 from infra.serving.manifests.weights import weights_job_name
@@ -297,7 +297,7 @@ class ServingStack(Stack):
                 value=f"{spec.namespace}/{weights_job_name(spec, self.settings.weights_rerun)}",
                 description="Job that copies the models from the Hugging Face Hub to the bucket",
             )
-        if precompile_beside_replica(spec):
+        if precompile_job_wanted(spec):
             CfnOutput(
                 self,
                 ServingOutputs.PRECOMPILE_JOB,

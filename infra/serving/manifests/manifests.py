@@ -24,7 +24,7 @@ from infra.serving.manifests.monitoring import (
 from infra.serving.manifests.namespace import namespace
 from infra.serving.manifests.network_policy import network_policies
 from infra.serving.manifests.pod import Manifest
-from infra.serving.manifests.precompile import precompile_beside_replica, precompile_job
+from infra.serving.manifests.precompile import precompile_job, precompile_job_wanted
 from infra.serving.manifests.server import deployment
 from infra.serving.manifests.service import cluster_service, internal_nlb_service
 from infra.serving.manifests.spec import WorkloadSpec
@@ -58,8 +58,8 @@ def build_manifests(spec: WorkloadSpec, settings: ServingSettings) -> WorkloadMa
         serving_config_map(spec),
         # Fills the bucket the two below wait for (first deploy: it starts empty).
         *([weights_job(spec, settings)] if spec.hub_copies else []),
-        # Only beside a replica: on a one-chip node the replica compiles itself (precompile.py).
-        *([precompile_job(spec, settings)] if precompile_beside_replica(spec) else []),
+        # Not on a one-chip node: there the replica compiles and publishes itself (precompile.py).
+        *([precompile_job(spec, settings)] if precompile_job_wanted(spec) else []),
         deployment(spec, settings),
         cluster_service(spec),
         pod_disruption_budget(spec),

@@ -34,14 +34,15 @@ def precompile_job_name(spec: WorkloadSpec) -> str:
     return f"{spec.name}-precompile-{spec.short_hash}"
 
 
-def precompile_beside_replica(spec: WorkloadSpec) -> bool:
-    """Whether the precompile Job fits beside a replica on one node (their Neuron devices
-    together at most the instance's chips). On a one-chip trn2.3xlarge they do not: the Job
-    would hold the only chip while the replica, Pending, starts a second node that bills for
-    as long as the compile takes. There no Job is made: the replica compiles on a miss itself
-    and publishes the graphs to the compile cache (the serve role may write it), which is what
-    the Job would have done on the same kind of node."""
-    return 2 * spec.neuron_devices <= instance(spec.instance_type).chips
+def precompile_job_wanted(spec: WorkloadSpec) -> bool:
+    """Whether the workload gets a precompile Job: not on a one-chip node (trn2.3xlarge), where
+    the Job and the replica each need the only chip, so the Job would hold it while the
+    replica, Pending, starts a second node billed for as long as the compile takes. There the
+    replica compiles on a miss itself and publishes the graphs to the compile cache (the serve
+    role may write it), which is what the Job would have done on the same kind of node. A
+    replica that takes every chip of a larger node (the legacy TP=64 profiles, refused for
+    deployment) keeps its Job, on a node of its own, as before."""
+    return instance(spec.instance_type).chips > 1
 
 
 def precompile_job(spec: WorkloadSpec, settings: ServingSettings) -> Manifest:
