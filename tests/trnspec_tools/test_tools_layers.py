@@ -1,7 +1,8 @@
 """The client tools' packages form layers: each imports only the packages below it (no cycle, no
-two-way edge): what the tools accept from outside (`boundary`), how they talk to an endpoint
-(`client`), the local engine, the benchmark, the tuner, then the commands at the top
-(`smoke.py`, `demo.py`, `capacity.py`, `cli.py`)."""
+two-way edge): what the tools accept from outside (`boundary`), the A/B measurement's pure core
+(`ab`: order, spread, median round, comparison and verdict), how they talk to an endpoint
+(`client`), the local engine, the benchmark, the tuner, the calibration, then the commands at
+the top (`smoke.py`, `demo.py`, `capacity.py`, `cli.py`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "trnspec_tools"
 #: Bottom to top; "" is the package's own top-level modules (the commands).
-LAYERS = ("boundary", "client", "local_engine", "bench", "tune", "calibration", "")
+LAYERS = ("boundary", "ab", "client", "local_engine", "bench", "tune", "calibration", "")
 
 
 def imported_layers(path: Path) -> set[str]:
