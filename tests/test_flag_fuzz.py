@@ -353,3 +353,55 @@ def test_the_fuzzer_catches_a_plain_float_flag_and_a_crashing_reader() -> None:
     found = problems_of(Command("planted", parser, (), run))
     assert any("rate='nan'" in f and "non-finite" in f for f in found)
     assert any("count='inf'" in f and "traceback" in f for f in found)
+
+
+#: Prices no instance has, each of which once entered a command and came out as a figure (inf,
+#: $0.000, nan) or a traceback: refused where they enter, on every price flag.
+UNPRICEABLE = ("1e308", "5e-324", "nan", "inf", "-1")
+#: Every price flag, by command and flag: the enumeration must keep finding each one.
+PRICE_FLAGS = {
+    "trnspec predict --price-per-hour",
+    "trnspec plan-deploy --price-per-hour",
+    "tools bench --price-per-hour",
+    "tools calibrate run --price-per-hour-plain",
+    "tools calibrate run --price-per-hour-speculative",
+}
+
+
+def price_flags() -> list[tuple[Command, str]]:
+    """(command, flag) for every flag of every command whose name says it takes a price."""
+    return [
+        (command, action.option_strings[-1])
+        for command in COMMANDS
+        for action in command.parser._actions
+        if _takes_value(action) and any("price" in s for s in action.option_strings)
+    ]
+
+
+def test_the_price_flags_are_the_ones_known() -> None:
+    assert {f"{c.path} {flag}" for c, flag in price_flags()} == PRICE_FLAGS
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"), price_flags(), ids=[f"{c.path} {f}" for c, f in price_flags()]
+)
+def test_every_price_flag_refuses_what_no_instance_costs_and_takes_the_bounds(
+    command: Command, flag: str
+) -> None:
+    """Each price flag reads through boundary.args.price_arg: a plain float or an open upper
+    bound takes 1e308 (every cost infinite) or 5e-324 (every cost $0.000)."""
+    from trnspec.boundary.args import MAX_PRICE_PER_HOUR, MIN_PRICE_PER_HOUR
+
+    options, positionals = _split(command.parser, BASE.get(command.path, []))
+
+    def parsed(value: str) -> Outcome:
+        argv = [*command.prefix, *options, f"{flag}={value}", *_positional(positionals)]
+        return attempt(Command(command.path, command.parser, command.prefix, None), argv)
+
+    for value in UNPRICEABLE:
+        result = parsed(value)
+        assert (result.crash, result.code) == (None, 2), f"{flag}={value}: {result}"
+        assert flag in result.err and "10000" in result.err.replace(",", ""), result.err
+    for value in (MIN_PRICE_PER_HOUR, MAX_PRICE_PER_HOUR):
+        result = parsed(repr(value))
+        assert (result.crash, result.code) == (None, 0), f"{flag}={value}: {result.err[-300:]}"

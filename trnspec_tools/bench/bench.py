@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from trnspec.boundary import json_io
+from trnspec.boundary.args import price_arg
 from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.numbers import float_arg, int_arg
 from trnspec.boundary.problems import InputError
@@ -158,9 +159,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         "--instance-type",
         help="price table entry (default: cpu-local with --local, else trn2.48xlarge)",
     )
-    cost.add_argument(
-        "--price-per-hour", type=float_arg(0, lo_open=True), help="override the price table, USD/h"
-    )
+    cost.add_argument("--price-per-hour", type=price_arg(), help="override the price table, USD/h")
     add_predict_arguments(cost)
     out = p.add_argument_group("output")
     out.add_argument("--out", type=Path, required=True, help="result JSON path")

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trnspec.boundary.args import price_arg
 from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
 from trnspec.boundary.json_io import dumps
 from trnspec.boundary.numbers import float_arg, int_arg, parse_int_list
@@ -91,8 +92,8 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int_arg(1, 64), default=None, help="the speculative arm's k")
     p.add_argument("--plain-profile", default=None, help="Trn2 profile of the plain arm (rows)")
     p.add_argument("--speculative-profile", default=None, help="Trn2 profile of the speculative")
-    p.add_argument("--price-per-hour-plain", type=float_arg(0, lo_open=True), default=None)
-    p.add_argument("--price-per-hour-speculative", type=float_arg(0, lo_open=True), default=None)
+    p.add_argument("--price-per-hour-plain", type=price_arg(), default=None)
+    p.add_argument("--price-per-hour-speculative", type=price_arg(), default=None)
     p.add_argument("--bucket", default=None, help="upload to s3://BUCKET/calibration/<stamp>/")
     p.add_argument("--s3-endpoint-url", default=None, help=argparse.SUPPRESS)
     p.add_argument("--out-dir", type=Path, default=Path("reports/calibration"))

@@ -23,7 +23,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from trnspec.boundary.args import path_arg, text_arg
+from trnspec.boundary.args import path_arg, price_arg, text_arg
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import float_arg, int_arg
 from trnspec.boundary.write import output_clash, write_file
@@ -145,7 +145,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--price-per-hour",
-        type=float_arg(0, 1e6, lo_open=True),
+        type=price_arg(),
         help="USD per instance hour (default: table)",
     )
     p.add_argument(
