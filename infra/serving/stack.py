@@ -231,8 +231,17 @@ class ServingStack(Stack):
         )
 
     def _outputs(self, cluster: eks.ICluster) -> None:
-        spec = self.spec
-        # What the tools' stack_endpoint needs to reach the service from outside the cluster.
+        """The outputs, in template order: cluster, service, endpoints, jobs, deploy, NLB."""
+        self._cluster_outputs(cluster)
+        self._service_outputs()
+        self._endpoint_outputs()
+        self._job_outputs()
+        self._deploy_outputs()
+        if self.settings.internal_nlb:
+            self._internal_nlb_output(cluster)
+
+    def _cluster_outputs(self, cluster: eks.ICluster) -> None:
+        """What the tools' stack_endpoint needs to reach the service from outside the cluster."""
         CfnOutput(self, ServingOutputs.PLATFORM_STACK, value=Stack.of(cluster).stack_name)
         if self.existing_cluster is not None:
             # No platform stack: this stack is the one whose outputs name the cluster.
@@ -243,6 +252,10 @@ class ServingStack(Stack):
                 value=update_kubeconfig_command(cluster.cluster_name, Aws.REGION),
             )
         CfnOutput(self, ServingOutputs.REGION, value=Aws.REGION)
+
+    def _service_outputs(self) -> None:
+        """The service's name and port, where its weights and image live, and its API key."""
+        spec = self.spec
         CfnOutput(self, ServingOutputs.NAMESPACE, value=spec.namespace)
         CfnOutput(self, ServingOutputs.SERVICE_NAME, value=spec.name)
         CfnOutput(self, ServingOutputs.SERVICE_PORT, value=str(SERVICE_PORT))
@@ -263,6 +276,10 @@ class ServingStack(Stack):
                 value=self.api_key.secret_arn,
                 description="aws secretsmanager get-secret-value --secret-id <this> (the key)",
             )
+
+    def _endpoint_outputs(self) -> None:
+        """The in-cluster endpoint and, with scale to zero, the address that wakes it."""
+        spec = self.spec
         CfnOutput(
             self,
             ServingOutputs.IN_CLUSTER_ENDPOINT,
@@ -283,6 +300,10 @@ class ServingStack(Stack):
                     "cluster; smoke.py --stack sends through it: docs/platform.md)"
                 ),
             )
+
+    def _job_outputs(self) -> None:
+        """The Hub token secret and the weights and precompile Jobs that fill bucket and cache."""
+        spec = self.spec
         CfnOutput(
             self,
             ServingOutputs.HF_TOKEN_SECRET_ARN,
@@ -304,37 +325,43 @@ class ServingStack(Stack):
                 value=f"{spec.namespace}/{precompile_job_name(spec)}",
                 description="Job that fills the compile cache (docs/workload.md)",
             )
-        if self.deploy is not None:
+
+    def _deploy_outputs(self) -> None:
+        """The -c items and the plan-deploy command of this deploy, when it came from a plan."""
+        if self.deploy is None:
+            return
+        CfnOutput(
+            self,
+            ServingOutputs.DEPLOY_CONTEXT,
+            value=self.deploy.output_text(),
+            description="the -c items of this deploy, for the next one (calibrate fetch)",
+        )
+        if self.deploy.plan_command is not None:
             CfnOutput(
                 self,
-                ServingOutputs.DEPLOY_CONTEXT,
-                value=self.deploy.output_text(),
-                description="the -c items of this deploy, for the next one (calibrate fetch)",
+                ServingOutputs.PLAN_COMMAND,
+                value=self.deploy.plan_command,
+                description="the plan-deploy command of the plan deployed",
             )
-            if self.deploy.plan_command is not None:
-                CfnOutput(
-                    self,
-                    ServingOutputs.PLAN_COMMAND,
-                    value=self.deploy.plan_command,
-                    description="the plan-deploy command of the plan deployed",
-                )
-        if self.settings.internal_nlb:
-            hostname = eks.KubernetesObjectValue(
-                self,
-                "NlbHostname",
-                cluster=cluster,
-                object_type="service",
-                object_name=nlb_service_name(spec),
-                object_namespace=spec.namespace,
-                json_path=".status.loadBalancer.ingress[0].hostname",
-            )
-            hostname.node.add_dependency(self.workload.core)
-            CfnOutput(
-                self,
-                ServingOutputs.INTERNAL_NLB_ENDPOINT,
-                value=f"http://{hostname.value}:{SERVICE_PORT}",
-                description="OpenAI-compatible endpoint on the internal NLB (inside the VPC)",
-            )
+
+    def _internal_nlb_output(self, cluster: eks.ICluster) -> None:
+        """The internal NLB's endpoint, read from the Service's status once the workload exists."""
+        hostname = eks.KubernetesObjectValue(
+            self,
+            "NlbHostname",
+            cluster=cluster,
+            object_type="service",
+            object_name=nlb_service_name(self.spec),
+            object_namespace=self.spec.namespace,
+            json_path=".status.loadBalancer.ingress[0].hostname",
+        )
+        hostname.node.add_dependency(self.workload.core)
+        CfnOutput(
+            self,
+            ServingOutputs.INTERNAL_NLB_ENDPOINT,
+            value=f"http://{hostname.value}:{SERVICE_PORT}",
+            description="OpenAI-compatible endpoint on the internal NLB (inside the VPC)",
+        )
 
     def _acknowledge(self) -> None:
         """cdk-nag findings that are the design, each acknowledged by its exact finding id."""
