@@ -136,8 +136,24 @@ def requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
     their own namespaces (the KEDA HTTP add-on's), the NLB's controller; and the Pod Identity
     agent every pod's credentials come from."""
     ask = pod_ask(manifests)
+    return [
+        *_node_requirements(ask),
+        *_scheduler_requirements(ask),
+        *_namespace_requirements(manifests),
+        *_crd_requirements(manifests),
+        *_storage_class_requirements(manifests),
+        *_prometheus_requirements(manifests),
+        *_monitor_requirements(manifests),
+        *_service_requirements(manifests),
+        *_controller_requirements(manifests),
+    ]
+
+
+def _node_requirements(ask: PodAsk) -> list[Requirement]:
+    """A node the pods select, with the Neuron devices they ask for and only taints they
+    tolerate."""
     selector = _selector_text(ask.node_selector)
-    out = [
+    return [
         Requirement(
             "neuron-device",
             f"a node with the labels below advertises {NEURON_DEVICE_RESOURCE} >= "
@@ -163,7 +179,11 @@ def requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
             node_side=True,
         ),
     ]
-    out += [
+
+
+def _scheduler_requirements(ask: PodAsk) -> list[Requirement]:
+    """Every scheduler the pods name runs."""
+    return [
         Requirement(
             f"scheduler:{name}",
             f"the scheduler the pods name runs: {name} (the Neuron scheduler extension)",
@@ -171,7 +191,11 @@ def requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
         )
         for name in ask.scheduler_names
     ]
-    out += [
+
+
+def _namespace_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
+    """Every namespace objects go to that no exported object creates."""
+    return [
         Requirement(
             f"namespace:{ns}",
             f"the namespace {ns} exists (no exported object creates it; it holds "
@@ -180,12 +204,20 @@ def requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
         )
         for ns, owners in sorted(foreign_namespaces(manifests).items())
     ]
+
+
+def _crd_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
+    """The CRD of every custom kind among the objects."""
     crds = sorted({c for m in manifests if (c := _crd_name(m)) is not None})
-    out += [
+    return [
         Requirement(f"crd:{crd}", f"the CRD {crd} is installed", f"kubectl get crd {crd}")
         for crd in crds
     ]
-    out += [
+
+
+def _storage_class_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
+    """The StorageClass of every volume claim, and its provisioner's CSI driver."""
+    return [
         Requirement(
             f"storageclass:{name}",
             f"the StorageClass {name} exists and its provisioner's CSI driver runs (the volume "
@@ -196,7 +228,11 @@ def requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
         )
         for name, owners in sorted(storage_classes(manifests).items())
     ]
-    out += [
+
+
+def _prometheus_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
+    """Every Prometheus the KEDA triggers query answers."""
+    return [
         Requirement(
             "prometheus",
             f"Prometheus answers at {url} (KEDA's trigger queries it)",
@@ -204,8 +240,11 @@ def requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
         )
         for url in sorted(_prometheus_urls(manifests))
     ]
-    out += _monitor_requirements(manifests)
-    out += [
+
+
+def _service_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
+    """Every Service the objects point at outside their own namespaces."""
+    return [
         Requirement(
             f"service:{ns}/{name}",
             f"the Service {name} exists in {ns} ({why})",
@@ -213,13 +252,18 @@ def requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
         )
         for (ns, name), why in sorted(referenced_services(manifests).items())
     ]
-    out.append(
+
+
+def _controller_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
+    """The Pod Identity agent every pod's credentials come from, and the AWS Load Balancer
+    Controller when a Service asks for an NLB."""
+    out = [
         Requirement(
             "pod-identity-agent",
             "the EKS Pod Identity agent runs (the pods' AWS credentials)",
             f"kubectl -n kube-system get daemonset {POD_IDENTITY_AGENT}",
         )
-    )
+    ]
     if any(_is_nlb(m) for m in manifests):
         out.append(
             Requirement(
