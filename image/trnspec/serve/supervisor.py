@@ -8,6 +8,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from types import FrameType
 
@@ -32,7 +33,15 @@ class Supervisor:
     --shutdown-timeout; the Neuron fork's 0.9.1 has no such flag). So on the first SIGTERM or
     SIGINT the supervisor withdraws readiness, waits while `busy()` reports requests in flight
     (at most `drain_timeout` seconds), and only then forwards the signal. A second signal is
-    forwarded at once. `run` must be called from the main thread (Python delivers signals there).
+    forwarded at once. `run` must be called from the main thread (Python runs handlers there).
+
+    Signals: the handler only records the signal; `run`'s loop acts on it. The kernel may deliver
+    a process's signal to any of its threads, and Python then runs the handler only when the main
+    thread next runs Python code: a main thread blocked in `Popen.wait()` (one waitpid call, only
+    interrupted when the signal lands on it) would run it when the child exits, i.e. never. So
+    the main thread never blocks for longer than `signal_poll`, and a signal that arrives
+    before the child is started, before it is ready, or between its start and its record is
+    acted on all the same (one arriving before the child is started means it is never started).
     """
 
     def __init__(
@@ -47,6 +56,7 @@ class Supervisor:
         busy: Callable[[], bool | None] | None = None,
         drain_timeout: float = 0.0,
         drain_poll: float = 1.0,
+        signal_poll: float = 0.2,
     ) -> None:
         self.argv = list(argv)
         self.env = env
@@ -57,22 +67,33 @@ class Supervisor:
         self.busy = busy
         self.drain_timeout = drain_timeout
         self.drain_poll = drain_poll
+        self.signal_poll = signal_poll
         self._stopping = threading.Event()
         self._forwarded = threading.Event()
-        # Readiness changes and the stop signal never interleave. Re-entrant: a second signal
-        # can arrive while the first handler holds it, in the same (main) thread.
-        self._lock = threading.RLock()
+        #: stop signals received and not acted on yet, oldest first: the handler appends (no
+        #: lock: a handler taking a lock the interrupted main thread holds would deadlock)
+        self._received: deque[int] = deque()
+        # Readiness changes and the stop never interleave (never taken in a signal handler).
+        self._lock = threading.Lock()
+        # The drain's forward and a second signal's forward: one at a time, the drain's only
+        # when nothing was forwarded yet.
+        self._send_lock = threading.Lock()
         self._child: subprocess.Popen[bytes] | None = None
         #: the name of a background thread that failed (the server was stopped because of it)
         self.failed_thread: str | None = None
 
-    def _send(self, signum: int) -> None:
-        self._forwarded.set()
-        if self._child is not None and self._child.poll() is None:
-            log.info(
-                "forwarding %s to the server (pid %d)", signal.Signals(signum).name, self._child.pid
-            )
-            self._child.send_signal(signum)
+    def _send(self, signum: int, *, unless_forwarded: bool = False) -> None:
+        with self._send_lock:
+            if unless_forwarded and self._forwarded.is_set():
+                return
+            self._forwarded.set()
+            if self._child is not None and self._child.poll() is None:
+                log.info(
+                    "forwarding %s to the server (pid %d)",
+                    signal.Signals(signum).name,
+                    self._child.pid,
+                )
+                self._child.send_signal(signum)
 
     def _drain_then_send(self, signum: int) -> None:
         """Wait while requests are in flight (bounded by drain_timeout), then forward the signal;
@@ -94,8 +115,7 @@ class Supervisor:
         except Exception:
             log.exception("the drain failed; stopping the server now")
         finally:
-            if not self._forwarded.is_set():
-                self._send(signum)
+            self._send(signum, unless_forwarded=True)
 
     def _background(self, target: Callable[[], None], name: str) -> threading.Thread:
         """Start a daemon thread whose failure stops the server loudly: it is logged, readiness
@@ -119,7 +139,17 @@ class Supervisor:
         thread.start()
         return thread
 
-    def _forward(self, signum: int, _frame: FrameType | None) -> None:
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        """The signal handler: records the signal and nothing else (run's loop acts on it)."""
+        self._received.append(signum)
+
+    def _act_on_received(self) -> None:
+        while self._received:
+            self._stop(self._received.popleft())
+
+    def _stop(self, signum: int) -> None:
+        """A stop signal: withdraw readiness, then drain and forward it (the first) or forward it
+        at once (a second one, or no drain configured)."""
         first = not self._stopping.is_set()
         self._stopping.set()
         with self._lock:
@@ -154,16 +184,30 @@ class Supervisor:
                     self._background(self.on_first_ready, "first-ready")
             self._stopping.wait(self.poll_interval)
 
+    def _wait_child(self, child: subprocess.Popen[bytes]) -> int:
+        """The child's return code, acting on each stop signal as it comes (never blocked in
+        one wait longer than signal_poll: see the class's note on signals)."""
+        while True:
+            self._act_on_received()
+            try:
+                return child.wait(timeout=self.signal_poll)
+            except subprocess.TimeoutExpired:
+                continue
+
     def run(self) -> int:
         self.ready.clear()
         previous = {s: signal.getsignal(s) for s in FORWARDED_SIGNALS}
         for s in FORWARDED_SIGNALS:
-            signal.signal(s, self._forward)
+            signal.signal(s, self._on_signal)
         try:
+            if self._received:
+                name = signal.Signals(self._received[0]).name
+                log.info("%s before the server started: not starting it", name)
+                return exit_status(-self._received[0])
             # A session of its own: a terminal's Ctrl-C reaches the child once, through us.
             self._child = subprocess.Popen(self.argv, env=self.env, start_new_session=True)
             watcher = self._background(self._watch, "readiness")
-            returncode = self._child.wait()
+            returncode = self._wait_child(self._child)
             self._stopping.set()
             watcher.join(timeout=5)
             if self.failed_thread is not None and returncode in (0, -signal.SIGTERM):

@@ -50,6 +50,8 @@ FAKE_SERVER = textwrap.dedent(
     (work / "child.pid").write_text(str(os.getpid()))
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    # a child inherits its parent's signal mask: one started by a thread blocking them unblocks
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     time.sleep(delay)
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     (work / "listening").write_text("")

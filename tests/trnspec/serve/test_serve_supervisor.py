@@ -25,12 +25,18 @@ from trnspec.serve.supervisor import Supervisor, exit_status
 
 DRIVER = textwrap.dedent(
     """
-    import faulthandler, logging, os, signal, sys
+    import faulthandler, logging, os, signal, sys, threading
     from pathlib import Path
     from trnspec.serve.probes import ReadyFile, http_probe
     from trnspec.serve.supervisor import Supervisor
 
-    work, port, drain = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+    work, port, drain, receiver = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
+    if receiver == "other-thread":
+        # The kernel may deliver a process's signal to any thread that does not block it; make
+        # it always another one: a thread started now takes them, every thread started later
+        # (the supervisor's, which inherit the main thread's mask) blocks them, as does main.
+        threading.Thread(target=threading.Event().wait, name="receiver", daemon=True).start()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
     # Diagnostics for a test that times out: the supervisor's log, and every thread's stack on
     # SIGUSR1 (stopped_within sends it before failing).
     logging.basicConfig(level=logging.INFO, format="driver %(threadName)s: %(message)s")
@@ -89,9 +95,11 @@ def start_driver(tmp_path: Path) -> Any:
     (tmp_path / "driver.py").write_text(DRIVER)
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(drain_timeout: float = 0.0) -> tuple[subprocess.Popen[bytes], Path]:
+    def start(
+        drain_timeout: float = 0.0, receiver: str = "any-thread"
+    ) -> tuple[subprocess.Popen[bytes], Path]:
         argv = [sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(free_port())]
-        procs.append(subprocess.Popen([*argv, str(drain_timeout)]))
+        procs.append(subprocess.Popen([*argv, str(drain_timeout), receiver]))
         return procs[-1], tmp_path
 
     yield start
@@ -169,6 +177,53 @@ def test_a_second_signal_stops_at_once_without_waiting_for_the_drain(start_drive
     proc.send_signal(signal.SIGINT)
     assert stopped_within(proc) == 0
     assert (work / "child-signal").read_text() == "SIGINT"
+
+
+def test_stop_signals_taken_by_another_thread_are_acted_on(start_driver: Any) -> None:
+    """The kernel hands a process's signal to any thread that does not block it; Python runs
+    the handler in the main thread only when that thread next runs Python code. A main thread
+    blocked in one waitpid (Popen.wait() without a timeout) never did: readiness kept being
+    polled, no drain started, until the hang guard (the load-8 failure of this file)."""
+    proc, work = start_driver(drain_timeout=HANG_S, receiver="other-thread")
+    assert wait_for((work / "ready").exists)
+    (work / "busy").write_text("")
+    proc.terminate()
+    assert wait_for(lambda: busy_polls(work) >= 1), "the first signal was never acted on"
+    assert not (work / "ready").exists()
+    proc.send_signal(signal.SIGINT)
+    assert stopped_within(proc) == 0
+    assert (work / "child-signal").read_text() == "SIGINT"
+
+
+def test_a_stop_signal_before_the_model_is_ready_stops_the_server(
+    start_driver: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "sick").write_text("")  # the server listens but never lists the model
+    proc, work = start_driver(receiver="other-thread")
+    assert wait_for((work / "listening").exists)  # its own handlers are installed by then
+    proc.terminate()
+    assert stopped_within(proc) == 0
+    assert (work / "child-signal").read_text() == "SIGTERM"
+    assert not (work / "ready").exists() and not (work / "first-ready").exists()
+
+
+def test_a_stop_signal_before_the_server_starts_means_it_never_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    started: list[list[str]] = []
+    real_popen = subprocess.Popen
+
+    def popen(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        started.append(argv)
+        return real_popen(argv, **kwargs)
+
+    monkeypatch.setattr(supervisor_module.subprocess, "Popen", popen)
+    sup = Supervisor(
+        [sys.executable, "-c", "pass"], dict(os.environ), never_ready, ReadyFile(tmp_path / "r")
+    )
+    sup._on_signal(signal.SIGTERM, None)  # as the handler does on a signal before the start
+    assert sup.run() == 128 + signal.SIGTERM
+    assert started == []
 
 
 class FakeClock:
