@@ -40,7 +40,7 @@ WEIGHTS_BACKOFF_LIMIT = 4
 #: What one copy container asks for: the Hub client and the multipart upload, not the model.
 #: The memory request is what fits beside a replica on a one-chip trn2.3xlarge (the replica
 #: takes 90 % of the node: 115 GiB of 116.9 allocatable), so the first deploy's copy and its
-#: replica share the one node instead of starting a second (issue 48, finding 7); the
+#: replica share the one node instead of starting a second just for the copy; the
 #: transfers' buffers are 512 MiB (TRANSFER_FLAGS) and the limit stays above the request.
 CPU_REQUEST, CPU_LIMIT = "1", "2"
 MEMORY_REQUEST_GIB = 1
