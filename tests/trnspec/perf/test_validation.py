@@ -22,6 +22,7 @@ from trnspec.perf.validation import (
     fold_summary,
     held_rate,
     leave_one_source_out,
+    ordinal,
     predictable,
     range_of,
     regime_summaries,
@@ -240,3 +241,11 @@ def test_the_held_rate_counts_the_folds_of_the_same_kind_and_extrapolation_only(
     assert held_rate(folds, "none", 1) == (1, 1)
     assert held_rate(folds, "dflash", 0) == (0, 1)
     assert held_rate(folds, "dflash", 3) is None
+
+
+def test_a_bands_rank_reads_as_an_english_ordinal():
+    ranks = (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 24, 101, 111, 112)
+    assert [ordinal(n) for n in ranks] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th",
+        "21st", "22nd", "23rd", "24th", "101st", "111th", "112th",
+    ]  # fmt: skip

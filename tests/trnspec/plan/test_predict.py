@@ -185,6 +185,15 @@ def test_each_batch_says_how_sure_the_model_is_and_an_undecided_one_asks_for_a_m
     assert code == 0
     assert "1: undecided (k=7 0.70x-2.93x), 2: undecided (k=7 0.56x-2.34x)" in out
     assert "8: undecided (k=7 a band unknown)" in out
+    # beside each band, how often bands of its kind held; a figure without one is unknown
+    table = {tuple(int(c) for c in line.split()[:2]): line for line in out.splitlines()[2:14]}
+    for r in doc["rows"]:
+        cells = table[(r["batch"], r["k"])].split()
+        if r["error_band"] is None:
+            assert cells[7:9] == ["unknown", "-"]
+        else:
+            held = r["error_band_held"]
+            assert cells[7:9] == [f"+/-{r['error_band']:.0%}", f"{held[0]}/{held[1]}"]
     assert "undecided at batch 1, 2, 4, 8: the model cannot tell speculation from plain" in out
     assert (
         "speculation no longer pays from batch 4 as predicted, but the bands cannot tell there:"
@@ -198,18 +207,15 @@ def test_a_verdict_that_holds_at_the_edges_of_both_bands_is_sure(capsys):
     for it, so plain is sure there and the line says to serve it with k=0."""
     eagle = ("--profile", "llama31-8b-eagle3", "--acceptance-length", "3.22", "--batch", "1,2",
              "--k", "0,3,7")  # fmt: skip
-    doc = as_json(capsys, *eagle)
-    assert {v["batch"]: v["verdict"] for v in doc["batch_verdicts"]} == {
-        1: "speculation", 2: "undecided"
-    }  # fmt: skip
-    _edges_follow_the_bands(doc)
     dflash = ("--profile", "qwen3-4b-dflash", "--acceptance-length", "3.5", "--batch", "1,4",
               "--k", "0,15")  # fmt: skip
-    doc = as_json(capsys, *dflash)
-    assert {v["batch"]: v["verdict"] for v in doc["batch_verdicts"]} == {
-        1: "undecided", 4: "plain"
-    }  # fmt: skip
-    _edges_follow_the_bands(doc)
+    for argv, expected in (
+        (eagle, {1: "speculation", 2: "undecided"}),
+        (dflash, {1: "undecided", 4: "plain"}),
+    ):
+        doc = as_json(capsys, *argv)
+        assert {v["batch"]: v["verdict"] for v in doc["batch_verdicts"]} == expected
+        _edges_follow_the_bands(doc)
     code, out, _ = predict(capsys, *dflash)
     assert code == 0
     assert "speculation no longer pays from batch 4: serve batches of 4 and more with k=0" in out
