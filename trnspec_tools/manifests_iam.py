@@ -13,11 +13,12 @@ user has (`Known`); a value the user did not give stays a `<...>` placeholder, l
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from trnspec.boundary.files import read_json
 
 #: A value the user did not give: the roles' policies say what to put there.
 KEY_PLACEHOLDER = "<KMS key ARN of the model bucket (omit this statement with SSE-S3)>"
@@ -71,14 +72,15 @@ def synthesized_serving_template(workload: Any, cluster: str) -> dict[str, Any]:
     from infra.serving.stack import add_serving_on_existing
 
     # cdk.json's feature flags, as `cdk synth` passes them
-    context = json.loads((REPO_DIR / "cdk.json").read_text())["context"]
+    context = read_json(REPO_DIR / "cdk.json", "cdk.json")["context"]
     with tempfile.TemporaryDirectory(prefix="trnspec-iam-") as outdir:
         app = App(outdir=outdir, context=context)
         stack = add_serving_on_existing(
             app, "TrnspecIam-serving", workload, ExistingClusterProps(cluster, None), "10.0.0.0/16"
         )
         app.synth()
-        return json.loads((Path(outdir) / f"{stack.stack_name}.template.json").read_text())
+        template = Path(outdir) / f"{stack.stack_name}.template.json"
+        return read_json(template, "the synthesized serving template")
 
 
 def roles_to_create(template: dict[str, Any], targets: IamTargets) -> list[RoleToCreate]:
