@@ -134,3 +134,111 @@ def test_levels_are_summarized_separately_and_in_the_order_given():
         "speculation is cheaper per 1M output tokens at concurrency 1; "
         "plain is cheaper per 1M output tokens at concurrency 8"
     )
+
+
+def test_an_arm_level_is_written_with_every_figure_over_its_rounds():
+    runs = [
+        CalibrationRun("plain", C, 0, 0, made_run(output_tokens_per_s=100.0, tpot_p50=10.0,
+                                                  itl_p50=9.0, concurrency=C)),
+        CalibrationRun("plain", C, 1, 3, made_run(output_tokens_per_s=200.0, tpot_p50=5.0,
+                                                  itl_p50=4.0, concurrency=C)),
+    ]  # fmt: skip
+    level = arm_level("plain", C, runs, 3.6)
+    doc = level.to_json()
+    assert doc["arm"] == "plain" and doc["concurrency"] == C and doc["status"] == "ok"
+    assert doc["reason"] is None and doc["rounds"] == 2
+    assert doc["tpot_ms"]["values"] == [10.0, 5.0] and doc["tpot_ms"]["median"] == 7.5
+    assert doc["itl_ms"]["values"] == [9.0, 4.0]
+    assert doc["output_tokens_per_s"]["values"] == [100.0, 200.0]
+    assert doc["cost_per_1m_output_tokens_usd"]["values"] == pytest.approx(
+        [3.6 / (100 * 3600) * 1e6, 3.6 / (200 * 3600) * 1e6]
+    )
+    assert (doc["acceptance_rate"], doc["mean_accepted_length"], doc["k_used"]) == (None,) * 3
+    assert doc["acceptance_note"] is None
+    assert arm_level("plain", C, runs, None).cost_per_1m_output_tokens_usd is None
+    assert arm_level("plain", C, [], None).to_json()["reason"] == "not measured"
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"result": None, "error": None}, "round 2: the run did not complete"),
+        ({"result": None, "error": "ReadTimeout: 600 s"}, "round 2: ReadTimeout: 600 s"),
+        (
+            {"requests": {"completed": 0, "errors": {"total": 1, "http 500": 1}}},
+            "round 2: 1 of 1 requests failed (http 500 1)",
+        ),
+        ({"requests": {"completed": 0, "errors": {"total": 0}}},
+         "round 2: 1 of 1 requests failed (no answer)"),
+        ({"requests": {"output_tokens": 0}}, "round 2: no output tokens were produced"),
+    ],
+)  # fmt: skip
+def test_a_run_that_does_not_count_fails_its_arm_with_the_reason(change, reason):
+    good = made_run(output_tokens_per_s=100.0, concurrency=C)
+    if "requests" in change:
+        bad = dataclasses.replace(
+            good, requests=dataclasses.replace(good.requests, **change["requests"])
+        )
+        run = CalibrationRun("speculative", C, 1, 1, bad)
+    else:
+        run = CalibrationRun("speculative", C, 1, 1, None, change["error"])
+    level = arm_level("speculative", C, [CalibrationRun("speculative", C, 0, 0, good), run], None)
+    assert (level.status, level.reason, level.rounds) == ("failed", reason, 2)
+    assert level.tpot_ms is None and level.output_tokens_per_s is None
+
+
+def test_acceptance_without_the_servers_counters_is_absent_with_its_note():
+    estimated = AcceptanceFigures(acceptance_source="estimate-from-chunks",
+                                  acceptance_note="chunks only")  # fmt: skip
+    runs = [CalibrationRun("speculative", C, i, i, made_run(acceptance=estimated)) for i in (0, 1)]
+    level = arm_level("speculative", C, runs, None)
+    assert (level.acceptance_rate, level.acceptance_note) == (None, "chunks only")
+    still = AcceptanceFigures(
+        acceptance_source="server-metrics", spec_decode_deltas=deltas(0, 0, 0)
+    )
+    runs = [CalibrationRun("speculative", C, 0, 0, made_run(acceptance=still))]
+    assert arm_level("speculative", C, runs, None).acceptance_note == (
+        "the spec-decode counters did not move"
+    )
+    plain = arm_level(
+        "plain", C, [CalibrationRun("plain", C, 0, 0, made_run(acceptance=still))], None
+    )
+    assert plain.acceptance_note is None
+
+
+def test_a_level_verdict_is_written_with_its_word_its_spreads_and_its_text():
+    s = summarize(runs_of([100, 100], [150, 160]), [C], {"plain": 2.0, "speculative": 2.0})
+    doc = s.verdicts[0].to_json()
+    assert doc["concurrency"] == C and doc["decision"] == "speculation"
+    assert doc["speedup"]["values"] == pytest.approx([1.5, 1.6])
+    assert doc["cost_ratio"]["values"] == pytest.approx([1 / 1.5, 1 / 1.6])
+    assert doc["text"] == (
+        "concurrency 4: speculation is cheaper: cost per 1M output tokens speculative/plain"
+        " 0.65x (min-max of the rounds 0.62-0.67), throughput speculative/plain 1.55x (min-max"
+        " of the rounds 1.50-1.60); $3.588 vs $5.556 per 1M; the candidate is cheaper: cost"
+        " ratio 0.65 [0.62-0.67], min-max of the rounds lies below 1"
+    )
+    same = summarize(runs_of([100, 100], [150, 160]), [C], NO_PRICES).verdicts[0]
+    assert same.text.endswith(
+        "(same hardware per arm: one chip each); the candidate is cheaper:"
+        " cost ratio 0.65 [0.62-0.67], min-max of the rounds lies below 1"
+    )
+    failed = summarize(runs_of([100], [150])[:1], [C], NO_PRICES).verdicts[0].to_json()
+    assert failed["decision"] == "failed" and failed["speedup"] is None
+    assert failed["cost_ratio"] is None
+
+
+def test_the_overall_line_names_every_kind_of_level():
+    runs = (
+        runs_of([100, 100], [150, 150], c=1)
+        + runs_of([100, 100], [60, 70], c=2)
+        + runs_of([100, 100], [120, 90], c=4)
+        + runs_of([100], [150], c=8)[:1]
+    )
+    assert summarize(runs, [1, 2, 4, 8], NO_PRICES).overall() == (
+        "speculation is cheaper per 1M output tokens at concurrency 1; "
+        "plain is cheaper per 1M output tokens at concurrency 2; "
+        "undecided (within the spread) at concurrency 4; "
+        "no verdict (an arm failed) at concurrency 8"
+    )
+    assert summarize([], [], NO_PRICES).overall() == "nothing measured"
