@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import yaml
 from made_runs import deltas, made_run
 
 from trnspec_tools.bench.run_result import AcceptanceFigures
@@ -59,3 +60,33 @@ def test_a_level_without_a_verdict_gives_no_rows_and_says_why():
     rows, skipped = _rows(runs)
     assert rows == []
     assert skipped and skipped[0].startswith("concurrency 4: no verdict, no rows")
+
+
+def test_the_rows_text_is_what_the_data_file_reads_back_with_each_arms_shape_once():
+    from trnspec.perf.published import data_text, load_published
+
+    from trnspec_tools.calibration.rows import combined_rows_yaml
+
+    runs = _runs([100, 300], [150, 450])
+    rows, _ = _rows(runs)
+    plain = conditions_for("qwen3-4b-baseline", 100, 200, "test", "2026-12-07")
+    spec = conditions_for("qwen3-4b-dflash", 100, 200, "test", "2026-12-07")
+    text = combined_rows_yaml(plain, spec, rows)
+    doc = yaml.safe_load(text)
+    names = [s["name"] for s in doc["shapes"]]
+    assert len(names) == len(set(names)) and plain.target.name in names
+    assert [m["id"] for m in doc["measurements"]] == [r.id for r in rows]
+    measurements, _ = load_published(data_text(), [text])
+    read = {m.id: m for m in measurements}
+    for row in rows:
+        assert read[row.id].output_tokens_per_s == row.output_tokens_per_s
+        assert read[row.id].baseline == row.baseline
+
+
+def test_a_plain_arm_of_another_target_brings_its_own_shape():
+    from trnspec_tools.calibration.rows import combined_rows_yaml
+
+    plain = conditions_for("qwen3-32b-baseline", 100, 200, "test", "2026-12-07")
+    spec = conditions_for("qwen3-4b-dflash", 100, 200, "test", "2026-12-07")
+    names = [s["name"] for s in yaml.safe_load(combined_rows_yaml(plain, spec, []))["shapes"]]
+    assert plain.target.name in names and spec.target.name in names
