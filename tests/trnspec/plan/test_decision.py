@@ -140,7 +140,7 @@ def test_calibration_levels_run_from_one_stream_up_to_max_num_seqs(top, levels) 
     assert concurrency_levels(top) == levels
 
 
-def test_speculation_cheaper_at_every_edge_but_slower_at_some_batch_with_bands_against_it_is_undecided():
+def test_cheaper_at_every_edge_but_slower_at_some_batch_with_bands_against_it_is_undecided():
     """Costs alone would say speculation (5 x 1.1 < 8 x 0.9), but its smallest speedup over
     plain, 1.05x, falls to 0.86x with both bands against it: a confident plan must be faster
     than plain at every batch at the band edges, so the plan measures."""
@@ -163,3 +163,72 @@ def test_a_calibration_measures_up_to_the_smaller_max_num_seqs_of_its_two_arms(
     assert d is not None and d.calibrate
     section = calibration_section(d, 256)
     assert section is not None and section["concurrency"] == [1, 2, 4]
+
+
+def test_each_confident_verdict_names_both_sides_its_ratio_and_why() -> None:
+    spec = _variant(5.0, 0.10, spec=True, speedup=1.5)
+    plain = _variant(10.0, 0.10, spec=False)
+    d = decide(_plans(spec, plain))
+    assert d == replace(
+        d,  # type: ignore[arg-type]
+        verdict=Verdict.SPECULATION,
+        serving=spec,
+        speculative=spec,
+        plain=plain,
+        reason="speculation is cheaper at every edge of the bands",
+        ratio=pytest.approx(2.0),
+    )
+    d = decide(
+        _plans(_variant(10.0, 0.10, spec=True, speedup=1.5), _variant(5.0, 0.10, spec=False))
+    )
+    assert d is not None and (d.verdict, d.reason) == (
+        Verdict.PLAIN,
+        "plain is cheaper at every edge of the bands",
+    )
+    assert d.speculative is not None and d.plain is not None and d.ratio == pytest.approx(0.5)
+
+
+def test_plain_alone_or_speculation_alone_is_its_own_verdict() -> None:
+    plain = _variant(5.0, 0.10, spec=False)
+    alone = decide([ProfilePlan("qwen3-4b-baseline", None, plain, (), has_speculation=False)])
+    assert alone is not None and (alone.verdict, alone.serving, alone.speculative, alone.plain) == (
+        Verdict.PLAIN, plain, None, plain,
+    )  # fmt: skip
+    assert alone.reason == "no speculative variant kept to compare (see the variants left out)"
+    spec = _variant(5.0, 0.10, spec=True, speedup=1.5)
+    only = decide([ProfilePlan("qwen3-4b-dflash", spec, None, ())])
+    assert only is not None and (only.verdict, only.serving, only.speculative, only.plain) == (
+        Verdict.SPECULATION, spec, spec, None,
+    )  # fmt: skip
+    assert only.reason == "no plain variant meets the target"
+    slow = _variant(5.0, 0.10, spec=True, speedup=0.8)
+    assert decide([ProfilePlan("qwen3-4b-dflash", slow, None, ())]) is None
+    assert decide([]) is None
+
+
+def test_an_undecided_plan_keeps_the_ratio_and_names_what_is_missing() -> None:
+    spec = _variant(5.0, None, spec=True, speedup=1.5)
+    plain = _variant(8.0, 0.10, spec=False)
+    d = decide(_plans(spec, plain))
+    assert d is not None and d.verdict is Verdict.UNDECIDED
+    assert (d.serving, d.speculative, d.plain) == (plain, spec, plain)
+    assert d.ratio == pytest.approx(8.0 / 5.0)
+    assert d.reason == f"{UNDECIDED_TEXT} (no held-out error here)"
+    both = decide(_plans(spec, _variant(8.0, None, spec=False)))
+    assert both is not None
+    assert both.reason == f"{UNDECIDED_TEXT} (no held-out error here; no held-out error here)"
+
+
+@pytest.mark.parametrize(
+    ("speedup", "spec_error", "plain_error", "edges"),
+    [
+        (1.2, 0.1, 0.2, (1.2 * 0.9 / 1.2, 1.2 * 1.1 / 0.8)),
+        (1.0, 0.0, 0.0, (1.0, 1.0)),
+        (1.5, 0.1, 1.0, (1.5 * 0.9 / 2.0, float("inf"))),
+        (1.5, 0.1, 1.5, (1.5 * 0.9 / 2.5, float("inf"))),
+    ],
+)
+def test_a_speedup_at_the_edges_of_both_bands(speedup, spec_error, plain_error, edges) -> None:
+    from trnspec.plan.decision import speedup_edges
+
+    assert speedup_edges(speedup, spec_error, plain_error) == pytest.approx(edges)
