@@ -162,11 +162,14 @@ def test_out_that_fails_while_writing_keeps_the_fit_elsewhere_and_says_where(
 
 
 def test_the_former_command_says_where_it_went_in_one_line_and_runs_the_fit(tmp_path, capsys):
-    rows = tmp_path / "rows.yaml"
-    rows.write_text(ROW, encoding="utf-8")
-    assert calibrate.main(["--add", str(rows)]) == 0
+    """The alias hands its flags to the fit: the same flags give the same answer (a rows file
+    that is absent is refused before any refit, so the check costs no fit)."""
+    absent = str(tmp_path / "absent.yaml")
+    code = calibrate.main(["--add", absent])
     captured = capsys.readouterr()
-    assert captured.err == calibrate.NOTICE + "\n"
+    assert captured.err.startswith(calibrate.NOTICE + "\n")
     assert "`python -m trnspec fit`" in calibrate.NOTICE
-    assert main(["--add", str(rows)]) == 0
-    assert capsys.readouterr().out == captured.out and "my-row" in captured.out
+    assert main(["--add", absent]) == code != 0
+    fit_said = capsys.readouterr()
+    assert captured.err.removeprefix(calibrate.NOTICE + "\n") == fit_said.err
+    assert "absent.yaml" in fit_said.err and captured.out == fit_said.out
