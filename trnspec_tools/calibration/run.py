@@ -12,9 +12,9 @@ s3://BUCKET/calibration/<UTC stamp>/, and prints the verdict per level. Exit 0 w
 was measured, 1 when an arm failed somewhere (the results are written all the same: the failed
 arm is reported as failed) or a result could not be written or uploaded where asked (a local
 copy is kept and named), 2 for bad input. Every flag is checked before any work: the URLs
-(http(s), no credentials), the bucket name, both profiles and --k against the speculative one,
-and --out-dir (made, proven writable, none of its outputs one of the inputs); the arms must
-serve the same model before a round runs.
+(http(s), no credentials), the bucket name, both profiles, and --out-dir (made, proven
+writable, none of its outputs one of the inputs); the arms must serve the same model before a
+round runs.
 """
 
 from __future__ import annotations
@@ -103,19 +103,18 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int_arg(0, 2**31), default=0)
 
 
-def _profile_k(field: str, profile: str | None) -> int | None:
-    """The profile's window (0: plain), read before any work: a typo is named at once, not
-    after hours of rounds that then write no rows."""
+def _check_profile(field: str, profile: str | None) -> None:
+    """The profile loads, read before any work: a typo is named at once, not after hours of
+    rounds that then write no rows."""
     if profile is None:
-        return None
+        return
     from trnspec.config.serving import ConfigError, load_profile
 
     try:
-        spec = load_profile(profile).speculation
+        load_profile(profile)
     except ConfigError as exc:
         first = exc.problems[0] if exc.problems else None
         raise BoundaryError(field, profile, str(first or exc)[:200]) from None
-    return spec.num_speculative_tokens if spec.method != "none" else 0
 
 
 def options_from_args(args: argparse.Namespace) -> CalibrationOptions:
@@ -132,15 +131,11 @@ def options_from_args(args: argparse.Namespace) -> CalibrationOptions:
         raise BoundaryError(
             "--plain-profile", args.plain_profile, "give both arms' Trn2 profiles, or neither"
         )
-    _profile_k("--plain-profile", args.plain_profile)
-    profile_k = _profile_k("--speculative-profile", args.speculative_profile)
-    if args.k is not None and profile_k and args.k != profile_k:
-        raise BoundaryError(
-            "--k",
-            args.k,
-            f"--speculative-profile {args.speculative_profile} drafts k={profile_k}: its rows"
-            " would carry another window's acceptance; give the k the arm serves",
-        )
+    # each profile loads now (a typo is one line, not hours of rounds that write no rows); --k
+    # may differ from the profile's own window (a plan's arm overrides it): the rows carry the
+    # k measured, and a row whose server drafted another window is left out (trn2_rows)
+    _check_profile("--plain-profile", args.plain_profile)
+    _check_profile("--speculative-profile", args.speculative_profile)
     inputs = [] if is_s3_uri(args.prompts) or args.prompts == DEFAULT_SET else [
         ("--prompts", Path(args.prompts))
     ]  # fmt: skip

@@ -316,12 +316,6 @@ def test_arms_serving_different_models_are_refused_before_a_round(
             "--plain-profile",
             "",
         ),
-        (
-            ("--plain-profile", "qwen3-4b-baseline", "--speculative-profile", "qwen3-4b-dflash",
-             "--k", "4"),
-            "--k",
-            "drafts k=15",
-        ),
     ],
 )  # fmt: skip
 def test_bad_flags_are_refused_in_one_line_before_any_request(
