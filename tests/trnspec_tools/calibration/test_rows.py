@@ -90,3 +90,38 @@ def test_a_plain_arm_of_another_target_brings_its_own_shape():
     spec = conditions_for("qwen3-4b-dflash", 100, 200, "test", "2026-12-07")
     names = [s["name"] for s in yaml.safe_load(combined_rows_yaml(plain, spec, []))["shapes"]]
     assert plain.target.name in names and spec.target.name in names
+
+
+def test_each_row_names_its_arm_and_endpoint_and_a_failed_level_leaves_the_next_one_be():
+    runs = _runs([100, 100], [150, 150])
+    runs[1] = dataclasses.replace(runs[1], result=None, error="ReadTimeout")  # level 4 fails
+    later = [dataclasses.replace(r, concurrency=8) for r in _runs([100, 300], [150, 450])]
+    later = [
+        dataclasses.replace(r, result=dataclasses.replace(r.result, concurrency=8)) for r in later
+    ]
+    summary = summarize([*runs, *later], [C, 8], {"plain": None, "speculative": None})
+    plain = conditions_for("qwen3-4b-baseline", 100, 200, "test", "2026-12-07")
+    spec = conditions_for("qwen3-4b-dflash", 100, 200, "test", "2026-12-07")
+    rows, skipped = calibration_rows(summary, [*runs, *later], plain, spec, 15, ENDPOINTS)
+    assert {r.batch for r in rows} == {8} and len(rows) == 2
+    base = next(r for r in rows if r.role == "baseline")
+    target = next(r for r in rows if r.role == "speculative")
+    assert base.source == "test (http://plain)" and target.source == "test (http://spec)"
+    assert base.quote.startswith("tune measured baseline at concurrency 8")
+    assert target.quote.startswith("tune measured target at concurrency 8")
+    assert skipped[0].startswith("concurrency 4: no verdict")
+
+
+def test_a_speculative_row_the_counters_cannot_back_is_left_out_and_said():
+    estimated = AcceptanceFigures(acceptance_source="estimate-from-chunks", mean_accepted_length=3)
+    runs = [
+        dataclasses.replace(r, result=dataclasses.replace(r.result, acceptance=estimated))
+        if r.arm == "speculative"
+        else r
+        for r in _runs([100, 300], [150, 450])
+    ]
+    rows, skipped = _rows(runs)
+    assert [r.role for r in rows] == ["baseline"]
+    assert skipped == [
+        "k=15 at concurrency 4: acceptance not from the server's counters (estimate-from-chunks)"
+    ]
