@@ -242,3 +242,41 @@ def test_the_overall_line_names_every_kind_of_level():
         "no verdict (an arm failed) at concurrency 8"
     )
     assert summarize([], [], NO_PRICES).overall() == "nothing measured"
+
+
+def test_lost_requests_of_several_kinds_are_counted_and_named():
+    good = made_run(output_tokens_per_s=100.0, concurrency=C)
+    req = dataclasses.replace(
+        good.requests,
+        num_requests=4,
+        completed=2,
+        errors={"total": 2, "http 500": 1, "timeout": 1},
+    )
+    run = CalibrationRun("plain", C, 1, 1, dataclasses.replace(good, requests=req))
+    level = arm_level("plain", C, [run], None)
+    assert level.reason == "round 2: 2 of 4 requests failed (http 500 1, timeout 1)"
+
+
+def test_one_round_without_the_servers_counters_leaves_the_arm_without_acceptance():
+    counted = AcceptanceFigures(
+        acceptance_source="server-metrics", spec_decode_deltas=deltas(10, 40, 20)
+    )
+    estimated = AcceptanceFigures(acceptance_source="estimate-from-chunks")
+    runs = [
+        CalibrationRun("speculative", C, 0, 0, made_run(acceptance=counted)),
+        CalibrationRun("speculative", C, 1, 1, made_run(acceptance=estimated)),
+    ]
+    level = arm_level("speculative", C, runs, None)
+    assert (level.acceptance_rate, level.acceptance_note) == (None, "no spec-decode counters")
+    one_draft = AcceptanceFigures(
+        acceptance_source="server-metrics", spec_decode_deltas=deltas(1, 4, 2)
+    )
+    runs = [CalibrationRun("speculative", C, 0, 0, made_run(acceptance=one_draft))]
+    assert arm_level("speculative", C, runs, None).acceptance_rate == pytest.approx(0.5)
+
+
+def test_an_arm_not_measured_at_a_level_is_failed_with_no_rounds():
+    level = arm_level("speculative", 8, [], None)
+    assert (level.arm, level.concurrency, level.status, level.reason, level.rounds) == (
+        "speculative", 8, "failed", "not measured", 0,
+    )  # fmt: skip
