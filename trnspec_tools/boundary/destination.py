@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.write import same_path
 
 #: S3 bucket names as AWS accepts them (general purpose buckets: 3-63 characters, lowercase
 #: letters, digits, dots and hyphens, starting and ending with a letter or digit, no "..",
@@ -42,10 +43,6 @@ def bucket_name(field: str, name: str) -> str:
     return name
 
 
-def _same(a: Path, b: Path) -> bool:
-    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
-
-
 def check_out_dir(
     field: str, path: Path, outputs: Sequence[str], inputs: Sequence[tuple[str, Path]]
 ) -> Path:
@@ -53,7 +50,7 @@ def check_out_dir(
     `inputs` ((flag, path)); BoundaryError naming the field, the value and the fix otherwise."""
     for name in outputs:
         for flag, given in inputs:
-            if _same(path / name, given):
+            if same_path(path / name, given):
                 raise BoundaryError(
                     field,
                     str(path),

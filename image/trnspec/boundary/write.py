@@ -60,7 +60,8 @@ def target_problem(path: Path) -> str | None:
     return f"it is {kind}; give a path to a regular file"
 
 
-def _same(a: Path, b: Path) -> bool:
+def same_path(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (absolute, case-folded where the OS folds case)."""
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
@@ -69,7 +70,7 @@ def output_clash(targets: Sequence[tuple[str, Path]]) -> BoundaryError | None:
     (field = the name of the output, e.g. "--out"), else None. Pure apart from one stat each."""
     for i, (name, path) in enumerate(targets):
         for other_name, other in targets[:i]:
-            if _same(path, other):
+            if same_path(path, other):
                 return BoundaryError(
                     name,
                     str(path),
@@ -121,7 +122,7 @@ class Written:
 
     @property
     def moved(self) -> bool:
-        return self.path is None or not _same(self.path, self.target)
+        return self.path is None or not same_path(self.path, self.target)
 
 
 def write_outputs(tool: str, files: Sequence[tuple[Path, bytes | str]]) -> list[Written]:
@@ -131,7 +132,7 @@ def write_outputs(tool: str, files: Sequence[tuple[Path, bytes | str]]) -> list[
     fallback: Path | None = None
     for i, (target, data) in enumerate(files):
         error: str | None = None
-        if any(_same(target, earlier) for earlier, _ in files[:i]):
+        if any(same_path(target, earlier) for earlier, _ in files[:i]):
             error = "the path of another output of this run"
         else:
             try:
