@@ -3,9 +3,10 @@ whether a cluster's nodes (`kubectl get nodes -o json`) provide the node-side pa
 
 Pure: manifests and parsed node objects in, `Requirement`s and `NodeCheck`s out; the command
 (`python -m trnspec_tools manifests --check`, trnspec_tools/manifests.py) reads the files and
-prints. Every requirement comes with the kubectl command that verifies it on the cluster; the
-node-side ones (the Neuron device resource, the node labels the pods select, the taints they
-must tolerate) are also evaluated against the nodes when given.
+prints. Every requirement comes with the kubectl command that verifies it on the cluster, built
+from its words by trnspec.boundary.shell (a name from a setting or a file is one quoted argument,
+never shell syntax); the node-side ones (the Neuron device resource, the node labels the pods
+select, the taints they must tolerate) are also evaluated against the nodes when given.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import int_text
+from trnspec.boundary.shell import shell_commands
 from trnspec.hardware.topology import INSTANCE_TYPES, instance
 
 from infra.contracts import INSTANCE_TYPE_LABEL, NEURON_DEVICE_RESOURCE
@@ -41,10 +43,20 @@ class Requirement:
     """Short stable name (`neuron-device`, `node-labels`, `crd:scaledobjects.keda.sh`, ...)."""
     need: str
     """What must hold, in one line."""
-    command: str
-    """The kubectl command that shows whether it holds."""
+    argv: tuple[tuple[str, ...], ...]
+    """The kubectl commands (their words) that show whether it holds, run one after another."""
     node_side: bool = False
     """Evaluated against `kubectl get nodes -o json` when given."""
+
+    @property
+    def command(self) -> str:
+        """`argv` as one line to copy into a shell, every word quoted (`a && b` for two)."""
+        return shell_commands(*self.argv)
+
+
+def _kubectl(*words: str) -> tuple[tuple[str, ...], ...]:
+    """One kubectl command's words, as `Requirement.argv` holds them."""
+    return (("kubectl", *words),)
 
 
 #: A node-side verdict: it holds, it does not, or no node it applies to is up to tell.
@@ -111,7 +123,7 @@ def _crd_name(manifest: Manifest) -> str | None:
     return f"{str(manifest['kind']).lower()}s.{group}"
 
 
-def _prometheus_command(url: str) -> str:
+def _prometheus_command(url: str) -> tuple[tuple[str, ...], ...]:
     """A command that asks Prometheus at `url` whether it is ready: through the API server's
     service proxy for a cluster Service URL, else from a throwaway pod in the cluster."""
     parts = urlsplit(url)
@@ -120,10 +132,18 @@ def _prometheus_command(url: str) -> str:
     if len(labels) >= 3 and labels[2] == "svc":
         port = parts.port or (443 if parts.scheme == "https" else 80)
         path = f"/api/v1/namespaces/{labels[1]}/services/{labels[0]}:{port}/proxy/-/ready"
-        return f"kubectl get --raw '{path}'"
-    return (
-        "kubectl run trnspec-prometheus-check --rm -i --restart=Never "
-        f"--image=curlimages/curl -- curl -sf {url.rstrip('/')}/-/ready"
+        return _kubectl("get", "--raw", path)
+    return _kubectl(
+        "run",
+        "trnspec-prometheus-check",
+        "--rm",
+        "-i",
+        "--restart=Never",
+        "--image=curlimages/curl",
+        "--",
+        "curl",
+        "-sf",
+        f"{url.rstrip('/')}/-/ready",
     )
 
 
@@ -158,15 +178,21 @@ def _node_requirements(ask: PodAsk) -> list[Requirement]:
             "neuron-device",
             f"a node with the labels below advertises {NEURON_DEVICE_RESOURCE} >= "
             f"{ask.neuron_devices} (the Neuron device plugin)",
-            "kubectl get nodes -l "
-            f"{selector} -o custom-columns='NAME:.metadata.name,"
-            f"NEURON:.status.allocatable.{NEURON_DEVICE_RESOURCE.replace('.', chr(92) + '.')}'",
+            _kubectl(
+                "get",
+                "nodes",
+                "-l",
+                selector,
+                "-o",
+                "custom-columns=NAME:.metadata.name,"
+                f"NEURON:.status.allocatable.{NEURON_DEVICE_RESOURCE.replace('.', chr(92) + '.')}",
+            ),
             node_side=True,
         ),
         Requirement(
             "node-labels",
             f"a node carries the labels the pods select: {selector}",
-            f"kubectl get nodes -l {selector}",
+            _kubectl("get", "nodes", "-l", selector),
             node_side=True,
         ),
         Requirement(
@@ -174,8 +200,15 @@ def _node_requirements(ask: PodAsk) -> list[Requirement]:
             "every NoSchedule/NoExecute taint on such a node is tolerated by the pods ("
             + ", ".join(_toleration_text(t) for t in ask.tolerations)
             + ")",
-            f"kubectl get nodes -l {selector} -o custom-columns='NAME:.metadata.name,"
-            "TAINTS:.spec.taints[*].key,EFFECTS:.spec.taints[*].effect'",
+            _kubectl(
+                "get",
+                "nodes",
+                "-l",
+                selector,
+                "-o",
+                "custom-columns=NAME:.metadata.name,TAINTS:.spec.taints[*].key,"
+                "EFFECTS:.spec.taints[*].effect",
+            ),
             node_side=True,
         ),
     ]
@@ -187,7 +220,7 @@ def _scheduler_requirements(ask: PodAsk) -> list[Requirement]:
         Requirement(
             f"scheduler:{name}",
             f"the scheduler the pods name runs: {name} (the Neuron scheduler extension)",
-            f"kubectl get deployments -A --field-selector metadata.name={name}",
+            _kubectl("get", "deployments", "-A", "--field-selector", f"metadata.name={name}"),
         )
         for name in ask.scheduler_names
     ]
@@ -200,7 +233,7 @@ def _namespace_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
             f"namespace:{ns}",
             f"the namespace {ns} exists (no exported object creates it; it holds "
             f"{_owners_text(owners)})",
-            f"kubectl get namespace {ns}",
+            _kubectl("get", "namespace", ns),
         )
         for ns, owners in sorted(foreign_namespaces(manifests).items())
     ]
@@ -210,7 +243,7 @@ def _crd_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
     """The CRD of every custom kind among the objects."""
     crds = sorted({c for m in manifests if (c := _crd_name(m)) is not None})
     return [
-        Requirement(f"crd:{crd}", f"the CRD {crd} is installed", f"kubectl get crd {crd}")
+        Requirement(f"crd:{crd}", f"the CRD {crd} is installed", _kubectl("get", "crd", crd))
         for crd in crds
     ]
 
@@ -223,8 +256,17 @@ def _storage_class_requirements(manifests: Sequence[Manifest]) -> list[Requireme
             f"the StorageClass {name} exists and its provisioner's CSI driver runs (the volume "
             f"claims of {_owners_text(owners)}; the platform's {name} is the EBS CSI driver's, "
             "ebs.csi.aws.com)",
-            f"kubectl get storageclass {name} -o custom-columns='NAME:.metadata.name,"
-            "PROVISIONER:.provisioner' && kubectl get csidriver",
+            (
+                (
+                    "kubectl",
+                    "get",
+                    "storageclass",
+                    name,
+                    "-o",
+                    "custom-columns=NAME:.metadata.name,PROVISIONER:.provisioner",
+                ),
+                ("kubectl", "get", "csidriver"),
+            ),
         )
         for name, owners in sorted(storage_classes(manifests).items())
     ]
@@ -248,7 +290,7 @@ def _service_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
         Requirement(
             f"service:{ns}/{name}",
             f"the Service {name} exists in {ns} ({why})",
-            f"kubectl -n {ns} get service {name}",
+            _kubectl("-n", ns, "get", "service", name),
         )
         for (ns, name), why in sorted(referenced_services(manifests).items())
     ]
@@ -261,7 +303,7 @@ def _controller_requirements(manifests: Sequence[Manifest]) -> list[Requirement]
         Requirement(
             "pod-identity-agent",
             "the EKS Pod Identity agent runs (the pods' AWS credentials)",
-            f"kubectl -n kube-system get daemonset {POD_IDENTITY_AGENT}",
+            _kubectl("-n", "kube-system", "get", "daemonset", POD_IDENTITY_AGENT),
         )
     ]
     if any(_is_nlb(m) for m in manifests):
@@ -269,8 +311,13 @@ def _controller_requirements(manifests: Sequence[Manifest]) -> list[Requirement]
             Requirement(
                 "load-balancer-controller",
                 "the AWS Load Balancer Controller runs (the internal NLB Service)",
-                f"kubectl get deployments -A --field-selector metadata.name="
-                f"{LOAD_BALANCER_CONTROLLER}",
+                _kubectl(
+                    "get",
+                    "deployments",
+                    "-A",
+                    "--field-selector",
+                    f"metadata.name={LOAD_BALANCER_CONTROLLER}",
+                ),
             )
         )
     return out
@@ -381,9 +428,14 @@ def _monitor_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
             Requirement(
                 f"{kind.lower()}-selection",
                 f"a Prometheus' {field} matches the {kind}s' labels ({', '.join(labels)}){hint}",
-                f"kubectl get prometheus -A -o custom-columns='NAME:.metadata.name,"
-                f"SELECTOR:.spec.{field},NAMESPACES:.spec.{field.replace('Selector', '')}"
-                "NamespaceSelector'",
+                _kubectl(
+                    "get",
+                    "prometheus",
+                    "-A",
+                    "-o",
+                    f"custom-columns=NAME:.metadata.name,SELECTOR:.spec.{field},"
+                    f"NAMESPACES:.spec.{field.replace('Selector', '')}NamespaceSelector",
+                ),
             )
         )
     for m in monitors:
@@ -395,7 +447,7 @@ def _monitor_requirements(manifests: Sequence[Manifest]) -> list[Requirement]:
                 f"pods:{pods}",
                 f"pods labelled {pods} run on the Trn2 nodes ({_owner(m)} scrapes them: the "
                 "neuron-monitor DaemonSet)",
-                f"kubectl get pods -A -l {pods} -o wide",
+                _kubectl("get", "pods", "-A", "-l", pods, "-o", "wide"),
             )
         )
     return out

@@ -349,10 +349,7 @@ def _iam_files(
         files.append((Path(f"{base}.policy.json"), json.dumps(role.policy, indent=2) + "\n"))
         files.append((Path(f"{base}.trust.json"), json.dumps(role.trust, indent=2) + "\n"))
         lines += [
-            f"aws iam create-role --role-name {role.role_name}"
-            f" --assume-role-policy-document file://{role.service_account}.trust.json",
-            f"aws iam put-role-policy --role-name {role.role_name} --policy-name trnspec"
-            f" --policy-document file://{role.service_account}.policy.json",
+            *role.role_commands(),
             role.association_command(args.iam_cluster, args.region, None),
         ]
     files.append((iam_dir / "associations.sh", "\n".join(lines) + "\n"))
@@ -381,10 +378,10 @@ def _check(args: argparse.Namespace, workload: WorkloadPreflight) -> int:
     for need in needs:
         verdict = verdicts.get(need.key)
         mark = "check" if verdict is None else _MARKS[verdict.outcome]
-        print(f"{mark} {need.key}: {need.need}")
+        print(f"{mark} {printable(need.key, 300)}: {printable(need.need, 2000)}")
         if verdict is not None:
             print(f"      {printable(verdict.detail, 300)}")
-        print(f"      $ {need.command}")
+        print(f"      $ {printable(need.command, 2000)}")
     failed = [v for v in verdicts.values() if v.outcome == "fail"]
     if evaluated:
         unknown = no_node_up(manifests, nodes)

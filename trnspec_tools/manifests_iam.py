@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trnspec.boundary.files import read_json
+from trnspec.boundary.shell import shell_command
 
 #: A value the user did not give: the roles' policies say what to put there.
 KEY_PLACEHOLDER = "<KMS key ARN of the model bucket (omit this statement with SSE-S3)>"
@@ -54,12 +55,50 @@ class RoleToCreate:
         return f"trnspec-{self.service_account}"[:64]
 
     def association_command(self, cluster: str, region: str, account: str | None) -> str:
+        """The `aws eks create-pod-identity-association` line, every word quoted (the cluster
+        and region are the user's flags)."""
         role_arn = f"arn:aws:iam::{account or ACCOUNT_PLACEHOLDER}:role/{self.role_name}"
-        return (
-            f"aws eks create-pod-identity-association --region {region} --cluster-name {cluster}"
-            f" --namespace {self.namespace} --service-account {self.service_account}"
-            f" --role-arn {role_arn}"
+        return shell_command(
+            "aws",
+            "eks",
+            "create-pod-identity-association",
+            "--region",
+            region,
+            "--cluster-name",
+            cluster,
+            "--namespace",
+            self.namespace,
+            "--service-account",
+            self.service_account,
+            "--role-arn",
+            role_arn,
         )
+
+    def role_commands(self) -> list[str]:
+        """The `aws iam` lines that create the role from the trust and policy files written
+        beside the script (iam/<service account>.trust.json and .policy.json)."""
+        return [
+            shell_command(
+                "aws",
+                "iam",
+                "create-role",
+                "--role-name",
+                self.role_name,
+                "--assume-role-policy-document",
+                f"file://{self.service_account}.trust.json",
+            ),
+            shell_command(
+                "aws",
+                "iam",
+                "put-role-policy",
+                "--role-name",
+                self.role_name,
+                "--policy-name",
+                "trnspec",
+                "--policy-document",
+                f"file://{self.service_account}.policy.json",
+            ),
+        ]
 
 
 def synthesized_serving_template(workload: Any, cluster: str) -> dict[str, Any]:

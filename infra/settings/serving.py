@@ -26,6 +26,9 @@ from infra.settings.plan_figures import PlanFigures
 from infra.settings.wake import WakeSettings
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+#: A DNS-1123 subdomain (at most 253 characters): what Kubernetes requires of most object names,
+#: a StorageClass's among them (kubernetes.io/docs/concepts/overview/working-with-objects/names).
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _OVERRIDE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*=.*$", re.DOTALL)
 _SECTION = "serving"
 #: Kubernetes label key (optional DNS prefix + name) and value syntax.
@@ -215,6 +218,13 @@ def serving_cross_checks(s: ServingSettings) -> list[Problem]:
             s.name,
             "use a DNS-1123 label of at most 40 characters "
             "(suffixes such as '-precompile-<hash>' are appended)",
+        )
+    if len(s.ebs_storage_class) > 253 or not _DNS_SUBDOMAIN.match(s.ebs_storage_class):
+        bad(
+            "ebs_storage_class",
+            s.ebs_storage_class,
+            "name a StorageClass: a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', "
+            "at most 253 characters), e.g. gp3",
         )
     if s.max_replicas < s.min_replicas:
         bad("max_replicas", s.max_replicas, f"must be >= min_replicas ({s.min_replicas})")

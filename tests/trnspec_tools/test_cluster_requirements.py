@@ -4,7 +4,9 @@ part evaluated on `kubectl get nodes -o json` objects (pure: no cluster, no mock
 from __future__ import annotations
 
 import copy
+import subprocess
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -101,9 +103,13 @@ def test_every_requirement_of_the_default_workload_has_a_kubectl_command() -> No
         "kubectl get nodes -l node.kubernetes.io/instance-type=trn2.48xlarge,trnspec.io/lnc=2"
     )
     prometheus = next(r for r in needs if r.key == "prometheus")
-    assert prometheus.command == (
-        "kubectl get --raw "
-        "'/api/v1/namespaces/monitoring/services/kps-prometheus:9090/proxy/-/ready'"
+    assert prometheus.argv == (
+        (
+            "kubectl",
+            "get",
+            "--raw",
+            "/api/v1/namespaces/monitoring/services/kps-prometheus:9090/proxy/-/ready",
+        ),
     )
 
 
@@ -349,3 +355,78 @@ def test_what_is_not_a_node_group_is_one_boundary_error(document: object) -> Non
     with pytest.raises(BoundaryError) as err:
         parse_node_group(document)
     assert err.value.field == "--node-group"
+
+
+#: Names carrying shell syntax, planted in the objects the requirements are read from (the
+#: settings refuse them, tests/infra/settings/test_serving_settings.py; the commands must hold
+#: whatever the objects carry).
+HOSTILE = "x && touch injected; `touch injected` $(touch injected) > injected"
+
+
+def _hostile_objects() -> list[dict[str, Any]]:
+    return [
+        _planted("PersistentVolumeClaim", {"storageClassName": HOSTILE}),
+        _planted("ConfigMap", {}, namespace=HOSTILE),
+        {"apiVersion": f"{HOSTILE}/v1", "kind": "Widget", "metadata": {"name": "w"}},
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "wake", "namespace": "trnspec"},
+            "spec": {"type": "ExternalName", "externalName": f"{HOSTILE}.keda.svc"},
+        },
+    ]
+
+
+def _run_printed(command: str, tmp_path: Path) -> list[list[str]]:
+    """Run `command` as a user pasting it would (/bin/sh), with a PATH holding only a kubectl
+    that records its arguments: the argument lists kubectl was called with. Anything else the
+    line runs is not found (stderr), and a redirection leaves a file."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp_path / "kubectl.log"
+    kubectl = bin_dir / "kubectl"
+    kubectl.write_text('#!/bin/sh\nprintf "%s\\0" "$@" >> "$LOG"\nprintf "\\1\\0" >> "$LOG"\n')
+    kubectl.chmod(0o755)
+    work = tmp_path / "cwd"
+    work.mkdir(exist_ok=True)
+    log.write_bytes(b"")
+    done = subprocess.run(
+        ["/bin/sh", "-c", command],
+        cwd=work,
+        env={"PATH": str(bin_dir), "LOG": str(log)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr, list(work.iterdir())) == (0, "", []), command
+    calls: list[list[str]] = [[]]
+    for word in log.read_bytes().decode().split("\0")[:-1]:
+        if word == "\1":
+            calls.append([])
+        else:
+            calls[-1].append(word)
+    return calls[:-1]
+
+
+def test_every_printed_command_runs_kubectl_only_with_its_own_arguments(tmp_path: Path) -> None:
+    """Each requirement's command, pasted into a shell, calls kubectl with exactly the words
+    of `argv`, whatever names the objects carry: a name is one argument, never shell syntax
+    (a command that ran `touch` or redirected would leave a file or fail on stderr)."""
+    needs = requirements([*manifests(), *_hostile_objects()])
+    hostile = [r for r in needs if any(HOSTILE in word for argv in r.argv for word in argv)]
+    assert {r.key.split(":")[0] for r in hostile} >= {"storageclass", "namespace", "crd", "service"}
+    for need in needs:
+        assert _run_printed(need.command, tmp_path) == [list(a[1:]) for a in need.argv]
+        assert all(argv[0] == "kubectl" for argv in need.argv)
+
+
+def test_an_outside_prometheus_url_is_one_argument_of_curl(tmp_path: Path) -> None:
+    url = "https://prom.example.com:9090/$(touch injected)"
+    objects = [*manifests(prometheus="existing", prometheus_url="https://prom.example.com:9090")]
+    scaled = copy.deepcopy(next(m for m in objects if m["kind"] == "ScaledObject"))
+    for trigger in scaled["spec"]["triggers"]:
+        if trigger["type"] == "prometheus":
+            trigger["metadata"]["serverAddress"] = url
+    (need,) = [r for r in requirements([scaled]) if r.key == "prometheus"]
+    (call,) = _run_printed(need.command, tmp_path)
+    assert call[-3:] == ["curl", "-sf", f"{url}/-/ready"]

@@ -117,3 +117,22 @@ def test_names_keep_their_text_and_refuse_control_characters() -> None:
     assert load_serving_settings(raw).profile == "0123"
     with pytest.raises(ServingSettingsError, match="control character"):
         load_serving_settings({"name": "chat\x1b[31m"})
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["gp3 && id", "gp3;id", "$(id)", "GP3", "-gp3", "gp3.", "gp3..io", "gp_3", "a" * 254, ""],
+)
+def test_the_storage_class_must_be_a_kubernetes_name(name: str) -> None:
+    """A StorageClass is named by a DNS-1123 subdomain: anything else (shell syntax, capitals,
+    a leading '-', 254 characters) is refused where the setting enters, naming the field, the
+    value and the rule, before it reaches a manifest or a printed command."""
+    with pytest.raises(ServingSettingsError) as info:
+        load_serving_settings({"weights_storage": "ebs", "ebs_storage_class": name})
+    assert [p.field for p in info.value.problems] == ["serving.ebs_storage_class"]
+    assert "DNS-1123 subdomain" in info.value.problems[0].fix
+
+
+@pytest.mark.parametrize("name", ["gp3", "io2", "ebs-sc.example.com", "a" * 253, "0"])
+def test_a_kubernetes_storage_class_name_is_kept(name: str) -> None:
+    assert load_serving_settings({"ebs_storage_class": name}).ebs_storage_class == name
