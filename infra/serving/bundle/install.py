@@ -13,15 +13,19 @@ Each failure is one line on stderr naming what is wrong and the fix, and exit st
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib
 import importlib.metadata
 import io
+import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
@@ -81,18 +85,87 @@ def check_sha256(data: bytes, expected: str, uri: str) -> None:
         )
 
 
-def extract(data: bytes, dest: Path) -> list[str]:
-    """Unpack into `dest`, replacing what an earlier run of this container left there."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        names = archive.namelist()
-        for name in names:
-            path = PurePosixPath(name)
-            if path.is_absolute() or ".." in path.parts or not path.parts:
-                raise InstallError(f"bundle entry {name!r} escapes {dest}; fix: rebuild it")
+#: The prefix of the staging directory an extraction fills inside `--dest` before it replaces
+#: dest's contents (inside, not beside: dest is the bundle emptyDir's mount point, which cannot
+#: be renamed, under a read-only root filesystem).
+STAGING_PREFIX = ".trnspec-incoming-"
+#: What reading a damaged archive raises: a truncated or foreign object, a bad CRC, a broken
+#: deflate stream, an unsupported compression method or an encrypted entry.
+_BAD_ARCHIVE = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
+
+
+def prepare_dest(dest: Path) -> Path:
+    """A new, empty staging directory inside `dest` (made if absent), proving dest is a
+    writable directory before anything is downloaded; InstallError otherwise."""
+    fix = "fix: mount a writable volume there (the pod's trnspec-bundle emptyDir)"
+    if dest.is_symlink():
+        raise InstallError(f"--dest {dest}: is a symbolic link; {fix}, not a link")
+    if dest.exists() and not dest.is_dir():
+        raise InstallError(f"--dest {dest}: is not a directory; {fix}")
+    try:
         dest.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=dest))
+    except OSError as err:
+        problem = err.strerror or err
+        raise InstallError(f"--dest {dest}: cannot write there ({problem}); {fix}") from None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def extract(
+    data: bytes, dest: Path, staging: Path | None = None, source: str = "the bundle"
+) -> list[str]:
+    """Unpack into `dest`, replacing what an earlier run of this container left there. The
+    archive is unpacked whole into `staging` (prepare_dest's) first; only then are dest's old
+    entries removed and the new ones renamed into place, so a damaged archive or a full volume
+    leaves dest as it was and no staging directory behind."""
+    staging = prepare_dest(dest) if staging is None else staging
+    try:
+        names = _unpack(data, dest, staging, source)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    try:
         for child in dest.iterdir():
-            shutil.rmtree(child) if child.is_dir() else child.unlink()
-        archive.extractall(dest)
+            if child != staging:
+                _remove(child)  # an earlier run's files, or a staging dir it left when killed
+        for child in staging.iterdir():
+            child.rename(dest / child.name)
+        staging.rmdir()
+    except OSError as err:
+        raise InstallError(
+            f"--dest {dest}: cannot replace its contents ({err.strerror or err}); fix: mount an "
+            "empty writable volume there (the pod's trnspec-bundle emptyDir)"
+        ) from None
+    return names
+
+
+def _unpack(data: bytes, dest: Path, staging: Path, source: str) -> list[str]:
+    rebuild = "fix: upload the bundle again (cdk deploy of the serving stack)"
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = archive.namelist()
+            for name in names:
+                path = PurePosixPath(name)
+                if path.is_absolute() or ".." in path.parts or not path.parts:
+                    raise InstallError(f"bundle entry {name!r} escapes {dest}; fix: rebuild it")
+            for info in archive.infolist():
+                archive.extract(info, staging)
+    except _BAD_ARCHIVE as err:
+        detail = " ".join(str(err).split())[:200]
+        raise InstallError(
+            f"{source} ({len(data)} bytes) is not a readable zip: {detail}; {rebuild}"
+        ) from None
+    except OSError as err:
+        raise InstallError(
+            f"--dest {dest}: cannot unpack {source} there ({err.strerror or err}); fix: give "
+            "the volume room for it (the trnspec-bundle emptyDir's sizeLimit)"
+        ) from None
     return names
 
 
@@ -163,9 +236,18 @@ def main(
             for problem in problems:
                 print(PREFIX, problem, file=sys.stderr)
             return 1
-        data = download(args.uri, sleep, delays)
-        check_sha256(data, args.sha256, args.uri)
-        names = extract(data, args.dest)
+        existed = os.path.lexists(args.dest)
+        staging = prepare_dest(args.dest)  # before the download: a bad --dest costs nothing
+        try:
+            data = download(args.uri, sleep, delays)
+            check_sha256(data, args.sha256, args.uri)
+            names = extract(data, args.dest, staging, args.uri)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            if not existed:
+                with contextlib.suppress(OSError):
+                    args.dest.rmdir()  # made by prepare_dest: a failed run leaves none
+            raise
     except InstallError as err:
         print(PREFIX, err, file=sys.stderr)
         return 1

@@ -3,8 +3,12 @@ the range check reads the image's installed versions; nothing escapes the target
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import io
+import os
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import boto3
@@ -82,15 +86,147 @@ def test_a_missing_object_is_retried_then_one_line(
     assert "s3:GetObject" in line
 
 
-def test_a_good_object_is_extracted(fake_aws_env: None, tmp_path: Path) -> None:
-    import hashlib
-
-    data = _zip({"trnspec/__init__.py": "", "trnspec_tools/__init__.py": ""})
+def _serve_and_install(data: bytes, dest: Path) -> int:
+    """main() on an object holding `data`, with the sha256 it has (the hash check passes)."""
     with mock_aws():
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket="assets", CreateBucketConfiguration={"LocationConstraint": REGION})
         s3.put_object(Bucket="assets", Key="b.zip", Body=data)
-        uri, sha = "s3://assets/b.zip", hashlib.sha256(data).hexdigest()
-        code = install.main(["--uri", uri, "--sha256", sha, "--dest", str(tmp_path / "d")])
-    assert code == 0
-    assert (tmp_path / "d" / "trnspec" / "__init__.py").is_file()
+        sha = hashlib.sha256(data).hexdigest()
+        return install.main(["--uri", "s3://assets/b.zip", "--sha256", sha, "--dest", str(dest)])
+
+
+def _earlier_run(dest: Path) -> None:
+    """What an earlier run of the init container left: a file and a killed run's staging."""
+    (dest / "trnspec").mkdir(parents=True)
+    (dest / "trnspec" / "old.py").write_text("old")
+    (dest / f"{install.STAGING_PREFIX}killed").mkdir()
+
+
+def _tree(dest: Path) -> set[str]:
+    return {p.relative_to(dest).as_posix() for p in dest.rglob("*")}
+
+
+BUNDLE = {"trnspec/__init__.py": "", "trnspec_tools/__init__.py": "", "trnspec/a.py": "a = 1"}
+
+
+def test_a_good_object_replaces_what_an_earlier_run_left(
+    fake_aws_env: None, tmp_path: Path
+) -> None:
+    dest = tmp_path / "d"
+    _earlier_run(dest)
+    assert _serve_and_install(_zip(BUNDLE), dest) == 0
+    assert _tree(dest) == {"trnspec", "trnspec_tools", *BUNDLE}
+    assert (dest / "trnspec" / "a.py").read_text() == "a = 1"
+
+
+def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(install.PREFIX) and "fix:" in line
+    return line
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"<Error>AccessDenied</Error>", _zip(BUNDLE)[:-30], _zip(BUNDLE)[:100]],
+    ids=["not-a-zip", "truncated-tail", "truncated-head"],
+)
+def test_an_object_that_is_not_a_whole_zip_is_one_line_and_dest_is_left_as_it_was(
+    fake_aws_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes
+) -> None:
+    dest = tmp_path / "d"
+    _earlier_run(dest)
+    before = _tree(dest)
+    assert _serve_and_install(data, dest) == 1
+    assert f"({len(data)} bytes) is not a readable zip" in _one_line(capsys)
+    assert _tree(dest) == before
+
+
+def _damaged_second_entry() -> bytes:
+    """A stored zip whose directory is whole but whose second entry's bytes are altered (its
+    CRC no longer matches): the first entry unpacks before the damage is found."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("trnspec/__init__.py", "first")
+        z.writestr("trnspec/second.py", "SECOND-ENTRY-BYTES")
+    data = buffer.getvalue()
+    return data.replace(b"SECOND-ENTRY-BYTES", b"SECOND-ENTRY-BYTEZ")
+
+
+def test_an_entry_damaged_midway_leaves_no_half_unpacked_dest(
+    fake_aws_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dest = tmp_path / "d"
+    _earlier_run(dest)
+    before = _tree(dest)
+    assert _serve_and_install(_damaged_second_entry(), dest) == 1
+    assert "is not a readable zip: Bad CRC-32" in _one_line(capsys)
+    assert _tree(dest) == before  # neither trnspec/__init__.py nor a staging directory
+
+
+def test_a_full_volume_midway_is_one_line_and_dest_is_left_as_it_was(
+    fake_aws_env: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = zipfile.ZipFile.extract
+    written: list[str] = []
+
+    def fills_up(self: zipfile.ZipFile, member: zipfile.ZipInfo, path: str) -> str:
+        if written:  # the volume is full after the first entry
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written.append(member.filename)
+        return real(self, member, path)
+
+    monkeypatch.setattr(zipfile.ZipFile, "extract", fills_up)
+    dest = tmp_path / "d"
+    _earlier_run(dest)
+    before = _tree(dest)
+    assert _serve_and_install(_zip(BUNDLE), dest) == 1
+    line = _one_line(capsys)
+    assert f"--dest {dest}: cannot unpack s3://assets/b.zip there (No space left" in line
+    assert written and _tree(dest) == before
+
+
+def _link_to_dir(tmp_path: Path) -> Path:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    return tmp_path / "link"
+
+
+def _file(tmp_path: Path) -> Path:
+    (tmp_path / "file").write_text("mine")
+    return tmp_path / "file"
+
+
+def _under_a_file(tmp_path: Path) -> Path:
+    return _file(tmp_path) / "d"
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (_file, "is not a directory"),
+        (_link_to_dir, "is a symbolic link"),
+        (_under_a_file, "cannot write there (Not a directory)"),
+    ],
+    ids=["a-file", "a-link", "under-a-file"],
+)
+def test_a_dest_that_is_not_a_directory_is_refused_before_the_download(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    make: Callable[[Path], Path],
+    problem: str,
+) -> None:
+    def no_download(*_: object) -> bytes:
+        raise AssertionError("downloaded before --dest was checked")
+
+    monkeypatch.setattr(install, "download", no_download)
+    dest = make(tmp_path)
+    before = _tree(tmp_path)
+    code = install.main(["--uri", "s3://assets/b.zip", "--sha256", "0" * 64, "--dest", str(dest)])
+    assert code == 1
+    assert f"--dest {dest}: {problem}" in _one_line(capsys)
+    assert _tree(tmp_path) == before
