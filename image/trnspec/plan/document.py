@@ -9,12 +9,13 @@ calibration Job measures both at (1 up to the arms' max_num_seqs).
 
 `plan_file_text` is the file of a PlanResult (trnspec.plan.plan_deploy), `json_document` the
 document `plan-deploy --format json` prints; both record the inputs the same way
-(`inputs_record`) with the command that regenerates the plan.
+(`InputsRecord`, typed, with the command that regenerates the plan).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -24,7 +25,11 @@ from trnspec.plan.deploy_plan import ProfilePlan, Variant
 from trnspec.plan.deployment_schema import PLAN_KIND
 
 if TYPE_CHECKING:  # plan_deploy imports idle_cost, which imports this module's constants
-    from trnspec.plan.plan_deploy import PlanResult
+    from trnspec.plan.idle_cost import IdleCost
+    from trnspec.plan.measured import MeasuredEvidence
+    from trnspec.plan.plan_deploy import PlanResult, PoolToAdd
+    from trnspec.plan.pools import DeploymentConfig
+    from trnspec.plan.ramp import Ramp
 
 #: Alternated (ABBA) rounds per concurrency level of a calibration.
 CALIBRATION_ROUNDS = 4
@@ -90,34 +95,163 @@ def decision_record(decision: Decision) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class MeasuredRecord:
+    """The measured rows a plan was refitted with, as `plan.measured` records them."""
+
+    source: str
+    rows: int
+    #: each veto of speculation measured slower than plain, described
+    slower_than_plain: tuple[str, ...]
+
+    @classmethod
+    def of(cls, evidence: MeasuredEvidence) -> MeasuredRecord:
+        return cls(
+            evidence.source, len(evidence.rows), tuple(s.describe() for s in evidence.slower)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "rows": self.rows,
+            "slower_than_plain": list(self.slower_than_plain),
+        }
+
+
+@dataclass(frozen=True)
+class PoolRecord:
+    """One pool of the deployment config, as `plan.pools` records it."""
+
+    name: str
+    instance_type: str
+    max_size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "instance_type": self.instance_type, "max_size": self.max_size}
+
+
+@dataclass(frozen=True)
+class DeploymentRecord:
+    """What a plan read of a deployment config (--config): written as `plan.pools` and
+    `plan.scale_to_zero`."""
+
+    pools: tuple[PoolRecord, ...]
+    scale_to_zero: bool
+
+    @classmethod
+    def of(cls, deployment: DeploymentConfig) -> DeploymentRecord:
+        pools = tuple(PoolRecord(p.name, p.instance_type, p.max_size) for p in deployment.pools)
+        return cls(pools, deployment.scale_to_zero)
+
+
+@dataclass(frozen=True)
+class InputsRecord:
+    """What the plan was chosen from, as the plan file's `plan:` and the JSON's `inputs` hold
+    it (each field is the key of the same name; `deployment` gives `pools` and
+    `scale_to_zero`), with the command that regenerates it."""
+
+    acceptance_rate: float
+    acceptance_source: str
+    tpot_target_ms: float
+    peak_streams: int
+    min_replicas: int
+    input_len: int
+    output_len: int
+    candidates: tuple[str, ...]
+    command: str
+    measured: MeasuredRecord | None = None
+    deployment: DeploymentRecord | None = None
+
+    @classmethod
+    def of(cls, result: PlanResult, command: str) -> InputsRecord:
+        request = result.request
+        m, deployment = request.measured, request.deployment
+        return cls(
+            acceptance_rate=result.acceptance_rate,
+            acceptance_source=request.acceptance.source,
+            tpot_target_ms=request.tpot_ms,
+            peak_streams=request.peak_streams,
+            min_replicas=request.min_replicas,
+            input_len=request.input_len,
+            output_len=request.output_len,
+            candidates=tuple(cfg.name for cfg in request.profile),
+            command=command,
+            measured=MeasuredRecord.of(m) if m is not None else None,
+            deployment=DeploymentRecord.of(deployment) if deployment is not None else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "acceptance_rate": self.acceptance_rate,
+            "acceptance_source": self.acceptance_source,
+            "tpot_target_ms": self.tpot_target_ms,
+            "peak_streams": self.peak_streams,
+            "min_replicas": self.min_replicas,
+            "input_len": self.input_len,
+            "output_len": self.output_len,
+            "candidates": list(self.candidates),
+        }
+        if self.measured is not None:
+            record["measured"] = self.measured.to_json()
+        if (deployment := self.deployment) is not None:
+            record["pools"] = [p.to_json() for p in deployment.pools]
+            record["scale_to_zero"] = deployment.scale_to_zero
+        record["command"] = self.command
+        return record
+
+
+@dataclass(frozen=True)
+class PlanExtras:
+    """The records a decided plan adds under `plan:` (each field is the key of the same name;
+    None: not recorded)."""
+
+    ramp: Ramp | None = None
+    idle_cost: IdleCost | None = None
+    pool_to_add: PoolToAdd | None = None
+
+    @classmethod
+    def of(cls, result: PlanResult) -> PlanExtras:
+        return cls(result.ramp, result.idle, result.pool_to_add)
+
+    def to_json(self) -> dict[str, Any]:
+        record: dict[str, Any] = {}
+        if self.ramp is not None:
+            record["ramp"] = self.ramp.describe()
+        if self.idle_cost is not None:
+            record["idle_cost"] = self.idle_cost.record()
+        if self.pool_to_add is not None:
+            record["pool_to_add"] = self.pool_to_add.describe()
+        return record
+
+
 def plan_document(
     decision: Decision,
-    meta: Mapping[str, Any],
+    inputs: InputsRecord,
     plans: Sequence[ProfilePlan],
-    extra: Mapping[str, Any] | None = None,
+    extras: PlanExtras = PlanExtras(),
 ) -> dict[str, Any]:
-    """The plan file (see the module doc); `extra` adds records under `plan:` (the ramp, a pool
-    to add)."""
+    """The plan file (see the module doc); `extras` adds records under `plan:` (the ramp, the
+    idle cost, a pool to add)."""
     chosen = decision.serving
     serving: dict[str, Any] = {
         "profile": chosen.profile,
         "overrides": list(chosen.overrides),
-        "min_replicas": meta["min_replicas"],
+        "min_replicas": inputs.min_replicas,
         "max_replicas": chosen.replicas_at_peak,
         "streams_per_replica": chosen.streams_per_replica,
     }
-    calibration = calibration_section(decision, int(meta["output_len"]))
+    calibration = calibration_section(decision, inputs.output_len)
     if calibration is not None:
         serving["calibration"] = calibration
     return {
         "kind": PLAN_KIND,
         "serving": serving,
         "plan": {
-            **meta,
+            **inputs.to_json(),
             "decision": decision_record(decision),
             "chosen": figures(chosen),
             **({"speculative_arm": figures(decision.speculative)} if calibration else {}),
-            **dict(extra or {}),
+            **extras.to_json(),
             "compared": [
                 {"variant": label, **figures(v)}
                 for p in plans
@@ -126,36 +260,6 @@ def plan_document(
             ],
         },
     }
-
-
-def inputs_record(result: PlanResult, command: str) -> dict[str, Any]:
-    """What the plan was chosen from, as the plan file's `plan:` and the JSON's `inputs` hold
-    it, with the command that regenerates it."""
-    request = result.request
-    record: dict[str, Any] = {
-        "acceptance_rate": result.acceptance_rate,
-        "acceptance_source": request.acceptance.source,
-        "tpot_target_ms": request.tpot_ms,
-        "peak_streams": request.peak_streams,
-        "min_replicas": request.min_replicas,
-        "input_len": request.input_len,
-        "output_len": request.output_len,
-        "candidates": [cfg.name for cfg in request.profile],
-    }
-    if (m := request.measured) is not None:
-        record["measured"] = {
-            "source": m.source,
-            "rows": len(m.rows),
-            "slower_than_plain": [s.describe() for s in m.slower],
-        }
-    if (deployment := request.deployment) is not None:
-        record["pools"] = [
-            {"name": p.name, "instance_type": p.instance_type, "max_size": p.max_size}
-            for p in deployment.pools
-        ]
-        record["scale_to_zero"] = deployment.scale_to_zero
-    record["command"] = command
-    return record
 
 
 #: The plan file's head: what it is and how it is deployed.
@@ -170,14 +274,8 @@ PLAN_FILE_HEAD = (
 def plan_file_text(result: PlanResult, command: str) -> str:
     """The plan file of a decided PlanResult: its head, then the document as YAML."""
     assert result.decision is not None, "a plan file needs a decision"
-    extra: dict[str, Any] = {}
-    if result.ramp is not None:
-        extra["ramp"] = result.ramp.describe()
-    if result.idle is not None:
-        extra["idle_cost"] = result.idle.record()
-    if result.pool_to_add is not None:
-        extra["pool_to_add"] = result.pool_to_add.describe()
-    doc = plan_document(result.decision, inputs_record(result, command), result.plans, extra)
+    inputs = InputsRecord.of(result, command)
+    doc = plan_document(result.decision, inputs, result.plans, PlanExtras.of(result))
     return PLAN_FILE_HEAD + yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -219,7 +317,7 @@ def _decision_json(decision: Decision | None) -> dict[str, Any] | None:
 def json_document(result: PlanResult, command: str) -> dict[str, Any]:
     """What `plan-deploy --format json` prints."""
     return {
-        "inputs": inputs_record(result, command),
+        "inputs": InputsRecord.of(result, command).to_json(),
         "profiles": [_plan_json(p) for p in result.plans],
         "decision": _decision_json(result.decision),
         "ramp": result.ramp.describe() if result.ramp is not None else None,

@@ -10,7 +10,12 @@ from dataclasses import replace
 import pytest
 from trnspec.plan.decision import UNDECIDED_TEXT, decide
 from trnspec.plan.deploy_plan import ProfilePlan, Variant
-from trnspec.plan.document import calibration_section, concurrency_levels, plan_document
+from trnspec.plan.document import (
+    InputsRecord,
+    calibration_section,
+    concurrency_levels,
+    plan_document,
+)
 from trnspec.plan.verdict import Verdict
 
 
@@ -106,8 +111,8 @@ def test_an_undecided_plan_serves_the_plain_twin_and_calibrates_the_speculative_
     plain = _variant(6.0, None, spec=False)
     d = decide(_plans(spec, plain))
     assert d is not None
-    meta = {"min_replicas": 1, "output_len": 256}
-    doc = plan_document(d, meta, _plans(spec, plain))
+    inputs = InputsRecord(0.5, "--acceptance-rate", 30.0, 16, 1, 512, 256, (), "plan-deploy")
+    doc = plan_document(d, inputs, _plans(spec, plain))
     serving = doc["serving"]
     assert serving["profile"] == "qwen3-4b-baseline" and serving["overrides"] == ["max_num_seqs=4"]
     assert serving["calibration"] == {
