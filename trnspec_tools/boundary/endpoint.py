@@ -1,9 +1,11 @@
 """An endpoint URL as the tools accept it, and the header values they send to it.
 
 Refused with one line naming the fix: a scheme other than http(s), no host, a port that is not a
-number in 1..65535, a malformed IPv6 literal, whitespace or control characters, a query or
-fragment, and credentials (`http://user:pass@host`): a password in a URL lands in reports, logs
-and shell history; the key belongs in an environment variable (`--api-key-env`).
+number in 1..65535, a malformed IPv6 literal, a host DNS cannot look up (an empty label as in
+`a..b`, a label over 63 characters: the IDNA codec's UnicodeError inside getaddrinfo otherwise),
+whitespace or control characters, a query or fragment, and credentials
+(`http://user:pass@host`): a password in a URL lands in reports, logs and shell history; the key
+belongs in an environment variable (`--api-key-env`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.http_read import host_problem
 
 #: The fix for a URL that carries credentials.
 CREDENTIALS_FIX = (
@@ -52,6 +55,8 @@ class Endpoint:
             raise BoundaryError(field, url, "must not have a query (?...) or fragment (#...)")
         if port == 0:
             raise BoundaryError(field, url, "port must be in 1..65535")
+        if problem := host_problem(parts.hostname):  # else a UnicodeError inside getaddrinfo
+            raise BoundaryError(field, url, f"{problem}; e.g. http://127.0.0.1:8000")
         default = 443 if parts.scheme == "https" else 80
         return cls(parts.scheme, parts.hostname, port or default, parts.path.rstrip("/"))
 

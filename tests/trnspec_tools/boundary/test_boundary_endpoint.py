@@ -40,6 +40,9 @@ url_parts = st.sampled_from(
         "%",
         "[::1]",
         "[fe80::1%eth0]",
+        "a..b",
+        ".",
+        "a" * 64,
     ]
 )
 urls = st.one_of(st.text(max_size=40), st.lists(url_parts, max_size=8).map("".join))
@@ -57,6 +60,16 @@ def test_any_text_is_a_checked_endpoint_or_one_line_naming_the_flag(text):
     assert 1 <= ep.port <= 65535
     assert ep.host_header.startswith("[") == (":" in ep.host)
     header_value("Host", ep.host_header)  # never breaks the request head
+    ep.host.encode("idna")  # what getaddrinfo does to a name: never a UnicodeError there
+
+
+@pytest.mark.parametrize(
+    "url", ["http://a..b:8000", "http://" + "a" * 64 + ".example.com", "https://.x:443"]
+)
+def test_a_host_dns_cannot_look_up_is_one_line_not_a_unicode_error(url):
+    with pytest.raises(BoundaryError) as exc:
+        Endpoint.parse(url, "--baseline-endpoint")
+    assert exc.value.field == "--baseline-endpoint" and "DNS" in exc.value.fix
 
 
 @SETTINGS
