@@ -17,35 +17,15 @@ interface endpoints, the internal NLB's sources) and a lookup would need credent
 
 from __future__ import annotations
 
-import ipaddress
-import re
-
 from pydantic import BaseModel, ConfigDict, field_validator
+from trnspec.boundary.aws_names import (
+    eks_cluster_name_problem,
+    iam_role_arn_problem,
+    vpc_cidr_problem,
+)
 from trnspec.boundary.user_input import Text
 
-#: EKS cluster names (CreateCluster API): 1-100 characters, a letter or digit first, then
-#: letters, digits, hyphens and underscores.
-_EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
-_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
-
-
-def vpc_cidr_problem(text: str) -> str | None:
-    """Why `text` is not a VPC's IPv4 CIDR block (an address, a prefix length, no host bits), or
-    None: the one rule for `cluster.existing.vpc_cidr` and `manifests --vpc-cidr`."""
-    try:
-        if "/" not in text:
-            raise ValueError(text)
-        net = ipaddress.IPv4Network(text, strict=False)
-    except ValueError:
-        return (
-            "not an IPv4 CIDR: use the VPC's CidrBlock, e.g. 10.0.0.0/16 (aws ec2 "
-            "describe-vpcs --vpc-ids VPC --query 'Vpcs[0].CidrBlock')"
-        )
-    if net.network_address != ipaddress.IPv4Address(text.partition("/")[0]):
-        return f"has host bits set: use {net}"
-    if str(net) != text:
-        return f"not in the VPC's CidrBlock form: use {net}"
-    return None
+__all__ = ["ClusterSettings", "ExistingClusterSettings", "vpc_cidr_problem"]
 
 
 class ExistingClusterSettings(BaseModel):
@@ -66,11 +46,8 @@ class ExistingClusterSettings(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _EKS_NAME.match(v):
-            raise ValueError(
-                "not an EKS cluster name (1-100 letters, digits, '-' or '_', a letter or digit "
-                "first): use the name `aws eks list-clusters` prints"
-            )
+        if (problem := eks_cluster_name_problem(v)) is not None:
+            raise ValueError(problem)
         return v
 
     @field_validator("vpc_cidr")
@@ -83,11 +60,10 @@ class ExistingClusterSettings(BaseModel):
     @field_validator("kubectl_role_arn")
     @classmethod
     def _role(cls, v: str | None) -> str | None:
-        if v is not None and not _ROLE_ARN.match(v):
+        if v is not None and (problem := iam_role_arn_problem(v)) is not None:
             raise ValueError(
-                "not an IAM role ARN: use arn:aws:iam::ACCOUNT:role/NAME of a role that trusts "
-                "lambda.amazonaws.com and has a cluster-admin access entry, or leave it unset "
-                "for the stack to make one"
+                f"{problem}; the role must trust lambda.amazonaws.com and have a cluster-admin "
+                "access entry, or leave it unset for the stack to make one"
             )
         return v
 

@@ -5,10 +5,19 @@ sections are in `cross_checks`, reading a profile and `-c` overrides in `loading
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from trnspec.boundary.aws_names import (
+    account_problem,
+    availability_zone_problem,
+    iam_principal_arn_problem,
+    region_problem,
+    vpc_cidr_problem,
+)
 from trnspec.boundary.user_input import Int, Text, as_text
 from trnspec.hardware.topology import INSTANCE_TYPES
 from trnspec.plan.deployment_schema import (
@@ -37,18 +46,27 @@ DEFAULT_KUBERNETES_VERSION = SUPPORTED_KUBERNETES_VERSIONS[-1]
 DEFAULT_KARPENTER_AMI_ALIAS = "al2023@v20260714"
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,28}[a-z0-9])?$"
-_AZ = r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"
-_REGION = r"^[a-z]{2}(-[a-z]+)+-\d$"
+#: The largest prefix a new VPC takes here (its subnets: infra/platform/cluster/network.py).
+NEW_VPC_PREFIX_MAX = 24
 #: AWS tag limits (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html and
 #: e.g. https://docs.aws.amazon.com/batch/latest/userguide/tag-restrictions.html): keys 1-128 and
 #: values 0-256 Unicode characters of letters, digits, spaces and `_ . : / = + - @`; `aws:` is
 #: reserved.
 TAG_KEY_MAX, TAG_VALUE_MAX = 128, 256
+#: A role session's ARN (what `aws sts get-caller-identity` prints), to name the role instead.
+_SESSION = re.compile(r"arn:(aws[a-z-]*):sts::([0-9]{12}):assumed-role/([^/]+)/", re.ASCII)
 _TAG_TEXT = re.compile(r"^[\w\s.:/=+\-@]*$")
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _checked(value: str | None, rule: Callable[[str], str | None]) -> str | None:
+    """`value` if the AWS identifier rule accepts it (None passes), else ValueError."""
+    if value is not None and (problem := rule(value)) is not None:
+        raise ValueError(problem)
+    return value
 
 
 def _known_trn2(value: str) -> str:
@@ -62,17 +80,28 @@ class VpcSettings(_Frozen):
 
     vpc_id: Text | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
     """Existing VPC to use; needs `account` and `region` (a context lookup at synth)."""
-    cidr: Text = Field(default="10.0.0.0/16", pattern=r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$")
+    cidr: Text = "10.0.0.0/16"
     """CIDR of a new VPC (/16 to /24)."""
     availability_zones: tuple[Text, ...] = ()
     """AZs of a new VPC; empty means two AZs chosen at deploy time (env-agnostic synth)."""
     nat_gateways: Int = Field(default=1, ge=0, le=6)
     """NAT gateways of a new VPC; 0 leaves private subnets without internet egress."""
 
+    @field_validator("cidr")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        _checked(v, vpc_cidr_problem)
+        if ipaddress.IPv4Network(v).prefixlen > NEW_VPC_PREFIX_MAX:
+            raise ValueError(
+                f"a new VPC here is /16 to /{NEW_VPC_PREFIX_MAX} (its subnets are /24 and /19):"
+                " use e.g. 10.0.0.0/16"
+            )
+        return v
+
     @field_validator("availability_zones")
     @classmethod
     def _az_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [az for az in v if not re.match(_AZ, az)]
+        bad = [az for az in v if availability_zone_problem(az) is not None]
         if bad:
             raise ValueError(f"{bad} are not AZ names like us-east-2a")
         if len(set(v)) != len(v):
@@ -120,7 +149,7 @@ class Trn2PoolSettings(_Frozen):
     """Upper bound for the autoscaler."""
     capacity: CapacitySettings = CapacitySettings()
     """On-demand, capacity block or capacity reservation."""
-    availability_zone: Text | None = Field(default=None, pattern=_AZ)
+    availability_zone: Text | None = None
     """Pin the pool to one AZ (reservations are AZ-bound); needs `region`."""
     subnet_ids: tuple[Text, ...] = ()
     """Pin the pool to these subnets of an existing VPC instead of an AZ."""
@@ -140,6 +169,11 @@ class Trn2PoolSettings(_Frozen):
     @classmethod
     def _instance_type(cls, v: str) -> str:
         return _known_trn2(v)
+
+    @field_validator("availability_zone")
+    @classmethod
+    def _az(cls, v: str | None) -> str | None:
+        return _checked(v, availability_zone_problem)
 
     @field_validator("subnet_ids")
     @classmethod
@@ -230,9 +264,9 @@ class DeploymentSettings(_Frozen):
     """CloudFormation stack name."""
     cluster_name: Text = Field(default="trnspec", pattern=r"^[a-zA-Z][a-zA-Z0-9-]{0,62}$")
     """EKS cluster name (also the autoscaler/Karpenter discovery tag value)."""
-    account: Text | None = Field(default=None, pattern=r"^\d{12}$")
+    account: Text | None = None
     """Target account; only needed for existing-VPC lookups and AZ pinning."""
-    region: Text | None = Field(default=None, pattern=_REGION)
+    region: Text | None = None
     """Target region; only needed for existing-VPC lookups and AZ pinning."""
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     """Kubernetes minor: one of SUPPORTED_KUBERNETES_VERSIONS."""
@@ -251,7 +285,7 @@ class DeploymentSettings(_Frozen):
     autoscaler: Literal["cluster-autoscaler", "karpenter"] = "cluster-autoscaler"
     """Node autoscaler: Cluster Autoscaler over managed node groups, or Karpenter NodePools."""
     karpenter_ami_alias: str = Field(
-        default=DEFAULT_KARPENTER_AMI_ALIAS, pattern=r"^al2023@(latest|v\d{8})$"
+        default=DEFAULT_KARPENTER_AMI_ALIAS, pattern=r"^al2023@(latest|v[0-9]{8})$"
     )
     """EKS AL2023 AMI release Karpenter launches Trn2 nodes from (it picks the Neuron variant);
     pinned so nodes do not drift with every AMI release. `al2023@latest` follows releases."""
@@ -266,6 +300,16 @@ class DeploymentSettings(_Frozen):
     cluster: ClusterSettings = ClusterSettings()
     """The platform's own cluster (default), or `cluster.existing`: an EKS cluster made elsewhere
     onto which only the serving stack deploys."""
+
+    @field_validator("account")
+    @classmethod
+    def _account(cls, v: str | None) -> str | None:
+        return _checked(v, account_problem)
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v: str | None) -> str | None:
+        return _checked(v, region_problem)
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -313,10 +357,8 @@ class DeploymentSettings(_Frozen):
     @field_validator("admin_principal_arns")
     @classmethod
     def _arns(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [a for a in v if not re.match(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/.+$", a)]
-        sessions = [
-            re.match(r"^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)/", a) for a in bad
-        ]
+        bad = [a for a in v if iam_principal_arn_problem(a) is not None]
+        sessions = [_SESSION.match(a) for a in bad]
         roles = [f"arn:{m[1]}:iam::{m[2]}:role/{m[3]}" for m in sessions if m]
         if roles:
             raise ValueError(
@@ -324,5 +366,5 @@ class DeploymentSettings(_Frozen):
                 f"role, {roles} (with its path if it has one)"
             )
         if bad:
-            raise ValueError(f"{bad} are not IAM role/user ARNs")
+            raise ValueError(f"{bad[0]!r}: {iam_principal_arn_problem(bad[0])}")
         return v

@@ -9,37 +9,20 @@ the user cannot write is named in one line before the first request is sent.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from trnspec.boundary.aws_names import bucket_problem
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.write import same_path
 
-#: S3 bucket names as AWS accepts them (general purpose buckets: 3-63 characters, lowercase
-#: letters, digits, dots and hyphens, starting and ending with a letter or digit, no "..",
-#: not an IPv4 address). Source: Amazon S3 User Guide, "General purpose bucket naming rules".
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
-
 
 def bucket_name(field: str, name: str) -> str:
-    """`name` if S3 accepts it as a bucket name, else BoundaryError naming the rule."""
-    if (
-        not _BUCKET.match(name)
-        or ".." in name
-        or ".-" in name
-        or "-." in name
-        or _IPV4.match(name)
-        or name.startswith("xn--")
-    ):
-        raise BoundaryError(
-            field,
-            name[:80],
-            "not an S3 bucket name: 3-63 lowercase letters, digits, dots or hyphens, starting"
-            " and ending with a letter or digit (the serving stack's BucketName output)",
-        )
+    """`name` if S3 accepts it as a bucket name (trnspec.boundary.aws_names, the one rule),
+    else BoundaryError naming the field, the value and the rule."""
+    if (problem := bucket_problem(name)) is not None:
+        raise BoundaryError(field, name, problem)
     return name
 
 

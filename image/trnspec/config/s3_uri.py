@@ -3,17 +3,17 @@
 Pure (no boto3), so the config schema can check model sources without importing staging.
 A source decides where files are written (`<models root>/<bucket>/<prefix>`), so a prefix with
 `.` or `..` segments, empty segments or control characters is refused rather than resolved.
-Bucket names follow the general-purpose bucket rules:
-https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
-(3-63 characters; lowercase letters, digits, dots and hyphens; a letter or digit at each end).
+Bucket names follow S3's general purpose bucket rules, the one rule in
+trnspec.boundary.aws_names (3-63 characters; lowercase letters, digits, dots and hyphens; a
+letter or digit at each end; no reserved prefix or suffix).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+from trnspec.boundary.aws_names import bucket_problem
+
 _FORM = "expected s3://BUCKET/PREFIX"
 
 
@@ -46,11 +46,8 @@ def parse_s3_uri(uri: str, *, require_key: bool = True) -> S3Location:
     bucket, _, prefix = uri[len("s3://") :].partition("/")
     if not bucket:
         raise ValueError(f"no bucket; {_FORM}")
-    if not _BUCKET.match(bucket) or ".." in bucket:
-        raise ValueError(
-            f"{bucket!r} is not a valid bucket name (3-63 lowercase letters, digits, "
-            f"'.' or '-'); {_FORM}"
-        )
+    if (problem := bucket_problem(bucket)) is not None:
+        raise ValueError(f"{bucket[:70]!r}: {problem}; {_FORM}")
     prefix = prefix.rstrip("/")
     if not prefix:
         if require_key:

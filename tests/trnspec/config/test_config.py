@@ -384,7 +384,8 @@ def test_booleans_are_refused_for_integer_fields(override):
         ("s3://bkt/", "no key prefix"),
         ("s3://bkt/../../../etc", "'..' segment"),
         ("s3://bkt/models/./x", "'.' or '..' segment"),
-        ("s3://Not_A_Bucket/m", "not a valid bucket name"),
+        ("s3://Not_A_Bucket/m", "not an S3 bucket name"),
+        ("s3://xn--bucket/m", "S3 reserves 'xn--'"),
     ],
 )
 def test_s3_sources_need_a_bucket_and_a_folder_that_stays_inside(source, says):
