@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from trnspec.boundary.shell import shell_command
+
 from infra.contracts import KEDA_HTTP_INTERCEPTOR_SERVICE, KEDA_NAMESPACE
 from infra.outputs import ServingOutputs
 from trnspec_tools.client.stack_endpoint import (
@@ -151,9 +153,9 @@ def wake_stack(
                     if clock() - start >= budget_minutes * 60:
                         raise StackError(
                             f"{stack}: woken, but no replica of {ns}/{name} Ready within "
-                            f"{budget_minutes:g} min (--wake-minutes); see kubectl -n {ns} get "
-                            "pods,events (a new Trn2 node, the image pull and a compile on a "
-                            "cache miss can take longer)"
+                            f"{budget_minutes:g} min (--wake-minutes); see "
+                            f"{shell_command('kubectl', '-n', ns, 'get', 'pods,events')} (a new "
+                            "Trn2 node, image pull and compile on a cache miss take longer)"
                         )
                     sleep(POLL_SECONDS)
 

@@ -42,6 +42,7 @@ from trnspec.boundary import json_io
 from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.numbers import MAX_COUNT, int_arg
 from trnspec.boundary.problems import ABSENT, InputError
+from trnspec.boundary.shell import shell_command
 from trnspec.boundary.write import moved_lines, output_clash, write_outputs
 from trnspec.cli.main import add_set_argument
 from trnspec.config.serving import ConfigError
@@ -384,7 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"tune.py: warning: profile {opts.profile} rejects {line}: {problem}", file=sys.stderr
         )
-    print(f"render with: python -m trnspec render --profile {opts.profile} --set {line}")
+    render = ("python", "-m", "trnspec", "render", "--profile", opts.profile, "--set", line)
+    print(f"render with: {shell_command(*render)}")
     return 0
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from trnspec.boundary.args import path_arg, price_arg, text_arg
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import float_arg, int_arg
+from trnspec.boundary.shell import shell_command
 from trnspec.boundary.write import output_clash, write_file
 from trnspec.config.scale_up import RAMP_STEPS, SCALE_UP_PERIOD_SECONDS
 from trnspec.config.serving import ConfigError, Problem, load_profile
@@ -73,19 +74,21 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
 
 def command_line(request: PlanRequest) -> str:
     """The command that gives the plan again: the request's replayed values under the parser's
-    own flags, in the parser's order (a repeated flag once per value, a float as `:g`)."""
+    own flags, in the parser's order (a repeated flag once per value, a float as `:g`), each
+    word quoted for the shell (a path or a --set value may hold spaces or shell syntax)."""
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     replay = request.replay()
     flags = {a.dest: a.option_strings[0] for a in parser._actions if a.option_strings}
     unknown = sorted(set(replay) - set(flags))
     assert not unknown, f"replayed values without a flag: {unknown}"
-    parts = []
+    words = ["python", "-m", "trnspec", "plan-deploy"]
     for dest, flag in flags.items():
         value = replay.get(dest)
         values = value if isinstance(value, list) else [] if value is None else [value]
-        parts += [f"{flag} {v:g}" if isinstance(v, float) else f"{flag} {v}" for v in values]
-    return "python -m trnspec plan-deploy " + " ".join(parts)
+        for v in values:
+            words += [flag, f"{v:g}" if isinstance(v, float) else str(v)]
+    return shell_command(*words)
 
 
 def main(args: argparse.Namespace) -> int:

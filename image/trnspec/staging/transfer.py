@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from trnspec.boundary.shell import shell_command
 from trnspec.config.s3_uri import S3Location, is_s3_uri, parse_s3_uri
 from trnspec.staging.manifest import (
     MANIFEST_NAME,
@@ -101,7 +102,8 @@ class NotPublishedError(StagingError):
     def __init__(self, source: S3Location) -> None:
         super().__init__(
             f"nothing published at {source}: no {MANIFEST_NAME} (missing, or an upload is in "
-            f"progress). Publish with `python -m trnspec stage upload DIR {source}` or "
+            "progress). Publish with "
+            f"`{shell_command('python', '-m', 'trnspec', 'stage', 'upload', 'DIR', source)}` or "
             "`python -m trnspec stage hub REPO DEST`."
         )
         self.source = source

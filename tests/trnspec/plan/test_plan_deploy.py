@@ -273,6 +273,19 @@ def test_the_command_line_replays_a_config_with_its_overrides_in_order(tmp_path)
     assert again.config.deployment.pools == (Pool("trn2", "trn2.48xlarge", 3, 1),)
 
 
+def test_the_command_line_quotes_a_path_and_a_set_that_hold_shell_syntax(tmp_path) -> None:
+    """The command is printed for a user to paste and kept in the plan (plan.command, which
+    `calibrate fetch` splits again): a config path or a --set value with spaces or `$(...)` is
+    one word of it."""
+    path = tmp_path / "my configs $(touch x)" / "c; id.yaml"
+    path.parent.mkdir()
+    path.write_text("trn2_pools:\n  - name: trn2\n")
+    sets = ("trn2_pools.trn2.labels.team=a b && id",)
+    request = _request(config=PoolsGiven(str(path), sets, DeploymentConfig((), False)))
+    args = _parse(command_line(request))
+    assert (args.config, args.overrides) == (str(path), list(sets))
+
+
 def test_a_served_acceptance_is_replayed_as_its_length_and_window() -> None:
     served = Acceptance(0.5, "served", (("acceptance_length", "2.1234"), ("acceptance_k", 7)))
     command = command_line(_request(acceptance=served))
