@@ -64,9 +64,4 @@ def combined_rows_yaml(
 ) -> str:
     """The Trn2 data file's YAML text of the rows with the shapes they need (target, and the
     draft when it is a separate model)."""
-    doc = trn2_rows.rows_document(speculative, rows)
-    names = {s["name"] for s in doc["shapes"]}
-    for shape in trn2_rows.rows_document(plain, [])["shapes"]:
-        if shape["name"] not in names:
-            doc["shapes"].append(shape)
-    return trn2_rows.document_yaml(doc)
+    return trn2_rows.rows_yaml(speculative, rows, plain)

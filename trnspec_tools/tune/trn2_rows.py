@@ -203,21 +203,25 @@ def _shape_entry(shape: ModelShape) -> dict[str, Any]:
     }
 
 
-def rows_document(cond: Conditions, rows: Sequence[Measurement]) -> dict[str, list[dict[str, Any]]]:
-    """The rows (and the shapes they need) as the data file's document."""
-    shapes = [cond.target, *([cond.draft] if cond.draft else [])]
+def shapes_needed(*conds: Conditions) -> tuple[ModelShape, ...]:
+    """The shapes the conditions' rows need (each one's target, then its draft when that is a
+    separate model), each name once, in that order."""
+    out: dict[str, ModelShape] = {}
+    for cond in conds:
+        for shape in (cond.target, *([cond.draft] if cond.draft else [])):
+            out.setdefault(shape.name, shape)
+    return tuple(out.values())
+
+
+def rows_yaml(cond: Conditions, rows: Sequence[Measurement], *others: Conditions) -> str:
+    """The rows in the data file's format, with the shapes they need: `cond`'s, then those of
+    `others` not already named (keys in their order, text as written)."""
     measurements = [
         {key: value for key, value in dataclasses.asdict(m).items() if value not in (None, "")}
         for m in rows
     ]
-    return {"shapes": [_shape_entry(s) for s in shapes], "measurements": measurements}
-
-
-def document_yaml(doc: dict[str, list[dict[str, Any]]]) -> str:
-    """A rows document as the data file's text (keys in their order, text as written)."""
+    doc = {
+        "shapes": [_shape_entry(s) for s in shapes_needed(cond, *others)],
+        "measurements": measurements,
+    }
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
-
-
-def rows_yaml(cond: Conditions, rows: Sequence[Measurement]) -> str:
-    """The rows (and the shapes they need) in the data file's format."""
-    return document_yaml(rows_document(cond, rows))
