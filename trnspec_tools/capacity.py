@@ -12,7 +12,10 @@ fail for capacity; 2 bad settings or arguments; 3 nothing failed but something c
 verified (no or partial credentials, no permission, an unreachable endpoint, or an API the
 endpoint does not implement). "Cannot verify" is never reported as "ok". Every outcome is a
 report or one line on stderr, never a traceback; each EC2 call is bounded by explicit timeouts
-and a retry budget (EC2_CONNECT_TIMEOUT_S, EC2_READ_TIMEOUT_S, EC2_TOTAL_ATTEMPTS).
+and a retry budget (EC2_CONNECT_TIMEOUT_S, EC2_READ_TIMEOUT_S, EC2_TOTAL_ATTEMPTS), and the
+whole preflight by `--timeout` (default TOTAL_TIMEOUT_S): botocore's timeouts are per read, so an
+endpoint that sends one byte a second would otherwise hold it for ever. A check the bound cut
+off is "cannot verify", naming the bound.
 
 Structure: `requirements` and the `evaluate_*` functions are pure (settings and EC2 responses in,
 findings out); `fetch_*` do the boto3 calls on an injected client.
@@ -23,12 +26,15 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from trnspec.boundary.errors import exits_on_bad_input
+from trnspec.boundary.http_read import CallTimedOut, within
+from trnspec.boundary.numbers import float_arg
 
 Status = Literal["ok", "warn", "fail", "unknown"]
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
@@ -49,6 +55,36 @@ _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 EC2_CONNECT_TIMEOUT_S = 5.0
 EC2_READ_TIMEOUT_S = 20.0
 EC2_TOTAL_ATTEMPTS = 3
+#: Seconds for the whole preflight (every EC2 call, retries included), unless --timeout.
+TOTAL_TIMEOUT_S = 180.0
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The whole preflight's time: `total_s` from `started` on `clock`."""
+
+    total_s: float
+    started: float
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False)
+
+    def left(self) -> float:
+        return self.total_s - (self.clock() - self.started)
+
+
+def _ask(budget: Budget | None, call: Callable[[], T]) -> T:
+    """`call()` (an EC2 call) within what is left of `budget`; CallTimedOut naming the bound."""
+    if budget is None:
+        return call()
+    try:
+        return within(budget.left(), call)
+    except CallTimedOut:
+        raise CallTimedOut(
+            f"cannot verify: EC2 gave no whole answer within --timeout {budget.total_s:g} s"
+            " (it answers too slowly, or never); check the network and the region, or raise"
+            " --timeout"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -232,6 +268,8 @@ def _why(err: BaseException) -> str:
         ReadTimeoutError,
     )
 
+    if isinstance(err, CallTimedOut):
+        return str(err)
     if isinstance(err, NotImplementedError):
         return f"cannot verify: the EC2 endpoint does not implement this call ({err})"
     if isinstance(err, NoCredentialsError):
@@ -246,34 +284,48 @@ def _why(err: BaseException) -> str:
     return f"cannot verify: {type(err).__name__}: {err}"
 
 
-def fetch_offerings(ec2: Any, instance_type: str) -> set[str] | Unavailable:
+def fetch_offerings(
+    ec2: Any, instance_type: str, budget: Budget | None = None
+) -> set[str] | Unavailable:
     """AZs of the client's region that offer instance_type."""
-    try:
+
+    def call() -> set[str]:
         pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
             LocationType="availability-zone",
             Filters=[{"Name": "instance-type", "Values": [instance_type]}],
         )
         return {o["Location"] for page in pages for o in page["InstanceTypeOfferings"]}
+
+    try:
+        return _ask(budget, call)
     except Exception as err:  # every failure becomes an honest "cannot verify"
         return Unavailable(_why(err))
 
 
-def fetch_region_azs(ec2: Any) -> list[str] | Unavailable:
+def fetch_region_azs(ec2: Any, budget: Budget | None = None) -> list[str] | Unavailable:
     try:
-        zones = ec2.describe_availability_zones(
-            Filters=[{"Name": "zone-type", "Values": ["availability-zone"]}]
+        zones = _ask(
+            budget,
+            lambda: ec2.describe_availability_zones(
+                Filters=[{"Name": "zone-type", "Values": ["availability-zone"]}]
+            ),
         )["AvailabilityZones"]
         return sorted(z["ZoneName"] for z in zones)
     except Exception as err:
         return Unavailable(_why(err))
 
 
-def fetch_reservation(ec2: Any, reservation_id: str) -> dict[str, Any] | Unavailable | None:
+def fetch_reservation(
+    ec2: Any, reservation_id: str, budget: Budget | None = None
+) -> dict[str, Any] | Unavailable | None:
     """One reservation by id (one call per id: a missing id fails the whole batched call)."""
     from botocore.exceptions import ClientError
 
     try:
-        found = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])
+        found = _ask(
+            budget,
+            lambda: ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id]),
+        )
     except ClientError as err:
         if err.response.get("Error", {}).get("Code", "").startswith("InvalidCapacityReservationId"):
             return None
@@ -285,25 +337,30 @@ def fetch_reservation(ec2: Any, reservation_id: str) -> dict[str, Any] | Unavail
 
 
 def run_preflight(
-    ec2: Any, settings: Any, region: str, now: datetime | None = None
+    ec2: Any,
+    settings: Any,
+    region: str,
+    now: datetime | None = None,
+    budget: Budget | None = None,
 ) -> list[Finding]:
-    """Every finding for every pool; the client must be for `region`."""
+    """Every finding for every pool; the client must be for `region`; every EC2 call within
+    what is left of `budget` (None: botocore's own timeouts only)."""
     now = now or datetime.now(UTC)
     reqs = requirements(settings)
-    region_azs = fetch_region_azs(ec2)
+    region_azs = fetch_region_azs(ec2, budget)
     known_azs = region_azs if isinstance(region_azs, list) else []
     findings: list[Finding] = []
     offerings: dict[str, set[str] | Unavailable] = {}
     for req in reqs:
         if req.instance_type not in offerings:
-            offerings[req.instance_type] = fetch_offerings(ec2, req.instance_type)
+            offerings[req.instance_type] = fetch_offerings(ec2, req.instance_type, budget)
         offered = offerings[req.instance_type]
         if isinstance(region_azs, Unavailable) and not req.availability_zones:
             # The AZs an unpinned pool lands in come from the region's list: unknown as well.
             offered = offered if isinstance(offered, Unavailable) else region_azs
         findings.append(evaluate_offering(req, offered, region, known_azs))
         if req.reservation_id:
-            found = fetch_reservation(ec2, req.reservation_id)
+            found = fetch_reservation(ec2, req.reservation_id, budget)
             findings.extend(evaluate_reservation(req, found, now))
     return findings
 
@@ -333,6 +390,13 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
         help="settings override, as with `cdk -c` (repeatable)",
     )
     parser.add_argument("--region", help="region to check (default: the profile's, then AWS's)")
+    parser.add_argument(
+        "--timeout",
+        type=float_arg(0, 86400.0, lo_open=True),
+        default=TOTAL_TIMEOUT_S,
+        help=f"seconds for the whole preflight, every EC2 call included (default"
+        f" {TOTAL_TIMEOUT_S:g}); a check it cuts off is 'cannot verify'",
+    )
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -413,7 +477,7 @@ def main(argv: Sequence[str] | None = None, ec2: Any = None) -> int:
     if settings.region and region != settings.region:
         print(f"--region {region} is not the profile's region {settings.region}", file=sys.stderr)
         return EXIT_USAGE
-    findings = run_preflight(ec2, settings, region)
+    findings = run_preflight(ec2, settings, region, budget=Budget(args.timeout, time.monotonic()))
     print(report(findings, region, args.profile))
     return exit_code(findings)
 

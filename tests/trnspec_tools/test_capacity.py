@@ -3,6 +3,8 @@ through botocore's Stubber; and "cannot verify" whenever an answer is missing.""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,6 +19,7 @@ from trnspec_tools.capacity import (
     EXIT_OK,
     EXIT_UNKNOWN,
     EXIT_USAGE,
+    Budget,
     PoolRequirement,
     Unavailable,
     evaluate_offering,
@@ -314,3 +317,75 @@ def test_a_region_with_no_availability_zones_is_not_ok(aws_env: None) -> None:
     assert exit_code(findings) == EXIT_FAIL
     req = PoolRequirement("p", "trn2.48xlarge", (), False, "on-demand", None, 0, 2)
     assert evaluate_offering(req, {"us-east-2a"}, "us-east-2", []).status == "fail"
+
+
+# --- the whole preflight's time bound (botocore's timeouts are per read) ------------------------
+
+
+class StuckEc2:
+    """An EC2 client whose every call waits (as on an endpoint that sends one byte a second),
+    until released or 3 s pass, then fails: a preflight without its bound gets another outcome."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.calls: list[str] = []
+
+    def _wait(self, name: str) -> Any:
+        self.calls.append(name)
+        self.release.wait(3.0)
+        raise RuntimeError("released")
+
+    def describe_availability_zones(self, **_: Any) -> Any:
+        return self._wait("describe_availability_zones")
+
+    def describe_capacity_reservations(self, **_: Any) -> Any:
+        return self._wait("describe_capacity_reservations")
+
+    def get_paginator(self, name: str) -> Any:
+        outer = self
+
+        class Pages:
+            def paginate(self, **_: Any) -> Any:
+                return outer._wait(name)
+
+        return Pages()
+
+
+def test_ec2_that_never_finishes_answering_is_cannot_verify_at_the_total_bound() -> None:
+    ec2 = StuckEc2()
+    try:
+        findings = run_preflight(
+            ec2, block_pool(), "us-east-2", NOW, budget=Budget(0.05, time.monotonic())
+        )
+    finally:
+        ec2.release.set()
+    assert [f.status for f in findings] == ["unknown", "unknown"]
+    assert all("within --timeout 0.05 s" in f.detail for f in findings)
+    assert exit_code(findings) == EXIT_UNKNOWN
+
+
+def test_no_ec2_call_starts_once_the_budget_is_spent() -> None:
+    ec2 = StuckEc2()
+    spent = Budget(10.0, started=0.0, clock=lambda: 10.0)
+    findings = run_preflight(ec2, block_pool(), "us-east-2", NOW, budget=spent)
+    assert ec2.calls == []
+    assert [f.status for f in findings] == ["unknown", "unknown"]
+
+
+def test_the_timeout_flag_reaches_the_preflight(
+    moto_ec2: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trnspec_tools.capacity as capacity
+
+    seen: list[Budget] = []
+    real = capacity.run_preflight
+
+    def spy(*args: Any, budget: Budget | None = None, **kw: Any) -> list[Any]:
+        assert budget is not None
+        seen.append(budget)
+        return real(*args, budget=budget, **kw)
+
+    monkeypatch.setattr(capacity, "run_preflight", spy)
+    ec2 = moto_ec2("us-east-2")
+    assert main(["--profile", "default", "--region", "us-east-2", "--timeout", "7"], ec2=ec2) == 0
+    assert [b.total_s for b in seen] == [7.0]
