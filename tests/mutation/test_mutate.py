@@ -4,9 +4,12 @@ itself is `make mutate`, not part of `make test`."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import tomllib
+import types
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -106,3 +109,39 @@ def test_the_stage_holds_what_staged_infra_reads_through_its_own_path(tmp_path):
     staged_repo_dir = (root / "src" / archive_path).parents[len(archive_path.parts) - 1]
     assert staged_repo_dir == root / "src"
     assert requirements.declared(staged_repo_dir) == requirements.declared()
+
+
+def test_the_stage_empties_the_caches_of_test_helpers_before_each_test(monkeypatch, tmp_path):
+    """mutmut runs a mutant against the tests that called its function in the stats run: a test
+    served by a helper's cache (workload_cases.build) called nothing and was never run against a
+    mutant. The staged conftest empties those caches; product caches are left alone."""
+    root = tmp_path / "stage"
+
+    def counter() -> Callable[[], int]:
+        calls: list[int] = []
+
+        def build() -> int:
+            calls.append(1)
+            return len(calls)
+
+        return build
+
+    helpers = {}
+    for name, where in (("cached_helper", root / "tests"), ("cached_product", root / "src")):
+        module = types.ModuleType(name)
+        module.__file__ = str(where / f"{name}.py")
+        fn = counter()
+        fn.__module__ = name
+        module.build = functools.cache(fn)  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, name, module)
+        helpers[name] = module.build  # type: ignore[attr-defined]
+        assert (helpers[name](), helpers[name]()) == (1, 1)
+
+    # a test module that imports a product function holds its cache too: not the test's own
+    sys.modules["cached_helper"].imported = helpers["cached_product"]  # type: ignore[attr-defined]
+    fixture_stub = types.SimpleNamespace(fixture=lambda **_: lambda f: f)
+    namespace = {"pytest": fixture_stub, "__file__": str(root / "conftest.py")}
+    exec(mutate.FRESH_HELPER_CACHES, namespace)
+    namespace["_mutate_fresh_helper_caches"]()
+    assert helpers["cached_helper"]() == 2  # built again: this test's calls are its own
+    assert helpers["cached_product"]() == 1

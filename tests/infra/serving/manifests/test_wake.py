@@ -11,16 +11,30 @@ chart's, 0.16.0), not from infra.contracts, so a wrong label in the contract is 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import jsonschema
+import kubernetes_validate
 import pytest
+from crd_validation import unknown_custom_fields, validate_custom
 from netpol_model import Cluster, Pod
 from workload_cases import build, by_kind
 
+from infra.compliance.api_server import api_server_findings
 from infra.platform.addons.keda_http.network_policy import interceptor_policy
 from infra.platform.addons.pins import KEDA_HTTP_CHART
-from infra.serving.manifests.wake import busy_name, wake_service_name
+from infra.serving.manifests.autoscaling import scaled_object
+from infra.serving.manifests.pod import container_security_context
+from infra.serving.manifests.spec import WorkloadSpec
+from infra.serving.manifests.wake import (
+    BUSY_RESPONDER_SKIPS,
+    WakePath,
+    busy_name,
+    wake_path,
+    wake_service_name,
+)
+from infra.settings import SUPPORTED_KUBERNETES_VERSIONS
 
 NS = "trnspec"
 CLIENT = {"trnspec.io/client": "true"}
@@ -36,6 +50,8 @@ _CHART_LABELS = {
 INTERCEPTOR_LABELS = {**_CHART_LABELS, "app.kubernetes.io/component": "interceptor"}
 SCALER_LABELS = {**_CHART_LABELS, "app.kubernetes.io/component": "scaler"}
 PROXY, ADMIN, BUSY = 8080, 9090, 8080
+#: The user nginx-unprivileged runs as (its Dockerfile's `ARG UID=101`, `ARG GID=101`).
+NGINX_UID = 101
 
 
 def _triggers(manifests: Any) -> list[dict[str, Any]]:
@@ -357,3 +373,206 @@ def test_the_api_check_refuses_a_misspelt_field() -> None:
     bad["spec"]["timeouts"]["readinessTimeout"] = bad["spec"]["timeouts"].pop("readiness")
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, ROUTE_SCHEMA)
+
+
+# --- the wake path's objects as the API server, KEDA and nginx read them ----------------------
+
+#: Fields the API server accepts only from a fixed set (k8s.io/kubernetes pkg/apis/core/validation
+#: and pkg/apis/networking/validation), which the OpenAPI schemas type as bare strings; a key
+#: is a field name or `<parent>.<field>`.
+API_ENUMS: dict[str, frozenset[str]] = {
+    "imagePullPolicy": frozenset({"Always", "IfNotPresent", "Never"}),
+    "protocol": frozenset({"TCP", "UDP", "SCTP"}),
+    "policyTypes": frozenset({"Ingress", "Egress"}),
+    "seccompProfile.type": frozenset({"RuntimeDefault", "Localhost", "Unconfined"}),
+}
+_NGINX_TOKEN = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[{};]|[^\s{};'\"]+")
+Directive = tuple[list[str], list[Any] | None]
+
+
+def _wake(**settings: Any) -> tuple[WorkloadSpec, Any, WakePath]:
+    _, spec, _, serving = build(scale_to_zero=True, **settings)
+    return spec, serving, wake_path(spec, serving)
+
+
+def _named(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (found,) = [m for m in objects if m["kind"] == kind and m["metadata"]["name"] == name]
+    return found
+
+
+def _walk(node: Any, path: tuple[str, ...] = ()) -> Any:
+    """(path, value) of every value; a list's items keep the list's path."""
+    yield path, node
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _walk(value, (*path, key))
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value, path)
+
+
+def _enum_problems(manifest: dict[str, Any]) -> list[str]:
+    problems = []
+    for path, value in _walk(manifest):
+        if not isinstance(value, str) or not path:
+            continue
+        for key in (path[-1], ".".join(path[-2:])):
+            if key in API_ENUMS and value not in API_ENUMS[key]:
+                problems.append(f"{manifest['metadata']['name']} {'.'.join(path)}={value}")
+    return problems
+
+
+def _mount_problems(manifest: dict[str, Any]) -> list[str]:
+    """Every volume a container mounts is one of its pod's (the API server refuses the pod)."""
+    pod = manifest.get("spec", {}).get("template", {}).get("spec")
+    if pod is None:
+        return []
+    volumes = {v["name"] for v in pod.get("volumes", [])}
+    return [
+        f"{c['name']} mounts {m['name']}"
+        for c in pod["containers"]
+        for m in c.get("volumeMounts", [])
+        if m["name"] not in volumes
+    ]
+
+
+def _nginx(text: str) -> list[Directive]:
+    """nginx's configuration as it reads it: `(words, None)` for `a b;`, `(words, children)` for
+    `a b { ... }`; quoted words keep their quotes. A stray brace or an unterminated directive is
+    refused, as nginx refuses to start on it."""
+    stack: list[list[Directive]] = [[]]
+    words: list[str] = []
+    for token in _NGINX_TOKEN.findall(text):
+        if token == ";":
+            stack[-1].append((words, None))
+        elif token == "{":
+            block: list[Directive] = []
+            stack[-1].append((words, block))
+            stack.append(block)
+        elif token == "}":
+            if words or len(stack) == 1:
+                raise ValueError(f"unexpected '}}' after {words}")
+            stack.pop()
+            continue
+        else:
+            words.append(token)
+            continue
+        words = []
+    if words or len(stack) != 1:
+        raise ValueError(f"unterminated configuration at {words}")
+    return stack[0]
+
+
+def _unquote(word: str) -> str:
+    assert word[0] == word[-1] == "'", word
+    return word[1:-1].replace("\\'", "'")
+
+
+@pytest.mark.parametrize("mode", ["hold", "reply"])
+def test_the_wake_path_objects_are_what_the_api_server_accepts(mode: str) -> None:
+    """Each built-in object validates strictly (no field the API does not declare) against the
+    newest Kubernetes the platform deploys, passes the API server's own rules (names, labels,
+    quantities, a request under its limit, what a pod names exists) and its fixed value sets."""
+    _, _, wake = _wake(wake={"mode": mode})
+    newest = f"{SUPPORTED_KUBERNETES_VERSIONS[-1]}.0"
+    refused = []
+    for m in wake.core:
+        try:
+            kubernetes_validate.validate(m, newest, strict=True)
+        except kubernetes_validate.ValidationError as err:
+            refused.append(f"{m['kind']}/{m['metadata']['name']}: {err.message} at {err.path}")
+    assert refused == []
+    assert api_server_findings([*wake.core, *wake.keda]) == []
+    assert [p for m in wake.core for p in [*_enum_problems(m), *_mount_problems(m)]] == []
+
+
+@pytest.mark.parametrize("mode", ["hold", "reply"])
+def test_the_wake_trigger_fits_keda_s_crd_and_leaves_the_scaled_object_it_adds_to_be(
+    mode: str,
+) -> None:
+    spec, serving, wake = _wake(wake={"mode": mode})
+    plain = scaled_object(spec, serving)
+    before = json.loads(json.dumps(plain))
+    scaled = wake.scaled(plain)
+    assert plain == before
+    assert validate_custom([scaled]) == [[]]
+    assert unknown_custom_fields([scaled]) == [[]]
+
+
+def test_the_responder_runs_as_nginx_s_own_user_hardened_and_without_api_access() -> None:
+    spec, _, wake = _wake()
+    deployment = _named(wake.core, "Deployment", busy_name(spec))
+    # Two replicas: the route's fallback keeps one through a node drain.
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    (nginx,) = pod["containers"]
+    context = nginx["securityContext"]
+    hardened = {k: v for k, v in container_security_context().items() if k != "privileged"}
+    assert {k: context[k] for k in hardened} == hardened
+    assert context.get("privileged", False) is False
+    assert (context["runAsNonRoot"], context["runAsUser"], context["runAsGroup"]) == (
+        True,
+        NGINX_UID,
+        NGINX_UID,
+    )
+    # What checkov finds on it is explained on the object (test_manifest_scan reads these).
+    explained = {
+        v.partition("=")[0]
+        for k, v in deployment["metadata"]["annotations"].items()
+        if k.startswith("checkov.io/skip")
+    }
+    assert explained == set(BUSY_RESPONDER_SKIPS)
+
+
+def test_the_responder_reads_its_server_block_and_answers_its_probes() -> None:
+    spec, _, wake = _wake()
+    pod = _named(wake.core, "Deployment", busy_name(spec))["spec"]["template"]["spec"]
+    config = _named(wake.core, "ConfigMap", busy_name(spec))
+    (nginx,) = pod["containers"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m for m in nginx["volumeMounts"]}
+    # nginx includes conf.d/*.conf: the ConfigMap's default.conf replaces the image's server.
+    assert mounts["/etc/nginx/conf.d"]["readOnly"] is True
+    conf_volume = volumes[mounts["/etc/nginx/conf.d"]["name"]]
+    assert conf_volume["configMap"] == {"name": config["metadata"]["name"]}
+    assert set(config["data"]) == {"default.conf"}
+    # The root filesystem is read-only; nginx-unprivileged writes its pid and temp files in /tmp.
+    assert volumes[mounts["/tmp"]["name"]]["emptyDir"]["sizeLimit"] == "16Mi"
+    ((words, server),) = _nginx(config["data"]["default.conf"])
+    assert words == ["server"] and server is not None
+    (port,) = nginx["ports"]
+    directives = {w[0]: w[1:] for w, block in server if block is None}
+    assert directives == {
+        "listen": [str(port["containerPort"])],
+        "default_type": ["application/json"],
+    }
+    locations = {tuple(w[1:]): block for w, block in server if w[0] == "location"}
+    for probe in (nginx["readinessProbe"], nginx["livenessProbe"]):
+        assert probe["httpGet"]["port"] == port["containerPort"]
+        health = locations[("=", probe["httpGet"]["path"])]
+        assert [w[:2] for w, _ in health if w[0] == "return"] == [["return", "200"]]
+
+
+@pytest.mark.parametrize("seconds", [90, 240])
+def test_both_modes_answer_the_same_openai_error_with_retry_after(seconds: int) -> None:
+    """Past the bound (hold: nginx, for every path but its health) or at once (reply: the
+    route's placeholder): 503, `Retry-After: <seconds>` and one JSON error body."""
+    spec, _, held = _wake(wake={"retry_after_seconds": seconds})
+    conf = _named(held.core, "ConfigMap", busy_name(spec))["data"]["default.conf"]
+    ((_, server),) = _nginx(conf)
+    assert server is not None
+    locations = {tuple(w[1:]): block for w, block in server if w[0] == "location"}
+    assert len(locations) == 2
+    everything = locations[("/",)]
+    assert (["add_header", "Retry-After", str(seconds), "always"], None) in everything
+    ((status, body),) = [w[1:] for w, _ in everything if w[0] == "return"]
+    _, _, replied = _wake(wake={"mode": "reply", "retry_after_seconds": seconds})
+    response = replied.keda[0]["spec"]["coldStart"]["placeholder"]["response"]
+    assert int(status) == response["statusCode"] == 503
+    assert _unquote(body) == response["body"]
+    assert response["headers"] == {"Retry-After": str(seconds), "Content-Type": "application/json"}
+    error = json.loads(response["body"])["error"]
+    assert (error["type"], error["code"]) == ("service_unavailable", 503)
+    assert f" {seconds} s" in error["message"]
