@@ -5,24 +5,32 @@ container that runs `python -m trnspec` or `python -m trnspec_tools`; nothing el
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from typing import Any
 
+import kubernetes_validate
 import pytest
 from trnspec.config.pod_contract import (
     CALIBRATE_COMMAND,
+    DATA_DIR,
     ENTRYPOINT,
     SERVE_COMMAND,
     TOOLS_ENTRYPOINT,
 )
-from workload_cases import TRN2_PROFILES, by_kind
+from workload_cases import IMAGE, TRN2_PROFILES, build, by_kind
 
+from infra.compliance.api_server import api_server_findings
 from infra.serving.bundle.requirements import declared
 from infra.serving.image import base_image_reference
 from infra.serving.manifests.bundle import (
     BUNDLE_DIR,
+    BUNDLE_SIZE_LIMIT,
     BUNDLE_VOLUME,
+    IMAGE_ENV,
     INIT_CONTAINER,
+    RUN_AS_USER_NAME,
+    init_container,
     install_script,
     pod_templates,
     with_bundle,
@@ -34,8 +42,9 @@ from infra.serving.manifests.placeholders import (
     DeployValues,
     bind,
 )
-from infra.serving.manifests.spec import check_serving
+from infra.serving.manifests.spec import WorkloadSpec, check_serving
 from infra.serving.preflight import workload_preflight
+from infra.settings import SUPPORTED_KUBERNETES_VERSIONS
 
 URI = "s3://cdk-hnb659fds-assets-123456789012-us-east-2/0123abcd.zip"
 SHA = "ab" * 32
@@ -209,3 +218,160 @@ def test_with_bundle_leaves_pods_that_do_not_run_trnspec_alone() -> None:
     for m in others:
         assert all("initContainers" not in p for p in pod_templates(m))
         assert with_bundle(m, None) == m  # type: ignore[arg-type]
+
+
+# --- with_bundle on one pod, field by field ------------------------------------------------------
+
+#: The pod paths of the kinds that template pods, as the Kubernetes API nests them.
+POD_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    **{
+        kind: ("spec", "template", "spec")
+        for kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
+    },
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+def _spec(**changes: Any) -> WorkloadSpec:
+    return dataclasses.replace(build()[1], bundle_uri=URI, bundle_sha256=SHA, **changes)
+
+
+def _container(name: str, command: list[str], **fields: Any) -> dict[str, Any]:
+    return {"name": name, "image": IMAGE, "command": command, **fields}
+
+
+def _deployment(*containers: dict[str, Any], **pod: Any) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/name": "w"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "w", "namespace": "trnspec", "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [*containers], **pod},
+            },
+        },
+    }
+
+
+def _pod(manifest: dict[str, Any]) -> dict[str, Any]:
+    (pod,) = pod_templates(manifest)
+    return pod
+
+
+def test_a_trnspec_container_gets_the_bundle_read_only_and_the_image_environment() -> None:
+    """A container with nothing of its own: PYTHONPATH, the image's environment, the bundle
+    mounted read-only (what the init container extracted is not changed by the server); the
+    pod gets the init container and the emptyDir. A sidecar and the input stay as they were."""
+    spec = _spec()
+    engine = _container("engine", [*ENTRYPOINT, SERVE_COMMAND])  # the subcommand in `command`
+    sidecar = _container("sidecar", ["sleep", "infinity"])
+    manifest = _deployment(engine, sidecar)
+    before = copy.deepcopy(manifest)
+    pod = _pod(with_bundle(manifest, spec))
+    assert manifest == before
+    bundled, untouched = pod["containers"]
+    assert untouched == sidecar
+    assert bundled["env"] == [
+        {"name": "PYTHONPATH", "value": BUNDLE_DIR},
+        *({"name": k, "value": v} for k, v in IMAGE_ENV.items()),
+    ]
+    assert bundled["volumeMounts"] == [
+        {"name": BUNDLE_VOLUME, "mountPath": BUNDLE_DIR, "readOnly": True}
+    ]
+    assert "workingDir" not in bundled  # neither the data dir nor /tmp is mounted
+    assert pod["initContainers"] == [init_container(spec)]
+    assert pod["volumes"] == [{"name": BUNDLE_VOLUME, "emptyDir": {"sizeLimit": BUNDLE_SIZE_LIMIT}}]
+
+
+@pytest.mark.parametrize(
+    ("mounted", "own", "workdir"),
+    [
+        ((DATA_DIR, "/tmp"), None, DATA_DIR),
+        (("/tmp", DATA_DIR), None, DATA_DIR),
+        (("/tmp",), None, "/tmp"),
+        ((DATA_DIR,), "/srv", "/srv"),
+    ],
+)
+def test_the_working_dir_is_the_first_mounted_of_the_data_dir_and_tmp_unless_the_pod_sets_one(
+    mounted: tuple[str, ...], own: str | None, workdir: str
+) -> None:
+    mounts = [{"name": f"v{i}", "mountPath": path} for i, path in enumerate(mounted)]
+    fields: dict[str, Any] = {"volumeMounts": mounts, "env": [{"name": "USER", "value": "me"}]}
+    if own:
+        fields["workingDir"] = own
+    engine = _container("engine", [*TOOLS_ENTRYPOINT, *CALIBRATE_COMMAND], **fields)
+    (bundled,) = _pod(with_bundle(_deployment(engine), _spec()))["containers"]
+    assert bundled["workingDir"] == workdir
+    # The pod's own value wins over the image's environment.
+    assert [e["value"] for e in bundled["env"] if e["name"] == "USER"] == ["me"]
+
+
+def test_a_container_that_sets_pythonpath_is_refused_by_name() -> None:
+    engine = _container("engine", [*ENTRYPOINT], env=[{"name": "PYTHONPATH", "value": "/x"}])
+    with pytest.raises(
+        ValueError, match=r"^container 'engine' sets PYTHONPATH; the bundle owns it$"
+    ):
+        with_bundle(_deployment(engine), _spec())
+
+
+def test_the_install_runs_first_and_the_pods_own_init_containers_keep_their_order() -> None:
+    engine = _container("engine", [*ENTRYPOINT])
+    own = [_container("a", ["true"]), _container("b", ["true"])]
+    pod = _pod(with_bundle(_deployment(engine, initContainers=own), _spec()))
+    assert [c["name"] for c in pod["initContainers"]] == [INIT_CONTAINER, "a", "b"]
+
+
+@pytest.mark.parametrize("region", ["us-east-2", None])
+def test_the_init_container_runs_the_pods_image_as_its_user_into_the_writable_volume(
+    region: str | None,
+) -> None:
+    """Same image as the pod (pulled once), the bundle's region for boto3, a HOME and USER for
+    a UID without a passwd entry, no bytecode beside the extracted packages, and the bundle
+    volume writable (it extracts there)."""
+    spec = _spec(region=region)
+    init = init_container(spec)
+    assert (init["image"], init["imagePullPolicy"]) == (spec.image_uri, "IfNotPresent")
+    env = {"HOME": "/tmp/home", "PYTHONDONTWRITEBYTECODE": "1", "USER": RUN_AS_USER_NAME}
+    assert init["env"] == [
+        {"name": k, "value": v}
+        for k, v in {**env, **({"AWS_REGION": region} if region else {})}.items()
+    ]
+    assert init["volumeMounts"] == [{"name": BUNDLE_VOLUME, "mountPath": BUNDLE_DIR}]
+
+
+@pytest.mark.parametrize("kind", sorted(POD_PATHS))
+def test_every_kind_that_templates_a_pod_gets_the_bundle_in_that_pod(kind: str) -> None:
+    manifest: dict[str, Any] = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "w"}}
+    node = manifest
+    for key in POD_PATHS[kind][:-1]:
+        node = node.setdefault(key, {})
+    node[POD_PATHS[kind][-1]] = {"containers": [_container("engine", [*ENTRYPOINT])]}
+    out = with_bundle(manifest, _spec())
+    pod = out
+    for key in POD_PATHS[kind]:
+        pod = pod[key]
+    assert list(pod_templates(out)) == [pod]
+    assert pod["initContainers"][0]["name"] == INIT_CONTAINER
+
+
+def test_a_kind_without_a_pod_is_left_alone() -> None:
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}
+    assert list(pod_templates(config)) == []
+    assert with_bundle(config, _spec()) == config
+
+
+def test_a_bundled_pod_is_what_the_api_server_accepts() -> None:
+    """Strictly valid for the newest Kubernetes the platform deploys (no field the API does not
+    declare), and by the API server's own rules (names, quantities, requests under limits)."""
+    engine = _container("engine", [*ENTRYPOINT, SERVE_COMMAND])
+    bundled = with_bundle(_deployment(engine), _spec())
+    kubernetes_validate.validate(bundled, f"{SUPPORTED_KUBERNETES_VERSIONS[-1]}.0", strict=True)
+    assert api_server_findings([bundled]) == []
+    pod = _pod(bundled)
+    volumes = {v["name"] for v in pod["volumes"]}
+    for c in [*pod["containers"], *pod["initContainers"]]:
+        assert {m["name"] for m in c["volumeMounts"]} <= volumes
