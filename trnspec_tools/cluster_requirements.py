@@ -499,34 +499,83 @@ class Node:
     neuron_devices: int
 
 
+#: Taint effects a Node may carry (core/v1 TaintEffect).
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_AS_KUBECTL_WRITES = "must be an object, as `kubectl get nodes -o json` writes it"
+
+
+def _mapping(value: object, at: str, fix: str) -> dict[str, Any]:
+    """A JSON object, or {} for an absent or null one; BoundaryError for anything else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BoundaryError(at, value, fix)
+    return value
+
+
+def _labels(value: object, at: str) -> dict[str, str]:
+    """Labels: a mapping of text to text (Kubernetes' map[string]string)."""
+    labels = _mapping(value, at, "labels must be a mapping of text to text")
+    for key, text in labels.items():
+        if not isinstance(text, str):
+            raise BoundaryError(f"{at}.{key}", text, "a label value must be text")
+    return labels
+
+
+def _taints(value: object, at: str, effects: Mapping[str, str]) -> tuple[dict[str, str], ...]:
+    """Taints: a list of objects with a text `key`, an optional text `value` and an `effect`
+    among `effects` (as written -> as a Node spells it); only those three are kept."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise BoundaryError(at, value, "taints must be a list of {key, value, effect} objects")
+    out = []
+    for i, taint in enumerate(value):
+        here = f"{at}[{i}]"
+        taint = _mapping(taint, here, "a taint must be an object {key, value, effect}")
+        key, text, effect = taint.get("key"), taint.get("value"), taint.get("effect")
+        if not isinstance(key, str) or not key:
+            raise BoundaryError(f"{here}.key", key, "a taint needs its key as text")
+        if text is not None and not isinstance(text, str):
+            raise BoundaryError(f"{here}.value", text, "a taint's value must be text")
+        if not isinstance(effect, str) or effect not in effects:
+            raise BoundaryError(f"{here}.effect", effect, f"give one of {', '.join(effects)}")
+        out.append(
+            {"key": key, "effect": effects[effect], **({"value": text} if text is not None else {})}
+        )
+    return tuple(out)
+
+
 def parse_nodes(document: object, field: str = "--nodes") -> list[Node]:
-    """The nodes of a `kubectl get nodes -o json` document (a List with `items`, or one Node);
-    BoundaryError naming the field and where, for anything else."""
+    """The nodes of a `kubectl get nodes -o json` document (a List with `items`, or one Node),
+    every field the checks read typed as Kubernetes types it; BoundaryError naming the field,
+    the item and the value for anything else."""
     if isinstance(document, dict) and document.get("kind") == "Node":
         document = {"items": [document]}
     if not isinstance(document, dict) or not isinstance(document.get("items"), list):
         raise BoundaryError(
             field, type(document).__name__, "not `kubectl get nodes -o json` output (no items)"
         )
+    effects = {e: e for e in _TAINT_EFFECTS}
     nodes = []
     for i, item in enumerate(document["items"]):
         at = f"{field} items[{i}]"
-        meta = item.get("metadata") if isinstance(item, dict) else None
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-            raise BoundaryError(at, "", "not a Node: no metadata.name")
-        labels = meta.get("labels") or {}
-        taints = (item.get("spec") or {}).get("taints") or []
-        allocatable = (item.get("status") or {}).get("allocatable") or {}
-        if not isinstance(labels, dict) or not isinstance(taints, list):
-            raise BoundaryError(at, meta["name"], "labels must be a mapping, taints a list")
-        if not isinstance(allocatable, dict) or not all(isinstance(t, dict) for t in taints):
-            raise BoundaryError(at, meta["name"], "allocatable must be a mapping, taints objects")
+        item = _mapping(item, at, "not a Node: give `kubectl get nodes -o json` output")
+        meta = _mapping(item.get("metadata"), f"{at}.metadata", _AS_KUBECTL_WRITES)
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            raise BoundaryError(f"{at}.metadata.name", name, "not a Node: no name")
+        spec = _mapping(item.get("spec"), f"{at}.spec", _AS_KUBECTL_WRITES)
+        status = _mapping(item.get("status"), f"{at}.status", _AS_KUBECTL_WRITES)
+        allocatable = _mapping(
+            status.get("allocatable"), f"{at}.status.allocatable", _AS_KUBECTL_WRITES
+        )
         devices = allocatable.get(NEURON_DEVICE_RESOURCE, "0")
         nodes.append(
             Node(
-                name=meta["name"],
-                labels={str(k): str(v) for k, v in labels.items()},
-                taints=tuple(taints),
+                name=name,
+                labels=_labels(meta.get("labels"), f"{at}.metadata.labels"),
+                taints=_taints(spec.get("taints"), f"{at}.spec.taints", effects),
                 neuron_devices=int_text(
                     str(devices), f"{at}.status.allocatable.{NEURON_DEVICE_RESOURCE}", lo=0
                 ),
@@ -626,25 +675,22 @@ def parse_node_group(document: object, field: str = "--node-group") -> list[Node
             type(document).__name__,
             "not `aws eks describe-nodegroup` output (no nodegroup.instanceTypes)",
         )
-    name = str(group.get("nodegroupName", "nodegroup"))
-    labels = group.get("labels") or {}
-    taints = group.get("taints") or []
-    if not isinstance(labels, dict) or not isinstance(taints, list):
-        raise BoundaryError(field, name, "labels must be a mapping, taints a list")
-    if not all(isinstance(t, dict) and t.get("effect") in _EKS_TAINT_EFFECTS for t in taints):
-        raise BoundaryError(
-            field, name, f"every taint needs an effect of {', '.join(_EKS_TAINT_EFFECTS)}"
-        )
-    node_taints = tuple(
-        {**{k: v for k, v in t.items() if k != "effect"}, "effect": _EKS_TAINT_EFFECTS[t["effect"]]}
-        for t in taints
-    )
+    name = group.get("nodegroupName", "nodegroup")
+    if not isinstance(name, str) or not name:
+        raise BoundaryError(f"{field} nodegroup.nodegroupName", name, "the group's name is text")
+    for i, kind in enumerate(group["instanceTypes"]):
+        if not isinstance(kind, str) or not kind:
+            raise BoundaryError(
+                f"{field} nodegroup.instanceTypes[{i}]", kind, "an instance type is text"
+            )
+    labels = _labels(group.get("labels"), f"{field} nodegroup.labels")
+    taints = _taints(group.get("taints"), f"{field} nodegroup.taints", _EKS_TAINT_EFFECTS)
     return [
         Node(
             name=f"{name} template ({kind})",
-            labels={**{str(k): str(v) for k, v in labels.items()}, INSTANCE_TYPE_LABEL: str(kind)},
-            taints=node_taints,
-            neuron_devices=instance(str(kind)).chips if kind in INSTANCE_TYPES else 0,
+            labels={**labels, INSTANCE_TYPE_LABEL: kind},
+            taints=taints,
+            neuron_devices=instance(kind).chips if kind in INSTANCE_TYPES else 0,
         )
         for kind in group["instanceTypes"]
     ]

@@ -354,7 +354,84 @@ def test_a_node_group_template_is_evaluated_as_the_nodes_it_would_start(
 def test_what_is_not_a_node_group_is_one_boundary_error(document: object) -> None:
     with pytest.raises(BoundaryError) as err:
         parse_node_group(document)
-    assert err.value.field == "--node-group"
+    assert err.value.field.startswith("--node-group")
+
+
+#: (where in a node, a value of the wrong type) -> the field the refusal names.
+WRONG_NODE_FIELDS = [
+    ("", 5, "--nodes items[0]"),
+    ("metadata", [1], "--nodes items[0].metadata"),
+    ("metadata__name", 5, "--nodes items[0].metadata.name"),
+    ("metadata__name", "", "--nodes items[0].metadata.name"),
+    ("metadata__labels", ["a"], "--nodes items[0].metadata.labels"),
+    ("metadata__labels", {"trnspec.io/lnc": 2}, "--nodes items[0].metadata.labels.trnspec.io/lnc"),
+    ("spec", [1], "--nodes items[0].spec"),
+    ("spec", "x", "--nodes items[0].spec"),
+    ("status", "x", "--nodes items[0].status"),
+    ("status__allocatable", [], "--nodes items[0].status.allocatable"),
+    ("spec__taints", {"a": 1}, "--nodes items[0].spec.taints"),
+    ("spec__taints", ["NoSchedule"], "--nodes items[0].spec.taints[0]"),
+    (
+        "spec__taints",
+        [{"key": ["k"], "effect": "NoSchedule"}],
+        "--nodes items[0].spec.taints[0].key",
+    ),
+    (
+        "spec__taints",
+        [{"key": "k", "value": 1, "effect": "NoSchedule"}],
+        "--nodes items[0].spec.taints[0].value",
+    ),
+    (
+        "spec__taints",
+        [{"key": "k", "effect": ["NoSchedule"]}],
+        "--nodes items[0].spec.taints[0].effect",
+    ),
+    (
+        "spec__taints",
+        [{"key": "k", "effect": "NO_SCHEDULE"}],
+        "--nodes items[0].spec.taints[0].effect",
+    ),
+]
+
+
+@pytest.mark.parametrize(("where", "value", "field"), WRONG_NODE_FIELDS)
+def test_a_node_field_of_the_wrong_type_is_refused_naming_it(
+    where: str, value: object, field: str
+) -> None:
+    """Every field the checks read is typed as Kubernetes types it (text labels, taints of
+    {key, value, effect}, objects where objects go): a wrong one is one BoundaryError naming
+    the field and the value, never a traceback or a verdict on a value turned into text."""
+    item = trn2_node(**{where: value}) if where else value
+    with pytest.raises(BoundaryError) as err:
+        parse_nodes({"items": [item]})
+    assert err.value.field == field
+    assert "\n" not in str(err.value)
+
+
+#: (a node group field, a value of the wrong type) -> the field the refusal names.
+WRONG_GROUP_FIELDS = [
+    ("instanceTypes", [["trn2.48xlarge"]], "--node-group nodegroup.instanceTypes[0]"),
+    ("instanceTypes", [{"type": "trn2"}], "--node-group nodegroup.instanceTypes[0]"),
+    ("nodegroupName", [1], "--node-group nodegroup.nodegroupName"),
+    ("labels", {"trnspec.io/lnc": [2]}, "--node-group nodegroup.labels.trnspec.io/lnc"),
+    ("labels", "lnc=2", "--node-group nodegroup.labels"),
+    ("taints", [{"key": ["k"], "effect": "NO_SCHEDULE"}], "--node-group nodegroup.taints[0].key"),
+    (
+        "taints",
+        [{"key": "k", "effect": ["NO_SCHEDULE"]}],
+        "--node-group nodegroup.taints[0].effect",
+    ),
+    ("taints", ["k"], "--node-group nodegroup.taints[0]"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "field"), WRONG_GROUP_FIELDS)
+def test_a_node_group_field_of_the_wrong_type_is_refused_naming_it(
+    key: str, value: object, field: str
+) -> None:
+    with pytest.raises(BoundaryError) as err:
+        parse_node_group(_node_group(**{key: value}))
+    assert err.value.field == field
 
 
 #: Names carrying shell syntax, planted in the objects the requirements are read from (the

@@ -206,3 +206,33 @@ def test_a_bad_serving_value_given_by_set_exits_2_naming_it(
 ) -> None:
     assert command.main(["--plan", PLAN, "--check", "--set", "serving.min_replicas=abc"]) == 2
     assert "serving.min_replicas=abc" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"spec": ["NoSchedule"]}, "--nodes items[0].spec="),
+        ({"status": "Ready"}, "--nodes items[0].status="),
+        ({"spec": {"taints": [{"key": "k", "effect": ["NoSchedule"]}]}}, ".spec.taints[0].effect="),
+    ],
+)
+def test_nodes_of_the_wrong_shape_exit_2_with_one_line_and_print_nothing(
+    change: dict[str, object], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--plan", PLAN, "--check", "--nodes", nodes_file(tmp_path, {**TRN2, **change})]
+    assert command.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("manifests: error: --nodes items[0]")
+    assert says in err
+
+
+def test_a_storage_class_carrying_shell_syntax_is_refused_before_any_command_is_printed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sets = ["serving.weights_storage=ebs", "serving.ebs_storage_class=gp3 && id"]
+    argv = ["--plan", PLAN, "--check", *(a for s in sets for a in ("--set", s))]
+    assert command.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "serving.ebs_storage_class=gp3 && id: name a StorageClass" in err
