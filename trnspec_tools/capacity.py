@@ -24,7 +24,6 @@ findings out); `fetch_*` do the boto3 calls on an injected client.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
+from trnspec.boundary.aws_names import region_problem
 from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.http_read import CallTimedOut, within
 from trnspec.boundary.numbers import float_arg
@@ -48,8 +48,6 @@ _ACTIVE = {"active"}
 _LATER = {"scheduled", "pending", "payment-pending", "assessing", "delayed"}
 #: Pool capacity kind -> the EC2 reservation type it needs.
 _RESERVATION_TYPE = {"capacity-block": "capacity-block", "reservation": "default"}
-#: A region name as AWS spells them (us-east-2, ap-southeast-4, us-gov-west-1).
-_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 #: Bounds on every EC2 call (botocore's defaults are 60 s connect and read, 5 legacy attempts):
 #: https://botocore.amazonaws.com/v1/documentation/api/latest/reference/config.html
 EC2_CONNECT_TIMEOUT_S = 5.0
@@ -427,7 +425,7 @@ def _client(region: str | None) -> tuple[int, Any, str | None]:
             file=sys.stderr,
         )
         return EXIT_USAGE, None, region
-    if not _REGION.match(region):
+    if region_problem(region) is not None:
         print(f"region {region!r} is not a region name like us-east-2", file=sys.stderr)
         return EXIT_USAGE, None, region
     config = Config(
@@ -471,7 +469,7 @@ def main(argv: Sequence[str] | None = None, ec2: Any = None) -> int:
         if ec2 is None:
             return code
     region = region or ec2.meta.region_name
-    if not _REGION.match(str(region)):
+    if region_problem(str(region)) is not None:
         print(f"region {region!r} is not a region name like us-east-2", file=sys.stderr)
         return EXIT_USAGE
     if settings.region and region != settings.region:

@@ -34,12 +34,21 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from trnspec.boundary.args import path_arg, text_arg
+from trnspec.boundary.args import path_arg
+from trnspec.boundary.aws_names import (
+    arg,
+    bucket_problem,
+    eks_cluster_name_problem,
+    kms_key_arn_problem,
+    region_problem,
+    secret_arn_problem,
+)
 from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
 from trnspec.boundary.files import read_json
 from trnspec.boundary.problems import ABSENT
 from trnspec.boundary.text import printable
 from trnspec.boundary.write import moved_lines, output_clash, write_outputs
+from trnspec.config.s3_uri import s3_folder_problem
 
 from infra.serving.bundle.archive import Bundle, build_bundle
 from infra.serving.image import base_image_reference
@@ -136,36 +145,38 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--vpc-cidr", type=_cidr, help="with --out (required): the cluster VPC's IPv4 CIDR"
     )
-    parser.add_argument("--bucket", type=text_arg(63), help="with --out: the model bucket's name")
-    parser.add_argument("--region", type=text_arg(32), help="with --out: the AWS region")
+    parser.add_argument(
+        "--bucket", type=arg(bucket_problem), help="with --out: the model bucket's name"
+    )
+    parser.add_argument("--region", type=arg(region_problem), help="with --out: the AWS region")
     parser.add_argument(
         "--upload-bundle",
         metavar="s3://BUCKET[/PREFIX]",
-        type=text_arg(1024),
+        type=arg(s3_folder_problem),
         help="with --out: build the trnspec bundle and upload it there (what cdk deploy's file "
         "asset does); the export then carries its URI and sha256",
     )
     parser.add_argument(
         "--hf-token-secret-arn",
-        type=text_arg(2048),
+        type=arg(secret_arn_problem),
         help="with --out: the Secrets Manager secret the weights Job reads a Hub token from",
     )
     parser.add_argument(
         "--api-key-secret-arn",
-        type=text_arg(2048),
+        type=arg(secret_arn_problem),
         help="with --out, when the API key is on: the secret holding the key",
     )
     parser.add_argument(
         "--iam-cluster",
         metavar="CLUSTER",
-        type=text_arg(100),
+        type=arg(eks_cluster_name_problem),
         help="with --out: also write iam/: each service account's role (trust and policy, "
         "from the serving stack built for an existing cluster CLUSTER) and the command that "
         "creates its Pod Identity association (needs --bucket and --region)",
     )
     parser.add_argument(
         "--kms-key-arn",
-        type=text_arg(2048),
+        type=arg(kms_key_arn_problem),
         help="with --iam-cluster: the KMS key of the model bucket (SSE-KMS)",
     )
     parser.add_argument(

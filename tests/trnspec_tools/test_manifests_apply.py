@@ -71,8 +71,34 @@ def test_the_export_uploads_the_bundle_and_binds_what_the_stack_would(s3, tmp_pa
 def test_a_bad_upload_destination_is_one_line_naming_the_flag(s3, tmp_path: Path, capsys) -> None:
     args = _args(tmp_path / "d")
     args[args.index("--upload-bundle") + 1] = "my-models/bundles"
-    assert command.main(args) == 2
-    assert "--upload-bundle" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # refused where it is parsed, before any build
+        command.main(args)
+    assert exit_.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert "--upload-bundle: my-models/bundles: not an S3 URI" in line
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--upload-bundle", "s3://../bundles", "not an S3 bucket name"),
+        ("--bucket", "../models", "not an S3 bucket name"),
+        ("--region", "us-east-\u0661", "not an AWS region name"),
+        ("--hf-token-secret-arn", HF_ARN.replace("aws", "aws-x", 1), "no AWS partition"),
+        ("--kms-key-arn", KEY_ARN.replace("111122223333", "\u0661" * 12), "12 digits"),
+    ],
+)
+def test_an_aws_identifier_aws_would_refuse_is_refused_at_the_flag(
+    tmp_path: Path, capsys, flag: str, value: str, says: str
+) -> None:
+    args = _args(tmp_path / "d", "--iam-cluster", "my-cluster", "--kms-key-arn", KEY_ARN)
+    args[args.index(flag) + 1] = value
+    with pytest.raises(SystemExit) as exit_:
+        command.main(args)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: " in err and says in err
+    assert not (tmp_path / "d").exists()
 
 
 @pytest.mark.slow  # builds and synthesizes the serving stack (about 30 s here)

@@ -38,6 +38,15 @@ def is_s3_uri(value: str) -> bool:
     return value.startswith("s3://")
 
 
+def s3_folder_problem(text: str) -> str | None:
+    """Why `text` is not s3://BUCKET or s3://BUCKET/PREFIX (an upload destination), or None."""
+    try:
+        parse_s3_uri(text, require_key=False)
+    except ValueError as exc:
+        return str(exc).replace(_FORM, "expected s3://BUCKET or s3://BUCKET/PREFIX")
+    return None
+
+
 def parse_s3_uri(uri: str, *, require_key: bool = True) -> S3Location:
     """s3://bucket/prefix -> S3Location (trailing slash dropped); a ValueError names the value,
     what is wrong and the expected form. `require_key=False` also accepts a bucket root."""
