@@ -20,13 +20,17 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from trnspec.boundary.errors import exits_on_bad_input
+from trnspec.boundary.aws_names import arg, region_problem
+from trnspec.boundary.errors import BoundaryError, exits_on_bad_input
 from trnspec.boundary.json_io import loads
 from trnspec.boundary.text import printable
+from trnspec.boundary.write import Written, moved_lines, write_outputs
+from trnspec.plan.verdict import Verdict
 
 from infra.outputs import ServingOutputs
+from trnspec_tools.bench.json_fields import REWRITE_FIX, Fields
+from trnspec_tools.boundary.destination import check_out_dir
 from trnspec_tools.calibration import store
 from trnspec_tools.client.stack_endpoint import (
     DEFAULT_AWS_TIMEOUT_S,
@@ -54,6 +58,75 @@ def stack_bucket_of(outputs: dict[str, str], stack: str) -> str:
             "name the serving stack (<platform stack>-serving)"
         )
     return bucket
+
+
+#: What calibration.json's "kind" says (run.calibration_document writes it).
+KIND = "trnspec-calibration"
+#: A level's "decision": a Verdict's word, or "failed" (summary.LevelVerdict.decision).
+FAILED = "failed"
+_DECISIONS = {v.value: v for v in Verdict}
+
+
+@dataclass(frozen=True)
+class FetchedLevel:
+    """One level's verdict as calibration.json holds it."""
+
+    concurrency: int
+    #: None: "failed" (no verdict at this level)
+    verdict: Verdict | None
+    text: str
+
+    @classmethod
+    def from_json(cls, obj: object, where: str) -> FetchedLevel:
+        f = Fields(obj, where)
+        decision = f.text("decision")
+        if decision != FAILED and decision not in _DECISIONS:
+            words = ", ".join([*_DECISIONS, FAILED])
+            raise BoundaryError(
+                f.path("decision"), decision, f"must be one of {words}; {REWRITE_FIX}"
+            )
+        return cls(f.count("concurrency", 1), _DECISIONS.get(decision), f.text("text"))
+
+
+@dataclass(frozen=True)
+class FetchedResult:
+    """What `calibrate fetch` reads of a calibration.json: the verdicts it prints and the
+    arms' profiles the next commands name; every field checked (Fields) where it enters."""
+
+    verdict: str
+    levels: tuple[FetchedLevel, ...]
+    #: The Trn2 profile of each arm that has one, speculative first (None: not given).
+    profiles: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, obj: object, where: str) -> FetchedResult:
+        f = Fields(obj, where)
+        if (kind := f.raw("kind")) != KIND:
+            raise BoundaryError(f.path("kind"), kind, f"must be {KIND!r}; {REWRITE_FIX}")
+        levels = f.opt_list("verdicts")
+        if levels is None:
+            raise BoundaryError(f.path("verdicts"), None, f"must be a JSON list; {REWRITE_FIX}")
+        arms = f.sub("arms")
+        profiles = tuple(
+            profile
+            for arm in ("speculative", "plain")
+            if (profile := arms.sub(arm).opt_text("profile")) is not None
+        )
+        return cls(
+            verdict=f.text("verdict"),
+            levels=tuple(
+                FetchedLevel.from_json(level, f"{f.path('verdicts')}[{i}]")
+                for i, level in enumerate(levels)
+            ),
+            profiles=profiles,
+        )
+
+
+def read_result(data: bytes, where: str, shown: str | None = None) -> FetchedResult:
+    """calibration.json's bytes as a FetchedResult (json_io: size, depth, finite numbers), or
+    BoundaryError naming the field under `where` (a short name: <stamp>/calibration.json) and,
+    for a file that is not JSON, `shown` (its S3 URI)."""
+    return FetchedResult.from_json(loads(data, where, shown=shown), where)
 
 
 #: The plan-deploy flags a next command sets itself (the rows, the plan file) or drops.
@@ -89,7 +162,7 @@ class NextCommands:
 
 
 def next_commands(
-    outputs: dict[str, str], result: dict[str, Any], run_dir: str, rows_file: str | None
+    outputs: dict[str, str], result: FetchedResult, run_dir: str, rows_file: str | None
 ) -> NextCommands:
     """The exact `plan-deploy --measured` and `cdk deploy` after a calibration: `outputs` are
     the serving stack's, `result` its calibration.json, `run_dir` where the run was written (as
@@ -133,18 +206,13 @@ def _context_value(args: Sequence[str], key: str) -> str | None:
 
 
 def _plan_deploy(
-    command: str | None, result: dict[str, Any], context_args: Sequence[str], notes: list[str]
+    command: str | None, result: FetchedResult, context_args: Sequence[str], notes: list[str]
 ) -> tuple[str, ...]:
     """The deployed plan's command, its --config the deployed profile's file, without the flags
     the next command sets; with no command, the calibration's two profiles and placeholders."""
     head = ("python", "-m", "trnspec", "plan-deploy")
     if command is None:
-        arms = result.get("arms") if isinstance(result.get("arms"), dict) else {}
-        profiles = [
-            str(arm.get("profile"))
-            for arm in (arms.get("speculative"), arms.get("plain"))
-            if isinstance(arm, dict) and arm.get("profile")
-        ]
+        profiles = result.profiles
         notes.append(
             f"the stack has no {ServingOutputs.PLAN_COMMAND} output (no plan deployed): "
             f"replace {TPOT_PLACEHOLDER} and {PEAK_PLACEHOLDER} with your targets"
@@ -175,15 +243,35 @@ def _plan_deploy(
     return (*head, *kept)
 
 
+@dataclass(frozen=True)
+class Fetched:
+    """A fetched run: where each file is (its target, or a fallback copy) and what it says."""
+
+    written: tuple[Written, ...]
+    result: FetchedResult
+
+    @property
+    def files(self) -> list[Path]:
+        return [w.path for w in self.written if w.path is not None]
+
+    def moved(self) -> list[str]:
+        """One line per file not written where asked, naming where it is kept."""
+        return moved_lines(self.written)
+
+
 def fetch(
     stack: str,
     out_dir: Path,
     region: str | None = None,
     clients: Callable[[str | None], tuple[object, object]] | None = None,
     log: Callable[[str], None] = print,
-) -> list[Path]:
+) -> Fetched:
     """Download the newest complete run, print its verdict and the next commands;
-    `clients(region)` gives (cloudformation, s3)."""
+    `clients(region)` gives (cloudformation, s3). `out_dir` is proven writable before anything
+    is asked of AWS, and calibration.json read through FetchedResult before anything is
+    written (BoundaryError otherwise); a file that cannot be written where asked is kept in a
+    fallback directory (write_outputs) and named by `Fetched.moved`."""
+    check_out_dir("--out", out_dir, (), ())
     if clients is None:
         clients = _boto_clients
     cloudformation, s3 = clients(region)
@@ -195,28 +283,28 @@ def fetch(
             f"--stack={stack}: no calibration results in s3://{bucket}/{store.PREFIX} yet; the "
             "calibration Job writes them when it finishes (serving.calibration set)"
         )
-    files = store.fetch_run(s3, bucket, newest, out_dir)
-    log(f"s3://{bucket}/{store.run_prefix(newest)} -> {out_dir / newest}/")
-    result = files[0]
-    doc = loads(result.read_bytes(), str(result))
-    verdict = doc.get("verdict") if isinstance(doc, dict) else None
-    for line in doc.get("verdicts", []) if isinstance(doc, dict) else []:
-        if isinstance(line, dict) and isinstance(line.get("text"), str):
-            log(printable(line["text"], 400))
-    if isinstance(verdict, str):
-        log(f"verdict: {printable(verdict, 400)}")
-    run_dir = out_dir / newest
-    rows = run_dir / store.ROWS_YAML
+    prefix = f"s3://{bucket}/{store.run_prefix(newest)}"
+    blobs = store.read_run(s3, bucket, newest)
+    name = f"{newest}/{store.RESULT_JSON}"
+    result = read_result(blobs[store.RESULT_JSON], name, shown=prefix + store.RESULT_JSON)
+    written = tuple(
+        write_outputs(PROG.replace(" ", "-"), [(out_dir / newest / n, d) for n, d in blobs.items()])
+    )
+    log(f"{prefix} -> {out_dir / newest}/")
+    for level in result.levels:
+        log(printable(level.text, 400))
+    log(f"verdict: {printable(result.verdict, 400)}")
+    where = {w.target.name: w.path for w in written}
+    result_path = where[store.RESULT_JSON]
+    run_dir = result_path.parent if result_path is not None else out_dir / newest
+    rows = where.get(store.ROWS_YAML)
     following = next_commands(
-        outputs,
-        doc if isinstance(doc, dict) else {},
-        run_dir.as_posix(),
-        rows.as_posix() if rows in files else None,
+        outputs, result, run_dir.as_posix(), rows.as_posix() if rows is not None else None
     )
     log("next: plan on the measured rows, then deploy that plan (from the repository root):")
     for line in following.lines():
         log(f"  {line}")
-    return files
+    return Fetched(written, result)
 
 
 def _boto_clients(region: str | None) -> tuple[object, object]:
@@ -237,13 +325,16 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 def run_parsed(args: argparse.Namespace) -> int:
     try:
-        files = fetch(args.stack, args.out, args.region)
+        fetched = fetch(args.stack, args.out, args.region)
     except (StackError, store.StoreError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
-    for path in files:
-        print(f"wrote {path}")
-    return 0
+    for w in fetched.written:
+        if not w.moved:
+            print(f"wrote {w.path}")
+    for line in fetched.moved():
+        print(f"{PROG}: error: {line}", file=sys.stderr)
+    return 1 if fetched.moved() else 0
 
 
 @exits_on_bad_input(PROG)

@@ -100,6 +100,17 @@ def download_to(s3: Any, bucket: str, key: str, path: Path) -> Path:
     return write_file(path, read_object(s3, bucket, key))
 
 
+def read_run(s3: Any, bucket: str, run_stamp: str) -> dict[str, bytes]:
+    """The run's files ({name: bytes}, only the ones present; calibration.json always), read
+    whole before anything is written."""
+    prefix = run_prefix(run_stamp)
+    return {
+        name: read_object(s3, bucket, prefix + name)
+        for name in RESULT_FILES
+        if name == RESULT_JSON or _has(s3, bucket, prefix + name)
+    }
+
+
 def fetch_run(s3: Any, bucket: str, run_stamp: str, out_dir: Path) -> list[Path]:
     """The run's files into `out_dir`/<stamp>/ (only the ones present; calibration.json always)."""
     prefix = run_prefix(run_stamp)
