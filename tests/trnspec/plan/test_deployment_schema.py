@@ -146,3 +146,34 @@ def test_the_walker_sets_in_place_and_makes_missing_sections() -> None:
 
 def test_the_plan_file_kind_written_is_the_kind_the_deploy_reads() -> None:
     assert WRITTEN_KIND == READ_KIND == PLAN_KIND
+
+
+#: Four pools: a digit another script reads as 3 (`int("٣") == 3`) would name the last one.
+FOUR_POOLS: dict[str, Any] = {"trn2_pools": [{"name": f"p{i}", "max_size": 1} for i in range(4)]}
+
+
+@pytest.mark.parametrize(
+    "index", ["²", "٣", "\uff13", "0²", "³", "1_0", " 1", "+1", "-1", "0x1", "1" * 40]
+)
+def test_an_index_is_ascii_digits_only(index: str) -> None:
+    """`str.isdigit()` accepts '²' (which int() refuses: a ValueError), and int() reads '٣' and
+    a fullwidth three as 3: a list segment is an index only when it is ASCII digits, else it is
+    looked up as a pool name and refused in one line naming the segment, by the walker, by
+    `cdk -c` and by plan-deploy's --set alike; the document is left as it was."""
+    key = f"trn2_pools.{index}.max_size"
+    doc = copy.deepcopy(FOUR_POOLS)
+    fix = set_dotted(doc, key, "4")
+    assert fix == f"no item {index!r} in trn2_pools (indexes 0..3 or a pool name)"
+    assert doc == FOUR_POOLS
+    with pytest.raises(SettingsError) as settings_error:
+        apply_overrides(FOUR_POOLS, {key: "4"})
+    assert [p.field for p in settings_error.value.problems] == [key]
+    with pytest.raises(BoundaryError) as flag_error:
+        _plan(FOUR_POOLS, (f"{key}=4",))
+    assert flag_error.value.field == "--set" and "\n" not in str(flag_error.value)
+
+
+def test_an_ascii_index_sets_that_pool() -> None:
+    doc = copy.deepcopy(FOUR_POOLS)
+    assert set_dotted(doc, "trn2_pools.3.max_size", "4") is None
+    assert [p["max_size"] for p in doc["trn2_pools"]] == [1, 1, 1, 4]
