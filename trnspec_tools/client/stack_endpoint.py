@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trnspec.boundary.aws_names import arg, region_problem
 from trnspec.boundary.text import printable
 
 from infra.outputs import PlatformOutputs, ServingOutputs
@@ -527,7 +528,12 @@ def add_stack_arguments(
         "a port-forward over the Kubernetes API, or its internal NLB",
     )
     group = parser.add_argument_group("deployed stack (--stack)")
-    group.add_argument("--region", default=None, help="region of the stack (default: AWS config)")
+    group.add_argument(
+        "--region",
+        type=arg(region_problem),
+        default=None,
+        help="region of the stack (default: AWS config)",
+    )
     group.add_argument(
         "--via",
         choices=VIA_CHOICES,
