@@ -37,12 +37,13 @@ from rich.text import Text
 from trnspec.boundary import json_io
 from trnspec.boundary.errors import exits_on_bad_input
 from trnspec.boundary.text import rich_text
-from trnspec.boundary.write import moved_lines, write_outputs
+from trnspec.boundary.write import moved_lines, output_clash, write_outputs
 from trnspec.cli.main import add_set_argument
 from trnspec.plan.verdict import Verdict
 
 from trnspec_tools.ab.comparison import exceeds_tokens_per_step
 from trnspec_tools.bench.run import RunOptions
+from trnspec_tools.boundary.destination import check_out_dir
 from trnspec_tools.client.metrics import Acceptance
 from trnspec_tools.client.openai_client import EndpointError, Generation, OpenAIClient
 from trnspec_tools.client.request_spec import RequestSpec
@@ -128,11 +129,29 @@ def summary(
     }
 
 
-def write_report(path: Path, report: dict[str, Any]) -> list[str]:
-    """Write through the one writer (atomic, a regular file only); when the path fails the
-    report is kept in a named fallback directory. Returns the lines saying so (empty when
-    written where asked)."""
-    return moved_lines(write_outputs("demo", [(path, json_io.dumps(report))]))
+def sweep_plot_path(report: Path) -> Path:
+    """Where the sweep's plot goes: beside the report (reports/demo.json -> demo_sweep.png)."""
+    return report.with_name(f"{report.stem}_sweep.png")
+
+
+def check_report_destination(report: Path, tuned: Path) -> None:
+    """Before any work: the report and its plot are distinct regular-file paths (or new ones) in
+    a directory that is made and proven writable, and neither is the --tuned input;
+    BoundaryError naming --report and the fix otherwise (trnspec_tools.boundary.destination)."""
+    plot = sweep_plot_path(report)
+    check_out_dir("--report", report.parent, (report.name, plot.name), [("--tuned", tuned)])
+    if (clash := output_clash([("--report", report), ("--report's plot", plot)])) is not None:
+        raise clash
+
+
+def write_report(path: Path, report: dict[str, Any], plot_png: bytes | None = None) -> list[str]:
+    """Write the report (and the sweep's plot beside it) through the one writer (atomic, a
+    regular file only); a file whose path fails is kept in a named fallback directory. Returns
+    the lines saying so (empty when all went where asked)."""
+    files: list[tuple[Path, bytes | str]] = [(path, json_io.dumps(report))]
+    if plot_png is not None:
+        files.append((sweep_plot_path(path), plot_png))
+    return moved_lines(write_outputs("demo", files))
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:
@@ -301,11 +320,12 @@ def slower_lines(rows: Sequence[dict[str, Any]], tuned: str) -> list[str]:
     ]
 
 
-def plot_sweep(rows: Sequence[dict[str, Any]], tuned: str, path: Path) -> Path:
-    """Output tok/s per concurrency level, baseline and tuned, with the speedup annotated."""
+def plot_sweep(rows: Sequence[dict[str, Any]], tuned: str) -> bytes:
+    """Output tok/s per concurrency level, baseline and tuned, with the speedup annotated, as
+    PNG bytes (write_report writes them beside the report)."""
     from matplotlib.figure import Figure
 
-    from trnspec_tools.bench.report import save_figure
+    from trnspec_tools.bench.report import figure_png
     from trnspec_tools.tune.schedule_report import concurrency_axes
 
     fig = Figure(figsize=(6, 4))
@@ -329,8 +349,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], tuned: str, path: Path) -> Path:
         "output tokens/s (median of the rounds)",
         "make demo: baseline vs tuned deployment (CPU, tiny pair)",
     )
-    save_figure(fig, path)
-    return path
+    return figure_png(fig)
 
 
 def _pass(client: OpenAIClient, model: str, prompts: Sequence[str], max_tokens: int) -> list:
@@ -421,6 +440,7 @@ def demo_options(args: argparse.Namespace) -> DemoOptions:
     for name in ("requests", "max_tokens", "rounds"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')}: must be at least 1")
+    check_report_destination(args.report, args.tuned)
     return DemoOptions(
         tuned=tuned_choice(args.tuned),
         requests=args.requests,
@@ -532,7 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         opts = demo_options(parser.parse_args(argv))
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(Text.assemble(("error: ", "red"), rich_text(exc, 2000)), soft_wrap=True)
         return 2
     tuned = opts.tuned
     exit_on_sigterm()
@@ -546,14 +566,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("[yellow]interrupted; servers stopped")
         return 130
-    moved = write_report(opts.report, report)
-    plot = plot_sweep(
-        report["sweep"], tuned.name, opts.report.with_name(f"{opts.report.stem}_sweep.png")
-    )
+    moved = write_report(opts.report, report, plot_sweep(report["sweep"], tuned.name))
     console.print(sweep_table(report["sweep"], tuned.name))
     for line in slower_lines(report["sweep"], tuned.name):
         console.print(Text(line, style="yellow"))
-    console.print(Text.assemble("plot: ", rich_text(plot, 1000)))
+    if not moved:
+        console.print(Text.assemble("plot: ", rich_text(sweep_plot_path(opts.report), 1000)))
     console.print(summary_table(report))
     for line in moved:
         console.print(Text.assemble(("error: ", "red"), rich_text(line, 2000)))

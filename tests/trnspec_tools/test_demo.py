@@ -141,6 +141,61 @@ def test_a_report_that_cannot_be_written_is_kept_in_a_named_place(
     assert str(kept) in line and json.loads(kept.read_text()) == {"speedup": 1.4}
 
 
+def test_the_plot_that_cannot_be_written_is_kept_beside_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "spare"))
+    (tmp_path / "spare").mkdir()
+    (tmp_path / "file").write_text("x")
+    lines = write_report(tmp_path / "file" / "demo.json", {"speedup": 1.4}, b"PNG")
+    (kept,) = (tmp_path / "spare").glob("trnspec-demo-*")
+    assert sorted(p.name for p in kept.iterdir()) == ["0-demo.json", "1-demo_sweep.png"]
+    assert (kept / "1-demo_sweep.png").read_bytes() == b"PNG"
+    assert len(lines) == 2 and str(kept / "1-demo_sweep.png") in lines[1]
+
+
+def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    import trnspec_tools.demo as demo
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("the demo started its work before checking --report")
+
+    monkeypatch.setattr(demo, "run_demo", refuse)
+    monkeypatch.setattr(demo, "ensure_tiny_models", refuse)
+
+
+@pytest.mark.parametrize(
+    ("report", "field", "problem"),
+    [
+        ("file/demo.json", "--report", "file: is not a directory"),
+        ("dir", "--report", "dir: it is a directory"),
+        ("tune.json", "--report", ": its tune.json would overwrite --tuned "),
+        ("plots/demo.json", "--report's plot", "demo_sweep.png: it is a directory"),
+    ],
+    ids=["under-a-file", "a-directory", "the-tuned-input", "its-plot-a-directory"],
+)
+def test_a_report_destination_that_cannot_be_written_is_refused_before_any_work(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    report: str,
+    field: str,
+    problem: str,
+) -> None:
+    _no_work(monkeypatch)
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "plots" / "demo_sweep.png").mkdir(parents=True)
+    (tmp_path / "tune.json").write_text("{}")
+    argv = ["--report", str(tmp_path / report), "--tuned", str(tmp_path / "tune.json")]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().out.strip().splitlines()
+    assert line.startswith(f"error: {field}=/") and problem in line
+    assert (tmp_path / "tune.json").read_text() == "{}"
+
+
 def test_a_report_is_never_written_over_a_device() -> None:
     [line] = write_report(Path("/dev/null"), {"speedup": 1.4})
     assert "it is a device" in line and Path("/dev/null").is_char_device()

@@ -192,12 +192,17 @@ def client_cpu_warning(runs: Sequence[Run], cfg: Mapping[str, Any]) -> str | Non
 LEGEND_OUTSIDE = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
 
 
-def save_figure(fig: Figure, path: Path) -> None:
-    """The figure as a PNG at `path`, written like every report file (trnspec.boundary.write)."""
+def figure_png(fig: Figure) -> bytes:
+    """The figure as PNG bytes (for a writer that keeps a fallback copy: write_outputs)."""
     FigureCanvasAgg(fig)
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
-    write_file(path, png.getvalue())
+    return png.getvalue()
+
+
+def save_figure(fig: Figure, path: Path) -> None:
+    """The figure as a PNG at `path`, written like every report file (trnspec.boundary.write)."""
+    write_file(path, figure_png(fig))
 
 
 def plot_latency_vs_throughput(runs: Sequence[Run], path: Path) -> Path:
