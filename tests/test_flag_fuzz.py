@@ -405,3 +405,146 @@ def test_every_price_flag_refuses_what_no_instance_costs_and_takes_the_bounds(
     for value in (MIN_PRICE_PER_HOUR, MAX_PRICE_PER_HOUR):
         result = parsed(repr(value))
         assert (result.crash, result.code) == (None, 0), f"{flag}={value}: {result.err[-300:]}"
+
+
+#: AWS identifiers AWS would refuse (a made-up partition, Unicode digits, a path in a bucket, a
+#: VPC range of every address), by the kind a flag's name or metavar says it takes, and one
+#: value AWS accepts. Each once entered a command as free text and passed synth.
+_ACCOUNT = "111122223333"
+_SECRET = f"arn:aws:secretsmanager:us-east-2:{_ACCOUNT}:secret:hf-AbCdEf"
+_KEY = f"arn:aws:kms:us-east-2:{_ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+AWS_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
+    "bucket": (
+        ("../models", "Models", "xn--models", "models--x-s3", "192.168.5.4", "ab", "b\u00fccket"),
+        "my-models",
+    ),
+    "region": (("../x", "us-east-\u0661", "US-EAST-1", "us-east-1\n", "us east 1"), "us-east-2"),
+    "cidr": (("0.0.0.0/0", "10.0.0.1/32", "10.0.0.0/29", "\u0661\u0660.0.0.0/16"), "10.0.0.0/16"),
+    "secret-arn": (
+        (
+            _SECRET.replace("arn:aws:", "arn:aws-made-up:"),
+            _SECRET.replace(_ACCOUNT, "\u0661" * 12),
+            _SECRET.replace("us-east-2", ""),
+        ),
+        _SECRET,
+    ),
+    "kms-key-arn": (
+        (
+            _KEY.replace("arn:aws:", "arn:awsx:"),
+            _KEY.replace(_ACCOUNT, "\u0661" * 12),
+            _KEY.split(":key/")[0] + ":alias/models",
+        ),
+        _KEY,
+    ),
+    "eks-cluster": (("-prod", "pr\u00f8d", "c" * 101), "prod-trn2"),
+    "s3-uri": (("s3://../x", "s3://Models/x", "s3://xn--models/x"), "s3://my-models/x"),
+}
+#: Every flag that takes an AWS identifier, by command and flag: the enumeration must keep
+#: finding each one, and a new one must be given its kind.
+AWS_FLAGS = {
+    "tools bench --region",
+    "tools tune --region",
+    "tools smoke --region",
+    "tools capacity --region",
+    "tools calibrate run --bucket",
+    "tools calibrate fetch --region",
+    "tools manifests --vpc-cidr",
+    "tools manifests --bucket",
+    "tools manifests --region",
+    "tools manifests --upload-bundle",
+    "tools manifests --hf-token-secret-arn",
+    "tools manifests --api-key-secret-arn",
+    "tools manifests --kms-key-arn",
+    "tools manifests --iam-cluster",
+    "trnspec plan-deploy --measured",
+}
+#: Commands that check an identifier after the parse, run up to the work (stubbed there).
+AWS_RUNNERS: dict[str, tuple[str, str]] = {
+    "tools calibrate run": ("calibrate", "trnspec_tools.calibration.run.calibrate"),
+    "tools capacity": ("capacity", "trnspec_tools.capacity.run_preflight"),
+}
+#: AWS flags still read as free text in code another session owns this round, with the reason
+#: (a stale entry fails test_every_known_aws_flag_still_takes_a_value_aws_refuses).
+KNOWN_AWS: dict[str, str] = {
+    "tools calibrate fetch --region": (
+        "owner calibration fetch (fetch.py rewritten this round): to declare"
+        " type=trnspec.boundary.aws_names.arg(region_problem)"
+    ),
+}
+
+
+def aws_kind(action: argparse.Action) -> str | None:
+    """The AWS identifier a flag takes, by its name or metavar (None: not one)."""
+    if "s3://BUCKET" in str(action.metavar or ""):
+        return "s3-uri"
+    names = " ".join(action.option_strings)
+    for word, kind in (
+        ("secret-arn", "secret-arn"),
+        ("key-arn", "kms-key-arn"),
+        ("-arn", "arn"),
+        ("bucket", "bucket"),
+        ("region", "region"),
+        ("cidr", "cidr"),
+        ("account", "account"),
+        ("iam-cluster", "eks-cluster"),
+    ):
+        if word in names:
+            return kind
+    return None
+
+
+def aws_flags() -> list[tuple[Command, str, str]]:
+    """(command, flag, kind) for every flag of every command that takes an AWS identifier."""
+    return [
+        (command, action.option_strings[-1], kind)
+        for command in COMMANDS
+        for action in command.parser._actions
+        if _takes_value(action) and action.option_strings
+        if (kind := aws_kind(action)) is not None
+    ]
+
+
+def _aws_attempt(command: Command, flag: str, value: str, *, run: bool) -> Outcome:
+    """The command with `flag=value` over its BASE arguments: parsed, and with `run` also run
+    up to its work where the fuzzer can (RUNS, STOP_AT, AWS_RUNNERS)."""
+    options, positionals = _split(command.parser, BASE.get(command.path, []))
+    argv = [*command.prefix, *options, f"{flag}={value}", *_positional(positionals)]
+    runner = command.run
+    if command.path in AWS_RUNNERS:
+        name, target = AWS_RUNNERS[command.path]
+        runner = _stopped(tools_cli.command(name), (target,))
+    return attempt(
+        Command(command.path, command.parser, command.prefix, runner if run else None), argv
+    )
+
+
+def test_the_aws_flags_are_the_ones_known() -> None:
+    found = {f"{c.path} {flag}": kind for c, flag, kind in aws_flags()}
+    assert set(found) == AWS_FLAGS
+    assert set(found.values()) <= set(AWS_VALUES), "give the new kind its values in AWS_VALUES"
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "kind"),
+    [f for f in aws_flags() if f"{f[0].path} {f[1]}" not in KNOWN_AWS],
+    ids=[f"{c.path} {f}" for c, f, _ in aws_flags() if f"{c.path} {f}" not in KNOWN_AWS],
+)
+def test_every_aws_flag_refuses_what_aws_would_refuse_and_takes_what_it_accepts(
+    command: Command, flag: str, kind: str
+) -> None:
+    """Each reads through trnspec.boundary.aws_names (at the parse, or in the command's own
+    check before any work): exit 2, one error naming the flag, no traceback."""
+    refused, accepted = AWS_VALUES[kind]
+    for value in refused:
+        result = _aws_attempt(command, flag, value, run=True)
+        assert (result.crash, result.code) == (None, 2), f"{flag}={value!r}: {result}"
+        assert flag.lstrip("-") in result.err, f"{flag}={value!r}: {result.err[-300:]}"
+    result = _aws_attempt(command, flag, accepted, run=False)
+    assert (result.crash, result.code) == (None, 0), f"{flag}={accepted}: {result.err[-300:]}"
+
+
+@pytest.mark.parametrize("where", sorted(KNOWN_AWS))
+def test_every_known_aws_flag_still_takes_a_value_aws_refuses(where: str) -> None:
+    command, flag, kind = next(f for f in aws_flags() if f"{f[0].path} {f[1]}" == where)
+    outcomes = [_aws_attempt(command, flag, v, run=True) for v in AWS_VALUES[kind][0]]
+    assert any(o.code != 2 for o in outcomes), f"remove KNOWN_AWS[{where!r}]: it refuses now"
