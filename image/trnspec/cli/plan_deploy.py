@@ -27,7 +27,7 @@ from trnspec.boundary.args import path_arg, price_arg, text_arg
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import float_arg, int_arg
 from trnspec.boundary.shell import shell_command
-from trnspec.boundary.write import output_clash, write_file
+from trnspec.boundary.write import moved_lines, output_clash, write_outputs
 from trnspec.config.scale_up import RAMP_STEPS, SCALE_UP_PERIOD_SECONDS
 from trnspec.config.serving import ConfigError, Problem, load_profile
 from trnspec.plan.deploy_plan import MAX_REPLICAS
@@ -104,7 +104,15 @@ def main(args: argparse.Namespace) -> int:
     if result.decision is None:
         raise nothing_fits(result)
     if args.out:
-        write_file(Path(args.out), plan_file_text(result, command))
+        # write_outputs: atomic, and a plan that cannot be written where asked (a full disk) is
+        # kept in a fallback directory, named in one line, exit 1: the plan is never lost
+        text = plan_file_text(result, command)
+        written = write_outputs("plan-deploy", [(Path(args.out), text)])
+        for line in moved_lines(written):
+            print(f"plan-deploy: error: {line}", file=sys.stderr)
+            if written[0].path is None:  # no fallback either: the plan on stderr, whole
+                print(text, file=sys.stderr)
+            return 1
         # With --format json, stdout holds the JSON document alone.
         print(f"wrote {args.out}", file=sys.stderr if args.format == "json" else sys.stdout)
     return 0

@@ -278,3 +278,35 @@ def test_the_json_output_and_the_plan_file_give_a_variant_the_same_keys_and_figu
     assert set(recorded["chosen"]) <= set(chosen)
     assert chosen["instance_type"] == "trn2.48xlarge"
     assert chosen["streams_per_replica"] >= 1
+
+
+def test_a_plan_that_cannot_be_written_is_kept_and_named(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--out on a full disk: the plan file goes to a fallback directory under the temporary
+    directory, one line names both paths, and the exit status is 1 (issue 50)."""
+    import errno
+    import tempfile
+
+    import trnspec.boundary.write as write
+
+    out_file = tmp_path / "plans" / "plan.yaml"
+    real = write.write_file
+
+    def full(path: Path, data: bytes | str) -> Path:
+        if Path(path) == out_file:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, data)
+
+    monkeypatch.setattr(write, "write_file", full)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "spare"))
+    (tmp_path / "spare").mkdir()
+    code, _, err = plan(capsys, *DEFAULT_GOAL, "--out", str(out_file))
+    (kept,) = (tmp_path / "spare").glob("trnspec-plan-deploy-*/0-plan.yaml")
+    assert code == 1
+    assert err.strip().splitlines()[-1] == (
+        f"plan-deploy: error: cannot write {out_file} (No space left on device); kept it at {kept}"
+    )
+    doc = yaml.safe_load(kept.read_text())
+    assert doc["plan"]["command"].startswith("python -m trnspec plan-deploy --profile")
+    assert "serving" in doc and not out_file.exists()
