@@ -77,6 +77,18 @@ class DatasetLine:
     category: object = None
 
 
+def _lone_surrogate(value: object) -> int | None:
+    """Where a string holds a lone surrogate (JSON's "\\udc80" reads as one: it cannot be
+    encoded, so the report or a print of it would end in a traceback), else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
 def read_dataset(path: Path, output_len: int) -> list[DatasetLine]:
     """Every prompt of a JSONL file: one object per line with "prompt" (and optional
     "max_tokens", default `output_len`, and "category"). WorkloadError names the bad line."""
@@ -112,6 +124,14 @@ def read_dataset(path: Path, output_len: int) -> list[DatasetLine]:
                 f"{path} line {lineno}",
                 f"max_tokens={max_tokens!r:.40} must be an integer in 1..{MAX_COUNT}",
             )
+        for field in ("prompt", "category"):
+            if (at := _lone_surrogate(obj.get(field))) is not None:
+                raise WorkloadError(
+                    "--dataset",
+                    f"{path} line {lineno}",
+                    f"{field} holds a lone surrogate (\\u{ord(obj[field][at]):04x} at character"
+                    f" {at + 1}), not Unicode text; pair it or remove it",
+                )
         lines.append(
             DatasetLine(lineno, RequestSpec(obj["prompt"], max_tokens), obj.get("category"))
         )

@@ -71,6 +71,12 @@ def test_bad_dataset_lines_are_named(tmp_path, content, needle):
     [
         ('{"text": "x"}\n', "line 1", 'needs a string field "prompt"'),
         ('{"prompt": "x"}\n{"prompt": "y", "max_tokens": 0}\n', "line 2", "max_tokens=0 must be"),
+        (
+            '{"prompt": "x", "category": "code"}\n{"prompt": "y", "category": "c\\udc80"}\n',
+            "line 2",
+            "category holds a lone surrogate (\\udc80 at character 2), not Unicode text",
+        ),
+        ('{"prompt": "\\ud800 x"}\n', "line 1", "prompt holds a lone surrogate (\\ud800 at"),
         ("\n", "", "the file holds no prompts"),
     ],
 )
