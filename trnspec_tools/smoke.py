@@ -10,7 +10,8 @@ token (speculation must be lossless); the spec-decode counters on `/metrics` mov
 (an endpoint that exports none, such as the Neuron fork's fused speculation, is reported as
 "acceptance not checked" with the reason, not as a failure). Every request has a deadline
 (--connect-timeout, --first-byte-timeout, --timeout) and is retried only before the first byte of
-an answer. Prints a table and exits non-zero naming every failed check.
+an answer; with --stack, every AWS and Kubernetes API call has --timeout in all (not per read).
+Prints a table and exits non-zero naming every failed check.
 
 `run_smoke(...)` is the library entry point (the demo and the tests use it) and returns
 structured results; nothing here prints unless `main` is called.
@@ -383,7 +384,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not 0 < args.wake_minutes <= 180:
                 raise InputError([Problem("--wake-minutes", args.wake_minutes, "0 < m <= 180")])
             # A deploy that scales to zero has no pod to forward to: wake it first.
-            wake_stack(args.stack, args.region, args.wake_minutes, log=console.print)
+            wake_stack(
+                args.stack,
+                args.region,
+                args.wake_minutes,
+                log=console.print,
+                timeout_s=args.timeout,
+            )
         with resolve_endpoint(args) as endpoint:
             result = run_smoke(
                 endpoint,

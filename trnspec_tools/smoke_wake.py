@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from trnspec.boundary import http_read
 from trnspec.boundary.shell import shell_command
 
 from infra.contracts import KEDA_HTTP_INTERCEPTOR_SERVICE, KEDA_NAMESPACE
@@ -71,10 +72,25 @@ def _selector(selector: dict[str, str]) -> str:
 
 
 def _ready_pods(core: Any, namespace: str, service: str, timeout_s: float) -> tuple[Any, list[Any]]:
-    svc = core.read_namespaced_service(service, namespace, _request_timeout=timeout_s)
-    pods = core.list_namespaced_pod(
-        namespace, label_selector=_selector(svc.spec.selector), _request_timeout=timeout_s
-    ).items
+    """The Service and its pods, each Kubernetes call within `timeout_s` in all (urllib3's
+    timeout is per read)."""
+    try:
+        svc = http_read.within(
+            timeout_s,
+            lambda: core.read_namespaced_service(service, namespace, _request_timeout=timeout_s),
+        )
+        selector = _selector(svc.spec.selector)
+        pods = http_read.within(
+            timeout_s,
+            lambda: core.list_namespaced_pod(
+                namespace, label_selector=selector, _request_timeout=timeout_s
+            ),
+        ).items
+    except http_read.CallTimedOut:
+        raise StackError(
+            f"Kubernetes API: no whole answer about {namespace}/{service} within {timeout_s:g} s"
+            " (--timeout; it answers too slowly, or never); check the network"
+        ) from None
     return svc, pods
 
 
@@ -98,7 +114,7 @@ def wake_stack(
     if clients is None:
         clients = functools.partial(AwsClients.for_region, timeout_s=timeout_s)
     aws = clients(region)
-    raw = read_stack_outputs(aws.cloudformation, stack)
+    raw = read_stack_outputs(aws.cloudformation, stack, timeout_s=timeout_s)
     host = wake_host(raw)
     if host is None:
         return Wake(needed=False)
@@ -106,16 +122,21 @@ def wake_stack(
     if outputs.region != aws.cloudformation.meta.region_name:
         aws = clients(outputs.region)
     platform = read_stack_outputs(
-        aws.cloudformation, outputs.platform_stack, f"platform stack {outputs.platform_stack}"
+        aws.cloudformation,
+        outputs.platform_stack,
+        f"platform stack {outputs.platform_stack}",
+        timeout_s,
     )
     cluster = platform_cluster_name(outputs.platform_stack, platform)
-    access = describe_cluster(aws.eks, cluster)
+    access = describe_cluster(aws.eks, cluster, timeout_s)
     from kubernetes import client
 
     ns, name = outputs.namespace, outputs.service_name
     with tempfile.TemporaryDirectory(prefix="trnspec-kube-") as ca_dir:
         cfg = kube_configuration(access, lambda: eks_token(aws.sts, cluster), Path(ca_dir))
-        with client.ApiClient(cfg) as api:
+        # two clients: kubernetes.stream swaps ApiClient.request while it opens a port-forward
+        # websocket, so the pods polled meanwhile must not share the forward's client
+        with client.ApiClient(cfg) as api, client.ApiClient(cfg) as forward_api:
             core = client.CoreV1Api(api)
             _, pods = _ready_pods(core, ns, name, timeout_s)
             if pick_ready_pod(pods) is not None:
@@ -131,7 +152,9 @@ def wake_stack(
                     f"kubectl -n {KEDA_NAMESPACE} get pods"
                 )
             port = target_port(proxy, proxy.spec.ports[0].port, interceptor)
-            forward = PortForward(core, KEDA_NAMESPACE, interceptor.metadata.name, port)
+            forward = PortForward(
+                client.CoreV1Api(forward_api), KEDA_NAMESPACE, interceptor.metadata.name, port
+            )
             with forward:
                 log(
                     f"{stack}: no Ready pod behind {ns}/{name} (scaled to zero): waking it "
@@ -161,9 +184,7 @@ def wake_stack(
 
 
 def _send(base_url: str, host: str, timeout_s: float) -> None:
-    """One request through the interceptor, held until answered or `timeout_s` (its answer is
-    not needed: being in flight is what the interceptor counts)."""
-    import httpx
-
-    with contextlib.suppress(httpx.HTTPError):
-        httpx.get(f"{base_url}/v1/models", headers={"Host": host}, timeout=timeout_s)
+    """One request through the interceptor, held until answered or `timeout_s` in all (its
+    answer is not needed: being in flight is what the interceptor counts)."""
+    with contextlib.suppress(http_read.ReadFailed):
+        http_read.get(f"{base_url}/v1/models", http_read.Bounds(timeout_s), headers={"Host": host})

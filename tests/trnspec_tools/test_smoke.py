@@ -262,3 +262,22 @@ def test_finish_reason_length_short_of_max_tokens_fails_every_generation_check(
     assert "finish_reason='length' but completion_tokens=10 (max_tokens=16)" in (
         result.failures[0].detail
     )
+
+
+def test_stack_waking_gets_the_tools_timeout(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--timeout bounds each AWS and Kubernetes call of --stack, the wake step's too (it used
+    the 60 s default, three attempts: 194 s against a silent endpoint with --timeout 5)."""
+    from trnspec_tools import smoke
+    from trnspec_tools.client.stack_endpoint import StackError
+
+    seen: list[float] = []
+
+    def wake(*_: object, timeout_s: float, **__: object) -> None:
+        seen.append(timeout_s)
+        raise StackError("--stack=S: stopped here")
+
+    monkeypatch.setattr(smoke, "wake_stack", wake)
+    assert main(["--stack", "S", "--region", "us-east-2", "--timeout", "7"]) == 2
+    assert seen == [7.0] and "stopped here" in capsys.readouterr().out

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from trnspec.boundary.aws_names import arg, region_problem
+from trnspec.boundary.http_read import CallTimedOut, within
 from trnspec.boundary.text import printable
 
 from infra.outputs import PlatformOutputs, ServingOutputs
@@ -127,21 +128,39 @@ def aws_config(timeout_s: float) -> Any:
     )
 
 
-def read_stack_outputs(cloudformation: Any, stack: str, label: str | None = None) -> dict[str, str]:
-    """`{OutputKey: OutputValue}` of a deployed stack (a boto3 CloudFormation client); errors
-    start with `label` (default `--stack=<stack>`)."""
+def _late(what: str, timeout_s: float, fix: str) -> StackError:
+    """The error of an API call cut off at its total bound (botocore's and urllib3's timeouts
+    are per read: an endpoint sending one byte a second never trips them)."""
+    return StackError(
+        f"{what}: no whole answer within {timeout_s:g} s (--timeout; it answers too slowly, or"
+        f" never); {fix}"
+    )
+
+
+def read_stack_outputs(
+    cloudformation: Any,
+    stack: str,
+    label: str | None = None,
+    timeout_s: float = DEFAULT_AWS_TIMEOUT_S,
+) -> dict[str, str]:
+    """`{OutputKey: OutputValue}` of a deployed stack (a boto3 CloudFormation client), within
+    `timeout_s` in all; errors start with `label` (default `--stack=<stack>`)."""
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.parsers import ResponseParserError
 
     what = label or f"--stack={stack}"
     try:
-        stacks = cloudformation.describe_stacks(StackName=stack)["Stacks"]
+        answer = within(timeout_s, lambda: cloudformation.describe_stacks(StackName=stack))
+        stacks = answer["Stacks"]
         outputs = stacks[0].get("Outputs", [])
         return {
             str(o["OutputKey"]): str(o["OutputValue"])
             for o in outputs
             if isinstance(o, dict) and "OutputKey" in o and "OutputValue" in o
         }
+    except CallTimedOut:
+        fix = "check the network and --region"
+        raise _late(f"{what}: CloudFormation", timeout_s, fix) from None
     except ClientError as exc:
         region = cloudformation.meta.region_name
         raise StackError(
@@ -166,15 +185,20 @@ class ClusterAccess:
     ca_pem: bytes
 
 
-def describe_cluster(eks: Any, cluster_name: str) -> ClusterAccess:
-    """Endpoint and CA from `DescribeCluster` (a boto3 EKS client)."""
+def describe_cluster(
+    eks: Any, cluster_name: str, timeout_s: float = DEFAULT_AWS_TIMEOUT_S
+) -> ClusterAccess:
+    """Endpoint and CA from `DescribeCluster` (a boto3 EKS client), within `timeout_s` in all."""
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.parsers import ResponseParserError
 
     try:
-        cluster = eks.describe_cluster(name=cluster_name)["cluster"]
+        cluster = within(timeout_s, lambda: eks.describe_cluster(name=cluster_name))["cluster"]
         if not isinstance(cluster, dict):
             raise TypeError(f"cluster is {type(cluster).__name__}")
+    except CallTimedOut:
+        fix = "check the network and --region"
+        raise _late(f"cluster {cluster_name}: DescribeCluster", timeout_s, fix) from None
     except (ClientError, BotoCoreError, ResponseParserError, KeyError, TypeError) as exc:
         raise StackError(
             f"cluster {cluster_name}: DescribeCluster failed: {printable(exc, 200)}"
@@ -288,18 +312,27 @@ def find_pod_port(
     core: Any, outputs: StackOutputs, cluster: str, timeout_s: float = DEFAULT_AWS_TIMEOUT_S
 ) -> tuple[str, int]:
     """(pod name, container port) of a Ready pod behind the stack's Service; each Kubernetes
-    API call has `timeout_s` (connect and read)."""
+    API call has `timeout_s` in all (and per read)."""
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
     ns, name = outputs.namespace, outputs.service_name
     try:
-        service = core.read_namespaced_service(name, ns, _request_timeout=timeout_s)
+        service = within(
+            timeout_s, lambda: core.read_namespaced_service(name, ns, _request_timeout=timeout_s)
+        )
         if not service.spec.selector:
             raise StackError(f"Service {ns}/{name} has no selector; cannot pick a pod")
-        pods = core.list_namespaced_pod(
-            ns, label_selector=_label_selector(service.spec.selector), _request_timeout=timeout_s
+        selector = _label_selector(service.spec.selector)
+        pods = within(
+            timeout_s,
+            lambda: core.list_namespaced_pod(
+                ns, label_selector=selector, _request_timeout=timeout_s
+            ),
         ).items
+    except CallTimedOut:
+        fix = "check the network, or that the cluster's endpoint is reachable from here"
+        raise _late(f"Kubernetes API ({cluster})", timeout_s, fix) from None
     except HTTPError as exc:  # urllib3's timeouts and connection failures
         raise StackError(
             f"Kubernetes API ({cluster}): no answer within {timeout_s:g} s ({printable(exc, 120)})"
@@ -480,7 +513,9 @@ def stack_endpoint(
     if clients is None:
         clients = functools.partial(AwsClients.for_region, timeout_s=timeout_s)
     aws = clients(region)
-    outputs = StackOutputs.parse(stack, read_stack_outputs(aws.cloudformation, stack))
+    outputs = StackOutputs.parse(
+        stack, read_stack_outputs(aws.cloudformation, stack, timeout_s=timeout_s)
+    )
     if via == "nlb" or (via == "auto" and outputs.nlb_url):
         if not outputs.nlb_url:
             raise StackError(
@@ -493,10 +528,13 @@ def stack_endpoint(
     if outputs.region != aws.cloudformation.meta.region_name:
         aws = clients(outputs.region)
     platform = read_stack_outputs(
-        aws.cloudformation, outputs.platform_stack, f"platform stack {outputs.platform_stack}"
+        aws.cloudformation,
+        outputs.platform_stack,
+        f"platform stack {outputs.platform_stack}",
+        timeout_s,
     )
     cluster = platform_cluster_name(outputs.platform_stack, platform)
-    access = describe_cluster(aws.eks, cluster)
+    access = describe_cluster(aws.eks, cluster, timeout_s)
     from kubernetes import client
 
     with tempfile.TemporaryDirectory(prefix="trnspec-kube-") as ca_dir:

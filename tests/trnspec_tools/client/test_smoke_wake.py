@@ -44,7 +44,7 @@ from infra.contracts import (
 from infra.outputs import ServingOutputs
 from trnspec_tools import smoke
 from trnspec_tools.client.stack_endpoint import StackError
-from trnspec_tools.smoke_wake import POLL_SECONDS, wake_stack
+from trnspec_tools.smoke_wake import POLL_SECONDS, _ready_pods, wake_stack
 
 WAKE_HOST = f"{SERVICE}-wake.{NAMESPACE}.svc.cluster.local"
 WAKE = {ServingOutputs.WAKE_ENDPOINT: f"http://{WAKE_HOST}:{KEDA_HTTP_PROXY_PORT}"}
@@ -169,3 +169,20 @@ def test_a_stack_without_the_wake_output_or_with_a_ready_pod_is_not_woken(
                 condition["status"] = "True"
         assert not wake_stack(STACK, REGION, log=lambda _: None).needed
         assert hosts == []
+
+
+def test_a_kubernetes_api_that_never_finishes_answering_ends_at_the_timeout() -> None:
+    """urllib3's _request_timeout is per read: each pods look has the tool's --timeout in all
+    (a stub API that holds the call 3 s then fails gives another outcome without the bound)."""
+    release = threading.Event()
+
+    class Stuck:
+        def read_namespaced_service(self, *_: object, **__: object) -> object:
+            release.wait(3.0)
+            raise RuntimeError("released")
+
+    try:
+        with pytest.raises(StackError, match=r"about keda/proxy within 0\.05 s \(--timeout"):
+            _ready_pods(Stuck(), "keda", "proxy", 0.05)
+    finally:
+        release.set()

@@ -523,7 +523,7 @@ def test_a_silent_kubernetes_api_ends_at_the_tools_timeout(aws: None) -> None:
         create_cluster(kube, b"PEM")
         args = SimpleNamespace(stack=STACK, region=REGION, via="auto", timeout=0.5)
         with (
-            pytest.raises(StackError, match=r"no answer within 0\.5 s"),
+            pytest.raises(StackError, match=r"no whole answer within 0\.5 s"),
             resolve_endpoint(args, log=lambda _: None),
         ):
             pass
@@ -536,7 +536,53 @@ def test_a_silent_aws_endpoint_ends_at_the_tools_timeout(
     with silent_endpoint() as aws_url:
         monkeypatch.setenv("AWS_ENDPOINT_URL", aws_url)
         with (
-            pytest.raises(StackError, match="cannot query CloudFormation"),
+            pytest.raises(StackError, match=r"CloudFormation: no whole answer within 0\.3 s"),
+            stack_endpoint(STACK, REGION, timeout_s=0.3, log=lambda _: None),
+        ):
+            pass
+
+
+@contextlib.contextmanager
+def trickling_endpoint() -> Iterator[str]:
+    """A URL whose server answers one byte every 10 ms (an XML body that never ends), for at
+    most 3 s, then closes: a per-read timeout never fires on it."""
+    stop = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve(conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\n\r\n<a>")
+            for _ in range(300):
+                if stop.wait(0.01):
+                    return
+                conn.sendall(b" ")
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
+
+
+def test_an_aws_endpoint_that_trickles_ends_at_the_tools_timeout_in_all(
+    fake_aws_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """botocore's read timeout is per read: one byte every 10 ms never trips it. --timeout is
+    the bound in all (without it the trickle ends at its close, with another error)."""
+    with trickling_endpoint() as aws_url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", aws_url)
+        with (
+            pytest.raises(StackError, match=r"CloudFormation: no whole answer within 0\.3 s"),
             stack_endpoint(STACK, REGION, timeout_s=0.3, log=lambda _: None),
         ):
             pass
