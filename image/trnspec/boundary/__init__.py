@@ -14,6 +14,8 @@ every flag of every command hostile values.
   numbers, unique keys) for JSON, YAML and JSONL.
 - `json_io`: JSON text with the same bounds (a server's answer), strict JSON out.
 - `user_input`: the YAML 1.2 core-schema rule for config files and `--set` values.
+- `aws_names`: AWS identifiers by AWS's own rules (partition, account, region, S3 bucket, VPC
+  CIDR, IAM role, secret and KMS key ARNs), one rule per kind for every flag and setting.
 - `text`: outside text made safe to print (control characters escaped, bounded length).
 - `write`: the one file-writing function (regular targets only, atomic, no output over another,
   a fallback that keeps what could not be written).
