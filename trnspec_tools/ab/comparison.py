@@ -1,12 +1,16 @@
 """Two arms measured in alternated rounds, paired by round, and the one decision rule.
 
+Whether a run counts is decided here, for every tool (ArmRound.of_run, ArmRound.problem): it
+ran, lost no request (no error, every request completed), produced output tokens and measured a
+positive finite throughput. `round_speedup` is one round's speedup when both runs count.
+
 Pairing: a round's reference run is paired with the candidate run of the same round number, never
 by position in a list (a failed or missing run would shift every later pair onto another round
-and another host state). A round pairs only when both runs count: each ran, measured a positive
-finite throughput and did the same work (output token totals within SAME_WORK of each other: an
-arm that stopped early measured less work, not a faster server), and the candidate's speedup is
-physically possible for the tokens per step its counters show (stats-free bound: a speculative
-step is never cheaper than a plain one, so speedup <= tokens per step, with SPEEDUP_BOUND_SLACK).
+and another host state). A round pairs only when both runs count, they did the same work (output
+token totals within SAME_WORK of each other: an arm that stopped early measured less work, not a
+faster server), and the candidate's speedup is physically possible for the tokens per step its
+counters show (stats-free bound: a speculative step is never cheaper than a plain one, so
+speedup <= tokens per step, with SPEEDUP_BOUND_SLACK).
 
 Each pair gives the candidate's speedup (its tok/s over the reference's) and its cost ratio
 (its cost per output token over the reference's) = (candidate price / reference price) / speedup,
@@ -35,7 +39,7 @@ the verdict is the speed verdict. The confidence of the interval it used travels
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -85,14 +89,24 @@ class ArmRound:
         num_requests: int,
         errors: int,
         tokens_per_step: float | None = None,
+        error_kinds: Mapping[str, int] | None = None,
     ) -> ArmRound:
-        """A finished run: it counts only when every request completed without an error."""
+        """A finished run: it counts only when every request completed without an error (then
+        `problem` judges its output). `error_kinds` (kind -> count, "total" ignored), when
+        given, are named in the failure ("no answer" when there are none)."""
         failure = None
         if errors or completed < num_requests:
             failure = f"{num_requests - completed} of {num_requests} requests failed"
+            if error_kinds is not None:
+                kinds = ", ".join(
+                    f"{k} {v}" for k, v in sorted(error_kinds.items()) if k != "total"
+                )
+                failure += f" ({kinds or 'no answer'})"
         return cls(round_index, output_tokens_per_s, output_tokens, failure, tokens_per_step)
 
     def problem(self) -> str | None:
+        """Why this run does not count as a measurement, or None when it does (the rule of
+        every tool: see the module)."""
         if self.failure is not None:
             return self.failure
         tps = self.output_tokens_per_s
@@ -103,6 +117,16 @@ class ArmRound:
         if self.output_tokens is not None and self.output_tokens <= 0:
             return "no output tokens were produced"
         return None
+
+
+def round_speedup(reference: ArmRound, candidate: ArmRound) -> float | None:
+    """The candidate's tok/s over the reference's in one round, or None when either run does
+    not count (ArmRound.problem)."""
+    if reference.problem() is not None or candidate.problem() is not None:
+        return None
+    assert reference.output_tokens_per_s is not None  # counted: it completed
+    assert candidate.output_tokens_per_s is not None
+    return candidate.output_tokens_per_s / reference.output_tokens_per_s
 
 
 @dataclass(frozen=True)
@@ -189,10 +213,9 @@ def pair_rounds(
         if unpaired is not None:
             left_out.append(LeftOut(r, *unpaired))
             continue
-        ref_tps, cand_tps = refs[r].output_tokens_per_s, cands[r].output_tokens_per_s
-        assert ref_tps is not None and cand_tps is not None  # both counted (_unpaired)
         cand = cands[r]
-        speedup = cand_tps / ref_tps
+        speedup = round_speedup(refs[r], cand)
+        assert speedup is not None  # both runs counted (_unpaired)
         if exceeds_tokens_per_step(speedup, cand.tokens_per_step):
             text = (
                 f"measured speedup {speedup:.2f}x exceeds the {cand.tokens_per_step:.2f} tokens"

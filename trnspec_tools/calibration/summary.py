@@ -120,19 +120,29 @@ class LevelVerdict:
         }
 
 
+def arm_round(run: CalibrationRun) -> ArmRound:
+    """One run as the A/B core judges and pairs it (by its round number)."""
+    result = run.result
+    if result is None:
+        return ArmRound(run.round, None, failure=run.error or "the run did not complete")
+    req = result.requests
+    return ArmRound.of_run(
+        run.round,
+        req.output_tokens_per_s,
+        req.output_tokens,
+        req.completed,
+        req.num_requests,
+        req.error_total,
+        result.acceptance.mean_accepted_length,
+        error_kinds=req.errors,
+    )
+
+
 def failure_reason(run: CalibrationRun) -> str | None:
-    """Why one run does not count as a measurement, or None when it does."""
-    where = f"round {run.round + 1}"
-    if run.result is None:
-        return f"{where}: {run.error or 'the run did not complete'}"
-    req = run.result.requests
-    if req.error_total or req.completed < req.num_requests:
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(req.errors.items()) if k != "total")
-        failed = req.num_requests - req.completed
-        return f"{where}: {failed} of {req.num_requests} requests failed ({kinds or 'no answer'})"
-    if req.output_tokens <= 0 or req.output_tokens_per_s <= 0:
-        return f"{where}: no output tokens were produced"
-    return None
+    """Why one run does not count as a measurement (the A/B core's rule, ArmRound.problem), or
+    None when it does."""
+    why = arm_round(run).problem()
+    return None if why is None else f"round {run.round + 1}: {why}"
 
 
 def _pooled_acceptance(
@@ -192,19 +202,7 @@ def _fmt(s: Spread, unit: str = "", digits: int = 2) -> str:
 
 def arm_rounds(runs: Sequence[CalibrationRun]) -> list[ArmRound]:
     """An arm's runs at one level as the A/B core pairs them (by their round number)."""
-    out = []
-    for r in runs:
-        result = r.result
-        out.append(
-            ArmRound(
-                r.round,
-                None if result is None else result.requests.output_tokens_per_s,
-                None if result is None else result.requests.output_tokens,
-                failure_reason(r),
-                None if result is None else result.acceptance.mean_accepted_length,
-            )
-        )
-    return out
+    return [arm_round(r) for r in runs]
 
 
 #: what each verdict says of a level

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 
 from trnspec.boundary.errors import BoundaryError
 
-from trnspec_tools.ab.comparison import ArmRound
+from trnspec_tools.ab.comparison import ArmRound, round_speedup
 from trnspec_tools.bench.json_fields import Fields
 from trnspec_tools.bench.run_result import AcceptanceFigures, RequestFigures, RunResult
 
@@ -102,7 +102,7 @@ class RoundRun:
 @dataclass(frozen=True)
 class RoundPair:
     """One round: both runs, which ran first, and the candidate's ratio to plain (None when
-    either run had errors or plain measured no throughput)."""
+    either run does not count by the A/B core's rule: trnspec_tools.ab.comparison)."""
 
     order: str
     ratio: float | None
@@ -111,10 +111,9 @@ class RoundPair:
 
     @classmethod
     def measured(cls, plain_first: bool, plain: RoundRun, candidate: RoundRun) -> RoundPair:
-        ok = not plain.errors and not candidate.errors and plain.output_tokens_per_s
         return cls(
             order=ORDERS[0] if plain_first else ORDERS[1],
-            ratio=candidate.output_tokens_per_s / plain.output_tokens_per_s if ok else None,
+            ratio=round_speedup(plain.as_round(0), candidate.as_round(0)),
             plain=plain,
             candidate=candidate,
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from made_runs import made_run
@@ -13,7 +14,7 @@ from trnspec.plan.verdict import Verdict
 
 from trnspec_tools.bench import bench
 from trnspec_tools.bench.run_result import ArmRun, RunResult
-from trnspec_tools.calibration.summary import CalibrationRun, summarize
+from trnspec_tools.calibration.summary import CalibrationRun, arm_level, summarize
 from trnspec_tools.demo import sweep_rows
 from trnspec_tools.tune.round_run import RoundPair, RoundRun
 from trnspec_tools.tune.schedule_tune import comparisons_of
@@ -88,3 +89,29 @@ def test_a_round_with_a_lost_request_leaves_every_tool_without_a_verdict():
 
 def test_one_round_is_undecided_everywhere():
     assert set(answers([(100.0, 300.0, False)]).values()) == {Verdict.UNDECIDED}
+
+
+#: runs the A/B core does not count (ArmRound.problem), as changes to a clean run's figures
+NOT_COUNTED = {
+    "an error": {"errors": {"total": 1, "timeout": 1}},
+    "a lost request without an error": {"completed": 0},
+    "no throughput": {"output_tokens_per_s": 0.0},
+    "a throughput that is not a number": {"output_tokens_per_s": float("nan")},
+    "no output tokens": {"output_tokens": 0},
+}
+
+
+@pytest.mark.parametrize("change", NOT_COUNTED.values(), ids=list(NOT_COUNTED))
+def test_a_run_the_core_does_not_count_counts_in_no_tool(change):
+    """tune's round has no ratio with it on either side, and calibration fails the arm in the
+    core's words (bench reads a run through the same ArmRound)."""
+    good = made_run(output_tokens_per_s=100.0, concurrency=C)
+    bad = dataclasses.replace(good, requests=dataclasses.replace(good.requests, **change))
+    why = bad.as_round(0).problem()
+    assert why is not None and good.as_round(0).problem() is None
+    assert RoundPair.measured(True, RoundRun.of(good), RoundRun.of(good)).ratio == 1.0
+    assert RoundPair.measured(True, RoundRun.of(good), RoundRun.of(bad)).ratio is None
+    assert RoundPair.measured(False, RoundRun.of(bad), RoundRun.of(good)).ratio is None
+    level = arm_level("speculative", C, [CalibrationRun("speculative", C, 0, 0, bad)], None)
+    assert level.status == "failed" and level.reason is not None
+    assert level.reason.startswith(f"round 1: {why}")
