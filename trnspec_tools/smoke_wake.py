@@ -141,16 +141,7 @@ def wake_stack(
             _, pods = _ready_pods(core, ns, name, timeout_s)
             if pick_ready_pod(pods) is not None:
                 return Wake(needed=False)
-            proxy, proxies = _ready_pods(
-                core, KEDA_NAMESPACE, KEDA_HTTP_INTERCEPTOR_SERVICE, timeout_s
-            )
-            interceptor = pick_ready_pod(proxies)
-            if interceptor is None:
-                raise StackError(
-                    f"{stack}: scales to zero, but no interceptor pod of "
-                    f"{KEDA_NAMESPACE}/{KEDA_HTTP_INTERCEPTOR_SERVICE} is Ready to wake it: "
-                    f"kubectl -n {KEDA_NAMESPACE} get pods"
-                )
+            proxy, interceptor = _interceptor(core, stack, timeout_s)
             port = target_port(proxy, proxy.spec.ports[0].port, interceptor)
             forward = PortForward(
                 client.CoreV1Api(forward_api), KEDA_NAMESPACE, interceptor.metadata.name, port
@@ -164,23 +155,56 @@ def wake_stack(
                     target=_send, args=(forward.url, host, budget_minutes * 60), daemon=True
                 )
                 held.start()
-                start = clock()
-                looks = 0
-                while True:
-                    looks += 1
-                    _, pods = _ready_pods(core, ns, name, timeout_s)
-                    if pick_ready_pod(pods) is not None:
-                        waited = clock() - start
-                        log(f"{stack}: a replica is Ready after {waited:.0f} s")
-                        return Wake(needed=True, waited_s=waited, looks=looks)
-                    if clock() - start >= budget_minutes * 60:
-                        raise StackError(
-                            f"{stack}: woken, but no replica of {ns}/{name} Ready within "
-                            f"{budget_minutes:g} min (--wake-minutes); see "
-                            f"{shell_command('kubectl', '-n', ns, 'get', 'pods,events')} (a new "
-                            "Trn2 node, image pull and compile on a cache miss take longer)"
-                        )
-                    sleep(POLL_SECONDS)
+                poll = _Poll(core, stack, ns, name, budget_minutes, timeout_s)
+                return poll.until_ready(sleep, clock, log)
+
+
+def _interceptor(core: Any, stack: str, timeout_s: float) -> tuple[Any, Any]:
+    """The interceptor's proxy Service and a Ready pod behind it (StackError: none Ready)."""
+    proxy, proxies = _ready_pods(core, KEDA_NAMESPACE, KEDA_HTTP_INTERCEPTOR_SERVICE, timeout_s)
+    interceptor = pick_ready_pod(proxies)
+    if interceptor is None:
+        raise StackError(
+            f"{stack}: scales to zero, but no interceptor pod of "
+            f"{KEDA_NAMESPACE}/{KEDA_HTTP_INTERCEPTOR_SERVICE} is Ready to wake it: "
+            f"kubectl -n {KEDA_NAMESPACE} get pods"
+        )
+    return proxy, interceptor
+
+
+@dataclass(frozen=True)
+class _Poll:
+    """The serving pods looked at every POLL_SECONDS while the wake request is held."""
+
+    core: Any
+    stack: str
+    namespace: str
+    service: str
+    budget_minutes: float
+    timeout_s: float
+
+    def until_ready(
+        self, sleep: Callable[[float], None], clock: Callable[[], float], log: Callable[[str], None]
+    ) -> Wake:
+        """Once a serving pod is Ready, how long it took; StackError past the budget."""
+        ns, name = self.namespace, self.service
+        start = clock()
+        looks = 0
+        while True:
+            looks += 1
+            _, pods = _ready_pods(self.core, ns, name, self.timeout_s)
+            if pick_ready_pod(pods) is not None:
+                waited = clock() - start
+                log(f"{self.stack}: a replica is Ready after {waited:.0f} s")
+                return Wake(needed=True, waited_s=waited, looks=looks)
+            if clock() - start >= self.budget_minutes * 60:
+                raise StackError(
+                    f"{self.stack}: woken, but no replica of {ns}/{name} Ready within "
+                    f"{self.budget_minutes:g} min (--wake-minutes); see "
+                    f"{shell_command('kubectl', '-n', ns, 'get', 'pods,events')} (a new "
+                    "Trn2 node, image pull and compile on a cache miss take longer)"
+                )
+            sleep(POLL_SECONDS)
 
 
 def _send(base_url: str, host: str, timeout_s: float) -> None:
