@@ -255,7 +255,39 @@ def tuned_choice(path: Path) -> TunedChoice:
         ) from None
 
 
-def sweep_rows(sweep: Mapping[int, list[RoundPair]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class SweepRow:
+    """One level of the demo's sweep: the median tok/s of each arm over the rounds, the A/B
+    core's speedup (median ratio of the paired rounds, with its interval) and verdict, and the
+    tuned server's window (draft tokens per draft; None without counters)."""
+
+    concurrency: int
+    tokens_per_s_baseline: float
+    tokens_per_s_tuned: float
+    speedup: float | None
+    speedup_low: float | None
+    speedup_high: float | None
+    #: the rounds paired (a round either arm could not measure is left out)
+    rounds: int
+    verdict: Verdict | None
+    k_used: float | None
+
+    def to_json(self) -> dict[str, object]:
+        """The row as reports/demo.json's `sweep` holds it (the verdict as its word)."""
+        return {
+            "concurrency": self.concurrency,
+            "tokens_per_s_baseline": self.tokens_per_s_baseline,
+            "tokens_per_s_tuned": self.tokens_per_s_tuned,
+            "speedup": self.speedup,
+            "speedup_low": self.speedup_low,
+            "speedup_high": self.speedup_high,
+            "rounds": self.rounds,
+            "verdict": None if self.verdict is None else self.verdict.value,
+            "k_used": self.k_used,
+        }
+
+
+def sweep_rows(sweep: Mapping[int, list[RoundPair]]) -> list[SweepRow]:
     """Per level: the median tok/s of each arm over the rounds, the ratio's spread and the
     tuned server's window (draft tokens per draft)."""
     from trnspec_tools.tune.schedule_tune import k_used_of
@@ -267,60 +299,60 @@ def sweep_rows(sweep: Mapping[int, list[RoundPair]]) -> list[dict[str, Any]]:
         ab = rounds_comparison(pairs)
         med = ab.speedup
         rows.append(
-            {
-                "concurrency": c,
-                "tokens_per_s_baseline": median(p.plain.output_tokens_per_s for p in pairs),
-                "tokens_per_s_tuned": median(p.candidate.output_tokens_per_s for p in pairs),
-                "speedup": med.median if med else None,
-                "speedup_low": med.low if med else None,
-                "speedup_high": med.high if med else None,
-                "rounds": len(ab.pairs),
-                "verdict": None if ab.verdict is None else ab.verdict.value,
-                "k_used": k_used[c],
-            }
+            SweepRow(
+                concurrency=c,
+                tokens_per_s_baseline=median(p.plain.output_tokens_per_s for p in pairs),
+                tokens_per_s_tuned=median(p.candidate.output_tokens_per_s for p in pairs),
+                speedup=med.median if med else None,
+                speedup_low=med.low if med else None,
+                speedup_high=med.high if med else None,
+                rounds=len(ab.pairs),
+                verdict=ab.verdict,
+                k_used=k_used[c],
+            )
         )
     return rows
 
 
-def sweep_table(rows: Sequence[dict[str, Any]], tuned: str) -> Table:
+def sweep_table(rows: Sequence[SweepRow], tuned: str) -> Table:
     table = Table(title=f"concurrency sweep: baseline vs tuned ({tuned}), max_num_seqs 32")
     for col in ("concurrency", "baseline tok/s", "tuned tok/s", "speedup [spread]", "k used"):
         table.add_column(col, justify="right")
     for r in rows:
         table.add_row(
-            str(r["concurrency"]),
-            _fmt(r["tokens_per_s_baseline"], ".1f"),
-            _fmt(r["tokens_per_s_tuned"], ".1f"),
+            str(r.concurrency),
+            _fmt(r.tokens_per_s_baseline, ".1f"),
+            _fmt(r.tokens_per_s_tuned, ".1f"),
             "n/a"
-            if r["speedup"] is None
-            else f"{r['speedup']:.2f}x [{r['speedup_low']:.2f}-{r['speedup_high']:.2f}]",
-            _fmt(r["k_used"]),
+            if r.speedup is None
+            else f"{r.speedup:.2f}x [{_fmt(r.speedup_low)}-{_fmt(r.speedup_high)}]",
+            _fmt(r.k_used),
         )
     return table
 
 
-def slower_than_baseline(rows: Sequence[dict[str, Any]]) -> list[int]:
+def slower_than_baseline(rows: Sequence[SweepRow]) -> list[int]:
     """The levels at which the A/B verdict (trnspec_tools.ab.comparison) is plain: the tuned
     deployment measured slower than the baseline over the whole interval of its rounds."""
-    return [r["concurrency"] for r in rows if r["verdict"] == Verdict.PLAIN.value]
+    return [r.concurrency for r in rows if r.verdict is Verdict.PLAIN]
 
 
-def slower_lines(rows: Sequence[dict[str, Any]], tuned: str) -> list[str]:
+def slower_lines(rows: Sequence[SweepRow], tuned: str) -> list[str]:
     """What to do where the tuned deployment measured slower than plain: measure k per batch
     before serving that load with it (the demo's few rounds rank nothing on their own: two demos
     on one idle host gave k=4 at concurrency 32 0.94x and 1.02x, tune's four rounds 1.22x)."""
-    by_level = {r["concurrency"]: r for r in rows}
     return [
-        f"concurrency {c}: {tuned} measured slower than the baseline over its"
-        f" {by_level[c]['rounds']} rounds ({by_level[c]['speedup']:.2f}x, rounds"
-        f" {by_level[c]['speedup_low']:.2f}-{by_level[c]['speedup_high']:.2f}): do not serve this"
+        f"concurrency {r.concurrency}: {tuned} measured slower than the baseline over its"
+        f" {r.rounds} rounds ({_fmt(r.speedup)}x, rounds"
+        f" {_fmt(r.speedup_low)}-{_fmt(r.speedup_high)}): do not serve this"
         " load with it before `make tune-schedule` has measured k per batch on more rounds (it"
         " picks k=0 where speculation does not pay)"
-        for c in slower_than_baseline(rows)
+        for r in rows
+        if r.verdict is Verdict.PLAIN
     ]
 
 
-def plot_sweep(rows: Sequence[dict[str, Any]], tuned: str) -> bytes:
+def plot_sweep(rows: Sequence[SweepRow], tuned: str) -> bytes:
     """Output tok/s per concurrency level, baseline and tuned, with the speedup annotated, as
     PNG bytes (write_report writes them beside the report)."""
     from matplotlib.figure import Figure
@@ -330,14 +362,14 @@ def plot_sweep(rows: Sequence[dict[str, Any]], tuned: str) -> bytes:
 
     fig = Figure(figsize=(6, 4))
     ax = fig.subplots()
-    xs = [r["concurrency"] for r in rows]
-    ax.plot(xs, [r["tokens_per_s_baseline"] for r in rows], marker="o", label="baseline")
-    ax.plot(xs, [r["tokens_per_s_tuned"] for r in rows], marker="s", label=f"tuned: {tuned}")
+    xs = [r.concurrency for r in rows]
+    ax.plot(xs, [r.tokens_per_s_baseline for r in rows], marker="o", label="baseline")
+    ax.plot(xs, [r.tokens_per_s_tuned for r in rows], marker="s", label=f"tuned: {tuned}")
     for r in rows:
-        if r["speedup"] is not None:
+        if r.speedup is not None:
             ax.annotate(
-                f"{r['speedup']:.2f}x",
-                (r["concurrency"], r["tokens_per_s_tuned"]),
+                f"{r.speedup:.2f}x",
+                (r.concurrency, r.tokens_per_s_tuned),
                 textcoords="offset points",
                 xytext=(0, 6),
                 ha="center",
@@ -453,7 +485,15 @@ def demo_options(args: argparse.Namespace) -> DemoOptions:
     )
 
 
-def run_demo(opts: DemoOptions, console: Console) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DemoRun:
+    """A demo run: its report (reports/demo.json's document) and the sweep it holds, typed."""
+
+    report: dict[str, Any]
+    sweep: tuple[SweepRow, ...]
+
+
+def run_demo(opts: DemoOptions, console: Console) -> DemoRun:
     from trnspec_tools.tune.schedule_tune import prompts_for_level
 
     tuned, requests, max_tokens, rounds = opts.tuned, opts.requests, opts.max_tokens, opts.rounds
@@ -479,9 +519,9 @@ def run_demo(opts: DemoOptions, console: Console) -> dict[str, Any]:
     headline = rows[0]
     report |= {
         # the headline: the median over the alternated rounds at concurrency 1
-        "tokens_per_s_baseline": headline["tokens_per_s_baseline"],
-        "tokens_per_s_spec": headline["tokens_per_s_tuned"],
-        "speedup": headline["speedup"],
+        "tokens_per_s_baseline": headline.tokens_per_s_baseline,
+        "tokens_per_s_spec": headline.tokens_per_s_tuned,
+        "speedup": headline.speedup,
         "implausible_speedup": None,
     }
     if exceeds_tokens_per_step(report["speedup"], report["mean_accepted_length"]):
@@ -491,7 +531,7 @@ def run_demo(opts: DemoOptions, console: Console) -> dict[str, Any]:
         report["smoke_failures"] += [f"baseline: {c.name}" for c in baseline_smoke.failures]
     report |= {
         "tuned": {"name": tuned.name, "overrides": list(tuned.overrides), "source": tuned.source},
-        "sweep": rows,
+        "sweep": [r.to_json() for r in rows],
         "slower_than_baseline_at": slower_than_baseline(rows),
         "sweep_size": {
             "levels": list(SWEEP_LEVELS),
@@ -511,7 +551,7 @@ def run_demo(opts: DemoOptions, console: Console) -> dict[str, Any]:
         "load_average_1m": os.getloadavg()[0],
         "cpu_count": os.cpu_count(),
     }
-    return report
+    return DemoRun(report, tuple(rows))
 
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -557,7 +597,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tuned = opts.tuned
     exit_on_sigterm()
     try:
-        report = run_demo(opts, console)
+        ran = run_demo(opts, console)
     except (LocalServerError, EndpointError, ValueError) as exc:
         console.print(
             Text.assemble(("demo failed: ", "red"), rich_text(exc, 4000, keep_newlines=True))
@@ -566,9 +606,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("[yellow]interrupted; servers stopped")
         return 130
-    moved = write_report(opts.report, report, plot_sweep(report["sweep"], tuned.name))
-    console.print(sweep_table(report["sweep"], tuned.name))
-    for line in slower_lines(report["sweep"], tuned.name):
+    report = ran.report
+    moved = write_report(opts.report, report, plot_sweep(ran.sweep, tuned.name))
+    console.print(sweep_table(ran.sweep, tuned.name))
+    for line in slower_lines(ran.sweep, tuned.name):
         console.print(Text(line, style="yellow"))
     if not moved:
         console.print(Text.assemble("plot: ", rich_text(sweep_plot_path(opts.report), 1000)))

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 from made_runs import deltas, kept_run
+from trnspec.plan.verdict import Verdict
 
 from trnspec_tools.bench.run_result import AcceptanceFigures
 from trnspec_tools.client.metrics import Acceptance
@@ -219,12 +221,35 @@ def test_the_sweep_reports_medians_per_level_with_the_ratios_spread_and_the_wind
             32: [_pair(1000, 1100, 2.0), _pair(1000, 1000, 2.0)],
         }
     )
-    assert [r["concurrency"] for r in rows] == [1, 32]
+    assert [r.concurrency for r in rows] == [1, 32]
     one = rows[0]
-    assert (one["tokens_per_s_baseline"], one["tokens_per_s_tuned"]) == (200, 304)
-    assert one["speedup"] == pytest.approx(1.6)  # median of 1.5, 1.6, 1.6
-    assert (one["speedup_low"], one["speedup_high"]) == (pytest.approx(1.5), pytest.approx(1.6))
-    assert one["k_used"] == 4.0 and rows[1]["k_used"] == 2.0
+    assert (one.tokens_per_s_baseline, one.tokens_per_s_tuned) == (200, 304)
+    assert one.speedup == pytest.approx(1.6)  # median of 1.5, 1.6, 1.6
+    assert (one.speedup_low, one.speedup_high) == (pytest.approx(1.5), pytest.approx(1.6))
+    assert (one.rounds, one.verdict) == (3, Verdict.SPECULATION)
+    assert one.k_used == 4.0 and rows[1].k_used == 2.0
+
+
+def test_a_sweep_row_is_written_with_every_field_under_its_own_name() -> None:
+    """demo.json's `sweep` rows: one key per field, in the order the file has always had, each
+    holding its own field's value (a field dropped or written under another name fails)."""
+    from trnspec_tools.demo import SweepRow
+
+    row = SweepRow(
+        concurrency=8,
+        tokens_per_s_baseline=100.0,
+        tokens_per_s_tuned=150.0,
+        speedup=1.5,
+        speedup_low=1.25,
+        speedup_high=1.75,
+        rounds=4,
+        verdict=Verdict.SPECULATION,
+        k_used=3.5,
+    )
+    names = [f.name for f in dataclasses.fields(SweepRow)]
+    assert list(row.to_json()) == names
+    assert row.to_json() == {n: getattr(row, n) for n in names} | {"verdict": "speculation"}
+    assert dataclasses.replace(row, verdict=None).to_json()["verdict"] is None
 
 
 def test_a_level_measured_slower_than_the_baseline_in_every_round_is_named_with_what_to_do() -> (

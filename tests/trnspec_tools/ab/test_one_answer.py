@@ -63,7 +63,7 @@ def answers(rounds: list[tuple[float, float, bool]]) -> dict[str, Verdict | None
         "bench": word(bench_level["verdict"]),
         "tune": VersusPlain.of_rounds({K: {C: pairs}}).verdict(K, C),
         "tune --schedule": comparisons_of({C: pairs})[C].verdict,
-        "demo": word(demo_row["verdict"]),
+        "demo": demo_row.verdict,
         "calibration": calibration.verdicts[0].verdict,
     }
 
