@@ -465,12 +465,7 @@ AWS_RUNNERS: dict[str, tuple[str, str]] = {
 }
 #: AWS flags still read as free text in code another session owns this round, with the reason
 #: (a stale entry fails test_every_known_aws_flag_still_takes_a_value_aws_refuses).
-KNOWN_AWS: dict[str, str] = {
-    "tools calibrate fetch --region": (
-        "owner calibration fetch (fetch.py rewritten this round): to declare"
-        " type=trnspec.boundary.aws_names.arg(region_problem)"
-    ),
-}
+KNOWN_AWS: dict[str, str] = {}
 
 
 def aws_kind(action: argparse.Action) -> str | None:

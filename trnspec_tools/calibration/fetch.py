@@ -319,7 +319,12 @@ def _boto_clients(region: str | None) -> tuple[object, object]:
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stack", required=True, help="the serving stack, e.g. trnspec-serving")
-    parser.add_argument("--region", default=None, help="region of the stack (default: AWS config)")
+    parser.add_argument(
+        "--region",
+        type=arg(region_problem),
+        default=None,
+        help="region of the stack (default: AWS config)",
+    )
     parser.add_argument("--out", type=Path, default=Path("reports/calibration"))
 
 
