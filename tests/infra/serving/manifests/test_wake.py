@@ -210,6 +210,8 @@ def test_clients_reach_the_interceptor_and_it_reaches_the_server() -> None:
 def test_only_the_workloads_clients_reach_the_interceptor_proxy() -> None:
     cluster, p, _ = _world()
     assert not cluster.allows(p["stranger"], p["interceptor"], PROXY)
+    # The interceptor's own rule admits the client-labelled pods only, whatever else egresses.
+    assert not cluster.admits(p["interceptor"], p["stranger"], PROXY)
     # Client labels in a namespace that is not a client namespace: refused at the interceptor.
     assert not cluster.admits(p["interceptor"], p["other-ns"], PROXY)
     # The admin port (request counts) is the scaler's only.
@@ -422,6 +424,20 @@ def _enum_problems(manifest: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _resource_name_problems(manifest: dict[str, Any]) -> list[str]:
+    """A container's requests and limits name a standard resource or a domain-qualified
+    extended one (k8s.io/kubernetes pkg/apis/core/validation, validateContainerResourceName);
+    the schema types them as any map key."""
+    standard = {"cpu", "memory", "ephemeral-storage"}
+    return [
+        f"{manifest['metadata']['name']} {'.'.join(path)}.{name}"
+        for path, value in _walk(manifest)
+        if path[-2:] in (("resources", "requests"), ("resources", "limits"))
+        for name in value
+        if name not in standard and not name.startswith("hugepages-") and "/" not in name
+    ]
+
+
 def _mount_problems(manifest: dict[str, Any]) -> list[str]:
     """Every volume a container mounts is one of its pod's (the API server refuses the pod)."""
     pod = manifest.get("spec", {}).get("template", {}).get("spec")
@@ -483,7 +499,8 @@ def test_the_wake_path_objects_are_what_the_api_server_accepts(mode: str) -> Non
             refused.append(f"{m['kind']}/{m['metadata']['name']}: {err.message} at {err.path}")
     assert refused == []
     assert api_server_findings([*wake.core, *wake.keda]) == []
-    assert [p for m in wake.core for p in [*_enum_problems(m), *_mount_problems(m)]] == []
+    rules = (_enum_problems, _resource_name_problems, _mount_problems)
+    assert [p for m in wake.core for rule in rules for p in rule(m)] == []
 
 
 @pytest.mark.parametrize("mode", ["hold", "reply"])
