@@ -47,10 +47,36 @@ class InstallError(Exception):
     """One line: what is wrong and the fix."""
 
 
+#: S3 general purpose bucket names (Amazon S3 User Guide, "General purpose bucket naming rules"):
+#: trnspec.boundary.aws_names.bucket_problem's rule, which this script cannot import (it runs
+#: before trnspec is installed); tests/infra/serving/bundle/test_install.py holds the two equal.
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", re.ASCII)
+_IPV4_FORM = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}", re.ASCII)
+_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+def is_bucket_name(name: str) -> bool:
+    """Whether S3 takes `name` as a general purpose bucket's name."""
+    return (
+        _BUCKET.fullmatch(name) is not None
+        and not any(bad in name for bad in ("..", ".-", "-."))
+        and not _IPV4_FORM.fullmatch(name)
+        and not name.startswith(_BUCKET_PREFIXES)
+        and not name.endswith(_BUCKET_SUFFIXES)
+    )
+
+
 def parse_s3_uri(uri: str) -> tuple[str, str]:
-    if not uri.startswith("s3://") or "/" not in uri[5:]:
+    """(bucket, key) of s3://BUCKET/KEY: a bucket name S3 takes and a key that is not empty."""
+    bucket, slash, key = uri.removeprefix("s3://").partition("/")
+    if not uri.startswith("s3://") or not slash or not key:
         raise InstallError(f"--uri {uri!r}: not s3://bucket/key; fix: render the manifests again")
-    bucket, _, key = uri[5:].partition("/")
+    if not is_bucket_name(bucket):
+        raise InstallError(
+            f"--uri {uri!r}: {bucket!r} is not an S3 bucket name (3-63 lowercase letters, digits,"
+            " dots or hyphens); fix: render the manifests again with the bundle's bucket"
+        )
     return bucket, key
 
 

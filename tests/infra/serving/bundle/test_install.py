@@ -13,7 +13,10 @@ from pathlib import Path
 
 import boto3
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from moto import mock_aws
+from trnspec.boundary import aws_names
 
 from infra.serving.bundle import install
 
@@ -65,6 +68,68 @@ def test_an_entry_outside_the_target_is_refused(tmp_path: Path) -> None:
     with pytest.raises(install.InstallError, match="escapes"):
         install.extract(_zip({"../evil.py": "x"}), tmp_path / "dest")
     assert not (tmp_path / "evil.py").exists()
+
+
+#: Names at each edge of S3's bucket rule (aws_names.bucket_problem's sources), both sides.
+BUCKET_NAMES = (
+    "my-models",
+    "my.models.2",
+    "a1b",
+    "ab",
+    "a" * 63,
+    "a" * 64,
+    "My-models",
+    "my_models",
+    "-models",
+    "models-",
+    "my..models",
+    "my.-models",
+    "my-.models",
+    "192.168.1.1",
+    "192.168.1.1a",
+    "xn--models",
+    "sthree-models",
+    "amzn-s3-demo-models",
+    "models-s3alias",
+    "models--ol-s3",
+    "models.mrap",
+    "models--x-s3",
+    "models--table-s3",
+    "models\u0661",
+    "..",
+    "",
+)
+
+
+@pytest.mark.parametrize("name", BUCKET_NAMES)
+def test_the_scripts_bucket_rule_is_the_shared_one(name: str) -> None:
+    """The script runs before trnspec is importable, so it carries its own copy of the bucket
+    rule: the copy takes exactly what trnspec.boundary.aws_names takes."""
+    assert install.is_bucket_name(name) is (aws_names.bucket_problem(name) is None)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.tuples(
+        st.sampled_from(("", *aws_names.BUCKET_PREFIXES)),
+        st.text(alphabet="ab09.-_A\u0661", max_size=66),
+        st.sampled_from(("", *aws_names.BUCKET_SUFFIXES)),
+    ).map("".join)
+)
+def test_the_scripts_bucket_rule_agrees_on_any_name(name: str) -> None:
+    assert install.is_bucket_name(name) is (aws_names.bucket_problem(name) is None)
+
+
+@pytest.mark.parametrize("uri", ["s3://../b.zip", "s3://Assets/b.zip", "s3://assets/", "assets/b"])
+def test_a_uri_s3_would_refuse_is_one_line_before_any_download(
+    fake_aws_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], uri: str
+) -> None:
+    dest = tmp_path / "dest"
+    with mock_aws():  # a URI let through is asked of (an empty) S3, and says so
+        code = install.main(["--uri", uri, "--sha256", "0" * 64, "--dest", str(dest)], delays=())
+    assert code == 1 and not dest.exists()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"trnspec bundle: --uri {uri!r}: ") and "fix: render" in line
 
 
 def test_a_missing_object_is_retried_then_one_line(
