@@ -66,7 +66,7 @@ from trnspec_tools.bench.report import (
     plot_acceptance_by_position,
     plot_latency_vs_throughput,
 )
-from trnspec_tools.bench.rounds import combined, median_runs
+from trnspec_tools.bench.rounds import LevelComparison, combined, median_runs
 from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.bench.run_result import ArmRun
 from trnspec_tools.bench.stats import compare
@@ -319,7 +319,7 @@ async def _measure_arms(
     return measured, per_category
 
 
-def _comparison(measured: Rounds, levels: list[int]) -> list[dict[str, Any]]:
+def _comparison(measured: Rounds, levels: list[int]) -> list[LevelComparison]:
     """Target against baseline at each level, round by round, combined (rounds.py); [] without
     a baseline."""
     if not any(name == "baseline" for name, _ in measured):
@@ -332,7 +332,7 @@ def _comparison(measured: Rounds, levels: list[int]) -> list[dict[str, Any]]:
             [b.result.as_round(i) for i, b in enumerate(baselines)],
             [t.result.as_round(i) for i, t in enumerate(targets)],
         )
-        out.append({"concurrency": c, **combined(per_round, rounds)})
+        out.append(combined(c, per_round, rounds))
     return out
 
 
@@ -356,7 +356,7 @@ async def run(o: BenchOptions) -> dict[str, Any]:
     measured, per_category = await _measure_arms(o, arms, plan)
     comparison = _comparison(measured, levels)
     runs = median_runs(measured, levels, [a.name for a in arms])
-    runs = attach(ps, runs, comparison, len(specs))
+    runs, comparison = attach(ps, runs, comparison, len(specs))
     headline = next(r for r in runs if r.arm == "target")
     return {
         **{k: v for k, v in headline.to_json().items() if k != "arm"},
@@ -402,7 +402,7 @@ async def run(o: BenchOptions) -> dict[str, Any]:
             if o.rounds > 1
             else {}
         ),
-        "comparison": comparison,
+        "comparison": [c.to_json() for c in comparison],
         "per_category": per_category,
     }
 

@@ -17,14 +17,18 @@ The runs listed per arm and level are each arm's round of median output throughp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from statistics import median
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from trnspec.plan.verdict import Verdict
 
 from trnspec_tools.ab.comparison import Comparison, Unpaired
 from trnspec_tools.ab.median_round import median_round
 from trnspec_tools.bench.stats import RoundComparison
+
+if TYPE_CHECKING:
+    from trnspec_tools.bench.versus_predicted import SpeedupPrediction
 
 #: the figures of stats.compare that are combined as medians over the rounds
 PAIRED_FIGURES = (
@@ -47,37 +51,127 @@ def median_runs(
     return [median_round(rounds[arm, level]) for level in levels for arm in arms]  # type: ignore[type-var]
 
 
-def combined(per_round: Sequence[RoundComparison], ab: Comparison) -> dict[str, object]:
+@dataclass(frozen=True)
+class LevelComparison:
+    """The target against the baseline at one level, over its rounds (see the module): the
+    A/B core's speedup and verdict, the median latency changes, each round's speedup and what
+    was left out, and (with --profile) the model's predicted speedup beside it."""
+
+    concurrency: int
+    #: the median of the rounds' paired ratios (one round: the pair's); None: not measurable
+    speedup_output_tokens_per_s: float | None
+    itl_p50_change: float | None
+    tpot_p50_change: float | None
+    ttft_p50_change: float | None
+    e2e_p50_change: float | None
+    verdict: Verdict | None
+    #: each round's speedup, in round order (one entry for one round)
+    speedup_rounds: tuple[float | None, ...]
+    #: the interval of the median speedup (several rounds with a speedup only)
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    speedup_interval: str | None = None
+    #: each round's speedup its tokens per step cannot explain (None where it can), round order
+    implausible_speedup: tuple[float | None, ...] = ()
+    note: str | None = None
+    #: the performance model's speedup at this level (bench --profile: versus_predicted.attach)
+    prediction: SpeedupPrediction | None = None
+
+    @property
+    def rounds(self) -> int:
+        return len(self.speedup_rounds)
+
+    def to_json(self) -> dict[str, object]:
+        """The level as bench's JSON `comparison` holds it: one round as the pair's own
+        comparison (stats.RoundComparison.to_json) with the verdict; several with each round's
+        speedup, the interval (when there is a speedup) and the refused speedups (when any)."""
+        out: dict[str, object] = {"concurrency": self.concurrency}
+        verdict = None if self.verdict is None else self.verdict.value
+        if self.rounds == 1:
+            out[SPEEDUP] = self.speedup_output_tokens_per_s
+            out |= self._changes()
+            if (implausible := self.implausible_speedup[0]) is not None:
+                out["implausible_speedup"] = implausible
+            if self.note:
+                out["note"] = self.note
+            out["verdict"] = verdict
+        else:
+            out |= self._changes()
+            out[SPEEDUP] = self.speedup_output_tokens_per_s
+            out["speedup_rounds"] = list(self.speedup_rounds)
+            if self.speedup_low is not None:
+                out["speedup_low"], out["speedup_high"] = self.speedup_low, self.speedup_high
+                out["speedup_interval"] = self.speedup_interval
+            out["verdict"] = verdict
+            if any(v is not None for v in self.implausible_speedup):
+                out["implausible_speedup"] = list(self.implausible_speedup)
+            if self.note:
+                out["note"] = self.note
+        if self.prediction is not None:
+            out["prediction"] = self.prediction.to_json()
+        return out
+
+    def _changes(self) -> dict[str, object]:
+        return {
+            "itl_p50_change": self.itl_p50_change,
+            "tpot_p50_change": self.tpot_p50_change,
+            "ttft_p50_change": self.ttft_p50_change,
+            "e2e_p50_change": self.e2e_p50_change,
+        }
+
+
+def _median_over(per_round: Sequence[RoundComparison], name: str) -> float | None:
+    """A paired figure's median over the rounds; None when any round lacks it."""
+    values = [r.figure(name) for r in per_round]
+    numbers = [v for v in values if v is not None]
+    return median(numbers) if len(numbers) == len(values) else None
+
+
+def combined(
+    concurrency: int, per_round: Sequence[RoundComparison], ab: Comparison
+) -> LevelComparison:
     """The level's comparison from its rounds' comparisons, in round order, and the A/B core's
     comparison of the same rounds (see the module)."""
     if not per_round:
         raise ValueError("no rounds measured")
-    verdict = None if ab.verdict is None else ab.verdict.value
+    speedups = tuple(r.speedup_output_tokens_per_s for r in per_round)
+    implausible = tuple(r.implausible_speedup for r in per_round)
     if len(per_round) == 1:
-        return {**per_round[0].to_json(), "verdict": verdict}
-    out: dict[str, object] = {}
-    for key in PAIRED_FIGURES[1:]:
-        values = [r.figure(key) for r in per_round]
-        numbers = [v for v in values if v is not None]
-        out[key] = median(numbers) if len(numbers) == len(values) else None
+        (only,) = per_round
+        return LevelComparison(
+            concurrency=concurrency,
+            speedup_output_tokens_per_s=only.speedup_output_tokens_per_s,
+            itl_p50_change=only.itl_p50_change,
+            tpot_p50_change=only.tpot_p50_change,
+            ttft_p50_change=only.ttft_p50_change,
+            e2e_p50_change=only.e2e_p50_change,
+            verdict=ab.verdict,
+            speedup_rounds=speedups,
+            implausible_speedup=implausible,
+            note=only.note or None,
+        )
     s = ab.speedup
-    out[SPEEDUP] = None if s is None else s.median
-    out["speedup_rounds"] = [r.speedup_output_tokens_per_s for r in per_round]
     notes = []
-    if s is not None:
-        out["speedup_low"], out["speedup_high"], out["speedup_interval"] = s.low, s.high, s.method
-    out["verdict"] = verdict
     if ab.verdict is Verdict.UNDECIDED and s is not None:
         notes.append(
             f"the speedup's {s.method} ({s.low:.2f}-{s.high:.2f}) holds 1.0: at this level"
             " the target is not told apart from the baseline; measure more rounds"
         )
-    implausible = [r.implausible_speedup for r in per_round]
-    if any(v is not None for v in implausible):
-        out["implausible_speedup"] = implausible
     notes += [f"round {i + 1}: {r.note}" for i, r in enumerate(per_round) if r.note]
     # an implausible round is already in its own note (stats.compare)
     notes += [x.line() for x in ab.left_out if x.why is not Unpaired.IMPLAUSIBLE]
-    if notes:
-        out["note"] = "; ".join(notes)
-    return out
+    return LevelComparison(
+        concurrency=concurrency,
+        speedup_output_tokens_per_s=None if s is None else s.median,
+        itl_p50_change=_median_over(per_round, "itl_p50_change"),
+        tpot_p50_change=_median_over(per_round, "tpot_p50_change"),
+        ttft_p50_change=_median_over(per_round, "ttft_p50_change"),
+        e2e_p50_change=_median_over(per_round, "e2e_p50_change"),
+        verdict=ab.verdict,
+        speedup_rounds=speedups,
+        speedup_low=None if s is None else s.low,
+        speedup_high=None if s is None else s.high,
+        speedup_interval=None if s is None else s.method,
+        implausible_speedup=implausible,
+        note="; ".join(notes) or None,
+    )

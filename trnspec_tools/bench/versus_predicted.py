@@ -24,7 +24,7 @@ import argparse
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trnspec.config.serving import (
     ConfigError,
@@ -38,6 +38,9 @@ from trnspec.perf.step_time import decode_context_tokens
 
 from trnspec_tools.bench.run_result import ArmRun, RunResult
 from trnspec_tools.client.request_spec import RequestSpec
+
+if TYPE_CHECKING:
+    from trnspec_tools.bench.rounds import LevelComparison
 
 LABEL = "model estimate (trnspec.perf.step_time, constants fitted to published Trn2 figures)"
 SCOPE = "decode only, one replica: the measured figures also hold prefill and queueing"
@@ -181,16 +184,37 @@ def _ratio(measured: object, predicted: float | None) -> float | None:
     return measured / predicted
 
 
+@dataclass(frozen=True)
+class SpeedupPrediction:
+    """The model's speedup at a measured level beside the measured one (bench --profile)."""
+
+    predicted_speedup: float | None
+    measured_speedup: float | None
+    measured_over_predicted: float | None
+    #: why there is no predicted speedup (None when there is one)
+    reason: str | None
+
+    def to_json(self) -> dict[str, object]:
+        """The `prediction` block of a level in bench's JSON `comparison`."""
+        return {
+            "label": LABEL,
+            "predicted_speedup": self.predicted_speedup,
+            "measured_speedup": self.measured_speedup,
+            "measured_over_predicted": self.measured_over_predicted,
+            "reason": self.reason,
+        }
+
+
 def attach(
     ps: PredictionSetup | None,
     runs: Sequence[ArmRun],
-    comparison: list[dict[str, Any]],
+    comparison: Sequence[LevelComparison],
     num_prompts: int,
-) -> list[ArmRun]:
-    """Every run with its `prediction` block, and the predicted speedup added to every
-    comparison (the runs unchanged without a --profile)."""
+) -> tuple[list[ArmRun], list[LevelComparison]]:
+    """Every run with its `prediction` block, and every level's comparison with the predicted
+    speedup beside the measured one (both unchanged without a --profile)."""
     if ps is None:
-        return list(runs)
+        return list(runs), list(comparison)
     predicted = [
         dataclasses.replace(
             r,
@@ -198,22 +222,23 @@ def attach(
         )
         for r in runs
     ]
-    for entry in comparison:
+    levels = []
+    for level in comparison:
         t = next(
-            (r for r in predicted if r.arm == "target" and r.concurrency == entry["concurrency"]),
+            (r for r in predicted if r.arm == "target" and r.concurrency == level.concurrency),
             None,
         )
         pred: Mapping[str, Any] = (t.prediction if t else None) or {}
         speedup = (pred.get("predicted") or {}).get("speedup")
-        measured = entry.get("speedup_output_tokens_per_s")
-        entry["prediction"] = {
-            "label": LABEL,
-            "predicted_speedup": speedup,
-            "measured_speedup": measured,
-            "measured_over_predicted": _ratio(measured, speedup),
-            "reason": None if speedup is not None else pred.get("reason"),
-        }
-    return predicted
+        measured = level.speedup_output_tokens_per_s
+        prediction = SpeedupPrediction(
+            predicted_speedup=speedup,
+            measured_speedup=measured,
+            measured_over_predicted=_ratio(measured, speedup),
+            reason=None if speedup is not None else pred.get("reason"),
+        )
+        levels.append(dataclasses.replace(level, prediction=prediction))
+    return predicted, levels
 
 
 def _f(value: object, fmt: str) -> str:

@@ -56,11 +56,8 @@ def answers(rounds: list[tuple[float, float, bool]]) -> dict[str, Verdict | None
     )
     [demo_row] = sweep_rows({C: pairs})
 
-    def word(value: object) -> Verdict | None:
-        return None if value is None else Verdict(value)
-
     return {
-        "bench": word(bench_level["verdict"]),
+        "bench": bench_level.verdict,
         "tune": VersusPlain.of_rounds({K: {C: pairs}}).verdict(K, C),
         "tune --schedule": comparisons_of({C: pairs})[C].verdict,
         "demo": demo_row.verdict,
