@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trnspec.boundary.aws_names import Partition, partition_of
 from trnspec.boundary.files import read_json
 from trnspec.boundary.shell import shell_command
 
@@ -39,6 +40,11 @@ class IamTargets:
     bundle_uri: str | None = None
     account: str | None = None
 
+    @property
+    def partition(self) -> Partition:
+        """The region's partition: `arn:aws-cn:` in cn-*, `arn:aws-us-gov:` in us-gov-*, ..."""
+        return partition_of(self.region)
+
 
 @dataclass(frozen=True)
 class RoleToCreate:
@@ -57,7 +63,8 @@ class RoleToCreate:
     def association_command(self, cluster: str, region: str, account: str | None) -> str:
         """The `aws eks create-pod-identity-association` line, every word quoted (the cluster
         and region are the user's flags)."""
-        role_arn = f"arn:aws:iam::{account or ACCOUNT_PLACEHOLDER}:role/{self.role_name}"
+        partition = partition_of(region).name
+        role_arn = f"arn:{partition}:iam::{account or ACCOUNT_PLACEHOLDER}:role/{self.role_name}"
         return shell_command(
             "aws",
             "eks",
@@ -165,7 +172,7 @@ class _Resolver:
             model = logical_id.startswith("ModelBucket") and "AccessLogs" not in logical_id
             if kind == "AWS::S3::Bucket" and model:
                 self.refs[logical_id] = targets.bucket
-                self.arns[logical_id] = f"arn:aws:s3:::{targets.bucket}"
+                self.arns[logical_id] = f"arn:{targets.partition.name}:s3:::{targets.bucket}"
             elif kind == "AWS::KMS::Key" and model:
                 self.arns[logical_id] = targets.kms_key_arn or KEY_PLACEHOLDER
             elif kind == "AWS::KMS::Key":
@@ -204,8 +211,8 @@ class _Resolver:
     def _ref(self, name: str) -> str:
         pseudo = {
             "AWS::Region": self.targets.region,
-            "AWS::Partition": "aws",
-            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::Partition": self.targets.partition.name,
+            "AWS::URLSuffix": self.targets.partition.dns_suffix,
             "AWS::AccountId": self.targets.account or ACCOUNT_PLACEHOLDER,
         }
         return pseudo.get(name) or self.refs.get(name, f"<{name}>")
@@ -223,5 +230,5 @@ def bundle_object_fixup(policy: dict[str, Any], targets: IamTargets) -> dict[str
     bucket, _, key = targets.bundle_uri[5:].partition("/")
     for statement in policy["Statement"]:
         if statement.get("Sid") == "ReadTrnspecBundle":
-            statement["Resource"] = f"arn:aws:s3:::{bucket}/{key}"
+            statement["Resource"] = f"arn:{targets.partition.name}:s3:::{bucket}/{key}"
     return policy

@@ -31,6 +31,7 @@ import argparse
 import ipaddress
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from trnspec.boundary.problems import show
 
@@ -79,6 +80,38 @@ BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
 #: The VPC sizes CreateVpc accepts.
 VPC_PREFIX_MIN, VPC_PREFIX_MAX = 16, 28
+
+
+@dataclass(frozen=True)
+class Partition:
+    """The partition a region is in: the `arn:<name>:` of its resources, and the DNS suffix of
+    its service endpoints (CloudFormation's AWS::Partition and AWS::URLSuffix there)."""
+
+    name: str
+    dns_suffix: str
+
+
+#: Each partition but `aws` by the start of its regions' names, with its DNS suffix (botocore
+#: data/partitions.json: regionRegex, outputs.dnsSuffix); a region none of them takes is in aws.
+_PARTITION_BY_PREFIX: tuple[tuple[str, Partition], ...] = (
+    ("cn-", Partition("aws-cn", "amazonaws.com.cn")),
+    ("us-gov-", Partition("aws-us-gov", "amazonaws.com")),
+    ("us-iso-", Partition("aws-iso", "c2s.ic.gov")),
+    ("us-isob-", Partition("aws-iso-b", "sc2s.sgov.gov")),
+    ("eu-isoe-", Partition("aws-iso-e", "cloud.adc-e.uk")),
+    ("us-isof-", Partition("aws-iso-f", "csp.hci.ic.gov")),
+    ("eusc-", Partition("aws-eusc", "amazonaws.eu")),
+)
+AWS_PARTITION = Partition("aws", "amazonaws.com")
+
+
+def partition_of(region: str) -> Partition:
+    """The partition of `region` (a name region_problem accepts): aws-cn for cn-*, aws-us-gov
+    for us-gov-*, and so on; aws otherwise."""
+    for prefix, partition in _PARTITION_BY_PREFIX:
+        if region.startswith(prefix):
+            return partition
+    return AWS_PARTITION
 
 
 def region_problem(text: str) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import re
 from pathlib import Path
 
 import botocore
@@ -70,6 +71,19 @@ def test_every_region_aws_lists_is_a_region_and_its_zones_are_zones(
     assert availability_zone_problem(f"{region}a") is None
     secret = f"arn:{partition}:secretsmanager:{region}:{ACCOUNT}:secret:hf-token-AbCdEf"
     assert secret_arn_problem(secret) is None
+
+
+_DNS_SUFFIX = {p["id"]: p["outputs"]["dnsSuffix"] for p in _BOTO_PARTITIONS}
+
+
+@pytest.mark.parametrize(("region", "partition"), REGIONS)
+def test_each_region_is_in_the_partition_aws_lists_it_in(region: str, partition: str) -> None:
+    """Its ARNs' `arn:<partition>:` and its endpoints' DNS suffix, as botocore resolves them;
+    the same for a region of that partition AWS has not opened yet (botocore's regionRegex)."""
+    assert aws_names.partition_of(region) == aws_names.Partition(partition, _DNS_SUFFIX[partition])
+    later = f"{region.rsplit('-', 1)[0]}-9"
+    by_pattern = [p["id"] for p in _BOTO_PARTITIONS if re.match(p["regionRegex"], later)]
+    assert [aws_names.partition_of(later).name] == by_pattern == [partition]
 
 
 @SETTINGS
