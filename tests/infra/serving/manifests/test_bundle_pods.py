@@ -11,6 +11,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+from api_rules import enum_problems, mount_problems, resource_name_problems
 from trnspec.config.pod_contract import (
     CALIBRATE_COMMAND,
     DATA_DIR,
@@ -366,12 +367,11 @@ def test_a_kind_without_a_pod_is_left_alone() -> None:
 
 def test_a_bundled_pod_is_what_the_api_server_accepts() -> None:
     """Strictly valid for the newest Kubernetes the platform deploys (no field the API does not
-    declare), and by the API server's own rules (names, quantities, requests under limits)."""
+    declare), and by the API server's own rules (names, quantities, requests under limits,
+    resource names, value sets, mounts of the pod's volumes)."""
     engine = _container("engine", [*ENTRYPOINT, SERVE_COMMAND])
     bundled = with_bundle(_deployment(engine), _spec())
     kubernetes_validate.validate(bundled, f"{SUPPORTED_KUBERNETES_VERSIONS[-1]}.0", strict=True)
     assert api_server_findings([bundled]) == []
-    pod = _pod(bundled)
-    volumes = {v["name"] for v in pod["volumes"]}
-    for c in [*pod["containers"], *pod["initContainers"]]:
-        assert {m["name"] for m in c["volumeMounts"]} <= volumes
+    rules = (enum_problems, resource_name_problems, mount_problems)
+    assert [p for rule in rules for p in rule(bundled)] == []

@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema
 import kubernetes_validate
 import pytest
+from api_rules import enum_problems, mount_problems, resource_name_problems
 from crd_validation import unknown_custom_fields, validate_custom
 from netpol_model import Cluster, Pod
 from workload_cases import build, by_kind
@@ -379,15 +380,6 @@ def test_the_api_check_refuses_a_misspelt_field() -> None:
 
 # --- the wake path's objects as the API server, KEDA and nginx read them ----------------------
 
-#: Fields the API server accepts only from a fixed set (k8s.io/kubernetes pkg/apis/core/validation
-#: and pkg/apis/networking/validation), which the OpenAPI schemas type as bare strings; a key
-#: is a field name or `<parent>.<field>`.
-API_ENUMS: dict[str, frozenset[str]] = {
-    "imagePullPolicy": frozenset({"Always", "IfNotPresent", "Never"}),
-    "protocol": frozenset({"TCP", "UDP", "SCTP"}),
-    "policyTypes": frozenset({"Ingress", "Egress"}),
-    "seccompProfile.type": frozenset({"RuntimeDefault", "Localhost", "Unconfined"}),
-}
 _NGINX_TOKEN = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[{};]|[^\s{};'\"]+")
 Directive = tuple[list[str], list[Any] | None]
 
@@ -400,56 +392,6 @@ def _wake(**settings: Any) -> tuple[WorkloadSpec, Any, WakePath]:
 def _named(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     (found,) = [m for m in objects if m["kind"] == kind and m["metadata"]["name"] == name]
     return found
-
-
-def _walk(node: Any, path: tuple[str, ...] = ()) -> Any:
-    """(path, value) of every value; a list's items keep the list's path."""
-    yield path, node
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _walk(value, (*path, key))
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value, path)
-
-
-def _enum_problems(manifest: dict[str, Any]) -> list[str]:
-    problems = []
-    for path, value in _walk(manifest):
-        if not isinstance(value, str) or not path:
-            continue
-        for key in (path[-1], ".".join(path[-2:])):
-            if key in API_ENUMS and value not in API_ENUMS[key]:
-                problems.append(f"{manifest['metadata']['name']} {'.'.join(path)}={value}")
-    return problems
-
-
-def _resource_name_problems(manifest: dict[str, Any]) -> list[str]:
-    """A container's requests and limits name a standard resource or a domain-qualified
-    extended one (k8s.io/kubernetes pkg/apis/core/validation, validateContainerResourceName);
-    the schema types them as any map key."""
-    standard = {"cpu", "memory", "ephemeral-storage"}
-    return [
-        f"{manifest['metadata']['name']} {'.'.join(path)}.{name}"
-        for path, value in _walk(manifest)
-        if path[-2:] in (("resources", "requests"), ("resources", "limits"))
-        for name in value
-        if name not in standard and not name.startswith("hugepages-") and "/" not in name
-    ]
-
-
-def _mount_problems(manifest: dict[str, Any]) -> list[str]:
-    """Every volume a container mounts is one of its pod's (the API server refuses the pod)."""
-    pod = manifest.get("spec", {}).get("template", {}).get("spec")
-    if pod is None:
-        return []
-    volumes = {v["name"] for v in pod.get("volumes", [])}
-    return [
-        f"{c['name']} mounts {m['name']}"
-        for c in pod["containers"]
-        for m in c.get("volumeMounts", [])
-        if m["name"] not in volumes
-    ]
 
 
 def _nginx(text: str) -> list[Directive]:
@@ -499,7 +441,7 @@ def test_the_wake_path_objects_are_what_the_api_server_accepts(mode: str) -> Non
             refused.append(f"{m['kind']}/{m['metadata']['name']}: {err.message} at {err.path}")
     assert refused == []
     assert api_server_findings([*wake.core, *wake.keda]) == []
-    rules = (_enum_problems, _resource_name_problems, _mount_problems)
+    rules = (enum_problems, resource_name_problems, mount_problems)
     assert [p for m in wake.core for rule in rules for p in rule(m)] == []
 
 
