@@ -11,10 +11,9 @@ belongs in an environment variable (`--api-key-env`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 from trnspec.boundary.errors import BoundaryError
-from trnspec.boundary.http_read import host_problem
+from trnspec.boundary.http_read import url_parts
 
 #: The fix for a URL that carries credentials.
 CREDENTIALS_FIX = (
@@ -35,30 +34,10 @@ class Endpoint:
     @classmethod
     def parse(cls, url: str, field: str = "--endpoint") -> Endpoint:
         """The URL's parts, or BoundaryError naming `field`, the URL and the fix."""
-        if not isinstance(url, str) or not url.isprintable() or any(c.isspace() for c in url):
-            raise BoundaryError(field, url, "must be a URL without spaces or control characters")
-        try:
-            parts = urlsplit(url)
-            port = parts.port
-        except ValueError as exc:  # a bad port or IPv6 literal
-            raise BoundaryError(
-                field,
-                url,
-                f"not a valid URL ({exc}); e.g. http://127.0.0.1:8000 or http://[::1]:8000",
-            ) from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise BoundaryError(field, url, "must be an http:// or https:// URL with a host")
-        if parts.username is not None or parts.password is not None:
-            # the value is never shown: it holds a secret
-            raise BoundaryError(field, f"{parts.scheme}://***@{parts.hostname}", CREDENTIALS_FIX)
-        if parts.query or parts.fragment:
-            raise BoundaryError(field, url, "must not have a query (?...) or fragment (#...)")
-        if port == 0:
-            raise BoundaryError(field, url, "port must be in 1..65535")
-        if problem := host_problem(parts.hostname):  # else a UnicodeError inside getaddrinfo
-            raise BoundaryError(field, url, f"{problem}; e.g. http://127.0.0.1:8000")
+        parts = url_parts(field, url, "http://127.0.0.1:8000 or http://[::1]:8000", CREDENTIALS_FIX)
+        port = parts.port
         default = 443 if parts.scheme == "https" else 80
-        return cls(parts.scheme, parts.hostname, port or default, parts.path.rstrip("/"))
+        return cls(parts.scheme, parts.hostname or "", port or default, parts.path.rstrip("/"))
 
     @property
     def default_port(self) -> bool:

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from trnspec.boundary.errors import BoundaryError
 
@@ -203,10 +203,16 @@ def host_problem(host: str) -> str | None:
     return None
 
 
-def base_url(field: str, url: str, example: str = "http://127.0.0.1:9090") -> str:
-    """An http(s) base URL with a host DNS can look up, a valid port, no credentials, query or
-    fragment, without its trailing slash; else BoundaryError naming `field` (a URL with
-    credentials is shown without them)."""
+def url_parts(
+    field: str,
+    url: str,
+    example: str = "http://127.0.0.1:9090",
+    credentials_fix: str = "give the base URL without 'user:password@'",
+) -> SplitResult:
+    """The parts of an http(s) URL with a host DNS can look up, a valid port, no credentials,
+    query or fragment; else BoundaryError naming `field` (a URL with credentials is shown
+    without them, and `credentials_fix` says what to do instead). The one URL check of the
+    engine and the tools (trnspec_tools.boundary.endpoint.Endpoint.parse reads its parts)."""
     if not isinstance(url, str) or not url.isprintable() or any(c.isspace() for c in url):
         raise BoundaryError(field, url, "must be a URL without spaces or control characters")
     try:
@@ -215,14 +221,21 @@ def base_url(field: str, url: str, example: str = "http://127.0.0.1:9090") -> st
     except ValueError as err:  # a bad port or IPv6 literal
         raise BoundaryError(field, url, f"not a valid URL ({err}); e.g. {example}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BoundaryError(field, url, f"give an http(s) URL with a host, e.g. {example}")
+        raise BoundaryError(
+            field, url, f"give an http:// or https:// URL with a host, e.g. {example}"
+        )
     if parts.username is not None or parts.password is not None:
-        shown = f"{parts.scheme}://***@{parts.hostname}"
-        raise BoundaryError(field, shown, "give the base URL without 'user:password@'")
+        raise BoundaryError(field, f"{parts.scheme}://***@{parts.hostname}", credentials_fix)
     if parts.query or parts.fragment:
         raise BoundaryError(field, url, "give the base URL only (no query or fragment)")
     if port == 0:
         raise BoundaryError(field, url, "the port must be in 1..65535")
     if problem := host_problem(parts.hostname):
         raise BoundaryError(field, url, f"{problem}; e.g. {example}")
+    return parts
+
+
+def base_url(field: str, url: str, example: str = "http://127.0.0.1:9090") -> str:
+    """`url` checked by `url_parts`, without its trailing slash."""
+    url_parts(field, url, example)
     return url.rstrip("/")

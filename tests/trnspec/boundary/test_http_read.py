@@ -170,7 +170,7 @@ def test_get_refuses_a_bad_host_before_connecting() -> None:
     [
         ("http://[::1", "not a valid URL (Invalid IPv6 URL)"),
         ("http://host:99999", "not a valid URL"),
-        ("ftp://host", "give an http(s) URL"),
+        ("ftp://host", "give an http:// or https:// URL"),
         ("http://host:9090/?q=1", "no query"),
         ("http://a..b:9090", "not a name DNS can look up"),
         ("http://" + "a" * 64 + ".com", "not a name DNS can look up"),
