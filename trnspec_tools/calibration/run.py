@@ -183,7 +183,7 @@ def calibration_document(
     models: dict[Arm, str],
     runs: Sequence[CalibrationRun],
     summary: Summary,
-    rows_note: dict[str, object],
+    rows_note: RowsNote,
 ) -> dict[str, object]:
     """calibration.json: the settings, each arm, the figures per arm and level, the verdict per
     level and overall, and every run as bench writes it (in the order run)."""
@@ -207,7 +207,7 @@ def calibration_document(
         "results": [a.to_json() for a in summary.arms],
         "verdicts": [v.to_json() for v in summary.verdicts],
         "verdict": summary.overall(),
-        "trn2_rows": rows_note,
+        "trn2_rows": rows_note.to_json(),
         "runs": [
             {
                 "arm": r.arm,
@@ -222,6 +222,25 @@ def calibration_document(
     }
 
 
+@dataclass(frozen=True)
+class RowsNote:
+    """What calibration.json says about trn2_rows.yaml: the rows written, why none were (note)
+    and the levels or rows left out with why (skipped; None where the rows were not built)."""
+
+    rows: int
+    note: str | None = None
+    skipped: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """calibration.json's `trn2_rows` (note and skipped only when there are)."""
+        out: dict[str, object] = {"rows": self.rows}
+        if self.note is not None:
+            out["note"] = self.note
+        if self.skipped is not None:
+            out["skipped"] = list(self.skipped)
+        return out
+
+
 def trn2_rows_text(
     opts: CalibrationOptions,
     summary: Summary,
@@ -229,11 +248,11 @@ def trn2_rows_text(
     models: dict[Arm, str],
     run_stamp: str,
     input_len: int,
-) -> tuple[str | None, dict[str, object]]:
+) -> tuple[str | None, RowsNote]:
     """(trn2_rows.yaml's text or None, what calibration.json says about it)."""
     plain_p, spec_p = opts.profiles["plain"], opts.profiles["speculative"]
     if plain_p is None or spec_p is None:
-        return None, {"rows": 0, "note": "no rows: give --plain-profile and --speculative-profile"}
+        return None, RowsNote(0, "no rows: give --plain-profile and --speculative-profile")
     from trnspec.config.serving import ConfigError, load_profile
 
     from trnspec_tools.calibration.rows import calibration_rows, combined_rows_yaml
@@ -246,12 +265,12 @@ def trn2_rows_text(
         spec = conditions_for(spec_p, input_len, opts.output_len, source, date)
         k = opts.k or load_profile(spec_p).speculation.num_speculative_tokens
     except ConfigError as exc:
-        return None, {"rows": 0, "note": f"no rows: {str(exc).splitlines()[-1][:200]}"}
+        return None, RowsNote(0, f"no rows: {str(exc).splitlines()[-1][:200]}")
     endpoints = {arm: (opts.urls[arm], models[arm]) for arm in ARMS}
     rows, skipped = calibration_rows(summary, runs, plain, spec, k, endpoints)
     if not rows:
-        return None, {"rows": 0, "note": "no rows", "skipped": skipped}
-    return combined_rows_yaml(plain, spec, rows), {"rows": len(rows), "skipped": skipped}
+        return None, RowsNote(0, "no rows", tuple(skipped))
+    return combined_rows_yaml(plain, spec, rows), RowsNote(len(rows), skipped=tuple(skipped))
 
 
 def input_len_estimate(prompts: Sequence[str]) -> int:
@@ -366,7 +385,7 @@ def calibrate(
     for line in problems:
         log(f"error: {line}")
     if rows_text is None:
-        log(f"trn2 rows: {rows_note['note']}")
+        log(f"trn2 rows: {rows_note.note}")
     return Outcome(run_stamp, summary, files, uploaded, tuple(problems))
 
 

@@ -369,3 +369,48 @@ def test_a_failed_upload_keeps_the_results_on_disk_and_names_them(tmp_path: Path
     assert "cannot upload to s3://trnspec-results/calibration/" in problem
     assert str(tmp_path / "calibration.json") in problem
     assert any(line.startswith("error: cannot upload") for line in lines)
+
+
+def _rows_note(tmp_path: Path, *profiles: str) -> tuple[str | None, calibrate_run.RowsNote]:
+    """trn2_rows_text for a run whose rounds all failed to start (no verdict at any level)."""
+    from trnspec_tools.calibration.summary import summarize
+
+    parser = argparse.ArgumentParser()
+    calibrate_run.add_cli_args(parser)
+    argv = _args("http://p:8000", "http://s:8000", tmp_path, "--concurrency", "1,2", *profiles)
+    opts = calibrate_run.options_from_args(parser.parse_args(argv))
+    summary = summarize([], opts.levels, opts.prices)
+    models: dict = {"plain": "fake", "speculative": "fake"}
+    return calibrate_run.trn2_rows_text(opts, summary, [], models, "20261201T120000Z", 64)
+
+
+def test_without_profiles_no_rows_are_built_and_the_note_says_which_flags_to_give(
+    tmp_path: Path,
+) -> None:
+    text, note = _rows_note(tmp_path)
+    assert text is None
+    assert note == calibrate_run.RowsNote(
+        0, "no rows: give --plain-profile and --speculative-profile"
+    )
+
+
+def test_levels_without_a_verdict_give_no_rows_each_named_with_why(tmp_path: Path) -> None:
+    profiles = ("--plain-profile", "qwen3-4b-baseline", "--speculative-profile", "qwen3-4b-dflash")
+    text, note = _rows_note(tmp_path, *profiles)
+    assert text is None and (note.rows, note.note) == (0, "no rows")
+    assert note.skipped is not None and [s.split(":")[0] for s in note.skipped] == [
+        "concurrency 1",
+        "concurrency 2",
+    ]
+
+
+def test_the_rows_note_is_written_with_every_field_under_its_own_name() -> None:
+    """calibration.json's trn2_rows: rows first, then note and skipped, each only when set."""
+    note = calibrate_run.RowsNote(3, "a note", ("a level left out",))
+    assert list(note.to_json().items()) == [
+        ("rows", 3),
+        ("note", "a note"),
+        ("skipped", ["a level left out"]),
+    ]
+    assert calibrate_run.RowsNote(2, skipped=()).to_json() == {"rows": 2, "skipped": []}
+    assert calibrate_run.RowsNote(0, "why").to_json() == {"rows": 0, "note": "why"}
