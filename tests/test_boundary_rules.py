@@ -411,10 +411,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "as ModelProbe: the drain's /metrics look (owner: serve; to move to http_read.get, its"
         " 'timeout' kind meaning busy)"
     ),
-    ("trnspec_tools/calibration/store.py", "read_object", "raw-http"): (
-        "an S3 object of calibration results, size-capped, botocore's per-read timeouts (owner:"
-        " calibration; to move into http_read.within)"
-    ),
     ("infra/serving/bundle/install.py", "download", "raw-http"): (
         "the init container's bundle download: runs before trnspec is importable (stdlib and"
         " boto3 only; owner: bundle)"

@@ -265,26 +265,28 @@ def fetch(
     region: str | None = None,
     clients: Callable[[str | None], tuple[object, object]] | None = None,
     log: Callable[[str], None] = print,
+    timeout_s: float = DEFAULT_AWS_TIMEOUT_S,
 ) -> Fetched:
     """Download the newest complete run, print its verdict and the next commands;
     `clients(region)` gives (cloudformation, s3). `out_dir` is proven writable before anything
     is asked of AWS, and calibration.json read through FetchedResult before anything is
     written (BoundaryError otherwise); a file that cannot be written where asked is kept in a
-    fallback directory (write_outputs) and named by `Fetched.moved`."""
+    fallback directory (write_outputs) and named by `Fetched.moved`. Each read of the bucket is
+    whole within `timeout_s` (store.StoreError otherwise)."""
     check_out_dir("--out", out_dir, (), ())
     if clients is None:
         clients = _boto_clients
     cloudformation, s3 = clients(region)
     outputs = read_stack_outputs(cloudformation, stack)
     bucket = stack_bucket_of(outputs, stack)
-    newest = store.newest_complete(s3, bucket)
+    newest = store.newest_complete(s3, bucket, timeout_s)
     if newest is None:
         raise StackError(
             f"--stack={stack}: no calibration results in s3://{bucket}/{store.PREFIX} yet; the "
             "calibration Job writes them when it finishes (serving.calibration set)"
         )
     prefix = f"s3://{bucket}/{store.run_prefix(newest)}"
-    blobs = store.read_run(s3, bucket, newest)
+    blobs = store.read_run(s3, bucket, newest, timeout_s)
     name = f"{newest}/{store.RESULT_JSON}"
     result = read_result(blobs[store.RESULT_JSON], name, shown=prefix + store.RESULT_JSON)
     written = tuple(
