@@ -403,14 +403,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("trnspec_tools/local_engine/local_server.py", "LocalServer._wait_ready", "raw-http"): (
         "test support: polls a local vLLM it started, under the loop's own startup deadline"
     ),
-    ("image/trnspec/serve/probes.py", "ModelProbe.__call__", "raw-http"): (
-        "the supervisor's probe of its own vLLM on loopback, 2 s per read (owner: serve; to move"
-        " to boundary.http_read.get: a trickling local server would hold one probe)"
-    ),
-    ("image/trnspec/serve/probes.py", "BusyProbe.__call__", "raw-http"): (
-        "as ModelProbe: the drain's /metrics look (owner: serve; to move to http_read.get, its"
-        " 'timeout' kind meaning busy)"
-    ),
     ("infra/serving/bundle/install.py", "download", "raw-http"): (
         "the init container's bundle download: runs before trnspec is importable (stdlib and"
         " boto3 only; owner: bundle)"

@@ -10,6 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trnspec.boundary import http_read
+from trnspec.boundary.errors import BoundaryError
+from trnspec.boundary.json_io import loads
 from trnspec.boundary.write import write_file
 from trnspec.config.pod_contract import METRICS_PATH, MODELS_PATH
 from trnspec.config.serving import ServingConfig
@@ -18,6 +21,10 @@ log = logging.getLogger("trnspec.serve")
 
 #: vLLM gauges of requests it holds; both exist in the V0 (Neuron fork) and V1 engines.
 _IN_FLIGHT_GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+#: The largest /v1/models answer read (a list of served names: a few KiB).
+MAX_MODELS_BYTES = http_read.MAX_ANSWER_BYTES
+#: The largest /metrics answer read (vLLM's exposition, histograms per model: hundreds of KiB).
+MAX_METRICS_BYTES = 16 * 1024 * 1024
 
 
 def probe_url(cfg: ServingConfig) -> str:
@@ -32,8 +39,9 @@ def probe_url(cfg: ServingConfig) -> str:
 
 @dataclass(frozen=True)
 class ModelProbe:
-    """Called: True when GET /v1/models answers 200 and lists the served model (`headers`: the
-    API key's, since vLLM guards /v1 when it has one)."""
+    """Called: True when GET /v1/models answers 200, whole within `timeout` seconds in all
+    (trnspec.boundary.http_read.get: a server that trickles its answer cannot hold a probe), and
+    lists the served model (`headers`: the API key's, since vLLM guards /v1 when it has one)."""
 
     base_url: str
     model: str
@@ -42,17 +50,21 @@ class ModelProbe:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __call__(self) -> bool:
-        import httpx
-
         try:
-            response = httpx.get(
-                f"{self.base_url}{MODELS_PATH}", timeout=self.timeout, headers=dict(self.headers)
+            answer = http_read.get(
+                f"{self.base_url}{MODELS_PATH}",
+                http_read.Bounds(self.timeout, MAX_MODELS_BYTES),
+                headers=self.headers,
             )
-            if response.status_code != 200:
+            if answer.status != 200:
                 return False
-            return any(m.get("id") == self.model for m in response.json().get("data", []))
-        except (httpx.HTTPError, ValueError, AttributeError):
+            listing = loads(answer.body, MODELS_PATH)
+        except (http_read.ReadFailed, BoundaryError):
             return False
+        served = listing.get("data") if isinstance(listing, dict) else None
+        return isinstance(served, list) and any(
+            isinstance(m, dict) and m.get("id") == self.model for m in served
+        )
 
 
 def http_probe(
@@ -84,25 +96,24 @@ def requests_in_flight(metrics_text: str) -> int | None:
 class BusyProbe:
     """Called: True while vLLM holds requests, False when idle, None when /metrics cannot tell.
 
-    A /metrics answer that does not come within `timeout` counts as busy: a loaded server answers
-    slowly, and stopping it then would abort the requests the drain exists for (the drain's own
-    deadline bounds the wait). A refused connection (nothing listening yet) cannot tell."""
+    A /metrics answer that is not whole within `timeout` seconds in all (http_read.get) counts as
+    busy: a loaded server answers slowly, and stopping it then would abort the requests the drain
+    exists for (the drain's own deadline bounds the wait). A refused connection (nothing
+    listening yet) or an answer over MAX_METRICS_BYTES cannot tell."""
 
     base_url: str
     timeout: float = 2.0
 
     def __call__(self) -> bool | None:
-        import httpx
-
         try:
-            response = httpx.get(f"{self.base_url}{METRICS_PATH}", timeout=self.timeout)
-        except httpx.TimeoutException:
-            return True
-        except httpx.HTTPError:
+            answer = http_read.get(
+                f"{self.base_url}{METRICS_PATH}", http_read.Bounds(self.timeout, MAX_METRICS_BYTES)
+            )
+        except http_read.ReadFailed as failed:
+            return True if failed.kind == "timeout" else None
+        if answer.status != 200:
             return None
-        if response.status_code != 200:
-            return None
-        count = requests_in_flight(response.text)
+        count = requests_in_flight(answer.body.decode("utf-8", errors="replace"))
         return None if count is None else count > 0
 
 

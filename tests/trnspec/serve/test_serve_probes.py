@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from serve_fakes import FAKE_SERVER, MODEL, free_port, wait_for
 from trnspec.config.serving import apply_overrides, load_profile
+from trnspec.serve import probes
 from trnspec.serve.probes import ReadyFile, http_busy, http_probe, probe_url, requests_in_flight
 
 
@@ -86,3 +90,91 @@ def test_a_metrics_answer_that_does_not_come_in_time_counts_as_busy() -> None:
         port = silent.getsockname()[1]
         assert http_busy(f"http://127.0.0.1:{port}", timeout=0.2)() is True
     assert http_busy(f"http://127.0.0.1:{free_port()}", timeout=0.2)() is None  # refused
+
+
+#: Seconds between the bytes of a trickled answer: far under any per-read timeout.
+TRICKLE_EVERY_S = 0.01
+#: Trickled bytes: the whole answer takes at least 150 x 10 ms = 1.5 s, five times the bound.
+PADDING = 150
+PROBE_BOUND_S = 0.3
+
+
+def _head(length: int) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % length
+
+
+@pytest.fixture
+def answering() -> Iterator[Callable[[bytes, int], str]]:
+    """`answering(answer, trickled)` -> the base URL of a local server that sends `answer`, its
+    last `trickled` bytes one every TRICKLE_EVERY_S (it ends with the test)."""
+    stop = threading.Event()
+    listeners: list[socket.socket] = []
+
+    def start(answer: bytes, trickled: int) -> str:
+        listener = socket.create_server(("127.0.0.1", 0))
+        listeners.append(listener)
+
+        def serve() -> None:
+            with contextlib.suppress(OSError):
+                conn, _ = listener.accept()
+                with conn:
+                    conn.recv(65536)
+                    cut = len(answer) - trickled
+                    conn.sendall(answer[:cut])
+                    for i in range(cut, len(answer)):
+                        if stop.wait(TRICKLE_EVERY_S):
+                            return
+                        conn.sendall(answer[i : i + 1])
+                    stop.wait(10)
+
+        threading.Thread(target=serve, daemon=True).start()
+        return f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+    yield start
+    stop.set()
+    for listener in listeners:
+        listener.close()
+
+
+def _listing(model: str, padding: int = 0) -> bytes:
+    body = b'{"data": [{"id": "%s"}]}' % model.encode() + b" " * padding
+    return _head(len(body)) + body
+
+
+def _metrics(running: int, padding: int = 0) -> bytes:
+    body = b"vllm:num_requests_running %d\n" % running + b" " * padding
+    return _head(len(body)) + body
+
+
+def test_the_model_probe_reads_a_whole_listing(answering) -> None:
+    assert http_probe(answering(_listing(MODEL), 0), MODEL, PROBE_BOUND_S)() is True
+
+
+def test_a_listing_trickled_past_the_bound_is_not_ready(answering) -> None:
+    """Each byte comes well within a per-read timeout, and the listing names the model: only a
+    bound on the whole answer says no (the probe is not held for as long as the server trickles)."""
+    url = answering(_listing(MODEL, PADDING), PADDING)
+    assert http_probe(url, MODEL, PROBE_BOUND_S)() is False
+
+
+def test_a_listing_nested_thousands_deep_is_not_ready_and_does_not_raise(answering) -> None:
+    body = b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    assert http_probe(answering(_head(len(body)) + body, 0), MODEL, 5.0)() is False
+
+
+@pytest.mark.parametrize(("running", "busy"), [(1, True), (0, False)])
+def test_the_busy_probe_reads_a_whole_exposition(answering, running: int, busy: bool) -> None:
+    assert http_busy(answering(_metrics(running), 0), PROBE_BOUND_S)() is busy
+
+
+def test_an_exposition_trickled_past_the_bound_counts_as_busy(answering) -> None:
+    """It says idle (0 running) once whole, but it is not whole within the bound: busy."""
+    url = answering(_metrics(0, PADDING), PADDING)
+    assert http_busy(url, PROBE_BOUND_S)() is True
+
+
+def test_an_exposition_over_the_byte_bound_cannot_tell(
+    answering, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probes, "MAX_METRICS_BYTES", 64)
+    assert http_busy(answering(_metrics(1, 100), 0), 5.0)() is None
