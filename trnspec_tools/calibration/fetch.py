@@ -320,7 +320,11 @@ def _boto_clients(region: str | None) -> tuple[object, object]:
 
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--stack", required=True, help="the serving stack, e.g. trnspec-serving")
+    parser.add_argument(
+        "--stack",
+        required=True,
+        help="the serving stack (the platform stack's name + -serving): TrnspecPlatform-serving",
+    )
     parser.add_argument(
         "--region",
         type=arg(region_problem),
