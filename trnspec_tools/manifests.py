@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from trnspec.boundary import json_io
 from trnspec.boundary.args import path_arg
 from trnspec.boundary.aws_names import (
     arg,
@@ -357,8 +357,8 @@ def _iam_files(
     lines = ["#!/bin/sh", "# one IAM role per service account, then its Pod Identity association"]
     for role in roles:
         base = iam_dir / role.service_account
-        files.append((Path(f"{base}.policy.json"), json.dumps(role.policy, indent=2) + "\n"))
-        files.append((Path(f"{base}.trust.json"), json.dumps(role.trust, indent=2) + "\n"))
+        files.append((Path(f"{base}.policy.json"), json_io.dumps(role.policy)))
+        files.append((Path(f"{base}.trust.json"), json_io.dumps(role.trust)))
         lines += [
             *role.role_commands(),
             role.association_command(args.iam_cluster, args.region, None),

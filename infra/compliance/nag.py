@@ -12,7 +12,6 @@ there, in every stack of the app. Any other finding fails tests/infra/compliance
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import jsii
@@ -20,6 +19,7 @@ from aws_cdk import Acknowledgment, App, Aspects, CfnResource, IAspect, Stack, V
 from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
+from trnspec.boundary import json_io
 
 _PREFIX = "AwsSolutions::"
 
@@ -174,7 +174,7 @@ def nag_string(value: Any) -> str:
     if isinstance(value, dict) and "Fn::GetAtt" in value:
         att = value["Fn::GetAtt"]
         return f"<{att[0]}.{att[1]}>"
-    return json.dumps(value, separators=(",", ":"))
+    return json_io.strict(value, separators=(",", ":"))
 
 
 def _ack(scope: IConstruct, finding: str, reason: str) -> None:

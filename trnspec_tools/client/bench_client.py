@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import ssl
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Literal, NoReturn
 
+from trnspec.boundary import json_io
 from trnspec.serve.api_key import auth_headers
 
 from trnspec_tools.boundary.endpoint import BoundKey
@@ -320,7 +320,7 @@ async def send_request(
 ) -> RequestResult:
     """Send one streaming request, classify any fault, retry only before the first byte."""
     path = "/v1/chat/completions" if api == "chat" else "/v1/completions"
-    body = json.dumps(request_body(api, model, spec, ignore_eos)).encode()
+    body = json_io.strict(request_body(api, model, spec, ignore_eos)).encode()
     retries = 0
     start = time.perf_counter()
     while True:

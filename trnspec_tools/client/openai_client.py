@@ -16,7 +16,6 @@ AttributeError deep in a caller.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,7 +123,7 @@ class OpenAIClient:
     async def _call(
         self, method: str, path: str, body: dict[str, Any] | None, *, stream: bool = False
     ) -> _Answer:
-        data = None if body is None else json.dumps(body).encode()
+        data = None if body is None else json_io.strict(body).encode()
         what = f"{method} {self.base_url}{path}" + (" (stream)" if stream else "")
         start = time.monotonic()
         for attempt in range(self.retries + 1):

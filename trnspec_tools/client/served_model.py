@@ -6,7 +6,6 @@ list-models shape: https://platform.openai.com/docs/api-reference/models/list)."
 
 from __future__ import annotations
 
-import json
 import ssl
 from dataclasses import dataclass
 from typing import Any
@@ -88,7 +87,8 @@ def json_shape(value: object) -> str:
     """A short description of a JSON value that is not what was expected (for error messages)."""
     if value is None:
         return "null"
-    return f"a JSON {type(value).__name__} ({json.dumps(value, default=str)[:60]})"
+    shown = json_io.dumps(value, None, default=str, newline=False)[:60]
+    return f"a JSON {type(value).__name__} ({shown})"
 
 
 async def discover(

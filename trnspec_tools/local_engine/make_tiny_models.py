@@ -9,13 +9,13 @@ hash of the generator and its parameters, so a second run returns at once.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from trnspec.boundary import json_io
 
 from trnspec_tools.local_engine.tiny_models import DEFAULT_CACHE_DIR, ensure_tiny_models
 
@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluation = models.info["evaluation"]
     if args.json:
         print(
-            json.dumps(
+            json_io.dumps(
                 {
                     "target": str(models.target),
                     "draft": str(models.draft),
@@ -47,9 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "elapsed_s": elapsed,
                     "evaluation": evaluation,
                     "build_timings": models.info["timings"],
-                },
-                indent=2,
-            )
+                }
+            ),
+            end="",
         )
     else:
         print(f"target: {models.target}")

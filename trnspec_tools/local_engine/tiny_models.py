@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trnspec.boundary import json_io
 from trnspec.boundary.write import write_file
 
 from trnspec_tools.local_engine import tiny_corpus
@@ -140,7 +141,7 @@ def cache_key(spec: BuildSpec) -> str:
     digest = hashlib.sha256()
     for module in (tiny_corpus, inspect.getmodule(cache_key)):
         digest.update(inspect.getsource(module).encode())
-    digest.update(json.dumps(asdict(spec), sort_keys=True).encode())
+    digest.update(json_io.strict(asdict(spec), sort_keys=True).encode())
     versions = (torch.__version__, transformers.__version__, tokenizers.__version__)
     digest.update(repr(versions).encode())
     return digest.hexdigest()[:16]
@@ -258,7 +259,7 @@ def _build(out_dir: Path, spec: BuildSpec, log: Log) -> dict[str, Any]:
         "evaluation": evaluation,
         "torch_threads": torch.get_num_threads(),
     }
-    write_file(out_dir / BUILD_INFO, json.dumps(info, indent=2) + "\n")
+    write_file(out_dir / BUILD_INFO, json_io.dumps(info))
     return info
 
 

@@ -3,14 +3,20 @@
 Object keys are unique (a duplicate is refused, never silently the last one).
 Python's json module reads `NaN`, `Infinity` and `-Infinity` (not JSON) and writes them back, so a
 NaN in a tune report would pass every comparison (all false) and print a confident figure. Here a
-non-finite constant is refused on read, and `dumps` writes strict JSON with any non-finite float
-(a bug upstream) written as null.
+non-finite constant is refused on read, and every JSON the product writes is strict JSON, by one of
+two writers (tests/test_json_writes.py refuses any other `json.dumps`/`json.dump`):
+- `dumps`, for a document a user or a program reads (a report, a plan, a policy file, a manifest):
+  a non-finite float (a bug upstream) is written as null, so a figure is right or absent;
+- `strict`, for text that is hashed or sent (a cache key, a fingerprint, a request body, an argv
+  value): there a null would be another key or another request, so a non-finite float is refused
+  with ValueError naming where it is.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 from trnspec.boundary.errors import BoundaryError
@@ -114,6 +120,61 @@ def finite_only(value: Any) -> Any:
     return value
 
 
-def dumps(value: Any, indent: int | None = 2) -> str:
-    """Strict JSON text (non-finite floats written as null), ending in a newline."""
-    return json.dumps(finite_only(value), indent=indent, allow_nan=False) + "\n"
+def dumps(
+    value: Any,
+    indent: int | None = 2,
+    *,
+    sort_keys: bool = False,
+    separators: tuple[str, str] | None = None,
+    default: Callable[[Any], Any] | None = None,
+    newline: bool = True,
+) -> str:
+    """Strict JSON text of a document (non-finite floats written as null), ending in a newline
+    unless `newline` is False; the other arguments are json.dumps's."""
+    text = json.dumps(
+        finite_only(value),
+        indent=indent,
+        sort_keys=sort_keys,
+        separators=separators,
+        default=default,
+        allow_nan=False,
+    )
+    return text + "\n" if newline else text
+
+
+def non_finite_at(value: Any, where: str = "$") -> tuple[str, float] | None:
+    """Where the first non-finite float of a JSON-able value is (`$.a[2].b`) and what it is, or
+    None when every number is finite."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where, value)
+    if isinstance(value, dict):
+        items: Any = ((f"{where}.{k}", v) for k, v in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub_where, sub in items:
+        if (found := non_finite_at(sub, sub_where)) is not None:
+            return found
+    return None
+
+
+def strict(
+    value: Any,
+    *,
+    sort_keys: bool = False,
+    separators: tuple[str, str] | None = None,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
+    """One line of strict JSON for text that is hashed or sent (no trailing newline; the
+    arguments are json.dumps's); a non-finite float is refused with ValueError naming where it
+    is, never written as null (a null would be another cache key or another request)."""
+    if (found := non_finite_at(value)) is not None:
+        where, number = found
+        raise ValueError(
+            f"{where} is {number!r}, not a finite number: JSON has none, and null would change"
+            " what is hashed or sent; fix the value upstream"
+        )
+    return json.dumps(
+        value, sort_keys=sort_keys, separators=separators, default=default, allow_nan=False
+    )

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+from trnspec.boundary import json_io
 from trnspec.boundary.problems import ABSENT
 from trnspec.config.images import generations_supporting, image_spec, runtime_refusal
 from trnspec.config.k_schedule import check_k_schedule
@@ -237,7 +238,7 @@ def _tokenizer_fingerprint(directory: str) -> str | None:
         added = sorted(
             (str(t.get("id")), str(t.get("content"))) for t in data.get("added_tokens") or []
         )
-        canonical = json.dumps({"vocab": vocab, "added": added}, sort_keys=True)
+        canonical = json_io.strict({"vocab": vocab, "added": added}, sort_keys=True)
     except (OSError, ValueError, AttributeError, TypeError):
         return None  # unreadable: the vocab-size comparison still applies
     return hashlib.sha256(canonical.encode()).hexdigest()

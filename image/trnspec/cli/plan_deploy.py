@@ -18,11 +18,11 @@ naming the flag.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import fields
 from pathlib import Path
 
+from trnspec.boundary import json_io
 from trnspec.boundary.args import path_arg, price_arg, text_arg
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import float_arg, int_arg
@@ -98,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
     result = plan_deploy(request)
     command = command_line(request)
     if args.format == "json":
-        print(json.dumps(json_document(result, command), indent=2))
+        print(json_io.dumps(json_document(result, command)), end="")
     else:
         print(format_plans(result))
     if result.decision is None:

@@ -12,9 +12,8 @@ the best k per batch and the batch from which speculation no longer pays. The nu
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, fields
+from dataclasses import fields
 
-from trnspec.boundary import json_io
 from trnspec.boundary.args import float_arg, int_arg, price_arg, text_arg
 from trnspec.cli.config_args import config_from_args
 from trnspec.plan.batch_verdicts import undecided_batches, verdicts_text
@@ -33,8 +32,8 @@ def query_from_args(args: argparse.Namespace) -> PredictQuery:
 def main(args: argparse.Namespace) -> int:
     report = build(query_from_args(args), config_from_args(args))
     if args.format == "json":
-        # the one JSON writer: never NaN or Infinity (a figure that is not finite is null)
-        print(json_io.dumps(asdict(report)), end="")
+        # json_io.dumps: never NaN or Infinity (a figure that is not finite is null)
+        print(report.to_json(), end="")
     else:
         print(format_table(report))
     return 0

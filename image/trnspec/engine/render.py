@@ -9,12 +9,12 @@ mirrors AWS's published command for its method, flag by flag (docs/workload.md, 
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trnspec.boundary import json_io
 from trnspec.config.images import CommandForm, image_spec
 from trnspec.config.k_schedule import speculative_config_entry
 
@@ -36,7 +36,9 @@ class RenderedCommand(BaseModel):
     env: dict[str, str] = Field(description="Environment variables to add to the inherited one.")
 
     def to_json(self) -> str:
-        return json.dumps({"image": self.image, "argv": self.argv, "env": self.env}, indent=2)
+        return json_io.dumps(
+            {"image": self.image, "argv": self.argv, "env": self.env}, newline=False
+        )
 
     def to_shell(self) -> str:
         """A copy-pasteable command line: env assignments, then the quoted argv."""
@@ -60,7 +62,8 @@ def _hub_revision(ref: ModelRef) -> str | None:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    """An argv value vLLM parses: compact, keys sorted, a non-finite number refused."""
+    return json_io.strict(value, separators=(",", ":"), sort_keys=True)
 
 
 def _common(cfg: ServingConfig) -> list[str]:

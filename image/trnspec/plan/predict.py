@@ -12,11 +12,11 @@ trnspec.cli.predict into a PredictQuery; bad input is a ConfigError naming the f
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, fields
 from functools import cache
 from typing import Any
 
+from trnspec.boundary import json_io
 from trnspec.boundary.errors import BoundaryError
 from trnspec.boundary.numbers import parse_int_list
 from trnspec.boundary.problems import ABSENT
@@ -154,7 +154,8 @@ class PredictReport:
     caveats: list[str]
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        """`predict --format json`: strict JSON, a figure that is not finite written as null."""
+        return json_io.dumps(asdict(self))
 
 
 def _acceptance(query: PredictQuery, cfg: ServingConfig) -> tuple[float, Inputs, list[Problem]]:

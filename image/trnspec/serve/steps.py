@@ -4,10 +4,10 @@ and the vLLM command. Pure: no I/O, no environment reads (trnspec.cli.serve reso
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict, dataclass, field
 
+from trnspec.boundary import json_io
 from trnspec.config.images import image_spec
 from trnspec.config.pod_contract import COMPILED_ROOT, MODELS_ROOT
 from trnspec.config.s3_uri import is_s3_uri, parse_s3_uri
@@ -51,7 +51,7 @@ class ServeSteps:
     staged_overrides: tuple[str, ...] = field(default=())  # --set items pointing at staged dirs
 
     def to_json(self) -> str:
-        return json.dumps(
+        return json_io.dumps(
             {
                 "stage": [asdict(s) for s in self.stage],
                 "cache": {**asdict(self.cache), "remote": self.cache.remote}
@@ -63,7 +63,7 @@ class ServeSteps:
                     "env": self.command.env,
                 },
             },
-            indent=2,
+            newline=False,
         )
 
 

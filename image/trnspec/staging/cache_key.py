@@ -14,10 +14,11 @@ of a canonical JSON of all inputs (so two keys are equal exactly when the inputs
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
+
+from trnspec.boundary import json_io
 
 if TYPE_CHECKING:
     from trnspec.config.serving import ServingConfig
@@ -56,7 +57,8 @@ def sdk_version_from_image(image: str) -> str | None:
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    """Compact, keys sorted; a non-finite number refused (a NaN in a cache key is a bug)."""
+    return json_io.strict(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def identity_from_config(

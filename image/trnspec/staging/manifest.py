@@ -11,7 +11,6 @@ No network here; only local file reads, so it is testable without mocks.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 from collections.abc import Iterable
@@ -20,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from trnspec.boundary import json_io
 from trnspec.boundary.write import write_file
 
 #: The manifest's file name, inside the directory it describes (excluded from itself).
@@ -103,7 +103,7 @@ class Manifest(BaseModel):
         return next((e for e in self.files if e.path == path), None)
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
+        return json_io.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Manifest:

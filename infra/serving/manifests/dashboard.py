@@ -16,10 +16,10 @@ exporter (`neuroncore_utilization_ratio`, `neuron_runtime_memory_used_bytes` wit
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import yaml
+from trnspec.boundary import json_io
 from trnspec.config.images import (
     IMAGES,
     NUM_ACCEPTED_TOKENS,
@@ -230,4 +230,4 @@ def dashboard_for_config_yaml(config_yaml: str) -> dict[str, Any]:
 
 
 def render_dashboard(generation: ImageGeneration | None = None) -> str:
-    return json.dumps(build_dashboard(generation), indent=2, sort_keys=True) + "\n"
+    return json_io.dumps(build_dashboard(generation), sort_keys=True)

@@ -16,8 +16,9 @@ stock kube-prometheus-stack only those labelled `release: <its release name>`; o
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from trnspec.boundary import json_io
 
 from infra.contracts import (
     GRAFANA_DASHBOARD_LABEL,
@@ -112,5 +113,5 @@ def dashboard_config_map(settings: ServingSettings, dashboard: dict[str, Any]) -
             "namespace": settings.monitoring_namespace,
             "labels": {key: value, PART_OF_LABEL: PART_OF},
         },
-        "data": {DASHBOARD_KEY: json.dumps(dashboard, indent=2, sort_keys=True)},
+        "data": {DASHBOARD_KEY: json_io.dumps(dashboard, sort_keys=True, newline=False)},
     }

@@ -24,9 +24,10 @@ What it adds (only with `serving.scale_to_zero`):
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from trnspec.boundary import json_io
 
 from infra.compliance.scan_skips import skip_annotations
 from infra.contracts import (
@@ -77,9 +78,11 @@ def busy_body(settings: ServingSettings) -> str:
     """The 503's body: an OpenAI-style error a client library reports as it is."""
     seconds = settings.wake.retry_after_seconds
     message = f"the model server is starting from zero replicas; retry after {seconds} s"
-    return json.dumps(
+    return json_io.dumps(
         {"error": {"message": message, "type": "service_unavailable", "code": 503}},
+        None,
         separators=(",", ":"),
+        newline=False,
     )
 
 

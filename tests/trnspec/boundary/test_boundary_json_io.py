@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trnspec.boundary.errors import BoundaryError
-from trnspec.boundary.json_io import MAX_DEPTH, depth, dumps, loads
+from trnspec.boundary.json_io import MAX_DEPTH, depth, dumps, loads, strict
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -27,6 +27,29 @@ json_values = st.recursive(
     ),
     max_leaves=20,
 )
+
+
+finite_json_values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=10),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+#: The forms the product's sites write (json.dumps's arguments, as json_io passes them on).
+forms = st.fixed_dictionaries(
+    {
+        "sort_keys": st.booleans(),
+        "separators": st.sampled_from([None, (",", ":"), (", ", ": ")]),
+    }
+)
+non_finite = st.sampled_from([math.nan, math.inf, -math.inf])
 
 
 def _finite(value: object) -> bool:
@@ -85,3 +108,49 @@ def test_non_finite_numbers_are_refused_on_read(text):
 def test_a_hundred_thousand_brackets_are_refused_quickly():
     with pytest.raises(BoundaryError, match="nested deeper"):
         loads("[" * 100_000, "--dataset line 1")
+
+
+@SETTINGS
+@given(finite_json_values, st.sampled_from([None, 1, 2]), forms)
+def test_a_finite_document_is_written_byte_for_byte_as_json_dumps_writes_it(value, indent, form):
+    """The sites moved to json_io kept their outputs: the same text, a newline unless asked."""
+    expected = json.dumps(value, indent=indent, **form)
+    assert dumps(value, indent, **form) == expected + "\n"
+    assert dumps(value, indent, newline=False, **form) == expected
+
+
+def _nulled(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _nulled(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nulled(v) for v in value]
+    return value
+
+
+@SETTINGS
+@given(json_values)
+def test_a_document_writes_each_non_finite_number_as_null_and_nothing_else_changes(value):
+    assert _strict(dumps(value, None)) == _nulled(value)
+
+
+@SETTINGS
+@given(finite_json_values, forms)
+def test_strict_text_of_finite_values_is_json_dumps_on_one_line(value, form):
+    assert strict(value, **form) == json.dumps(value, **form)
+
+
+@SETTINGS
+@given(finite_json_values, non_finite, st.booleans())
+def test_strict_refuses_a_non_finite_number_wherever_it_is(value, bad, in_object):
+    document = {"x": [value, {"y": bad}]} if in_object else [value, bad]
+    with pytest.raises(ValueError) as refused:
+        strict(document, sort_keys=True)
+    where = "$.x[1].y" if in_object else "$[1]"
+    assert str(refused.value).startswith(f"{where} is {bad!r}, not a finite number")
+
+
+def test_strict_names_the_first_non_finite_number_of_a_tuple_and_the_fix():
+    with pytest.raises(ValueError, match=r"^\$\.k\[2\] is -inf, .*fix the value upstream$"):
+        strict({"k": (1.0, 2, -math.inf, math.nan)})
