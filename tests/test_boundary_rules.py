@@ -33,11 +33,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SCANNED = ("image/trnspec", "trnspec_tools", "infra")
+from code_walk import Violation, dotted, imports, not_allowed, product_files, stale_entries
+
 BOUNDARY = "image/trnspec/boundary/"
 
 _JSON = {"loads", "load"}
@@ -69,18 +68,6 @@ _STR_METHODS = {
 }
 
 
-@dataclass(frozen=True, order=True)
-class Violation:
-    path: str
-    function: str
-    rule: str
-    line: int
-    code: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line} ({self.function}) {self.rule}: {self.code}"
-
-
 def _is_attr_call(
     node: ast.Call, owner: str, names: set[str], imported: dict[str, str] | None = None
 ) -> bool:
@@ -94,20 +81,6 @@ def _is_attr_call(
         module, _, name = imported[f.id].rpartition(".")
         return module == owner and name in names
     return False
-
-
-def _imports(tree: ast.AST) -> dict[str, str]:
-    """Local name -> what it imports: `import json as j` gives {"j": "json"}, `from yaml import
-    safe_load as sl` gives {"sl": "yaml.safe_load"}."""
-    out: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                out[alias.asname or alias.name] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return out
 
 
 def _write_mode(node: ast.Call, mode_index: int) -> bool:
@@ -155,26 +128,13 @@ def _own_doc(node: ast.expr) -> bool:
     return False
 
 
-def _dotted(func: ast.expr, imported: dict[str, str]) -> str | None:
-    """The dotted name a call resolves to through the file's imports (`httpx.get`,
-    `urllib.request.urlopen`), or None for a call on anything but a module name."""
-    parts: list[str] = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not isinstance(func, ast.Name):
-        return None
-    parts.append(imported.get(func.id, func.id))
-    return ".".join(reversed(parts))
-
-
 def _raw_http(node: ast.Call, imported: dict[str, str]) -> bool:
     f = node.func
     root = f
     while isinstance(root, ast.Attribute):
         root = root.value
     # a module only through an import: a local variable named `requests` is not the library
-    name = _dotted(f, imported) if isinstance(root, ast.Name) and root.id in imported else None
+    name = dotted(f, imported) if isinstance(root, ast.Name) and root.id in imported else None
     if name is not None and (
         name in _HTTP_CALLS or (name.split(".", 1)[0] in _HTTP_MODULES and "." in name)
     ):
@@ -259,7 +219,7 @@ def _bounded(tree: ast.AST) -> set[int]:
 def scan(path: Path, rel: str) -> list[Violation]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
     out = []
-    imported = _imports(tree)
+    imported = imports(tree)
     bounded = _bounded(tree)
     for where, call in _calls(tree):
         rule = _rule(call, imported)
@@ -271,14 +231,8 @@ def scan(path: Path, rel: str) -> list[Violation]:
 
 
 def violations() -> list[Violation]:
-    found: list[Violation] = []
-    for top in SCANNED:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            rel = path.relative_to(ROOT).as_posix()
-            if rel.startswith(BOUNDARY) or "/node_modules/" in rel:
-                continue
-            found += scan(path, rel)
-    return sorted(found)
+    files = product_files(lambda rel: rel.startswith(BOUNDARY))
+    return sorted(v for path, rel in files for v in scan(path, rel))
 
 
 #: (path, function, rule) -> why it may stay. Entries marked "to move" are known bypasses in code
@@ -419,7 +373,7 @@ def _key(v: Violation) -> tuple[str, str, str]:
 
 
 def test_no_product_code_goes_around_the_boundary() -> None:
-    new = [str(v) for v in violations() if _key(v) not in ALLOWED]
+    new = not_allowed(violations(), ALLOWED, _key)
     assert not new, (
         "read, parse and write through trnspec.boundary (or add a commented ALLOWED entry):\n"
         + "\n".join(new)
@@ -427,8 +381,7 @@ def test_no_product_code_goes_around_the_boundary() -> None:
 
 
 def test_every_allowed_entry_still_matches_something() -> None:
-    found = {_key(v) for v in violations()}
-    stale = sorted(set(ALLOWED) - found)
+    stale = stale_entries(violations(), ALLOWED, _key)
     assert not stale, f"remove these ALLOWED entries, the code no longer has them: {stale}"
 
 

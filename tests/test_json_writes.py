@@ -20,13 +20,20 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-#: The product: directories walked for *.py, and single files.
-SCANNED = ("image/trnspec", "trnspec_tools", "infra", "app.py")
+from code_walk import (
+    PRODUCT,
+    ROOT,
+    Violation,
+    dotted,
+    imports,
+    not_allowed,
+    product_files,
+    stale_entries,
+)
+
 #: The one module that may call json.dumps.
 WRITER = "image/trnspec/boundary/json_io.py"
 #: Modules whose dumps/dump write NaN as a bare `NaN` (json, and the drop-in replacements).
@@ -34,56 +41,20 @@ _JSON_MODULES = {"json", "simplejson", "ujson"}
 _WRITERS = {"dumps", "dump", "JSONEncoder"}
 
 
-@dataclass(frozen=True, order=True)
-class RawWrite:
-    path: str
-    function: str
-    line: int
-    code: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line} ({self.function}): {self.code}"
-
-
-def _imports(tree: ast.AST) -> dict[str, str]:
-    """Local name -> what it imports: `import json as j` gives {"j": "json"}, `from json import
-    dumps as d` gives {"d": "json.dumps"}."""
-    out: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                out[alias.asname or alias.name.split(".")[0]] = (
-                    alias.name if alias.asname else alias.name.split(".")[0]
-                )
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return out
-
-
-def _dotted(node: ast.expr, imported: dict[str, str]) -> str | None:
-    """The dotted name a Name or an attribute chain on a Name resolves to through the imports
-    (`j.dumps` -> "json.dumps"), or None for anything else."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(imported.get(node.id, node.id))
-    return ".".join(reversed(parts))
-
-
 def _is_raw_write(node: ast.expr, imported: dict[str, str]) -> bool:
     if not isinstance(node, ast.Name | ast.Attribute):
         return False
     if isinstance(node, ast.Name) and node.id not in imported:
         return False  # a local `dumps` of the module's own is not json's
-    name = _dotted(node, imported)
+    name = dotted(node, imported)
     if name is None:
         return False
     parts = name.split(".")
     return len(parts) > 1 and parts[0] in _JSON_MODULES and parts[-1] in _WRITERS
+
+
+def _skip(rel: str) -> bool:
+    return rel == WRITER
 
 
 def _references(tree: ast.AST) -> Iterator[tuple[str, ast.expr]]:
@@ -103,35 +74,22 @@ def _references(tree: ast.AST) -> Iterator[tuple[str, ast.expr]]:
     yield from walk(tree, "<module>")
 
 
-def scan(path: Path, rel: str) -> list[RawWrite]:
+def scan(path: Path, rel: str) -> list[Violation]:
     text = path.read_text(encoding="utf-8")
     if "json" not in text:  # every module of _JSON_MODULES is imported by a name holding it
         return []
     tree = ast.parse(text, filename=rel)
-    imported = _imports(tree)
+    imported = imports(tree)
     return [
-        RawWrite(rel, where, node.lineno, ast.unparse(node))
+        Violation(rel, where, "raw-json-write", node.lineno, ast.unparse(node))
         for where, node in _references(tree)
         if _is_raw_write(node, imported)
     ]
 
 
-def product_files() -> list[tuple[Path, str]]:
-    files: list[Path] = []
-    for top in SCANNED:
-        path = ROOT / top
-        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
-    out = []
-    for path in files:
-        rel = path.relative_to(ROOT).as_posix()
-        if rel != WRITER and "/node_modules/" not in rel:
-            out.append((path, rel))
-    return out
-
-
 @cache
-def raw_writes() -> list[RawWrite]:
-    return sorted(w for path, rel in product_files() for w in scan(path, rel))
+def raw_writes() -> list[Violation]:
+    return sorted(w for path, rel in product_files(_skip) for w in scan(path, rel))
 
 
 #: (path, function) -> why it may stay. Each is in a file another helper owns this round (issue
@@ -156,12 +114,12 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 
 
-def _key(w: RawWrite) -> tuple[str, str]:
+def _key(w: Violation) -> tuple[str, str]:
     return (w.path, w.function)
 
 
 def test_no_product_module_writes_json_around_json_io() -> None:
-    new = [str(w) for w in raw_writes() if _key(w) not in ALLOWED]
+    new = not_allowed(raw_writes(), ALLOWED, _key)
     assert not new, (
         "write JSON with trnspec.boundary.json_io: dumps (a document: non-finite -> null) or"
         " strict (hashed or sent: non-finite refused); or add a commented ALLOWED entry:\n"
@@ -170,16 +128,15 @@ def test_no_product_module_writes_json_around_json_io() -> None:
 
 
 def test_every_allowed_entry_still_matches_something() -> None:
-    found = {_key(w) for w in raw_writes()}
-    stale = sorted(set(ALLOWED) - found)
+    stale = stale_entries(raw_writes(), ALLOWED, _key)
     assert not stale, f"remove these ALLOWED entries, the code no longer has them: {stale}"
 
 
 def test_the_walk_covers_every_part_of_the_product() -> None:
-    """A typo in SCANNED would make the rule pass on nothing."""
-    scanned = {rel for _, rel in product_files()}
+    """A typo in PRODUCT would make the rule pass on nothing."""
+    scanned = {rel for _, rel in product_files(_skip)}
     assert "app.py" in scanned
-    for top in SCANNED[:-1]:
+    for top in PRODUCT[:-1]:
         assert sum(rel.startswith(f"{top}/") for rel in scanned) >= 20, top
     assert WRITER not in scanned
     assert (ROOT / WRITER).is_file()

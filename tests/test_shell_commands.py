@@ -25,12 +25,11 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SCANNED = ("image/trnspec", "trnspec_tools", "infra")
+from code_walk import Violation, not_allowed, product_files, stale_entries
+
 HELPER = "image/trnspec/boundary/shell.py"
 
 #: A program at a word boundary, followed by a lowercase word or a flag (its arguments).
@@ -44,18 +43,6 @@ _QUOTING = {"shell_command", "shell_commands"}
 _SHLEX_QUOTING = {"quote", "join"}
 #: Stands for a value in the flattened text of a string (never in source text).
 _SLOT = "\0"
-
-
-@dataclass(frozen=True, order=True)
-class Violation:
-    path: str
-    function: str
-    rule: str
-    line: int
-    code: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line} ({self.function}) {self.rule}: {self.code}"
 
 
 def _is_quoting_call(node: ast.expr) -> bool:
@@ -230,14 +217,8 @@ def scan(path: Path, rel: str) -> list[Violation]:
 
 @cache
 def violations() -> list[Violation]:
-    found: list[Violation] = []
-    for top in SCANNED:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            rel = path.relative_to(ROOT).as_posix()
-            if rel == HELPER or "/node_modules/" in rel:
-                continue
-            found += scan(path, rel)
-    return sorted(found)
+    files = product_files(lambda rel: rel == HELPER)
+    return sorted(v for path, rel in files for v in scan(path, rel))
 
 
 #: (path, function, rule) -> why it may stay.
@@ -258,7 +239,7 @@ def _key(v: Violation) -> tuple[str, str, str]:
 
 
 def test_every_printed_command_quotes_the_values_in_it() -> None:
-    new = [str(v) for v in violations() if _key(v) not in ALLOWED]
+    new = not_allowed(violations(), ALLOWED, _key)
     assert not new, (
         "build printed commands with trnspec.boundary.shell.shell_command (or shlex), or add a"
         " commented ALLOWED entry:\n" + "\n".join(new)
@@ -266,8 +247,7 @@ def test_every_printed_command_quotes_the_values_in_it() -> None:
 
 
 def test_every_allowed_entry_still_matches_something() -> None:
-    found = {_key(v) for v in violations()}
-    stale = sorted(set(ALLOWED) - found)
+    stale = stale_entries(violations(), ALLOWED, _key)
     assert not stale, f"remove these ALLOWED entries, the code no longer has them: {stale}"
 
 
