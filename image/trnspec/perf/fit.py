@@ -20,9 +20,10 @@ pass, `THIRD_PASS` the current one.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from operator import mul
+from operator import itemgetter, mul
+from typing import TypeVar
 
 from trnspec.hardware.model_shapes import ModelShape
 from trnspec.perf.published import Measurement, predicted_step_ms
@@ -103,14 +104,17 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float]:
     for c in range(n):
         p = max(range(c, n), key=lambda r: abs(m[r][c]))
         m[c], m[p] = m[p], m[c]
-        pivot = m[c][c]
+        top = m[c]
+        pivot = top[c]
         for r in range(c + 1, n):
-            f = m[r][c] / pivot
-            for j in range(c, n + 1):
-                m[r][j] -= f * m[c][j]
+            row = m[r]
+            f = row[c] / pivot
+            # row[j] -= f * top[j] for j >= c: the same subtraction of the same product
+            row[c:] = [v - f * t for v, t in zip(row[c:], top[c:], strict=True)]
     x = [0.0] * n
     for r in reversed(range(n)):
-        x[r] = (m[r][n] - sum(m[r][j] * x[j] for j in range(r + 1, n))) / m[r][r]
+        # the products m[r][j] * x[j], j = r+1..n-1, added left to right as a generator would
+        x[r] = (m[r][n] - sum(map(mul, m[r][r + 1 : n], x[r + 1 : n]))) / m[r][r]
     return x
 
 
@@ -121,39 +125,72 @@ def _least_squares(gram: list[list[float]], rhs: list[float], active: list[int])
     return _solve(sub, [rhs[i] for i in active])
 
 
+@dataclass(frozen=True)
+class _Unit:
+    """Columns scaled to unit norm (an all-zero column stays zeros, with norm 0) and the Gram
+    matrix among them."""
+
+    norms: list[float]
+    cols: list[list[float]]
+    gram: list[list[float]]
+
+    @staticmethod
+    def of(columns: Sequence[Sequence[float]], n_rows: int, head: _Unit | None = None) -> _Unit:
+        """`columns` scaled, with their Gram matrix; `head`, when given, is this of the first
+        columns (the same columns: its norms, scaled columns and Gram block are reused).
+
+        `sum(map(mul, u, v))` adds the same products left to right as `sum(u_i * v_i for ...)`,
+        so every figure is the float the generator gave, faster; the Gram matrix is symmetric
+        (u*v == v*u)."""
+        k = len(head.cols) if head else 0
+        norms = head.norms[:] if head else []
+        cols = head.cols[:] if head else []
+        for col in columns[k:]:
+            nrm = math.sqrt(sum(map(mul, col, col)))
+            norms.append(nrm)
+            cols.append([v / nrm for v in col] if nrm > 0 else [0.0] * n_rows)
+        n = len(cols)
+        gram = [[0.0] * n for _ in range(n)]
+        for i, ci in enumerate(cols):
+            start = i
+            if head and i < k:
+                gram[i][i:k] = head.gram[i][i:k]
+                start = k
+            for j in range(start, n):
+                gram[i][j] = sum(map(mul, ci, cols[j]))
+        for i in range(n):
+            for j in range(i):
+                gram[i][j] = gram[j][i]
+        return _Unit(norms, cols, gram)
+
+
 def nnls(columns: Sequence[Sequence[float]], b: Sequence[float]) -> list[float]:
     """argmin ||sum_j x_j columns[j] - b|| subject to x >= 0 (Lawson and Hanson, 1974).
 
     Columns are scaled to unit norm first (the terms differ by many orders of magnitude); an
     all-zero column (a stack with no row) stays 0."""
-    norms = [math.sqrt(sum(v * v for v in col)) for col in columns]
-    cols = [
-        [v / nrm for v in col] if nrm > 0 else [0.0] * len(b)
-        for col, nrm in zip(columns, norms, strict=True)
-    ]
+    return _nnls(_Unit.of(columns, len(b)), b)
+
+
+def _nnls(unit: _Unit, b: Sequence[float]) -> list[float]:
+    """nnls on columns already scaled (`_Unit.of`)."""
+    norms, cols, gram = unit.norms, unit.cols, unit.gram
     n, tol = len(cols), 1e-12
     x = [0.0] * n
     active: list[int] = []
-    # Every column's normal equations once (the same sums, in the same order, as per active
-    # set). `sum(map(mul, u, v))` adds the same products left to right as a generator would, so
-    # the results are the same floats, faster; the Gram matrix is symmetric (u*v == v*u).
-    gram = [[0.0] * n for _ in range(n)]
-    for i, ci in enumerate(cols):
-        for j in range(i, n):
-            gram[i][j] = gram[j][i] = sum(map(mul, ci, cols[j]))
     rhs = [sum(map(mul, col, b)) for col in cols]
     rows = list(zip(*cols, strict=True)) if cols else [()] * len(b)
-
-    def gradient(x: list[float]) -> list[float]:
-        r = [bi - sum(map(mul, row, x)) for row, bi in zip(rows, b, strict=True)]
-        return [sum(map(mul, col, r)) for col in cols]
+    # Only a column outside the active set with a nonzero norm can enter: the gradient is
+    # computed for those alone (each entry the float the full gradient had).
+    usable = [j for j in range(n) if norms[j] > 0]
 
     for _ in range(3 * n + 3):
-        w = gradient(x)
-        free = [j for j in range(n) if j not in active and norms[j] > 0 and w[j] > tol]
+        r = [bi - sum(map(mul, row, x)) for row, bi in zip(rows, b, strict=True)]
+        w = {j: sum(map(mul, cols[j], r)) for j in usable if j not in active}
+        free = [j for j, wj in w.items() if wj > tol]
         if not free:
             break
-        active.append(max(free, key=lambda j: w[j]))
+        active.append(max(free, key=w.__getitem__))
         while True:
             s_active = _least_squares(gram, rhs, active)
             s = [0.0] * n
@@ -174,20 +211,40 @@ def nnls(columns: Sequence[Sequence[float]], b: Sequence[float]) -> list[float]:
 
 
 @dataclass(frozen=True)
-class _RowAt:
-    """One row's predicted step (ms) at one grid point: with every linear constant at zero
-    (`base`), with one draft pass costing 1 s (`passes`), and with each shared constant at 1."""
+class _Point:
+    """Every table row's figures at one grid point, each divided by the row's step: the target
+    (published - predicted with every linear constant at zero), the column of one draft pass
+    costing 1 s, and the column of each shared constant at 1 (0 for the host share of an
+    asynchronous stack's row)."""
 
-    base: float
-    passes: float
-    units: tuple[float, ...]
+    target: list[float]
+    passes: list[float]
+    shared: dict[str, list[float]]
+
+
+T = TypeVar("T")
+
+
+def _taker(idx: Sequence[int]) -> Callable[[Sequence[T]], list[T]]:
+    """Reads the entries `idx` of a list, in that order."""
+    if len(idx) == 1:
+        (i,) = idx
+        return lambda v: [v[i]]
+    get = itemgetter(*idx)
+    return lambda v: list(get(v))
 
 
 class StepTable:
-    """Every row's `_RowAt` at every grid point, computed once for a set of rows and read by
+    """Every row's predictions at every grid point, computed once for a set of rows and read by
     every fit of a subset of them: leave one source out fits nearly the same rows once per
-    source, and the predictions, not the solve, were most of its time. A fit read from the table
-    is bit for bit the fit computed row by row (the same expressions on the same floats)."""
+    source, and the predictions, not the solve, were most of its time. The table holds the
+    columns of the fit's least squares row by row (each the float `_fit_at` computed from the
+    predictions before), so a fit read from it is bit for bit the fit computed row by row.
+
+    A table made for `terms` serves any terms whose shared constants are among its own (and
+    which fit a draft pass per stack only when it does): `covers`. It also keeps each fit it
+    served (the same rows in the same order and terms give the same fit: the nested source folds
+    fit each pair of sources twice)."""
 
     def __init__(
         self,
@@ -198,69 +255,99 @@ class StepTable:
     ) -> None:
         self.terms = terms
         self._rows = list(rows)  # keeps the ids below valid
-        self._at: dict[tuple[float, float, int], _RowAt] = {}
+        self._index = {id(m): i for i, m in enumerate(self._rows)}
+        ys = [m.fitted_step_ms or 0.0 for m in self._rows]
+        #: The per-stack floor's column (grid-independent): 1000 / step.
+        self.floor = [1000.0 / y for y in ys]
+        self.groups = [m.stack_group for m in self._rows]
+        self._points: dict[tuple[float, float], _Point] = {}
+        self._fits: dict[tuple[ModelTerms, tuple[int, ...]], Fit] = {}
         for compute in COMPUTE_GRID:
             for memory in MEMORY_GRID:
                 zero = Efficiency(
                     memory=memory, compute=compute, step_overhead_s=0.0, collective_latency_s=0.0
                 )
-                passes = replace(zero, draft_pass_overhead_s=1.0)
-                units = [replace(zero, **{name: 1.0}) for name in terms.shared]
-                for m in self._rows:
-                    self._at[(memory, compute, id(m))] = _RowAt(
-                        predicted_step_ms(m, shapes, zero, hw),
-                        predicted_step_ms(m, shapes, passes, hw)
-                        if terms.draft_pass_per_stack
-                        else 0.0,
-                        tuple(predicted_step_ms(m, shapes, u, hw) for u in units),
-                    )
+                base = [predicted_step_ms(m, shapes, zero, hw) for m in self._rows]
+                passes: list[float] = []
+                if terms.draft_pass_per_stack:
+                    one = replace(zero, draft_pass_overhead_s=1.0)
+                    passes = [
+                        (predicted_step_ms(m, shapes, one, hw) - b0) / y
+                        for m, b0, y in zip(self._rows, base, ys, strict=True)
+                    ]
+                shared: dict[str, list[float]] = {}
+                for name in terms.shared:
+                    unit = replace(zero, **{name: 1.0})
+                    shared[name] = [
+                        0.0
+                        if name == "host_share_s" and m.stack_group in ASYNC_GROUPS
+                        else (predicted_step_ms(m, shapes, unit, hw) - b0) / y
+                        for m, b0, y in zip(self._rows, base, ys, strict=True)
+                    ]
+                target = [(y - b0) / y for y, b0 in zip(ys, base, strict=True)]
+                self._points[(memory, compute)] = _Point(target, passes, shared)
 
-    def at(self, memory: float, compute: float, m: Measurement) -> _RowAt:
-        """Row `m` (one of the table's rows) at grid point (memory, compute)."""
-        return self._at[(memory, compute, id(m))]
+    def covers(self, terms: ModelTerms, rows: Sequence[Measurement] = ()) -> bool:
+        """The table holds every column `terms` fit, and `rows`."""
+        return (
+            all(name in self.terms.shared for name in terms.shared)
+            and (self.terms.draft_pass_per_stack or not terms.draft_pass_per_stack)
+            and all(id(m) in self._index for m in rows)
+        )
+
+    def indices(self, rows: Sequence[Measurement]) -> tuple[int, ...]:
+        """The positions of `rows` (each one of the table's rows) in the table."""
+        try:
+            return tuple(self._index[id(m)] for m in rows)
+        except KeyError:
+            missing = next(m.id for m in rows if id(m) not in self._index)
+            raise ValueError(
+                f"row {missing!r} is not in the table: build the StepTable from rows that"
+                " include it"
+            ) from None
+
+    def at(self, memory: float, compute: float) -> _Point:
+        """Every table row at grid point (memory, compute)."""
+        return self._points[(memory, compute)]
 
 
 def _fit_at(
-    rows: Sequence[Measurement],
-    table: StepTable,
+    point: _Point,
+    take: Callable[[Sequence[float]], list[float]],
+    terms: ModelTerms,
+    group_of: Sequence[str],
     groups: Sequence[str],
-    memory: float,
-    compute: float,
-) -> tuple[float, dict[str, Efficiency]]:
-    terms = table.terms
-    zero = Efficiency(memory=memory, compute=compute, step_overhead_s=0.0, collective_latency_s=0.0)
-    ys = [m.fitted_step_ms or 0.0 for m in rows]
-    at = [table.at(memory, compute, m) for m in rows]
-    base = [a.base for a in at]
-    columns = [
-        [1000.0 / y if m.stack_group == g else 0.0 for m, y in zip(rows, ys, strict=True)]
-        for g in groups
-    ]
+    floor_cols: Sequence[list[float]],
+    floors: _Unit,
+) -> tuple[float, list[float]]:
+    """The RMS relative error and the linear constants (floors, draft passes, shared) fitted at
+    one grid point. `take` reads the fit's rows (of stacks `group_of`) from a table column;
+    `floor_cols` are the per-stack floor columns (the same at every grid point) and `floors`
+    them scaled."""
+    columns = list(floor_cols)
     if terms.draft_pass_per_stack:
+        passes = take(point.passes)
         columns += [
-            [
-                (a.passes - a.base) / y if m.stack_group == g else 0.0
-                for m, a, y in zip(rows, at, ys, strict=True)
-            ]
-            for g in groups
+            [v if gm == g else 0.0 for v, gm in zip(passes, group_of, strict=True)] for g in groups
         ]
-    for j, name in enumerate(terms.shared):
-        columns.append(
-            [
-                0.0
-                if name == "host_share_s" and m.stack_group in ASYNC_GROUPS
-                else (a.units[j] - a.base) / y
-                for m, a, y in zip(rows, at, ys, strict=True)
-            ]
-        )
-    target = [(y - b0) / y for y, b0 in zip(ys, base, strict=True)]
-    x = nnls(columns, target)
-    fitted = [sum(col[i] * x[j] for j, col in enumerate(columns)) for i in range(len(rows))]
-    rms = math.sqrt(sum((f - t) ** 2 for f, t in zip(fitted, target, strict=True)) / len(rows))
+    columns += [take(point.shared[name]) for name in terms.shared]
+    target = take(point.target)
+    x = _nnls(_Unit.of(columns, len(target), floors), target)
+    # each row's fit, sum_j columns[j][i] * x[j], added left to right as a generator would
+    fitted = [sum(map(mul, row, x)) for row in zip(*columns, strict=True)]
+    rms = math.sqrt(sum((f - t) ** 2 for f, t in zip(fitted, target, strict=True)) / len(target))
+    return rms, x
+
+
+def _efficiencies(
+    x: Sequence[float], terms: ModelTerms, groups: Sequence[str], memory: float, compute: float
+) -> dict[str, Efficiency]:
+    """Each stack's constants from the linear solution `x` at grid point (memory, compute)."""
+    zero = Efficiency(memory=memory, compute=compute, step_overhead_s=0.0, collective_latency_s=0.0)
     n = len(groups)
     per_pass = x[n : 2 * n] if terms.draft_pass_per_stack else [0.0] * n
     shared = dict(zip(terms.shared, x[len(x) - len(terms.shared) :], strict=True))
-    effs = {
+    return {
         g: replace(
             zero,
             step_overhead_s=x[i],
@@ -270,7 +357,6 @@ def _fit_at(
         )
         for i, g in enumerate(groups)
     }
-    return rms, effs
 
 
 def fit_constants(
@@ -281,22 +367,46 @@ def fit_constants(
     table: StepTable | None = None,
 ) -> Fit:
     """The constants of `terms` that fit `rows` best (see the module docstring); `table`, when
-    given, holds the rows' predictions for these shapes, terms and hardware (a StepTable of a
-    superset of `rows`)."""
+    given, holds the rows' predictions for these shapes and hardware (a StepTable of a superset
+    of `rows` that covers `terms`). A table returns the same Fit again for the same rows (in the
+    same order) and terms."""
     if not rows:
         raise ValueError("no rows to fit")
     if table is None:
         table = StepTable(rows, shapes, terms, hw)
-    elif table.terms != terms:
-        raise ValueError(f"the table was computed for {table.terms.name!r}, not {terms.name!r}")
-    groups = sorted({m.stack_group for m in rows})
-    best: tuple[float, float, float, dict[str, Efficiency]] | None = None
+    elif not table.covers(terms):
+        raise ValueError(
+            f"the table was computed for {table.terms.name!r}, which lacks columns of"
+            f" {terms.name!r}: build it for terms with every constant the fit sets"
+        )
+    idx = table.indices(rows)
+    fit = table._fits.get((terms, idx))
+    if fit is None:
+        fit = table._fits[(terms, idx)] = _fit(table, idx, terms)
+    return fit
+
+
+def _fit(table: StepTable, idx: Sequence[int], terms: ModelTerms) -> Fit:
+    """The grid search of fit_constants on the table rows `idx`."""
+    take = _taker(idx)
+    group_of = [table.groups[i] for i in idx]
+    groups = sorted(set(group_of))
+    floor = take(table.floor)
+    floor_cols = [
+        [f if gm == g else 0.0 for f, gm in zip(floor, group_of, strict=True)] for g in groups
+    ]
+    floors = _Unit.of(floor_cols, len(idx))
+    best: tuple[float, float, float, list[float]] | None = None
     profile: dict[float, float] = {}
     for compute in COMPUTE_GRID:
         for memory in reversed(MEMORY_GRID):
-            rms, effs = _fit_at(rows, table, groups, memory, compute)
+            point = table.at(memory, compute)
+            rms, x = _fit_at(point, take, terms, group_of, groups, floor_cols, floors)
             profile[compute] = min(profile.get(compute, math.inf), rms)
             if best is None or rms < best[0] - 1e-12:
-                best = (rms, compute, memory, effs)
+                best = (rms, compute, memory, x)
     assert best is not None
-    return Fit(best[3], best[0], tuple(sorted(profile.items())))
+    rms, compute, memory, x = best
+    return Fit(
+        _efficiencies(x, terms, groups, memory, compute), rms, tuple(sorted(profile.items()))
+    )

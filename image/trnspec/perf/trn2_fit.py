@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Generic, TypeVar, cast
 
 from trnspec.boundary.write import write_file
 from trnspec.hardware.model_shapes import ModelShape
-from trnspec.perf.fit import SECOND_PASS, THIRD_PASS, Fit, fit_constants, fit_rows
+from trnspec.perf.fit import SECOND_PASS, THIRD_PASS, Fit, StepTable, fit_constants, fit_rows
 from trnspec.perf.published import (
     DATA_FILE,
     Measurement,
@@ -66,6 +67,8 @@ __all__ = [
     "predicted_step_ms",
 ]
 
+T = TypeVar("T")
+
 FIT_FILE = "data/trn2_fit.json"
 #: The model fitted and shipped, and the one its held-out errors are compared with.
 CURRENT = THIRD_PASS
@@ -77,12 +80,19 @@ class StoredFit:
     """The fit and both validations, as stored in FIT_FILE."""
 
     fit: Fit
-    #: Leave-one-source-out rows of the current model and of the model before it (BEFORE).
+    #: Leave-one-source-out rows of the current model and of the model before it (BEFORE;
+    #: `validation_before`).
     validation: tuple[HeldOutRow, ...]
-    validation_before: tuple[HeldOutRow, ...]
+    #: Computes the model before's rows when first read, then keeps them (a fit per source:
+    #: plan-deploy --measured never reads them, `fit --add` prints them).
+    before: Callable[[], tuple[HeldOutRow, ...]] = field(repr=False, compare=False)
     #: Every row as a calibration without its source sees it (validation.source_folds); empty
     #: when the refit skipped them (`fit --add`).
     folds: tuple[FoldBand, ...] = ()
+
+    @property
+    def validation_before(self) -> tuple[HeldOutRow, ...]:
+        return self.before()
 
 
 @dataclass(frozen=True)
@@ -98,10 +108,29 @@ class Calibration:
     residuals: tuple[tuple[str, float, float], ...]
     rms_rel_error: float
     validation: tuple[HeldOutRow, ...]
-    validation_before: tuple[HeldOutRow, ...]
+    #: StoredFit.before: the model before's held-out rows, computed when first read.
+    before: Callable[[], tuple[HeldOutRow, ...]] = field(repr=False, compare=False)
     source: str = field(default="")
     #: The nested source folds the bands' coverage is measured on (StoredFit.folds).
     folds: tuple[FoldBand, ...] = ()
+
+    @property
+    def validation_before(self) -> tuple[HeldOutRow, ...]:
+        return self.before()
+
+
+class _Deferred(Generic[T]):
+    """A value computed when first called for, then kept (and the function dropped)."""
+
+    def __init__(self, compute: Callable[[], T]) -> None:
+        self._compute: Callable[[], T] | None = compute
+        self._value: T | None = None
+
+    def __call__(self) -> T:
+        if self._compute is not None:
+            self._value = self._compute()
+            self._compute = None
+        return cast(T, self._value)
 
 
 def data_digest(text: str) -> str:
@@ -111,15 +140,21 @@ def data_digest(text: str) -> str:
 
 def fit_published(text: str, extra: Sequence[str] = (), folds: bool = True) -> StoredFit:
     """Fit and validate on a data file's text (plus extra rows in the same format); `folds`:
-    also the nested source folds (a fit per pair of sources, the slow part)."""
+    also the nested source folds (a fit per pair of sources, the slow part). The model
+    before's validation is computed when first read (StoredFit.before)."""
     measurements, shapes = load_published(text, extra)
-    fit = fit_constants(fit_rows(measurements, CURRENT), shapes, CURRENT)
-    validation = leave_one_source_out(measurements, shapes, CURRENT)
+    rows = fit_rows(measurements, CURRENT)
+    # One table of predictions serves every fit below (the current model's has every column
+    # the model before it fits, and the same rows when both fit speculative rows).
+    table = StepTable(rows, shapes, CURRENT)
+    before_table = table if table.covers(BEFORE, fit_rows(measurements, BEFORE)) else None
+    fit = fit_constants(rows, shapes, CURRENT, table=table)
+    validation = leave_one_source_out(measurements, shapes, CURRENT, table)
     return StoredFit(
         fit,
         validation,
-        leave_one_source_out(measurements, shapes, BEFORE),
-        source_folds(measurements, shapes, CURRENT, validation) if folds else (),
+        _Deferred(lambda: leave_one_source_out(measurements, shapes, BEFORE, before_table)),
+        source_folds(measurements, shapes, CURRENT, validation, table) if folds else (),
     )
 
 
@@ -150,6 +185,7 @@ def _stored_fit(digest: str) -> StoredFit | None:
     data = json.loads(raw)
     if data.get("data_sha256") != digest or "source_folds" not in data:
         return None
+    before = tuple(HeldOutRow(**h) for h in data["validation_before"])
     return StoredFit(
         Fit(
             {g: Efficiency(**e) for g, e in data["efficiency"].items()},
@@ -157,7 +193,7 @@ def _stored_fit(digest: str) -> StoredFit | None:
             tuple((float(c), float(r)) for c, r in data["compute_profile"]),
         ),
         tuple(HeldOutRow(**h) for h in data["validation"]),
-        tuple(HeldOutRow(**h) for h in data["validation_before"]),
+        lambda: before,
         tuple(FoldBand(**f) for f in data["source_folds"]),
     )
 
@@ -179,7 +215,7 @@ def calibration_for(
         residuals,
         stored.fit.rms_rel_error,
         stored.validation,
-        stored.validation_before,
+        stored.before,
         source=f"fitted to {len(rows)} rows of trnspec/{DATA_FILE}"
         f" (RMS relative error {stored.fit.rms_rel_error:.3f})",
         folds=stored.folds,

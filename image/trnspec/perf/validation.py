@@ -550,9 +550,12 @@ def source_folds(
     shapes: Mapping[str, ModelShape],
     terms: ModelTerms,
     held_out: Sequence[HeldOutRow],
+    table: StepTable | None = None,
 ) -> tuple[FoldBand, ...]:
-    """source_fold for every source (a fit per source pair: the slow part of `--write`)."""
-    table = StepTable(fit_rows(measurements, terms), shapes, terms)
+    """source_fold for every source (a fit per source pair: the slow part of `--write`);
+    `table`, when given, holds the predictions of a superset of the fittable rows."""
+    if table is None:
+        table = StepTable(fit_rows(measurements, terms), shapes, terms)
     sources = list(dict.fromkeys(m.held_out_unit for m in measurements))
     return tuple(
         f for s in sources for f in source_fold(measurements, shapes, terms, s, held_out, table)
