@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from operator import itemgetter, mul
+from itertools import repeat
+from operator import add, itemgetter, mul, sub
 from typing import TypeVar
 
 from trnspec.hardware.model_shapes import ModelShape
@@ -127,41 +128,83 @@ def _least_squares(gram: list[list[float]], rhs: list[float], active: list[int])
 
 @dataclass(frozen=True)
 class _Unit:
-    """Columns scaled to unit norm (an all-zero column stays zeros, with norm 0) and the Gram
-    matrix among them."""
+    """Columns scaled to unit norm (an all-zero column stays zeros, with norm 0), the Gram matrix
+    among them, and where each column may be nonzero (`support`).
+
+    A column with a support (the rows of one stack, in order) is 0.0 on every other row, and
+    two supports are equal or disjoint. A sum of products then skips the rows where one factor
+    is 0.0 and still gives the float the full sum gave: each skipped product is +-0.0 (the
+    other factor is finite: `finite`), Python's sum adds floats left to right from +0.0, a
+    partial sum from +0.0 is never -0.0 (x + y is -0.0 only when both are), and adding +-0.0 to
+    a float that is not -0.0 leaves it unchanged. (So too with the compensated sum of Python
+    3.12: a +-0.0 term changes neither the sum nor the compensation.)"""
 
     norms: list[float]
     cols: list[list[float]]
     gram: list[list[float]]
+    support: list[tuple[int, ...] | None]
+    #: Each column on its support (the whole column without one).
+    subs: list[list[float]]
+    #: Every scaled figure is finite (else no row is skipped).
+    finite: bool
 
     @staticmethod
-    def of(columns: Sequence[Sequence[float]], n_rows: int, head: _Unit | None = None) -> _Unit:
+    def of(
+        columns: Sequence[Sequence[float]],
+        n_rows: int,
+        head: _Unit | None = None,
+        support: Sequence[tuple[int, ...] | None] = (),
+    ) -> _Unit:
         """`columns` scaled, with their Gram matrix; `head`, when given, is this of the first
-        columns (the same columns: its norms, scaled columns and Gram block are reused).
+        columns (the same columns: its norms, scaled columns and Gram block are reused);
+        `support`, per column, the rows where it may be nonzero (None or absent: any row).
 
         `sum(map(mul, u, v))` adds the same products left to right as `sum(u_i * v_i for ...)`,
         so every figure is the float the generator gave, faster; the Gram matrix is symmetric
         (u*v == v*u)."""
         k = len(head.cols) if head else 0
+        sup = list(support) + [None] * (len(columns) - len(support))
         norms = head.norms[:] if head else []
         cols = head.cols[:] if head else []
-        for col in columns[k:]:
-            nrm = math.sqrt(sum(map(mul, col, col)))
+        for col, where in zip(columns[k:], sup[k:], strict=True):
+            on = col if where is None else [col[p] for p in where]
+            nrm = math.sqrt(sum(map(mul, on, on)))
             norms.append(nrm)
             cols.append([v / nrm for v in col] if nrm > 0 else [0.0] * n_rows)
+        finite = all(map(math.isfinite, norms)) and (head is None or head.finite)
+        if not finite:
+            sup = [None] * len(cols)
+        subs = [c if w is None else [c[p] for p in w] for c, w in zip(cols, sup, strict=True)]
+        on_rows: dict[tuple[int, tuple[int, ...]], list[float]] = {}
+
+        def restricted(j: int, where: tuple[int, ...]) -> list[float]:
+            if sup[j] == where:
+                return subs[j]
+            if (j, where) not in on_rows:
+                on_rows[(j, where)] = [cols[j][p] for p in where]
+            return on_rows[(j, where)]
+
         n = len(cols)
         gram = [[0.0] * n for _ in range(n)]
-        for i, ci in enumerate(cols):
+        for i in range(n):
             start = i
             if head and i < k:
                 gram[i][i:k] = head.gram[i][i:k]
                 start = k
             for j in range(start, n):
-                gram[i][j] = sum(map(mul, ci, cols[j]))
+                si, sj = sup[i], sup[j]
+                if si is None and sj is None:
+                    gram[i][j] = sum(map(mul, cols[i], cols[j]))
+                elif si is not None and sj is not None and si != sj:
+                    gram[i][j] = 0.0  # disjoint supports: every product is +-0.0
+                else:
+                    where = si if si is not None else sj
+                    assert where is not None
+                    gram[i][j] = sum(map(mul, restricted(i, where), restricted(j, where)))
         for i in range(n):
             for j in range(i):
                 gram[i][j] = gram[j][i]
-        return _Unit(norms, cols, gram)
+        return _Unit(norms, cols, gram, sup, subs, finite)
 
 
 def nnls(columns: Sequence[Sequence[float]], b: Sequence[float]) -> list[float]:
@@ -173,20 +216,41 @@ def nnls(columns: Sequence[Sequence[float]], b: Sequence[float]) -> list[float]:
 
 
 def _nnls(unit: _Unit, b: Sequence[float]) -> list[float]:
-    """nnls on columns already scaled (`_Unit.of`)."""
-    norms, cols, gram = unit.norms, unit.cols, unit.gram
+    """nnls on columns already scaled (`_Unit.of`). The residual and the gradient are each
+    row's and column's sum of products, with the products of a 0.0 skipped (`_Unit`)."""
+    norms, cols, gram, sup = unit.norms, unit.cols, unit.gram, unit.support
     n, tol = len(cols), 1e-12
     x = [0.0] * n
     active: list[int] = []
     rhs = [sum(map(mul, col, b)) for col in cols]
-    rows = list(zip(*cols, strict=True)) if cols else [()] * len(b)
+    rows = [] if unit.finite else list(zip(*cols, strict=True)) if cols else [()] * len(b)
     # Only a column outside the active set with a nonzero norm can enter: the gradient is
     # computed for those alone (each entry the float the full gradient had).
     usable = [j for j in range(n) if norms[j] > 0]
 
     for _ in range(3 * n + 3):
-        r = [bi - sum(map(mul, row, x)) for row, bi in zip(rows, b, strict=True)]
-        w = {j: sum(map(mul, cols[j], r)) for j in usable if j not in active}
+        if unit.finite:
+            # sum_j cols[j][i] * x[j] over the nonzero x[j] in order, for every row at once
+            fitted = [0.0] * len(b)
+            for j in range(n):
+                if x[j] != 0.0:
+                    fitted = list(map(add, fitted, map(mul, cols[j], repeat(x[j]))))
+            r = list(map(sub, b, fitted))
+        else:
+            r = [bi - sum(map(mul, row, x)) for row, bi in zip(rows, b, strict=True)]
+        on_rows: dict[tuple[int, ...], list[float]] = {}
+        sparse = unit.finite and math.isfinite(sum(r))
+        w: dict[int, float] = {}
+        for j in usable:
+            if j in active:
+                continue
+            where = sup[j] if sparse else None
+            if where is None:
+                w[j] = sum(map(mul, cols[j], r))
+            else:
+                if where not in on_rows:
+                    on_rows[where] = [r[p] for p in where]
+                w[j] = sum(map(mul, unit.subs[j], on_rows[where]))
         free = [j for j, wj in w.items() if wj > tol]
         if not free:
             break
@@ -332,7 +396,8 @@ def _fit_at(
         ]
     columns += [take(point.shared[name]) for name in terms.shared]
     target = take(point.target)
-    x = _nnls(_Unit.of(columns, len(target), floors), target)
+    support = floors.support * (2 if terms.draft_pass_per_stack else 1)
+    x = _nnls(_Unit.of(columns, len(target), floors, support), target)
     # each row's fit, sum_j columns[j][i] * x[j], added left to right as a generator would
     fitted = [sum(map(mul, row, x)) for row in zip(*columns, strict=True)]
     rms = math.sqrt(sum((f - t) ** 2 for f, t in zip(fitted, target, strict=True)) / len(target))
@@ -395,7 +460,9 @@ def _fit(table: StepTable, idx: Sequence[int], terms: ModelTerms) -> Fit:
     floor_cols = [
         [f if gm == g else 0.0 for f, gm in zip(floor, group_of, strict=True)] for g in groups
     ]
-    floors = _Unit.of(floor_cols, len(idx))
+    # the floor and draft-pass columns of a stack are nonzero on its rows alone
+    rows_of = [tuple(p for p, gm in enumerate(group_of) if gm == g) for g in groups]
+    floors = _Unit.of(floor_cols, len(idx), support=rows_of)
     best: tuple[float, float, float, list[float]] | None = None
     profile: dict[float, float] = {}
     for compute in COMPUTE_GRID:
