@@ -231,11 +231,13 @@ def pair_ratios(ours: Sequence[dict[str, Any]], refs: Sequence[dict[str, Any]]) 
     return out
 
 
-def differs_beyond(block: dict[str, Any], tolerance: float) -> bool:
-    """Whether a figure's pair ratios show, at 90 % confidence, a median ratio beyond
-    1 +/- tolerance: its median interval misses the band entirely. Too few pairs for an interval
-    count as differing (nothing was shown to agree)."""
-    interval = block.get("median_interval_90")
+def differs_beyond(block: dict[str, Any], tolerance: float, confidence: float = 0.9) -> bool:
+    """Whether a figure's pair ratios show, at `confidence`, a median ratio beyond
+    1 +/- tolerance: its median interval (order statistics) misses the band entirely. Too few
+    pairs for an interval count as differing (nothing was shown to agree). A caller judging
+    several figures at once divides its error rate among them (Bonferroni): three figures at a
+    family-wise 90 % are each judged at 1 - 0.1/3."""
+    interval = median_interval(block["ratios"], confidence)
     if interval is None:
         return True
     low, high = interval

@@ -35,6 +35,13 @@ pytest.importorskip("vllm.benchmarks.serve")
 
 NUM_PROMPTS, OUTPUT_LEN, CONCURRENCY, REPEATS = 32, 64, 4, 8
 RATIO_TOLERANCE = 0.03
+#: Three figures are judged: each at 1 - 0.1/3, so that the three together wrongly fail one run in
+#: ten at most (Bonferroni). With 8 pairs that interval is their range: a figure fails when every
+#: pair lies beyond 3 % on one side, as every pair of the old client's did. Judged at 90 % each,
+#: a CI run on a busy host failed with pairs from 0.89 to 1.15 (median 1.07); the same test alone
+#: passed at median 0.97.
+FIGURES = ("output tokens/s", "ITL p50 ms", "TPOT p50 ms")
+CONFIDENCE = 1 - 0.1 / len(FIGURES)
 ACCEPTANCE_TOLERANCE = 0.01
 
 
@@ -65,7 +72,7 @@ def test_bench_agrees_with_vllm_bench_serve_on_the_real_server(
         print(f"order per repeat: {result['order']}; load average {load}")
     table = {row["metric"]: row for row in result["table"]}
     assert table["completed"]["bench.py"] == table["completed"]["vllm bench serve"] == NUM_PROMPTS
-    for name in ("output tokens/s", "ITL p50 ms", "TPOT p50 ms"):
-        assert not differs_beyond(ratios[name], RATIO_TOLERANCE), (name, ratios[name])
+    for name in FIGURES:
+        assert not differs_beyond(ratios[name], RATIO_TOLERANCE, CONFIDENCE), (name, ratios[name])
     acc = ratios["acceptance rate"]["median_difference"]
     assert acc is not None and abs(acc) <= ACCEPTANCE_TOLERANCE, ratios["acceptance rate"]
