@@ -81,19 +81,13 @@ synth: setup-cdk
 # tests ran on both workers). Together they are every test, once. On a whole run the parser
 # environments (minutes of downloads and installs on a fresh clone) are built in the background
 # meanwhile (tests/trnspec/vllm_parsers/prebuild.py, log in .cache/logs); their file locks make
-# the parser test wait for a build in progress, and it rebuilds one that failed. The tiny models
-# are built meanwhile too (a few CPU minutes on a fresh clone): in the slow lane their build held
-# one worker while the other waited on its lock; beside the fast lane it fills the cores the
-# fast lane leaves idle, and the slow lane's fixture finds the pair built (or waits on the same
-# lock for a build in progress).
+# the parser test wait for a build in progress, and it rebuilds one that failed.
 SLOW_WORKERS ?= 2
 test: setup
 	@mkdir -p .cache/logs; \
 	if [ -z "$(PYTEST_ARGS)" ]; then \
 		$(BIN)/python tests/trnspec/vllm_parsers/prebuild.py > .cache/logs/parser-envs.log 2>&1 & \
-		prebuild=$$!; \
-		$(BIN)/python scripts/make_tiny_models.py > .cache/logs/tiny-models.log 2>&1 & \
-		tiny=$$!; trap 'kill $$prebuild $$tiny 2>/dev/null' EXIT; \
+		prebuild=$$!; trap 'kill $$prebuild 2>/dev/null' EXIT; \
 	fi; \
 	$(BIN)/python -m pytest -n $(FAST_WORKERS) -m "$(FAST_MARKERS)" $(PYTEST_ARGS) && \
 	$(BIN)/python -m pytest -n $(SLOW_WORKERS) --dist loadfile -m "not ($(FAST_MARKERS))" \
