@@ -169,12 +169,17 @@ def strict(
     """One line of strict JSON for text that is hashed or sent (no trailing newline; the
     arguments are json.dumps's); a non-finite float is refused with ValueError naming where it
     is, never written as null (a null would be another cache key or another request)."""
-    if (found := non_finite_at(value)) is not None:
+    try:
+        return json.dumps(
+            value, sort_keys=sort_keys, separators=separators, default=default, allow_nan=False
+        )
+    except ValueError:
+        # allow_nan=False already refuses; the walk (paths formatted for every element) runs
+        # only then, to name where: request bodies and cache keys are written on hot paths.
+        if (found := non_finite_at(value)) is None:
+            raise
         where, number = found
         raise ValueError(
             f"{where} is {number!r}, not a finite number: JSON has none, and null would change"
             " what is hashed or sent; fix the value upstream"
-        )
-    return json.dumps(
-        value, sort_keys=sort_keys, separators=separators, default=default, allow_nan=False
-    )
+        ) from None
