@@ -230,14 +230,13 @@ NEWER_RELEASES_NOT_PINNED: tuple[UnpinnedRelease, ...] = (
         neuron_sdk="2.33.1",
         released="2026-11-11",
         known=(
-            '"Release 2.33.1 of the AWS Neuron SDK includes bug fixes applied to the AWS Neuron '
-            'SDK v2.33.0"'
+            "runtime 2.35.33.0 (fixes a race between HWDGE and transpose DMA that can hang the "
+            "TPB AXI fabric), collectives 2.35.49.0, driver 2.31.8.0; libtorch_neuronx_lite "
+            'rebuilt against it; "All other packages are the same as in Neuron 2.33.0" '
+            "(vllm-neuron stays 0.29.0.1.2.0)"
         ),
-        source="https://github.com/aws-neuron/aws-neuron-sdk/releases/tag/v2.33.1",
-        missing=(
-            "vLLM DLC tag",
-            "which components the fixes touch (vLLM Neuron, runtime, driver)",
-        ),
+        source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/2.33.1.html",
+        missing=("vLLM DLC tag",),
     ),
     UnpinnedRelease(
         neuron_sdk="2.34.0",
@@ -247,12 +246,13 @@ NEWER_RELEASES_NOT_PINNED: tuple[UnpinnedRelease, ...] = (
             "and adds serving for multiple low-rank adaptation (LoRA) adapters and key-value (KV) "
             'cache-aware routing with llm-d"'
         ),
-        source="https://github.com/aws-neuron/aws-neuron-sdk/releases/tag/v2.34.0",
-        missing=(
-            "vLLM DLC tag",
-            "vLLM release and vllm-neuron version",
-            "Neuron runtime and driver versions",
+        source=(
+            "https://github.com/aws-neuron/aws-neuron-sdk/releases/tag/v2.34.0; runtime "
+            "2.36.8.0, driver 2.32.6.0, collectives 2.36.0.0: "
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/v2.34.0/release-notes/releasecontent.html"
+            '; "vLLM 0.32.0, vLLM Neuron 0.32.0.1.x": the v2.34.0 vLLM Omni setup guide'
         ),
+        missing=("vLLM DLC tag", "exact vllm-neuron version (0.32.0.1.x)"),
     ),
 )
 
