@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from trnspec.plan.verdict import Verdict
 
@@ -272,3 +272,67 @@ def test_prices_below_one_dollar_are_prices_and_errors_name_the_arm():
 def test_one_token_per_step_bounds_the_speedup_at_one_with_its_slack():
     assert exceeds_tokens_per_step(1.2, 1.0) and not exceeds_tokens_per_step(1.05, 1.0)
     assert not exceeds_tokens_per_step(5.0, 0.99)  # below one token per step: not judged
+
+
+def test_a_failed_run_names_its_error_kinds_and_a_lost_request_without_one_says_so():
+    """The kinds are named in order with their counts ("total" is the sum, not a kind); a
+    request lost without any error kind had no answer."""
+    kinds = {"total": 3, "timeout": 1, "http 500": 2}
+    assert ArmRound.of_run(0, 100.0, 10, 2, 4, 3, error_kinds=kinds).failure == (
+        "2 of 4 requests failed (http 500 2, timeout 1)"
+    )
+    for none in ({"total": 0}, {}):
+        assert ArmRound.of_run(0, 100.0, 10, 3, 4, 0, error_kinds=none).failure == (
+            "1 of 4 requests failed (no answer)"
+        )
+
+
+@pytest.mark.parametrize("arm", ["reference", "candidate"])
+def test_a_round_left_out_for_a_run_that_does_not_count_names_that_arm(arm):
+    bad, good = ArmRound(0, None, failure="timeout"), ArmRound(0, 150.0, 1000)
+    ref, cand = (bad, good) if arm == "reference" else (good, bad)
+    [left] = pair_rounds([ref], [cand])[1]
+    assert left.why is Unpaired.FAILED
+    assert left.text == f"the {arm} run does not count (timeout)"
+
+
+def test_a_level_without_a_verdict_gives_every_left_out_round_as_its_reason():
+    plain = [ArmRound(0, None, failure="timeout"), *rounds([100, 100, 100])[1:]]
+    cmp = compare(plain, rounds([150, 150]), Prices(reference=10.0, candidate=20.0))
+    assert cmp.verdict is None and [x.round for x in cmp.left_out] == [0, 2]
+    assert cmp.reason.split("; ") == [x.line() for x in cmp.left_out]
+    assert cmp.price_ratio == pytest.approx(2.0)  # the prices hold without a verdict too
+
+
+def test_a_level_where_no_round_ran_has_no_verdict_and_says_so():
+    cmp = compare([], [])
+    assert (cmp.verdict, cmp.pairs, cmp.left_out) == (None, (), ())
+    assert cmp.reason == "no round was measured"
+
+
+#: how the reason of each verdict begins (from two rounds on)
+HEADS = {
+    Verdict.SPECULATION: "the candidate is cheaper: ",
+    Verdict.PLAIN: "the reference is cheaper: ",
+    Verdict.UNDECIDED: "undecided: ",
+}
+
+
+@given(st.lists(st.tuples(tps, tps), min_size=1, max_size=12), st.floats(0.2, 5.0))
+@example([(100.0, 150.0)] * 2, 1.0)
+@example([(150.0, 100.0)] * 2, 1.0)
+@example([(100.0, 150.0), (100.0, 90.0)], 1.0)
+@example([(100.0, 300.0)], 1.0)
+def test_the_reason_says_the_verdict_and_the_interval_it_was_read_from(pairs, price_ratio):
+    plain, spec = rounds([p for p, _ in pairs]), rounds([s for _, s in pairs])
+    cmp = compare(plain, spec, Prices(1.0, price_ratio))
+    assert cmp.verdict is not None and cmp.cost_ratio is not None
+    assert cmp.price_ratio == pytest.approx(price_ratio)
+    cost = cmp.cost_ratio
+    for figure in (f"{cost.median:.2f}", f"{cost.low:.2f}", f"{cost.high:.2f}", cost.method):
+        assert figure in cmp.reason
+    if len(pairs) == 1:
+        assert cmp.reason.startswith("one round bounds nothing (")
+        assert cmp.reason.endswith(": measure 2 or more")
+    else:
+        assert cmp.reason.startswith(HEADS[cmp.verdict])
