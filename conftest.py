@@ -4,7 +4,7 @@ sys.path, where tests/infra, tests/trnspec_tools, tests/trnspec would shadow the
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -34,10 +34,59 @@ def fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
 SLOW_FIXTURES = frozenset({"tiny_models", "checkov_report", "scanned"})
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+#: The fixtures that lend the session's local vLLM servers (tests/trnspec_tools/server_pool.py).
+SERVER_FIXTURES = frozenset({"local_servers", "speculative_server", "plain_server"})
+#: What every test file that uses them is named: the slow lane runs those files on one worker, so
+#: that worker's pool starts each server config once (`e2e_scope`).
+E2E_SUFFIX = "_e2e.py"
+E2E_SCOPE = "end-to-end files (one worker: the shared local servers)"
+
+
+def e2e_scope(nodeid: str) -> str:
+    """The slow lane's work unit of a test: its file, except that every `*_e2e.py` file is one
+    unit, run on one worker (the servers they share start once there, not on every worker)."""
+    path = nodeid.split("::", 1)[0]
+    return E2E_SCOPE if path.endswith(E2E_SUFFIX) else path
+
+
+def server_users_outside_e2e_files(tests: Iterable[tuple[str, Collection[str]]]) -> list[str]:
+    """The node ids, of (node id, fixture names) pairs, that use the shared local servers from a
+    file not named *_e2e.py: on another worker they would start servers of their own."""
+    return [
+        nodeid
+        for nodeid, fixtures in tests
+        if SERVER_FIXTURES.intersection(fixtures) and e2e_scope(nodeid) != E2E_SCOPE
+    ]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    misplaced = server_users_outside_e2e_files(
+        (item.nodeid, getattr(item, "fixturenames", ())) for item in items
+    )
+    if misplaced:
+        raise pytest.UsageError(
+            f"{misplaced[0]} uses the shared local servers but its file is not named *{E2E_SUFFIX}:"
+            " rename it (only those files run on the worker that holds the servers)"
+        )
+    # the end-to-end unit first: it is the slow lane's longest (tiny models, servers, rounds)
+    items.sort(key=lambda item: e2e_scope(item.nodeid) != E2E_SCOPE)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile` (the slow lane) with the end-to-end files as one unit (`e2e_scope`)."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class EndToEndTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return e2e_scope(nodeid)
+
+    return EndToEndTogether(config, log)
 
 
 def omp_bind_for_worker(worker: str | None, cpus: list[int]) -> str | None:

@@ -38,3 +38,36 @@ def test_the_cores_are_the_ones_the_process_may_use_not_their_count() -> None:
 @pytest.mark.parametrize("worker", [None, "", "master", "gwx"])
 def test_outside_xdist_vllm_keeps_its_own_binding(worker: str | None) -> None:
     assert omp_bind_for_worker(worker, [0, 1]) is None
+
+
+e2e_scope = _CONFTEST.e2e_scope
+
+
+def test_every_end_to_end_file_is_one_unit_of_the_slow_lane_and_other_files_their_own() -> None:
+    units = {
+        e2e_scope(nodeid)
+        for nodeid in (
+            "tests/trnspec_tools/bench/test_bench_e2e.py::test_a",
+            "tests/trnspec_tools/tune/test_tune_plain_e2e.py::test_b[1]",
+        )
+    }
+    assert units == {_CONFTEST.E2E_SCOPE}
+    assert e2e_scope("tests/trnspec/test_vllm_parsers.py::test_c[cpu]") == (
+        "tests/trnspec/test_vllm_parsers.py"
+    )
+    # a name that only contains the word is a file of its own
+    assert e2e_scope("tests/x/test_e2e_local.py::t") == "tests/x/test_e2e_local.py"
+
+
+def test_a_test_using_the_shared_servers_outside_an_e2e_file_is_named() -> None:
+    """Collection stops with a usage error naming it (conftest.pytest_collection_modifyitems)."""
+    tests = [
+        ("tests/a/test_bench_e2e.py::test_ok", ["tmp_path", "speculative_server"]),
+        ("tests/a/test_other.py::test_no_servers", ["tmp_path", "tiny_models"]),
+        ("tests/a/test_other.py::test_pool", ["local_servers"]),
+        ("tests/a/test_e2e_local.py::test_plain", ["plain_server"]),
+    ]
+    assert _CONFTEST.server_users_outside_e2e_files(tests) == [
+        "tests/a/test_other.py::test_pool",
+        "tests/a/test_e2e_local.py::test_plain",
+    ]

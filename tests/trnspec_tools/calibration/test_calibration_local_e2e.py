@@ -11,20 +11,22 @@ from pathlib import Path
 
 import pytest
 import yaml
+from server_pool import ServerPool
+from shared_server import SPECULATIVE_K as K
 
 from infra.app.composition import check_profile
 from trnspec_tools.calibration.local import main
-from trnspec_tools.local_engine.tiny_models import TinyModels
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 ADMIN = "arn:aws:iam::123456789012:role/TrnspecAdmin"
 
 
 def test_the_loop_measures_both_arms_writes_the_results_and_a_plan_that_deploys(
-    tiny_models: TinyModels, tmp_path: Path
+    servers_from_the_pool: ServerPool, tmp_path: Path
 ) -> None:
-    argv = ["--concurrency", "1", "--rounds", "2", "--num-prompts", "4", "--output-len", "24"]
-    assert main([*argv, "--k", "2", "--reports", str(tmp_path)]) == 0
+    # one level at the profile's max_num_seqs and its k: the session's shared servers
+    argv = ["--concurrency", "4", "--rounds", "2", "--num-prompts", "4", "--output-len", "24"]
+    assert main([*argv, "--k", str(K), "--reports", str(tmp_path)]) == 0
 
     run = json.loads((tmp_path / "calibration.json").read_text())
     assert {(r["arm"], r["status"]) for r in run["results"]} == {

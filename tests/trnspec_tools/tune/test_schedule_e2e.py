@@ -9,28 +9,26 @@ the tail run batch 1. Deselect with `-m "not e2e"`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
+from server_pool import ServerPool
 
 from trnspec_tools.bench.run import RunOptions, run_level
 from trnspec_tools.bench.workload import select_workload
 from trnspec_tools.local_engine.local_server import LocalServer
-from trnspec_tools.local_engine.tiny_models import TinyModels
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
-def scheduled_server(tiny_models: TinyModels) -> Iterator[LocalServer]:
-    with LocalServer(
+def scheduled_server(local_servers: ServerPool) -> LocalServer:
+    return local_servers.get(
         [
             "max_num_seqs=4",
             "speculation.num_speculative_tokens=4",
             "speculation.k_schedule=[[1,1,4],[2,4,1]]",
         ]
-    ) as server:
-        yield server
+    )
 
 
 def _k_used(server: LocalServer, concurrency: int) -> float | None:

@@ -1,15 +1,14 @@
 """End to end on this machine: the real vLLM CPU server, started from the rendered local-tiny
 profile with the tiny models, checked by the same smoke checks as a deployed endpoint.
 
-Two servers (baseline and speculative, k=4) are started once for the module and run side by side
-so the lossless check compares them directly. Deselect with `-m "not e2e"`.
+Two servers (baseline and speculative, k=4), the session's shared pair (server_pool.py), run side
+by side so the lossless check compares them directly. Deselect with `-m "not e2e"`.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 from shared_server import SPECULATIVE_K
@@ -18,7 +17,6 @@ from trnspec_tools.client.metrics import SpecDecodeCounters, acceptance
 from trnspec_tools.client.openai_client import OpenAIClient
 from trnspec_tools.local_engine.local_server import LocalServer
 from trnspec_tools.local_engine.tiny_corpus import completion_prompts
-from trnspec_tools.local_engine.tiny_models import TinyModels
 from trnspec_tools.smoke import run_smoke
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -27,9 +25,8 @@ K = SPECULATIVE_K
 
 
 @pytest.fixture(scope="module")
-def baseline(tiny_models: TinyModels) -> Iterator[LocalServer]:
-    with LocalServer(["speculation.method=none"]) as server:
-        yield server
+def baseline(plain_server: LocalServer) -> LocalServer:
+    return plain_server
 
 
 @pytest.fixture(scope="module")
