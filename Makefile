@@ -73,12 +73,13 @@ synth: setup-cdk
 	@ls cdk.out/*.template.json
 
 # Two passes: the fast lane on FAST_WORKERS pytest-xdist workers, then the end-to-end servers and
-# the slow builds on SLOW_WORKERS, a test file to a worker (a file's module fixtures, its servers
-# and checkov scans, run once; the shared caches, the tiny models and the vLLM parser
-# environments, are built under file locks: one worker builds, the other waits; each worker's
-# vLLM servers compute on a core of their own: conftest.py). `--dist loadgroup` would group
-# across files, but pytest 9 ignores the node ids xdist 3.8 rewrites for it (checked: grouped
-# tests ran on both workers). Together they are every test, once. On a whole run the parser
+# the slow builds on SLOW_WORKERS, a test file to a worker (a file's module fixtures and checkov
+# scans run once), except that every *_e2e.py file runs on one worker, first (conftest.py's
+# scheduler): they share that worker's local vLLM servers, one per config
+# (tests/trnspec_tools/server_pool.py), started once. The tiny models and the vLLM parser
+# environments are built under file locks: one worker builds, the other waits. `--dist loadgroup`
+# would group across files, but pytest 9 ignores the node ids xdist 3.8 rewrites for it
+# (checked: grouped tests ran on both workers). Together they are every test, once. On a whole run the parser
 # environments (minutes of downloads and installs on a fresh clone) are built in the background
 # meanwhile (tests/trnspec/vllm_parsers/prebuild.py, log in .cache/logs); their file locks make
 # the parser test wait for a build in progress, and it rebuilds one that failed.

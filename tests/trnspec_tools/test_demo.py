@@ -1,5 +1,5 @@
 """trnspec_tools.demo's pure parts: the greedy-match rule, the report's fields and the exit rule.
-(`make demo` itself runs the real servers; test_e2e_local.py covers that path.)"""
+(`make demo` itself runs the real servers; test_local_e2e.py covers that path.)"""
 
 from __future__ import annotations
 

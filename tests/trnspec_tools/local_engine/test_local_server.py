@@ -1,7 +1,7 @@
 """local_engine.local_server: the argv is the rendered one, the env is local and offline, and the
 process is always stopped. The lifecycle tests swap the vLLM command for tiny stand-ins (a
 script that dies, one that never answers, one that answers /v1/models) so they run in seconds;
-the real server is exercised in test_e2e_local.py."""
+the real server is exercised in test_local_e2e.py."""
 
 from __future__ import annotations
 
