@@ -145,3 +145,18 @@ def test_the_stage_empties_the_caches_of_test_helpers_before_each_test(monkeypat
     namespace["_mutate_fresh_helper_caches"]()
     assert helpers["cached_helper"]() == 2  # built again: this test's calls are its own
     assert helpers["cached_product"]() == 1
+
+
+def test_the_measurement_core_is_held_to_90_and_a_score_under_its_minimum_fails():
+    """Issue 47: the A/B core, calibration's summary and rows, the decision, wake and the
+    bundle's pods at 90 % or more; the others at THRESHOLD."""
+    core = {"ab_order", "ab_spread", "ab_median_round", "ab_comparison", "calibration_summary"}
+    core |= {"calibration_rows", "decision", "wake", "bundle_pods"}
+    held = {t.name for t in mutate.TARGETS if t.minimum == mutate.CORE_THRESHOLD == 90.0}
+    assert held == core
+    assert all(t.minimum == mutate.THRESHOLD for t in mutate.TARGETS if t.name not in core)
+    wake = mutate.selected("wake")
+    assert mutate.below_minimum(wake, [mutate.Score("wake", 89, 100, 1.0)]) == ["wake 89.0% < 90%"]
+    assert mutate.below_minimum(wake, [mutate.Score("wake", 90, 100, 1.0)]) == []
+    sse = mutate.selected("sse")
+    assert mutate.below_minimum(sse, [mutate.Score("sse", 86, 100, 1.0)]) == []
