@@ -71,8 +71,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"{misplaced[0]} uses the shared local servers but its file is not named *{E2E_SUFFIX}:"
             " rename it (only those files run on the worker that holds the servers)"
         )
-    # the end-to-end unit first: it is the slow lane's longest (tiny models, servers, rounds)
-    items.sort(key=lambda item: e2e_scope(item.nodeid) != E2E_SCOPE)
+    items.sort(key=lambda item: slow_lane_rank(item.nodeid, getattr(item, "fixturenames", ())))
+
+
+def slow_lane_rank(nodeid: str, fixtures: Collection[str]) -> int:
+    """The order the slow lane hands out its units (its collection order, kept by the scheduler):
+    the end-to-end unit first, its longest (the tiny models' build, then servers and rounds); then
+    the files that need nothing built; last the other users of the tiny models, so that no worker
+    waits on the build's file lock while the other builds (on a fresh clone the file that tests
+    the build, handed out first by size, held the second worker for the whole 198 s build)."""
+    if e2e_scope(nodeid) == E2E_SCOPE:
+        return 0
+    return 2 if "tiny_models" in fixtures else 1
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -86,6 +96,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             return e2e_scope(nodeid)
 
+    # in the collection's order (slow_lane_rank), not xdist's default of the most tests first
+    config.option.loadscopereorder = False
     return EndToEndTogether(config, log)
 
 

@@ -71,3 +71,11 @@ def test_a_test_using_the_shared_servers_outside_an_e2e_file_is_named() -> None:
         "tests/a/test_other.py::test_pool",
         "tests/a/test_e2e_local.py::test_plain",
     ]
+
+
+def test_the_slow_lane_hands_out_the_e2e_unit_first_and_other_tiny_model_users_last() -> None:
+    rank = _CONFTEST.slow_lane_rank
+    e2e = rank("tests/a/test_bench_e2e.py::t", ["tiny_models", "local_servers"])
+    plain = rank("tests/infra/test_checkov.py::t", ["tmp_path"])
+    builds = rank("tests/a/test_tiny_models.py::t", ["tiny_models"])
+    assert e2e < plain < builds
