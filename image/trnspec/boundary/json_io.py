@@ -173,10 +173,15 @@ def strict(
         return json.dumps(
             value, sort_keys=sort_keys, separators=separators, default=default, allow_nan=False
         )
-    except ValueError:
+    except ValueError as refused:
         # allow_nan=False already refuses; the walk (paths formatted for every element) runs
-        # only then, to name where: request bodies and cache keys are written on hot paths.
-        if (found := non_finite_at(value)) is None:
+        # only then, to name where: request bodies and cache keys are written on hot paths. A
+        # circular value (json's own ValueError) has no end for the walk: json's error stands.
+        try:
+            found = non_finite_at(value)
+        except RecursionError:
+            raise refused from None
+        if found is None:
             raise
         where, number = found
         raise ValueError(

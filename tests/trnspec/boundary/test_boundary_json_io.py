@@ -154,3 +154,10 @@ def test_strict_refuses_a_non_finite_number_wherever_it_is(value, bad, in_object
 def test_strict_names_the_first_non_finite_number_of_a_tuple_and_the_fix():
     with pytest.raises(ValueError, match=r"^\$\.k\[2\] is -inf, .*fix the value upstream$"):
         strict({"k": (1.0, 2, -math.inf, math.nan)})
+
+
+def test_strict_gives_a_circular_value_jsons_own_error_not_a_recursion_error():
+    loop: list[object] = [1.0]
+    loop.append(loop)
+    with pytest.raises(ValueError, match=r"^Circular reference detected$"):
+        strict({"k": loop})
