@@ -60,18 +60,17 @@ def server_users_outside_e2e_files(tests: Iterable[tuple[str, Collection[str]]])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    fixtures = {item.nodeid: getattr(item, "fixturenames", ()) for item in items}
     for item in items:
-        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if SLOW_FIXTURES.intersection(fixtures[item.nodeid]):
             item.add_marker(pytest.mark.slow)
-    misplaced = server_users_outside_e2e_files(
-        (item.nodeid, getattr(item, "fixturenames", ())) for item in items
-    )
+    misplaced = server_users_outside_e2e_files(fixtures.items())
     if misplaced:
         raise pytest.UsageError(
             f"{misplaced[0]} uses the shared local servers but its file is not named *{E2E_SUFFIX}:"
             " rename it (only those files run on the worker that holds the servers)"
         )
-    items.sort(key=lambda item: slow_lane_rank(item.nodeid, getattr(item, "fixturenames", ())))
+    items.sort(key=lambda item: slow_lane_rank(item.nodeid, fixtures[item.nodeid]))
 
 
 def slow_lane_rank(nodeid: str, fixtures: Collection[str]) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
 from trnspec.config.serving import ServingConfig
 
@@ -26,17 +26,10 @@ from trnspec_tools.local_engine.local_server import TINY_PROFILE, server_config
 #: The port every config is compared at (a server's own port is not part of what it serves).
 KEY_PORT = 8000
 
-
-class Server(Protocol):
-    """What the pool needs of a server: LocalServer, or a test's stand-in."""
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-
+#: Starts nothing: builds a server (LocalServer, or a test's stand-in) from overrides and a profile.
 ServerFactory = Callable[..., Any]
-ConfigOf = Callable[[str, Sequence[str]], ServingConfig]
+#: What a server started with these overrides would serve; equal keys, same server.
+ConfigOf = Callable[[str, Sequence[str]], object]
 
 
 def config_of(profile: str, overrides: Sequence[str]) -> ServingConfig:
@@ -78,7 +71,7 @@ class ServerPool:
     def __init__(self, factory: ServerFactory, key: ConfigOf = config_of) -> None:
         self._factory = factory
         self._key = key
-        self._servers: list[tuple[ServingConfig, Any]] = []
+        self._servers: list[tuple[object, Any]] = []
 
     def get(self, overrides: Sequence[str] = (), profile: str = TINY_PROFILE) -> Any:
         """The running server of this config, started now if the pool has none yet."""

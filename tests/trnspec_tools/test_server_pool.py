@@ -29,7 +29,7 @@ def key(profile: str, overrides: Sequence[str]) -> tuple[str, frozenset[str]]:
 
 @pytest.fixture
 def pool() -> ServerPool:
-    return ServerPool(FakeServer, key=key)  # type: ignore[arg-type]
+    return ServerPool(FakeServer, key=key)
 
 
 def test_the_same_config_is_the_same_running_server(pool: ServerPool) -> None:
