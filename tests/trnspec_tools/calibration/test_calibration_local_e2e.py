@@ -1,7 +1,8 @@
 """End to end on the local engine: `calibrate local` (what `make calibrate` runs) starts a plain and
 a speculative CPU server of the tiny pair, measures both in ABBA rounds through `calibrate run`'s
 own code, uploads the run to moto S3, brings it home as `calibrate fetch` does, and writes a plan
-refitted on the measured rows; that plan is one the deployment accepts (`serving.plan`). Deselect
+refitted on the measured rows; that plan is one the deployment accepts (`serving.plan`). Here the
+two servers it starts are the session's shared ones (server_pool.py), of the same configs. Deselect
 with `-m "not e2e"`."""
 
 from __future__ import annotations
